@@ -1,0 +1,236 @@
+//! `SearchConfig`: every knob that shapes a search, serialized whole into each receipt.
+//!
+//! `SearchConfig::default()` is the frozen baseline of the SciFact evaluation contract. Fields that name a
+//! capability this library does not have exist so that a receipt can state, explicitly, that they were off;
+//! any other value is rejected by [`SearchConfig::validate`], never silently ignored.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Which vector backend may answer a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExactnessProfile {
+    /// Use the exact backend whenever the store has one; fall back to HNSW (and say so) only when it has not.
+    PreferExact,
+    /// Use the exact backend or fail with [`Error::ExactBackendUnavailable`].
+    RequireExact,
+    /// Use HNSW when the store has it; otherwise the exact backend.
+    AllowApproximate,
+}
+
+/// Which lexical backend scores BM25.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LexicalBackendKind {
+    /// SQLite FTS5 with its `bm25()` function, the reference scorer.
+    Fts5,
+}
+
+/// Recency weighting. The store keeps no fact timestamps, so only `Off` is accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recency {
+    /// No recency weighting.
+    Off,
+    /// Exponential decay with the given half-life in days (not supported: rejected by validation).
+    HalfLifeDays(f64),
+}
+
+/// Derived-vector backend (for example, a quantized copy). Only `Disabled` is accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DerivedVectorBackend {
+    /// No derived vectors.
+    Disabled,
+    /// A binary-quantized copy of every vector (not supported: rejected by validation).
+    BinaryQuantized,
+}
+
+/// The complete effective configuration of one search. The default is the contract's frozen baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchConfig {
+    /// How many hits a search returns. Default 10.
+    pub top_k: usize,
+    /// How many lexical candidates hybrid search fuses. Default 100.
+    pub lexical_candidates: usize,
+    /// How many vector candidates hybrid search fuses. Default 100.
+    pub vector_candidates: usize,
+    /// The RRF constant `k` in `weight / (k + rank)`. Default 60.
+    pub rrf_k: f64,
+    /// RRF weight of the lexical list. Default 1.
+    pub fts_weight: f64,
+    /// RRF weight of the vector list. Default 1.
+    pub vector_weight: f64,
+    /// Native sparse (SPLADE-style) weight. Default 0; the library has no sparse retrieval.
+    pub sparse_weight: f64,
+    /// Sparse retrieval derived from dense vectors. Default off; not supported.
+    pub dense_derived_sparse: bool,
+    /// Token-level late-interaction weight. Default 0; not supported.
+    pub late_interaction_weight: f64,
+    /// Matryoshka truncation of candidate vectors. Default `None` (full dimension); not supported.
+    pub candidate_dims: Option<usize>,
+    /// Recency weighting. Default off; not supported.
+    pub recency: Recency,
+    /// Derived-vector backend. Default disabled; not supported.
+    pub derived_vector_backend: DerivedVectorBackend,
+    /// Which vector backend may answer. Default `PreferExact`.
+    pub exactness: ExactnessProfile,
+    /// Which lexical backend scores. Default FTS5.
+    pub lexical_backend: LexicalBackendKind,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            top_k: 10,
+            lexical_candidates: 100,
+            vector_candidates: 100,
+            rrf_k: 60.0,
+            fts_weight: 1.0,
+            vector_weight: 1.0,
+            sparse_weight: 0.0,
+            dense_derived_sparse: false,
+            late_interaction_weight: 0.0,
+            candidate_dims: None,
+            recency: Recency::Off,
+            derived_vector_backend: DerivedVectorBackend::Disabled,
+            exactness: ExactnessProfile::PreferExact,
+            lexical_backend: LexicalBackendKind::Fts5,
+        }
+    }
+}
+
+/// The largest `top_k` or candidate pool accepted; larger values are almost certainly mistakes.
+pub const MAX_DEPTH: usize = 10_000;
+
+impl SearchConfig {
+    /// Checks that every field holds a value this library honours.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedConfig`] naming the first offending field, its value and why.
+    pub fn validate(&self) -> Result<()> {
+        fn reject(field: &'static str, value: impl Serialize, reason: &'static str) -> Result<()> {
+            let value = serde_json::to_string(&value).unwrap_or_else(|_| "?".to_owned());
+            Err(Error::UnsupportedConfig { field, value, reason })
+        }
+        if self.top_k == 0 || self.top_k > MAX_DEPTH {
+            return reject("top_k", self.top_k, "must be between 1 and 10000");
+        }
+        for (field, value) in [
+            ("lexical_candidates", self.lexical_candidates),
+            ("vector_candidates", self.vector_candidates),
+        ] {
+            if value < self.top_k || value > MAX_DEPTH {
+                return reject(field, value, "must be at least top_k and at most 10000");
+            }
+        }
+        if !(self.rrf_k.is_finite() && self.rrf_k > 0.0) {
+            return reject("rrf_k", self.rrf_k, "must be a finite number above 0");
+        }
+        for (field, value) in [("fts_weight", self.fts_weight), ("vector_weight", self.vector_weight)] {
+            if !(value.is_finite() && value >= 0.0) {
+                return reject(field, value, "must be a finite number at or above 0");
+            }
+        }
+        if self.fts_weight == 0.0 && self.vector_weight == 0.0 {
+            return reject("fts_weight", self.fts_weight, "fts_weight and vector_weight cannot both be 0");
+        }
+        if self.sparse_weight != 0.0 {
+            return reject("sparse_weight", self.sparse_weight, "the library has no native sparse retrieval");
+        }
+        if self.dense_derived_sparse {
+            return reject("dense_derived_sparse", true, "the library has no dense-derived sparse retrieval");
+        }
+        if self.late_interaction_weight != 0.0 {
+            return reject(
+                "late_interaction_weight",
+                self.late_interaction_weight,
+                "the library has no token-level late interaction",
+            );
+        }
+        if self.candidate_dims.is_some() {
+            return reject("candidate_dims", self.candidate_dims, "the library has no Matryoshka truncation");
+        }
+        if self.recency != Recency::Off {
+            return reject("recency", self.recency, "facts carry no timestamps to weight by");
+        }
+        if self.derived_vector_backend != DerivedVectorBackend::Disabled {
+            return reject(
+                "derived_vector_backend",
+                self.derived_vector_backend,
+                "the library has no derived-vector backend",
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rejected_field(config: SearchConfig) -> &'static str {
+        match config.validate() {
+            Err(Error::UnsupportedConfig { field, .. }) => field,
+            other => panic!("expected a rejection, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn default_is_the_frozen_baseline_and_valid() {
+        let config = SearchConfig::default();
+        config.validate().unwrap();
+        assert_eq!(config.top_k, 10);
+        assert_eq!(config.rrf_k, 60.0);
+        assert_eq!(config.sparse_weight, 0.0);
+        assert!(!config.dense_derived_sparse);
+        assert_eq!(config.late_interaction_weight, 0.0);
+        assert_eq!(config.candidate_dims, None);
+        assert_eq!(config.recency, Recency::Off);
+        assert_eq!(config.derived_vector_backend, DerivedVectorBackend::Disabled);
+        assert_eq!(config.exactness, ExactnessProfile::PreferExact);
+    }
+
+    #[test]
+    fn unsupported_capabilities_are_rejected_by_name() {
+        let base = SearchConfig::default;
+        let cases: Vec<(SearchConfig, &str)> = vec![
+            (SearchConfig { sparse_weight: 0.5, ..base() }, "sparse_weight"),
+            (SearchConfig { dense_derived_sparse: true, ..base() }, "dense_derived_sparse"),
+            (SearchConfig { late_interaction_weight: 0.1, ..base() }, "late_interaction_weight"),
+            (SearchConfig { candidate_dims: Some(128), ..base() }, "candidate_dims"),
+            (SearchConfig { recency: Recency::HalfLifeDays(30.0), ..base() }, "recency"),
+            (
+                SearchConfig { derived_vector_backend: DerivedVectorBackend::BinaryQuantized, ..base() },
+                "derived_vector_backend",
+            ),
+            (SearchConfig { top_k: 0, ..base() }, "top_k"),
+            (SearchConfig { lexical_candidates: 5, ..base() }, "lexical_candidates"),
+            (SearchConfig { rrf_k: f64::NAN, ..base() }, "rrf_k"),
+            (SearchConfig { fts_weight: -1.0, ..base() }, "fts_weight"),
+            (SearchConfig { fts_weight: 0.0, vector_weight: 0.0, ..base() }, "fts_weight"),
+        ];
+        for (config, field) in cases {
+            assert_eq!(rejected_field(config), field);
+        }
+    }
+
+    #[test]
+    fn rejection_message_names_field_value_and_reason() {
+        let err = SearchConfig { sparse_weight: 0.5, ..SearchConfig::default() }.validate().unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("sparse_weight"), "{message}");
+        assert!(message.contains("0.5"), "{message}");
+        assert!(message.contains("no native sparse"), "{message}");
+    }
+
+    #[test]
+    fn unknown_fields_do_not_deserialize() {
+        let mut value = serde_json::to_value(SearchConfig::default()).unwrap();
+        value["surprise"] = serde_json::json!(1);
+        assert!(serde_json::from_value::<SearchConfig>(value).is_err());
+    }
+}

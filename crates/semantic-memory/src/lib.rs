@@ -1,0 +1,50 @@
+//! `semantic-memory`: a persisted fact store whose every search returns a receipt.
+//!
+//! # Overview
+//! A [`FactStore`] is one SQLite file. Each fact has a namespace, a source type, a text indexed by FTS5
+//! (`porter unicode61`) and a unit-length vector of the store's fixed dimension. Three searches exist:
+//! lexical ([`FactStore::search_fts_only_with_context`], BM25 via FTS5), vector
+//! ([`FactStore::search_vector_only_with_context`], exact scan or HNSW as [`ExactnessProfile`] decides) and
+//! hybrid ([`FactStore::search_explained_with_context`], reciprocal rank fusion that explains each hit).
+//! Each returns a [`SearchReceipt`]: the complete effective [`SearchConfig`], backend and exactness evidence,
+//! the hits, and a digest over the receipt's RFC 8785 canonical JSON. The receipt is also stored, under a
+//! request id that can never be reused.
+//!
+//! # Example
+//! ```
+//! use semantic_memory::{FactStore, NewFact, SearchConfig, SearchContext, StoreOptions};
+//! # fn main() -> Result<(), semantic_memory::Error> {
+//! let dir = tempfile::tempdir().map_err(|source| semantic_memory::Error::Io { path: ".".into(), source })?;
+//! let mut store = FactStore::open(dir.path().join("facts.db"), &StoreOptions { dims: Some(2), ..Default::default() })?;
+//! let metadata = serde_json::json!({});
+//! store.insert_facts(&[
+//!     NewFact { namespace: "notes", source_type: "doc", text: "vitamin D and bone density", metadata: &metadata, vector: &[1.0, 0.0] },
+//!     NewFact { namespace: "notes", source_type: "doc", text: "sleep and memory", metadata: &metadata, vector: &[0.0, 1.0] },
+//! ])?;
+//! let outcome = store.search_fts_only_with_context("Vitamin-D?", &SearchConfig::default(), &SearchContext::new("q1", "notes"))?;
+//! assert_eq!(outcome.hits()[0].fact_id.0, 1);
+//! assert!(outcome.receipt.digest_is_valid());
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod canonical_json;
+mod config;
+mod error;
+mod lexical;
+mod receipt;
+mod search;
+mod store;
+pub mod vector;
+
+pub use crate::config::{DerivedVectorBackend, ExactnessProfile, LexicalBackendKind, MAX_DEPTH, Recency, SearchConfig};
+pub use crate::error::{Error, Result};
+pub use crate::lexical::FtsQuery;
+pub use crate::receipt::{
+    ComponentHit, Hit, LexicalEvidence, QueryEvidence, RECEIPT_SCHEMA, SearchMode, SearchReceipt, StoreEvidence,
+    VectorEvidence,
+};
+pub use crate::search::{SearchContext, SearchOutcome, SearchTiming};
+pub use crate::store::{Fact, FactId, FactStore, NewFact, STORE_FORMAT, StoreOptions};
+#[cfg(feature = "usearch")]
+pub use crate::vector::HnswOptions;

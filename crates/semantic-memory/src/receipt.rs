@@ -1,0 +1,181 @@
+//! `SearchReceipt`: what a search did, bound by a digest over its canonical JSON and kept in the store.
+//!
+//! A receipt holds no clock readings and no query text (only digests of it), so the same request against the
+//! same store yields byte-identical receipts on any host, and receipts can be published without the queries.
+
+use serde::{Deserialize, Serialize};
+
+use crate::canonical_json::{canonical_bytes_of, sha256_digest};
+use crate::config::{ExactnessProfile, SearchConfig};
+use crate::store::FactId;
+#[cfg(feature = "usearch")]
+use crate::vector::HnswOptions;
+
+/// The receipt schema this build writes. A field change bumps it.
+pub const RECEIPT_SCHEMA: &str = "semantic-memory-search-receipt-v1";
+
+/// Which search API produced a receipt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchMode {
+    /// `search_fts_only_with_context`: lexical only.
+    FtsOnly,
+    /// `search_vector_only_with_context`: vector only.
+    VectorOnly,
+    /// `search_explained_with_context`: RRF of lexical and vector lists.
+    Hybrid,
+}
+
+impl SearchMode {
+    /// The mode's name as serialized (`fts_only`, `vector_only`, `hybrid`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::FtsOnly => "fts_only",
+            SearchMode::VectorOnly => "vector_only",
+            SearchMode::Hybrid => "hybrid",
+        }
+    }
+}
+
+/// One component's view of a hit: its 1-based rank and score in that component's candidate list.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ComponentHit {
+    /// 1-based rank within the component's candidates.
+    pub rank: usize,
+    /// The component's score (higher is better).
+    pub score: f64,
+}
+
+/// One result of a search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    /// The fact found.
+    pub fact_id: FactId,
+    /// 1-based, contiguous rank in the final list.
+    pub rank: usize,
+    /// The final score: `-bm25()` for fts_only, the inner product for vector_only, the RRF sum for hybrid.
+    pub score: f64,
+    /// The lexical component, or `None` when the fact was not among the lexical candidates (or not asked).
+    pub lexical: Option<ComponentHit>,
+    /// The vector component, or `None` when the fact was not among the vector candidates (or not asked).
+    pub vector: Option<ComponentHit>,
+}
+
+/// Identity of the query, without its text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryEvidence {
+    /// `sha256:` of the query text's UTF-8 bytes, when a text was given.
+    pub text_sha256: Option<String>,
+    /// `sha256:` of the FTS5 MATCH expression built from the text, when one was built.
+    pub fts_expression_sha256: Option<String>,
+    /// How many distinct tokens the expression ORs.
+    pub fts_terms: Option<usize>,
+    /// `sha256:` of the query vector's little-endian f32 bytes, when a vector was given.
+    pub vector_sha256: Option<String>,
+}
+
+/// How the lexical list was produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LexicalEvidence {
+    /// Backend name, for example `fts5_bm25`.
+    pub backend: String,
+    /// FTS5 tokenizer definition.
+    pub tokenizer: String,
+    /// BM25 parameters the backend applies.
+    pub k1: f64,
+    /// BM25 length normalisation.
+    pub b: f64,
+    /// Candidates asked for.
+    pub limit: usize,
+    /// Candidates returned.
+    pub returned: usize,
+}
+
+/// How the vector list was produced, and whether it was exact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VectorEvidence {
+    /// Backend that answered: `brute_force` or `usearch_hnsw`.
+    pub backend: String,
+    /// Returns true if and only if the answering backend is exact.
+    pub exact: bool,
+    /// The profile the caller asked for.
+    pub profile: ExactnessProfile,
+    /// Whether the store had an exact backend at search time.
+    pub exact_available: bool,
+    /// Whether the store had an HNSW index at search time.
+    pub approximate_available: bool,
+    /// Why a backend other than the profile's first choice answered, if one did.
+    pub fallback_reason: Option<String>,
+    /// Vectors in the index.
+    pub index_size: usize,
+    /// Vectors compared with the query (exact backend), or `None` when the graph walk does not say (HNSW).
+    pub vectors_scanned: Option<usize>,
+    /// HNSW parameters, when HNSW answered.
+    #[cfg(feature = "usearch")]
+    pub hnsw: Option<HnswOptions>,
+    /// Candidates asked for.
+    pub limit: usize,
+    /// Candidates returned.
+    pub returned: usize,
+}
+
+/// The store a search ran against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoreEvidence {
+    /// Facts in the whole store.
+    pub facts: usize,
+    /// Vector dimension.
+    pub dims: usize,
+    /// Store format.
+    pub format: String,
+}
+
+/// The record of one search, returned to the caller and persisted in the store under its request id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchReceipt {
+    /// Always [`RECEIPT_SCHEMA`].
+    pub schema: String,
+    /// `semantic-memory <version>`.
+    pub library: String,
+    /// Caller-chosen id, unique within the store.
+    pub request_id: String,
+    /// Namespace searched.
+    pub namespace: String,
+    /// Source types searched; empty means all.
+    pub source_types: Vec<String>,
+    /// Which API ran.
+    pub mode: SearchMode,
+    /// The complete effective configuration.
+    pub config: SearchConfig,
+    /// What was asked, as digests.
+    pub query: QueryEvidence,
+    /// The lexical component, for fts_only and hybrid.
+    pub lexical: Option<LexicalEvidence>,
+    /// The vector component, for vector_only and hybrid.
+    pub vector: Option<VectorEvidence>,
+    /// The store searched.
+    pub store: StoreEvidence,
+    /// The results, best first.
+    pub hits: Vec<Hit>,
+    /// `sha256:` over the RFC 8785 canonical JSON of this receipt without the `digest` field.
+    pub digest: String,
+}
+
+impl SearchReceipt {
+    /// Recomputes the digest from the receipt's other fields.
+    ///
+    /// # Errors
+    /// Only if serialization fails, which the receipt's own types never do.
+    pub fn compute_digest(&self) -> serde_json::Result<String> {
+        let mut value = serde_json::to_value(self)?;
+        if let Some(object) = value.as_object_mut() {
+            object.remove("digest");
+        }
+        Ok(sha256_digest(&canonical_bytes_of(&value)?))
+    }
+
+    /// Returns true if and only if `digest` matches the receipt's content.
+    pub fn digest_is_valid(&self) -> bool {
+        self.compute_digest().is_ok_and(|digest| digest == self.digest)
+    }
+}

@@ -1,0 +1,401 @@
+//! The three search APIs of `FactStore`: lexical only, vector only, and hybrid RRF, each returning hits with
+//! a `SearchReceipt` that is also written to the store.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use rusqlite::ErrorCode;
+
+use crate::canonical_json::sha256_digest;
+use crate::config::{ExactnessProfile, SearchConfig};
+use crate::error::{Error, Result};
+use crate::lexical::{Fts5, FtsQuery, LexicalBackend, Scope};
+use crate::receipt::{
+    ComponentHit, Hit, LexicalEvidence, QueryEvidence, RECEIPT_SCHEMA, SearchMode, SearchReceipt, StoreEvidence,
+    VectorEvidence,
+};
+use crate::store::{FactId, FactStore, STORE_FORMAT, vector_to_blob};
+use crate::vector::{ScoredFact, VectorBackend, check_unit_vector};
+
+/// Who is asking, and where: the request id (unique per store), the namespace and the source types searched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchContext {
+    /// Caller-chosen id under which the receipt is stored; reusing one is refused.
+    pub request_id: String,
+    /// The namespace searched.
+    pub namespace: String,
+    /// Source types searched; empty (the default) means all.
+    pub source_types: Vec<String>,
+}
+
+impl SearchContext {
+    /// A context over every source type of `namespace`.
+    pub fn new(request_id: impl Into<String>, namespace: impl Into<String>) -> Self {
+        SearchContext { request_id: request_id.into(), namespace: namespace.into(), source_types: Vec::new() }
+    }
+}
+
+/// Wall-clock time of a search, kept outside the receipt so receipts stay deterministic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchTiming {
+    /// Time spent retrieving and ranking.
+    pub retrieval: Duration,
+    /// Time including building, hashing and persisting the receipt.
+    pub total: Duration,
+}
+
+/// What a search returns: the receipt (whose `hits` are the results) and its timing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchOutcome {
+    /// The persisted receipt; `receipt.hits` are the results, best first.
+    pub receipt: SearchReceipt,
+    /// The FTS5 expression that ran, for callers that want to show it (the receipt keeps only its digest).
+    pub fts_expression: Option<String>,
+    /// How long it took.
+    pub timing: SearchTiming,
+}
+
+impl SearchOutcome {
+    /// The results, best first.
+    pub fn hits(&self) -> &[Hit] {
+        &self.receipt.hits
+    }
+}
+
+const FTS5_TOKENIZER: &str = "porter unicode61";
+const FTS5_K1: f64 = 1.2;
+const FTS5_B: f64 = 0.75;
+
+struct VectorRun {
+    candidates: Vec<ScoredFact>,
+    evidence: VectorEvidence,
+}
+
+impl FactStore {
+    /// Lexical search: FTS5 `bm25()` over the tokens of `query`, top `config.top_k`.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedConfig`], [`Error::InvalidContext`], [`Error::RequestIdCollision`], [`Error::Sqlite`].
+    pub fn search_fts_only_with_context(
+        &self,
+        query: &str,
+        config: &SearchConfig,
+        context: &SearchContext,
+    ) -> Result<SearchOutcome> {
+        let started = self.begin(config, context)?;
+        let fts = FtsQuery::from_text(query);
+        let candidates = self.lexical(&fts, context, config.top_k)?;
+        let lexical = Some(self.lexical_evidence(config.top_k, candidates.len()));
+        let hits = component_hits(&candidates, |component| (Some(component), None));
+        let retrieval = started.elapsed();
+        let query = QueryEvidence { vector_sha256: None, ..text_evidence(query, &fts) };
+        let receipt = self.receipt(SearchMode::FtsOnly, config, context, query, lexical, None, hits)?;
+        self.finish(receipt, fts.expression, started, retrieval)
+    }
+
+    /// Vector search: inner product against unit-length `query_vector`, answered by the backend that
+    /// `config.exactness` selects, top `config.top_k`.
+    ///
+    /// # Errors
+    /// As [`FactStore::search_fts_only_with_context`], plus [`Error::DimensionMismatch`] and
+    /// [`Error::InvalidVector`] for a bad query vector and [`Error::ExactBackendUnavailable`].
+    pub fn search_vector_only_with_context(
+        &self,
+        query_vector: &[f32],
+        config: &SearchConfig,
+        context: &SearchContext,
+    ) -> Result<SearchOutcome> {
+        check_unit_vector(query_vector, self.dims)?;
+        let started = self.begin(config, context)?;
+        let run = self.vector(query_vector, config.exactness, context, config.top_k)?;
+        let hits = component_hits(&run.candidates, |component| (None, Some(component)));
+        let retrieval = started.elapsed();
+        let query = QueryEvidence {
+            text_sha256: None,
+            fts_expression_sha256: None,
+            fts_terms: None,
+            vector_sha256: Some(sha256_digest(&vector_to_blob(query_vector))),
+        };
+        let receipt = self.receipt(SearchMode::VectorOnly, config, context, query, None, Some(run.evidence), hits)?;
+        self.finish(receipt, None, started, retrieval)
+    }
+
+    /// Hybrid search: reciprocal rank fusion of the lexical and vector candidate lists,
+    /// `fts_weight / (rrf_k + lexical rank) + vector_weight / (rrf_k + vector rank)`, ties broken by fact id.
+    /// Every hit carries both components' rank and score, or `None` where it was not a candidate.
+    ///
+    /// # Errors
+    /// As [`FactStore::search_vector_only_with_context`].
+    pub fn search_explained_with_context(
+        &self,
+        query: &str,
+        query_vector: &[f32],
+        config: &SearchConfig,
+        context: &SearchContext,
+    ) -> Result<SearchOutcome> {
+        check_unit_vector(query_vector, self.dims)?;
+        let started = self.begin(config, context)?;
+        let fts = FtsQuery::from_text(query);
+        let lexical = self.lexical(&fts, context, config.lexical_candidates)?;
+        let run = self.vector(query_vector, config.exactness, context, config.vector_candidates)?;
+        let hits = fuse(&lexical, &run.candidates, config);
+        let retrieval = started.elapsed();
+        let query = QueryEvidence {
+            vector_sha256: Some(sha256_digest(&vector_to_blob(query_vector))),
+            ..text_evidence(query, &fts)
+        };
+        let lexical = Some(self.lexical_evidence(config.lexical_candidates, lexical.len()));
+        let receipt = self.receipt(SearchMode::Hybrid, config, context, query, lexical, Some(run.evidence), hits)?;
+        self.finish(receipt, fts.expression, started, retrieval)
+    }
+
+    /// Reads back the receipt stored under `request_id`.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`]; [`Error::IncompatibleStore`] when the stored receipt does not parse.
+    pub fn receipt_for(&self, request_id: &str) -> Result<Option<SearchReceipt>> {
+        let text: Option<String> = self
+            .conn
+            .query_row("SELECT receipt FROM receipts WHERE request_id = ?1", [request_id], |row| row.get(0))
+            .map(Some)
+            .or_else(|error| match error {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                other => Err(self.sql_error(other)),
+            })?;
+        text.map(|text| {
+            serde_json::from_str(&text).map_err(|error| Error::IncompatibleStore {
+                path: self.path.clone(),
+                reason: format!("receipt {request_id:?} does not parse: {error}"),
+            })
+        })
+        .transpose()
+    }
+
+    fn begin(&self, config: &SearchConfig, context: &SearchContext) -> Result<Instant> {
+        config.validate()?;
+        if context.request_id.is_empty() {
+            return Err(Error::InvalidContext { reason: "request_id is empty" });
+        }
+        if context.namespace.is_empty() {
+            return Err(Error::InvalidContext { reason: "namespace is empty" });
+        }
+        let used: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM receipts WHERE request_id = ?1", [&context.request_id], |row| row.get(0))
+            .map_err(|source| self.sql_error(source))?;
+        if used > 0 {
+            return Err(Error::RequestIdCollision { request_id: context.request_id.clone() });
+        }
+        Ok(Instant::now())
+    }
+
+    fn lexical(&self, query: &FtsQuery, context: &SearchContext, limit: usize) -> Result<Vec<ScoredFact>> {
+        let scope = Scope { namespace: &context.namespace, source_types: &context.source_types };
+        Fts5.search(&self.conn, query, scope, limit).map_err(|source| self.sql_error(source))
+    }
+
+    fn lexical_evidence(&self, limit: usize, returned: usize) -> LexicalEvidence {
+        LexicalEvidence {
+            backend: Fts5.name().to_owned(),
+            tokenizer: FTS5_TOKENIZER.to_owned(),
+            k1: FTS5_K1,
+            b: FTS5_B,
+            limit,
+            returned,
+        }
+    }
+
+    fn vector(
+        &self,
+        query: &[f32],
+        profile: ExactnessProfile,
+        context: &SearchContext,
+        limit: usize,
+    ) -> Result<VectorRun> {
+        let exact: Option<&dyn VectorBackend> = self.exact.as_ref().map(|b| b as &dyn VectorBackend);
+        #[cfg(feature = "usearch")]
+        let approximate: Option<&dyn VectorBackend> = self.hnsw.as_ref().map(|b| b as &dyn VectorBackend);
+        #[cfg(not(feature = "usearch"))]
+        let approximate: Option<&dyn VectorBackend> = None;
+        let (backend, fallback_reason) = match (profile, exact, approximate) {
+            (ExactnessProfile::PreferExact | ExactnessProfile::RequireExact, Some(exact), _) => (exact, None),
+            (ExactnessProfile::RequireExact, None, _) => return Err(Error::ExactBackendUnavailable),
+            (ExactnessProfile::PreferExact, None, Some(approximate)) => {
+                (approximate, Some("the store has no exact backend; HNSW answered approximately".to_owned()))
+            }
+            (ExactnessProfile::AllowApproximate, _, Some(approximate)) => (approximate, None),
+            (ExactnessProfile::AllowApproximate, Some(exact), None) => {
+                (exact, Some("the store has no HNSW index; the exact backend answered".to_owned()))
+            }
+            (_, None, None) => return Err(Error::ExactBackendUnavailable),
+        };
+        let keep = self.scope_filter(context);
+        let candidates = backend.search(query, limit, &keep)?;
+        let vectors_scanned =
+            backend.is_exact().then(|| (1..=self.tags.len()).filter(|id| keep(FactId(*id as i64))).count());
+        let evidence = VectorEvidence {
+            backend: backend.name().to_owned(),
+            exact: backend.is_exact(),
+            profile,
+            exact_available: exact.is_some(),
+            approximate_available: approximate.is_some(),
+            fallback_reason,
+            index_size: backend.len(),
+            vectors_scanned,
+            #[cfg(feature = "usearch")]
+            hnsw: if backend.is_exact() { None } else { self.hnsw.as_ref().map(|index| index.options()) },
+            limit,
+            returned: candidates.len(),
+        };
+        Ok(VectorRun { candidates, evidence })
+    }
+
+    /// A predicate over fact ids that holds for facts in the context's namespace and source types.
+    fn scope_filter(&self, context: &SearchContext) -> impl Fn(FactId) -> bool + '_ {
+        let namespace = self.interned.code(&context.namespace);
+        let source_types: Option<Vec<u32>> = (!context.source_types.is_empty())
+            .then(|| context.source_types.iter().filter_map(|name| self.interned.code(name)).collect());
+        move |fact_id: FactId| {
+            let Some(tag) = usize::try_from(fact_id.0 - 1).ok().and_then(|index| self.tags.get(index)) else {
+                return false;
+            };
+            Some(tag.namespace) == namespace
+                && source_types.as_ref().is_none_or(|allowed| allowed.contains(&tag.source_type))
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn receipt(
+        &self,
+        mode: SearchMode,
+        config: &SearchConfig,
+        context: &SearchContext,
+        query: QueryEvidence,
+        lexical: Option<LexicalEvidence>,
+        vector: Option<VectorEvidence>,
+        hits: Vec<Hit>,
+    ) -> Result<SearchReceipt> {
+        let mut receipt = SearchReceipt {
+            schema: RECEIPT_SCHEMA.to_owned(),
+            library: format!("semantic-memory {}", env!("CARGO_PKG_VERSION")),
+            request_id: context.request_id.clone(),
+            namespace: context.namespace.clone(),
+            source_types: context.source_types.clone(),
+            mode,
+            config: config.clone(),
+            query,
+            lexical,
+            vector,
+            store: StoreEvidence { facts: self.tags.len(), dims: self.dims, format: STORE_FORMAT.to_owned() },
+            hits,
+            digest: String::new(),
+        };
+        receipt.digest = receipt.compute_digest()?;
+        Ok(receipt)
+    }
+
+    fn finish(
+        &self,
+        receipt: SearchReceipt,
+        fts_expression: Option<String>,
+        started: Instant,
+        retrieval: Duration,
+    ) -> Result<SearchOutcome> {
+        let body = serde_json::to_string(&receipt)?;
+        let inserted = self.conn.execute(
+            "INSERT INTO receipts (request_id, namespace, mode, digest, receipt) VALUES (?1, ?2, ?3, ?4, ?5)",
+            rusqlite::params![receipt.request_id, receipt.namespace, receipt.mode.as_str(), receipt.digest, body],
+        );
+        match inserted {
+            Ok(_) => {}
+            Err(rusqlite::Error::SqliteFailure(failure, _)) if failure.code == ErrorCode::ConstraintViolation => {
+                return Err(Error::RequestIdCollision { request_id: receipt.request_id });
+            }
+            Err(other) => return Err(self.sql_error(other)),
+        }
+        Ok(SearchOutcome { receipt, fts_expression, timing: SearchTiming { retrieval, total: started.elapsed() } })
+    }
+}
+
+fn text_evidence(text: &str, fts: &FtsQuery) -> QueryEvidence {
+    QueryEvidence {
+        text_sha256: Some(sha256_digest(text.as_bytes())),
+        fts_expression_sha256: fts.expression.as_ref().map(|expression| sha256_digest(expression.as_bytes())),
+        fts_terms: Some(fts.terms.len()),
+        vector_sha256: None,
+    }
+}
+
+type Components = (Option<ComponentHit>, Option<ComponentHit>);
+
+fn component_hits(candidates: &[ScoredFact], place: impl Fn(ComponentHit) -> Components) -> Vec<Hit> {
+    candidates
+        .iter()
+        .enumerate()
+        .map(|(index, candidate)| {
+            let (lexical, vector) = place(ComponentHit { rank: index + 1, score: candidate.score });
+            Hit { fact_id: candidate.fact_id, rank: index + 1, score: candidate.score, lexical, vector }
+        })
+        .collect()
+}
+
+/// Reciprocal rank fusion. Contributions are added lexical first, then vector, so sums are reproducible.
+fn fuse(lexical: &[ScoredFact], vector: &[ScoredFact], config: &SearchConfig) -> Vec<Hit> {
+    let mut merged: HashMap<FactId, Components> = HashMap::new();
+    for (index, candidate) in lexical.iter().enumerate() {
+        merged.entry(candidate.fact_id).or_default().0 = Some(ComponentHit { rank: index + 1, score: candidate.score });
+    }
+    for (index, candidate) in vector.iter().enumerate() {
+        merged.entry(candidate.fact_id).or_default().1 = Some(ComponentHit { rank: index + 1, score: candidate.score });
+    }
+    let rrf = |weight: f64, component: Option<ComponentHit>| {
+        component.map_or(0.0, |component| weight / (config.rrf_k + component.rank as f64))
+    };
+    let mut fused: Vec<Hit> = merged
+        .into_iter()
+        .map(|(fact_id, (lexical, vector))| Hit {
+            fact_id,
+            rank: 0,
+            score: rrf(config.fts_weight, lexical) + rrf(config.vector_weight, vector),
+            lexical,
+            vector,
+        })
+        .collect();
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.fact_id.cmp(&b.fact_id)));
+    fused.truncate(config.top_k);
+    for (index, hit) in fused.iter_mut().enumerate() {
+        hit.rank = index + 1;
+    }
+    fused
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scored(ids: &[i64]) -> Vec<ScoredFact> {
+        ids.iter().enumerate().map(|(i, id)| ScoredFact { fact_id: FactId(*id), score: 10.0 - i as f64 }).collect()
+    }
+
+    #[test]
+    fn rrf_fuses_by_reciprocal_rank_and_explains_components() {
+        let config = SearchConfig { top_k: 4, ..SearchConfig::default() };
+        let hits = fuse(&scored(&[1, 2, 3]), &scored(&[3, 4, 1]), &config);
+        let ids: Vec<i64> = hits.iter().map(|h| h.fact_id.0).collect();
+        // 1: 1/61 + 1/63; 3: 1/63 + 1/61 (tie, lower id first); 2: 1/62; 4: 1/62 (tie).
+        assert_eq!(ids, vec![1, 3, 2, 4]);
+        assert_eq!(hits[0].score, 1.0 / 61.0 + 1.0 / 63.0);
+        assert_eq!(hits[2].lexical.map(|c| c.rank), Some(2));
+        assert_eq!(hits[2].vector, None);
+        assert_eq!(hits[3].lexical, None);
+        assert_eq!(hits.iter().map(|h| h.rank).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn rrf_weights_scale_components() {
+        let config = SearchConfig { top_k: 2, fts_weight: 0.0, ..SearchConfig::default() };
+        let hits = fuse(&scored(&[1]), &scored(&[2]), &config);
+        assert_eq!(hits[0].fact_id, FactId(2));
+        assert_eq!(hits[1].score, 0.0);
+    }
+}

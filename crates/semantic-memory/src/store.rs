@@ -1,0 +1,482 @@
+//! `FactStore`: one SQLite file holding facts, their FTS5 index, their vectors and every search receipt.
+//!
+//! Vectors live in the database (little-endian f32 blobs) and are loaded into the exact backend on open; the
+//! optional HNSW index is a cache saved beside the database and rebuilt whenever it disagrees with it.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::canonical_json::to_canonical_bytes;
+use crate::error::{Error, Result};
+use crate::vector::{BruteForce, VectorBackend, check_unit_vector};
+#[cfg(feature = "usearch")]
+use crate::vector::{HnswOptions, Usearch};
+
+/// The store format this build writes and reads, kept in the `meta` table.
+pub const STORE_FORMAT: &str = "semantic-memory-store-v1";
+
+/// A fact's identity: its SQLite rowid, assigned densely from 1 in insertion order, so two stores fed the
+/// same facts in the same order assign the same ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct FactId(pub i64);
+
+impl fmt::Display for FactId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// How to open or create a store.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StoreOptions {
+    /// The vector dimension. Required to create a store; when opening one it must match, if given.
+    pub dims: Option<usize>,
+    /// Skip the exact (brute-force) backend, for stores too large to scan. Default false: exact search on.
+    pub without_exact_backend: bool,
+    /// Build and persist an HNSW index. Once a store has one it keeps it, with the options it was built with.
+    #[cfg(feature = "usearch")]
+    pub hnsw: Option<HnswOptions>,
+}
+
+/// A fact to insert.
+#[derive(Debug, Clone, Copy)]
+pub struct NewFact<'a> {
+    /// The namespace it belongs to; searches never cross namespaces.
+    pub namespace: &'a str,
+    /// A free-form kind (for example `document`), filterable at search time.
+    pub source_type: &'a str,
+    /// The searchable text, indexed by FTS5 as one column.
+    pub text: &'a str,
+    /// Arbitrary JSON kept with the fact and never searched.
+    pub metadata: &'a Value,
+    /// A unit-length vector of the store's dimension.
+    pub vector: &'a [f32],
+}
+
+/// A stored fact.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fact {
+    /// Its id.
+    pub id: FactId,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its source type.
+    pub source_type: String,
+    /// Its searchable text.
+    pub text: String,
+    /// Its metadata.
+    pub metadata: Value,
+    /// Its vector, bit-identical to what was inserted.
+    pub vector: Vec<f32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tag {
+    pub(crate) namespace: u32,
+    pub(crate) source_type: u32,
+}
+
+/// A persisted fact store with lexical, vector and hybrid search.
+pub struct FactStore {
+    pub(crate) conn: Connection,
+    pub(crate) path: PathBuf,
+    pub(crate) dims: usize,
+    pub(crate) exact: Option<BruteForce>,
+    #[cfg(feature = "usearch")]
+    pub(crate) hnsw: Option<Usearch>,
+    /// `tags[id - 1]` is fact `id`'s interned namespace and source type.
+    pub(crate) tags: Vec<Tag>,
+    pub(crate) interned: Interner,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Interner {
+    codes: HashMap<String, u32>,
+}
+
+impl Interner {
+    pub(crate) fn intern(&mut self, name: &str) -> u32 {
+        let next = u32::try_from(self.codes.len()).unwrap_or(u32::MAX);
+        *self.codes.entry(name.to_owned()).or_insert(next)
+    }
+
+    pub(crate) fn code(&self, name: &str) -> Option<u32> {
+        self.codes.get(name).copied()
+    }
+}
+
+const SCHEMA: &str = "
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE facts (
+    id INTEGER PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    source_type TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX facts_scope ON facts (namespace, source_type);
+CREATE VIRTUAL TABLE facts_fts USING fts5 (
+    text, content = 'facts', content_rowid = 'id', tokenize = 'porter unicode61'
+);
+CREATE TABLE receipts (
+    request_id TEXT PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    receipt TEXT NOT NULL
+) WITHOUT ROWID;
+";
+
+impl FactStore {
+    /// Opens the store at `path`, creating it when the file does not exist.
+    ///
+    /// # Errors
+    /// [`Error::DimensionRequired`] to create without `dims`; [`Error::DimensionMismatch`] when `dims` differs
+    /// from the store's; [`Error::IncompatibleStore`] for a database of another format; [`Error::Sqlite`].
+    pub fn open(path: impl AsRef<Path>, options: &StoreOptions) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let existed = path.exists();
+        if !existed && options.dims.is_none() {
+            return Err(Error::DimensionRequired { path });
+        }
+        let sql = |source| Error::Sqlite { path: path.clone(), source };
+        let conn = Connection::open(&path).map_err(sql)?;
+        // A rollback journal (not WAL) leaves one self-contained file whose bytes can be hashed after close.
+        conn.pragma_update(None, "journal_mode", "DELETE").map_err(sql)?;
+        conn.pragma_update(None, "synchronous", "FULL").map_err(sql)?;
+        let has_meta: bool = conn
+            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .map_err(sql)?
+            > 0;
+        let dims = if has_meta {
+            read_format(&conn, &path)?
+        } else {
+            let Some(dims) = options.dims else {
+                return Err(Error::DimensionRequired { path });
+            };
+            let table_count: i64 =
+                conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0)).map_err(sql)?;
+            if table_count > 0 {
+                return Err(Error::IncompatibleStore { path, reason: "a SQLite database without a meta table".into() });
+            }
+            if dims == 0 {
+                return Err(Error::InvalidVector { reason: "a store's dimension must be at least 1".into() });
+            }
+            create_schema(&conn, dims).map_err(sql)?;
+            dims
+        };
+        if let Some(wanted) = options.dims
+            && wanted != dims
+        {
+            return Err(Error::DimensionMismatch { expected: dims, actual: wanted });
+        }
+        let mut store = FactStore {
+            conn,
+            path,
+            dims,
+            exact: (!options.without_exact_backend).then(|| BruteForce::new(dims)),
+            #[cfg(feature = "usearch")]
+            hnsw: None,
+            tags: Vec::new(),
+            interned: Interner::default(),
+        };
+        store.load_vectors()?;
+        #[cfg(feature = "usearch")]
+        store.open_hnsw(options.hnsw)?;
+        Ok(store)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The vector dimension fixed at creation.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// How many facts the store holds, in every namespace.
+    pub fn len(&self) -> usize {
+        self.tags.len()
+    }
+
+    /// Returns true if and only if the store holds no fact.
+    pub fn is_empty(&self) -> bool {
+        self.tags.is_empty()
+    }
+
+    /// How many facts `namespace` holds.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`].
+    pub fn count_in(&self, namespace: &str) -> Result<usize> {
+        let count: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM facts WHERE namespace = ?1", [namespace], |row| row.get(0))
+            .map_err(|source| self.sql_error(source))?;
+        Ok(usize::try_from(count).unwrap_or(0))
+    }
+
+    /// Returns true if and only if the store has an exact vector backend.
+    pub fn has_exact_backend(&self) -> bool {
+        self.exact.is_some()
+    }
+
+    /// Returns true if and only if the store has an HNSW index.
+    pub fn has_hnsw(&self) -> bool {
+        #[cfg(feature = "usearch")]
+        {
+            self.hnsw.is_some()
+        }
+        #[cfg(not(feature = "usearch"))]
+        {
+            false
+        }
+    }
+
+    /// Inserts facts in one transaction and returns their ids, in order. Nothing is inserted if any fact is
+    /// invalid.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] or [`Error::InvalidVector`] naming the first bad vector; [`Error::Sqlite`];
+    /// [`Error::Usearch`] when the HNSW index cannot be updated (the database is then ahead of the index, which
+    /// is rebuilt on the next open).
+    pub fn insert_facts(&mut self, facts: &[NewFact<'_>]) -> Result<Vec<FactId>> {
+        for fact in facts {
+            check_unit_vector(fact.vector, self.dims)?;
+        }
+        let first_id = i64::try_from(self.tags.len()).unwrap_or(i64::MAX) + 1;
+        let ids: Vec<FactId> = (0..facts.len()).map(|offset| FactId(first_id + offset as i64)).collect();
+        let path = self.path.clone();
+        let sql = |source| Error::Sqlite { path: path.clone(), source };
+        let tx = self.conn.transaction().map_err(sql)?;
+        {
+            let mut insert_fact = tx
+                .prepare_cached(
+                    "INSERT INTO facts (id, namespace, source_type, text, metadata, vector) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(sql)?;
+            let mut insert_fts =
+                tx.prepare_cached("INSERT INTO facts_fts (rowid, text) VALUES (?1, ?2)").map_err(sql)?;
+            for (fact, id) in facts.iter().zip(&ids) {
+                let metadata = String::from_utf8_lossy(&to_canonical_bytes(fact.metadata)).into_owned();
+                insert_fact
+                    .execute(params![id.0, fact.namespace, fact.source_type, fact.text, metadata, vector_to_blob(fact.vector)])
+                    .map_err(sql)?;
+                insert_fts.execute(params![id.0, fact.text]).map_err(sql)?;
+            }
+        }
+        tx.commit().map_err(sql)?;
+        for (fact, id) in facts.iter().zip(&ids) {
+            self.index_vector(*id, fact.namespace, fact.source_type, fact.vector)?;
+        }
+        #[cfg(feature = "usearch")]
+        self.save_hnsw()?;
+        Ok(ids)
+    }
+
+    /// Reads one fact back.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`]; [`Error::IncompatibleStore`] when a stored row is malformed.
+    pub fn get(&self, id: FactId) -> Result<Option<Fact>> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT namespace, source_type, text, metadata, vector FROM facts WHERE id = ?1",
+                [id.0],
+                |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, String>(3)?,
+                        row.get::<_, Vec<u8>>(4)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|source| self.sql_error(source))?;
+        let Some((namespace, source_type, text, metadata, blob)) = row else {
+            return Ok(None);
+        };
+        let metadata = serde_json::from_str(&metadata).map_err(|error| Error::IncompatibleStore {
+            path: self.path.clone(),
+            reason: format!("metadata of fact {id} is not JSON: {error}"),
+        })?;
+        let vector = blob_to_vector(&blob, self.dims).ok_or_else(|| Error::IncompatibleStore {
+            path: self.path.clone(),
+            reason: format!("vector of fact {id} has {} bytes, expected {}", blob.len(), self.dims * 4),
+        })?;
+        Ok(Some(Fact { id, namespace, source_type, text, metadata, vector }))
+    }
+
+    pub(crate) fn sql_error(&self, source: rusqlite::Error) -> Error {
+        Error::Sqlite { path: self.path.clone(), source }
+    }
+
+    fn index_vector(&mut self, id: FactId, namespace: &str, source_type: &str, vector: &[f32]) -> Result<()> {
+        let tag = Tag { namespace: self.interned.intern(namespace), source_type: self.interned.intern(source_type) };
+        self.tags.push(tag);
+        if let Some(exact) = self.exact.as_mut() {
+            exact.add(id, vector)?;
+        }
+        #[cfg(feature = "usearch")]
+        if let Some(hnsw) = self.hnsw.as_mut() {
+            hnsw.add(id, vector)?;
+        }
+        Ok(())
+    }
+
+    fn load_vectors(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        let mut statement = self
+            .conn
+            .prepare("SELECT id, namespace, source_type, vector FROM facts ORDER BY id")
+            .map_err(|source| Error::Sqlite { path: path.clone(), source })?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?, row.get::<_, String>(2)?, row.get::<_, Vec<u8>>(3)?))
+            })
+            .map_err(|source| Error::Sqlite { path: path.clone(), source })?;
+        let mut loaded = Vec::new();
+        for row in rows {
+            loaded.push(row.map_err(|source| Error::Sqlite { path: path.clone(), source })?);
+        }
+        drop(statement);
+        if let Some(exact) = self.exact.as_mut() {
+            exact.reserve(loaded.len());
+        }
+        for (expected, (id, namespace, source_type, blob)) in (1i64..).zip(&loaded) {
+            if *id != expected {
+                return Err(Error::IncompatibleStore {
+                    path,
+                    reason: format!("fact ids are not contiguous: found {id} where {expected} was expected"),
+                });
+            }
+            let vector = blob_to_vector(blob, self.dims).ok_or_else(|| Error::IncompatibleStore {
+                path: path.clone(),
+                reason: format!("vector of fact {id} has {} bytes, expected {}", blob.len(), self.dims * 4),
+            })?;
+            let tag =
+                Tag { namespace: self.interned.intern(namespace), source_type: self.interned.intern(source_type) };
+            self.tags.push(tag);
+            if let Some(exact) = self.exact.as_mut() {
+                exact.add(FactId(*id), &vector)?;
+            }
+        }
+        Ok(())
+    }
+
+    #[cfg(feature = "usearch")]
+    pub(crate) fn hnsw_path(&self) -> PathBuf {
+        let mut name = self.path.clone().into_os_string();
+        name.push(".usearch");
+        PathBuf::from(name)
+    }
+
+    #[cfg(feature = "usearch")]
+    fn open_hnsw(&mut self, requested: Option<HnswOptions>) -> Result<()> {
+        let stored: Option<HnswOptions> = self
+            .read_meta("hnsw")?
+            .map(|text| serde_json::from_str(&text))
+            .transpose()
+            .map_err(|error| Error::IncompatibleStore { path: self.path.clone(), reason: format!("meta.hnsw: {error}") })?;
+        let Some(options) = stored.or(requested) else {
+            return Ok(());
+        };
+        if stored.is_none() {
+            let text = serde_json::to_string(&options)?;
+            self.conn
+                .execute("INSERT INTO meta (key, value) VALUES ('hnsw', ?1)", [text])
+                .map_err(|source| self.sql_error(source))?;
+        }
+        let file = self.hnsw_path();
+        let loaded = if file.exists() { Usearch::load(&file, self.dims, options).ok() } else { None };
+        let consistent = loaded.as_ref().is_some_and(|index| {
+            index.len() == self.tags.len()
+                && (self.tags.is_empty() || index.contains(FactId(i64::try_from(self.tags.len()).unwrap_or(0))))
+        });
+        if let (true, Some(index)) = (consistent, loaded) {
+            self.hnsw = Some(index);
+            return Ok(());
+        }
+        let mut index = Usearch::new(self.dims, options)?;
+        for id in 1..=self.tags.len() {
+            let fact_id = FactId(i64::try_from(id).unwrap_or(i64::MAX));
+            let Some(fact) = self.get(fact_id)? else { continue };
+            index.add(fact_id, &fact.vector)?;
+        }
+        self.hnsw = Some(index);
+        self.save_hnsw()
+    }
+
+    #[cfg(feature = "usearch")]
+    fn save_hnsw(&self) -> Result<()> {
+        let Some(index) = self.hnsw.as_ref() else { return Ok(()) };
+        let file = self.hnsw_path();
+        let mut temp = file.clone().into_os_string();
+        temp.push(".tmp");
+        let temp = PathBuf::from(temp);
+        index.save(&temp)?;
+        std::fs::File::open(&temp)
+            .and_then(|handle| handle.sync_all())
+            .and_then(|()| std::fs::rename(&temp, &file))
+            .map_err(|source| Error::Io { path: file.clone(), source })
+    }
+
+    pub(crate) fn read_meta(&self, key: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0))
+            .optional()
+            .map_err(|source| self.sql_error(source))
+    }
+}
+
+fn create_schema(conn: &Connection, dims: usize) -> rusqlite::Result<()> {
+    conn.execute_batch(&format!(
+        "BEGIN; {SCHEMA}
+         INSERT INTO meta (key, value) VALUES ('format', '{STORE_FORMAT}'), ('dims', '{dims}');
+         COMMIT;"
+    ))
+}
+
+fn read_format(conn: &Connection, path: &Path) -> Result<usize> {
+    let get = |key: &str| -> Result<Option<String>> {
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0))
+            .optional()
+            .map_err(|source| Error::Sqlite { path: path.to_path_buf(), source })
+    };
+    let format = get("format")?;
+    if format.as_deref() != Some(STORE_FORMAT) {
+        return Err(Error::IncompatibleStore {
+            path: path.to_path_buf(),
+            reason: format!("format is {format:?}, expected {STORE_FORMAT:?}"),
+        });
+    }
+    get("dims")?.and_then(|text| text.parse::<usize>().ok()).filter(|dims| *dims > 0).ok_or_else(|| {
+        Error::IncompatibleStore { path: path.to_path_buf(), reason: "meta.dims is missing or not a number".into() }
+    })
+}
+
+/// Little-endian f32 bytes: the exact bits, so a vector reads back identical.
+pub(crate) fn vector_to_blob(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+pub(crate) fn blob_to_vector(blob: &[u8], dims: usize) -> Option<Vec<f32>> {
+    if blob.len() != dims * 4 {
+        return None;
+    }
+    Some(blob.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+}

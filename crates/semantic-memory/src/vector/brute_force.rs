@@ -1,0 +1,57 @@
+//! `BruteForce`: the exact vector backend, a scan of one contiguous f32 matrix.
+
+use crate::error::Result;
+use crate::store::FactId;
+use crate::vector::{ScoredFact, TopK, VectorBackend, dot};
+
+/// Exact inner-product search over every stored vector, held row-major in one contiguous buffer.
+#[derive(Debug, Clone)]
+pub struct BruteForce {
+    dims: usize,
+    ids: Vec<FactId>,
+    matrix: Vec<f32>,
+}
+
+impl BruteForce {
+    /// An empty index for vectors of `dims` components.
+    pub fn new(dims: usize) -> Self {
+        BruteForce { dims, ids: Vec::new(), matrix: Vec::new() }
+    }
+
+    /// Reserves room for `additional` more vectors.
+    pub fn reserve(&mut self, additional: usize) {
+        self.ids.reserve(additional);
+        self.matrix.reserve(additional * self.dims);
+    }
+}
+
+impl VectorBackend for BruteForce {
+    fn name(&self) -> &'static str {
+        "brute_force"
+    }
+
+    fn is_exact(&self) -> bool {
+        true
+    }
+
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn add(&mut self, fact_id: FactId, vector: &[f32]) -> Result<()> {
+        debug_assert_eq!(vector.len(), self.dims);
+        self.ids.push(fact_id);
+        self.matrix.extend_from_slice(vector);
+        Ok(())
+    }
+
+    fn search(&self, query: &[f32], k: usize, keep: &dyn Fn(FactId) -> bool) -> Result<Vec<ScoredFact>> {
+        let mut top = TopK::new(k);
+        for (row, fact_id) in self.matrix.chunks_exact(self.dims).zip(&self.ids) {
+            if keep(*fact_id) {
+                top.offer(ScoredFact { fact_id: *fact_id, score: f64::from(dot(query, row)) });
+            }
+        }
+        Ok(top.into_sorted())
+    }
+}

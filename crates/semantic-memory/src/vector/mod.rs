@@ -1,0 +1,193 @@
+//! Vector search: the `VectorBackend` seam, the deterministic dot product both backends are judged by, and
+//! top-k selection with a stable tie-break.
+
+pub(crate) mod brute_force;
+#[cfg(feature = "usearch")]
+pub(crate) mod usearch;
+
+use std::cmp::Ordering;
+
+use crate::error::{Error, Result};
+use crate::store::FactId;
+
+pub use brute_force::BruteForce;
+#[cfg(feature = "usearch")]
+pub use usearch::{HnswOptions, Usearch};
+
+/// A scored candidate from one backend, highest score first.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoredFact {
+    /// The fact.
+    pub fact_id: FactId,
+    /// Higher is better: dot product for vectors, `-bm25()` for FTS5.
+    pub score: f64,
+}
+
+/// A vector index over unit-length vectors, searched by inner product.
+pub trait VectorBackend {
+    /// The name receipts record, for example `brute_force`.
+    fn name(&self) -> &'static str;
+    /// Returns true if and only if every answer is the true top-k by inner product.
+    fn is_exact(&self) -> bool;
+    /// How many vectors the index holds.
+    fn len(&self) -> usize;
+    /// Returns true if and only if the index holds no vector.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Adds one vector under `fact_id`. The caller has already checked its dimension and norm.
+    ///
+    /// # Errors
+    /// Backend-specific failures, for example [`Error::Usearch`].
+    fn add(&mut self, fact_id: FactId, vector: &[f32]) -> Result<()>;
+    /// The `k` best facts for which `keep` holds, best first, ties broken by ascending fact id.
+    ///
+    /// # Errors
+    /// Backend-specific failures, for example [`Error::Usearch`].
+    fn search(&self, query: &[f32], k: usize, keep: &dyn Fn(FactId) -> bool) -> Result<Vec<ScoredFact>>;
+}
+
+/// Checks that `vector` has `dims` finite components and unit length (within 1e-3).
+///
+/// # Errors
+/// [`Error::DimensionMismatch`] or [`Error::InvalidVector`].
+pub fn check_unit_vector(vector: &[f32], dims: usize) -> Result<()> {
+    if vector.len() != dims {
+        return Err(Error::DimensionMismatch { expected: dims, actual: vector.len() });
+    }
+    if let Some(index) = vector.iter().position(|x| !x.is_finite()) {
+        return Err(Error::InvalidVector { reason: format!("component {index} is {}", vector[index]) });
+    }
+    let norm = dot(vector, vector).sqrt();
+    if !(0.999..=1.001).contains(&norm) {
+        return Err(Error::InvalidVector {
+            reason: format!("norm is {norm}, expected unit length (normalise before storing or searching)"),
+        });
+    }
+    Ok(())
+}
+
+const LANES: usize = 16;
+
+/// Inner product with a fixed summation order: lane `i` accumulates elements `j ≡ i (mod 16)`, each product
+/// rounded before it is added (no FMA), then the lanes are reduced pairwise. The result is therefore the same
+/// bits on every x86-64 or ARM host whatever SIMD width the compiler picks, which keeps receipts portable.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx") {
+            // SAFETY: the `avx` target feature was detected at run time on this CPU.
+            return unsafe { dot_avx(a, b) };
+        }
+    }
+    dot_portable(a, b)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+fn dot_avx(a: &[f32], b: &[f32]) -> f32 {
+    dot_portable(a, b)
+}
+
+#[inline(always)]
+fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f32; LANES];
+    let mut chunks_a = a.chunks_exact(LANES);
+    let mut chunks_b = b.chunks_exact(LANES);
+    for (ca, cb) in (&mut chunks_a).zip(&mut chunks_b) {
+        for lane in 0..LANES {
+            acc[lane] += ca[lane] * cb[lane];
+        }
+    }
+    for (lane, (x, y)) in chunks_a.remainder().iter().zip(chunks_b.remainder()).enumerate() {
+        acc[lane] += x * y;
+    }
+    let mut width = LANES / 2;
+    while width > 0 {
+        for lane in 0..width {
+            acc[lane] += acc[lane + width];
+        }
+        width /= 2;
+    }
+    acc[0]
+}
+
+/// Orders candidates best first: higher score, then lower fact id. NaN never occurs (vectors are checked).
+pub(crate) fn rank_order(a: &ScoredFact, b: &ScoredFact) -> Ordering {
+    b.score.total_cmp(&a.score).then(a.fact_id.cmp(&b.fact_id))
+}
+
+/// Keeps the `k` best candidates offered, in rank order.
+pub(crate) struct TopK {
+    k: usize,
+    items: Vec<ScoredFact>,
+}
+
+impl TopK {
+    pub(crate) fn new(k: usize) -> Self {
+        TopK { k, items: Vec::with_capacity(k + 1) }
+    }
+
+    /// Offers one candidate; it is kept if and only if it ranks among the best `k` so far.
+    #[inline]
+    pub(crate) fn offer(&mut self, candidate: ScoredFact) {
+        if self.k == 0 {
+            return;
+        }
+        if self.items.len() == self.k {
+            let worst = &self.items[self.k - 1];
+            if rank_order(&candidate, worst) != Ordering::Less {
+                return;
+            }
+            self.items.pop();
+        }
+        let at = self.items.partition_point(|kept| rank_order(kept, &candidate) == Ordering::Less);
+        self.items.insert(at, candidate);
+    }
+
+    pub(crate) fn into_sorted(self) -> Vec<ScoredFact> {
+        self.items
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_matches_f64_reference_closely() {
+        let a: Vec<f32> = (0..385).map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0).collect();
+        let b: Vec<f32> = (0..385).map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0).collect();
+        let reference: f64 = a.iter().zip(&b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
+        assert!((f64::from(dot(&a, &b)) - reference).abs() < 1e-4);
+    }
+
+    #[test]
+    fn dot_is_the_same_bits_with_and_without_simd() {
+        let a: Vec<f32> = (0..384).map(|i| (i as f32 * 0.37).sin()).collect();
+        let b: Vec<f32> = (0..384).map(|i| (i as f32 * 0.11).cos()).collect();
+        assert_eq!(dot(&a, &b).to_bits(), dot_portable(&a, &b).to_bits());
+    }
+
+    #[test]
+    fn top_k_keeps_best_and_breaks_ties_by_id() {
+        let mut top = TopK::new(3);
+        for (id, score) in [(5, 0.5), (1, 0.9), (4, 0.5), (2, 0.1), (3, 0.9), (6, 0.5)] {
+            top.offer(ScoredFact { fact_id: FactId(id), score });
+        }
+        let ids: Vec<i64> = top.into_sorted().iter().map(|s| s.fact_id.0).collect();
+        assert_eq!(ids, vec![1, 3, 4]);
+    }
+
+    #[test]
+    fn unit_vector_checks() {
+        assert!(matches!(check_unit_vector(&[1.0, 0.0], 3), Err(Error::DimensionMismatch { expected: 3, actual: 2 })));
+        assert!(matches!(check_unit_vector(&[f32::NAN, 0.0], 2), Err(Error::InvalidVector { .. })));
+        assert!(matches!(check_unit_vector(&[0.0, 0.0], 2), Err(Error::InvalidVector { .. })));
+        assert!(matches!(check_unit_vector(&[2.0, 0.0], 2), Err(Error::InvalidVector { .. })));
+        assert!(matches!(check_unit_vector(&[], 0), Err(Error::InvalidVector { .. })));
+        check_unit_vector(&[0.6, 0.8], 2).unwrap();
+    }
+}

@@ -1,0 +1,135 @@
+//! Receipts: digests, persistence, request-id uniqueness and determinism across stores.
+
+use semantic_memory::canonical_json::{canonical_bytes_of, sha256_digest};
+use semantic_memory::{Error, SearchConfig, SearchContext, SearchMode};
+
+use crate::util::{Rng, store_with, synthetic_text, unit_vector};
+
+fn texts(count: usize, seed: u64) -> Vec<String> {
+    let mut rng = Rng::new(seed);
+    (0..count).map(|_| synthetic_text(&mut rng, 40)).collect()
+}
+
+#[test]
+fn a_reused_request_id_is_refused_by_name_in_every_mode() {
+    let test = store_with(&["alpha beta", "beta gamma"], 4, 1);
+    let config = SearchConfig::default();
+    let context = SearchContext::new("run-1/q-7", "ns");
+    let first = test.store.search_fts_only_with_context("beta", &config, &context).unwrap();
+    let query = [0.5f32, 0.5, 0.5, 0.5];
+    let attempts = [
+        test.store.search_fts_only_with_context("beta", &config, &context),
+        test.store.search_vector_only_with_context(&query, &config, &context),
+        test.store.search_explained_with_context("beta", &query, &config, &context),
+    ];
+    for attempt in attempts {
+        match attempt {
+            Err(Error::RequestIdCollision { request_id }) => assert_eq!(request_id, "run-1/q-7"),
+            other => panic!("expected a collision, got {other:?}"),
+        }
+    }
+    let message = Error::RequestIdCollision { request_id: "run-1/q-7".into() }.to_string();
+    assert!(message.contains("run-1/q-7") && message.contains("fresh store"), "{message}");
+    assert_eq!(test.store.receipt_for("run-1/q-7").unwrap().unwrap(), first.receipt, "the first receipt survives");
+}
+
+#[test]
+fn the_stored_receipt_is_the_returned_one_and_its_digest_verifies() {
+    let test = store_with(&["alpha beta", "beta gamma"], 4, 1);
+    let outcome = test
+        .store
+        .search_explained_with_context("beta", &[0.5, 0.5, 0.5, 0.5], &SearchConfig::default(), &SearchContext::new("h", "ns"))
+        .unwrap();
+    let stored = test.store.receipt_for("h").unwrap().unwrap();
+    assert_eq!(stored, outcome.receipt);
+    assert_eq!(stored.mode, SearchMode::Hybrid);
+    assert!(stored.digest_is_valid());
+    // The digest is sha256 over the canonical JSON without the digest field, computable by anyone.
+    let mut value = serde_json::to_value(&stored).unwrap();
+    value.as_object_mut().unwrap().remove("digest");
+    assert_eq!(sha256_digest(&canonical_bytes_of(&value).unwrap()), stored.digest);
+    let mut tampered = stored.clone();
+    tampered.hits.swap(0, 1);
+    assert!(!tampered.digest_is_valid());
+    let mut tampered = stored;
+    tampered.config.rrf_k = 61.0;
+    assert!(!tampered.digest_is_valid());
+}
+
+#[test]
+fn two_stores_built_from_the_same_facts_give_byte_identical_receipts() {
+    let corpus = texts(300, 41);
+    let refs: Vec<&str> = corpus.iter().map(String::as_str).collect();
+    let a = store_with(&refs, 16, 42);
+    let b = store_with(&refs, 16, 42);
+    let mut rng = Rng::new(43);
+    let config = SearchConfig::default();
+    for index in 0..20 {
+        let text = synthetic_text(&mut rng, 8);
+        let vector = unit_vector(&mut rng, 16);
+        let context = SearchContext::new(format!("q{index}"), "ns");
+        let pairs = [
+            (
+                a.store.search_fts_only_with_context(&text, &config, &context).unwrap(),
+                b.store.search_fts_only_with_context(&text, &config, &context).unwrap(),
+            ),
+            (
+                a.store.search_vector_only_with_context(&vector, &config, &SearchContext::new(format!("v{index}"), "ns")).unwrap(),
+                b.store.search_vector_only_with_context(&vector, &config, &SearchContext::new(format!("v{index}"), "ns")).unwrap(),
+            ),
+            (
+                a.store.search_explained_with_context(&text, &vector, &config, &SearchContext::new(format!("h{index}"), "ns")).unwrap(),
+                b.store.search_explained_with_context(&text, &vector, &config, &SearchContext::new(format!("h{index}"), "ns")).unwrap(),
+            ),
+        ];
+        for (left, right) in pairs {
+            assert_eq!(serde_json::to_vec(&left.receipt).unwrap(), serde_json::to_vec(&right.receipt).unwrap());
+            assert!(!left.receipt.hits.is_empty());
+        }
+    }
+    let (a_dir, b_dir) = (a.dir, b.dir);
+    drop((a.store, b.store));
+    let bytes = |dir: &tempfile::TempDir| std::fs::read(dir.path().join("facts.db")).unwrap();
+    assert_eq!(bytes(&a_dir), bytes(&b_dir), "the databases themselves are byte-identical");
+}
+
+#[test]
+fn receipts_carry_the_complete_config_and_no_query_text() {
+    let test = store_with(&["alpha beta"], 4, 1);
+    let outcome = test
+        .store
+        .search_fts_only_with_context("secret words alpha", &SearchConfig::default(), &SearchContext::new("x", "ns"))
+        .unwrap();
+    let json = serde_json::to_string(&outcome.receipt).unwrap();
+    assert!(!json.contains("secret"), "{json}");
+    let config = serde_json::to_value(&outcome.receipt.config).unwrap();
+    for field in [
+        "top_k", "lexical_candidates", "vector_candidates", "rrf_k", "fts_weight", "vector_weight", "sparse_weight",
+        "dense_derived_sparse", "late_interaction_weight", "candidate_dims", "recency", "derived_vector_backend",
+        "exactness", "lexical_backend",
+    ] {
+        assert!(config.get(field).is_some(), "config lacks {field}");
+    }
+    assert_eq!(outcome.receipt.query.text_sha256, Some(sha256_digest(b"secret words alpha")));
+}
+
+#[test]
+fn an_unsupported_config_is_refused_before_searching() {
+    let test = store_with(&["alpha"], 4, 1);
+    let config = SearchConfig { candidate_dims: Some(2), ..SearchConfig::default() };
+    let result = test.store.search_fts_only_with_context("alpha", &config, &SearchContext::new("c", "ns"));
+    assert!(matches!(result, Err(Error::UnsupportedConfig { field: "candidate_dims", .. })));
+    assert!(test.store.receipt_for("c").unwrap().is_none());
+}
+
+#[test]
+fn an_empty_request_id_or_namespace_is_refused() {
+    let test = store_with(&["alpha"], 4, 1);
+    let config = SearchConfig::default();
+    for context in [SearchContext::new("", "ns"), SearchContext::new("r", "")] {
+        assert!(matches!(
+            test.store.search_fts_only_with_context("alpha", &config, &context),
+            Err(Error::InvalidContext { .. })
+        ));
+    }
+}
