@@ -119,10 +119,9 @@ impl SearchConfig {
         if self.top_k == 0 || self.top_k > MAX_DEPTH {
             return reject("top_k", self.top_k, "must be between 1 and 10000");
         }
-        for (field, value) in [
-            ("lexical_candidates", self.lexical_candidates),
-            ("vector_candidates", self.vector_candidates),
-        ] {
+        for (field, value) in
+            [("lexical_candidates", self.lexical_candidates), ("vector_candidates", self.vector_candidates)]
+        {
             if value < self.top_k || value > MAX_DEPTH {
                 return reject(field, value, "must be at least top_k and at most 10000");
             }

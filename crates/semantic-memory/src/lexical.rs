@@ -29,7 +29,11 @@ impl FtsQuery {
             }
         }
         let expression = (!terms.is_empty()).then(|| {
-            terms.iter().map(|term| format!("\"{}\"", term.replace('"', "\"\""))).collect::<Vec<_>>().join(" OR ")
+            terms
+                .iter()
+                .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
+                .collect::<Vec<_>>()
+                .join(" OR ")
         });
         FtsQuery { terms, expression }
     }
@@ -48,8 +52,13 @@ pub(crate) trait LexicalBackend {
     /// The name receipts record.
     fn name(&self) -> &'static str;
     /// The `limit` best facts in scope, highest score first, ties broken by ascending fact id.
-    fn search(&self, conn: &Connection, query: &FtsQuery, scope: Scope<'_>, limit: usize)
-    -> rusqlite::Result<Vec<ScoredFact>>;
+    fn search(
+        &self,
+        conn: &Connection,
+        query: &FtsQuery,
+        scope: Scope<'_>,
+        limit: usize,
+    ) -> rusqlite::Result<Vec<ScoredFact>>;
 }
 
 /// SQLite FTS5 (`porter unicode61`), scored by `bm25()` with its fixed k1 = 1.2 and b = 0.75. Scores are
@@ -78,7 +87,8 @@ impl LexicalBackend for Fts5 {
         );
         let mut values: Vec<SqlValue> = vec![expression.to_owned().into(), scope.namespace.to_owned().into()];
         if !scope.source_types.is_empty() {
-            let placeholders: Vec<String> = (0..scope.source_types.len()).map(|i| format!("?{}", i + 4)).collect();
+            let placeholders: Vec<String> =
+                (0..scope.source_types.len()).map(|i| format!("?{}", i + 4)).collect();
             sql.push_str(&format!(" AND facts.source_type IN ({})", placeholders.join(", ")));
         }
         sql.push_str(" ORDER BY score ASC, facts.id ASC LIMIT ?3");

@@ -37,12 +37,14 @@ mod search;
 mod store;
 pub mod vector;
 
-pub use crate::config::{DerivedVectorBackend, ExactnessProfile, LexicalBackendKind, MAX_DEPTH, Recency, SearchConfig};
+pub use crate::config::{
+    DerivedVectorBackend, ExactnessProfile, LexicalBackendKind, MAX_DEPTH, Recency, SearchConfig,
+};
 pub use crate::error::{Error, Result};
 pub use crate::lexical::FtsQuery;
 pub use crate::receipt::{
-    ComponentHit, Hit, LexicalEvidence, QueryEvidence, RECEIPT_SCHEMA, SearchMode, SearchReceipt, StoreEvidence,
-    VectorEvidence,
+    ComponentHit, Hit, LexicalEvidence, QueryEvidence, RECEIPT_SCHEMA, SearchMode, SearchReceipt,
+    StoreEvidence, VectorEvidence,
 };
 pub use crate::search::{SearchContext, SearchOutcome, SearchTiming};
 pub use crate::store::{Fact, FactId, FactStore, NewFact, STORE_FORMAT, StoreOptions};

@@ -11,8 +11,8 @@ use crate::config::{ExactnessProfile, SearchConfig};
 use crate::error::{Error, Result};
 use crate::lexical::{Fts5, FtsQuery, LexicalBackend, Scope};
 use crate::receipt::{
-    ComponentHit, Hit, LexicalEvidence, QueryEvidence, RECEIPT_SCHEMA, SearchMode, SearchReceipt, StoreEvidence,
-    VectorEvidence,
+    ComponentHit, Hit, LexicalEvidence, QueryEvidence, RECEIPT_SCHEMA, SearchMode, SearchReceipt,
+    StoreEvidence, VectorEvidence,
 };
 use crate::store::{FactId, FactStore, STORE_FORMAT, vector_to_blob};
 use crate::vector::{ScoredFact, VectorBackend, check_unit_vector};
@@ -116,7 +116,8 @@ impl FactStore {
             fts_terms: None,
             vector_sha256: Some(sha256_digest(&vector_to_blob(query_vector))),
         };
-        let receipt = self.receipt(SearchMode::VectorOnly, config, context, query, None, Some(run.evidence), hits)?;
+        let receipt =
+            self.receipt(SearchMode::VectorOnly, config, context, query, None, Some(run.evidence), hits)?;
         self.finish(receipt, None, started, retrieval)
     }
 
@@ -145,7 +146,8 @@ impl FactStore {
             ..text_evidence(query, &fts)
         };
         let lexical = Some(self.lexical_evidence(config.lexical_candidates, lexical.len()));
-        let receipt = self.receipt(SearchMode::Hybrid, config, context, query, lexical, Some(run.evidence), hits)?;
+        let receipt =
+            self.receipt(SearchMode::Hybrid, config, context, query, lexical, Some(run.evidence), hits)?;
         self.finish(receipt, fts.expression, started, retrieval)
     }
 
@@ -181,7 +183,9 @@ impl FactStore {
         }
         let used: i64 = self
             .conn
-            .query_row("SELECT count(*) FROM receipts WHERE request_id = ?1", [&context.request_id], |row| row.get(0))
+            .query_row("SELECT count(*) FROM receipts WHERE request_id = ?1", [&context.request_id], |row| {
+                row.get(0)
+            })
             .map_err(|source| self.sql_error(source))?;
         if used > 0 {
             return Err(Error::RequestIdCollision { request_id: context.request_id.clone() });
@@ -230,9 +234,8 @@ impl FactStore {
             (_, None, None) => return Err(Error::ExactBackendUnavailable),
         };
         let keep = self.scope_filter(context);
-        let candidates = backend.search(query, limit, &keep)?;
-        let vectors_scanned =
-            backend.is_exact().then(|| (1..=self.tags.len()).filter(|id| keep(FactId(*id as i64))).count());
+        let answer = backend.search(query, limit, &keep)?;
+        let candidates = answer.candidates;
         let evidence = VectorEvidence {
             backend: backend.name().to_owned(),
             exact: backend.is_exact(),
@@ -241,7 +244,7 @@ impl FactStore {
             approximate_available: approximate.is_some(),
             fallback_reason,
             index_size: backend.len(),
-            vectors_scanned,
+            vectors_scanned: answer.scanned,
             #[cfg(feature = "usearch")]
             hnsw: if backend.is_exact() { None } else { self.hnsw.as_ref().map(|index| index.options()) },
             limit,
@@ -304,16 +307,28 @@ impl FactStore {
         let body = serde_json::to_string(&receipt)?;
         let inserted = self.conn.execute(
             "INSERT INTO receipts (request_id, namespace, mode, digest, receipt) VALUES (?1, ?2, ?3, ?4, ?5)",
-            rusqlite::params![receipt.request_id, receipt.namespace, receipt.mode.as_str(), receipt.digest, body],
+            rusqlite::params![
+                receipt.request_id,
+                receipt.namespace,
+                receipt.mode.as_str(),
+                receipt.digest,
+                body
+            ],
         );
         match inserted {
             Ok(_) => {}
-            Err(rusqlite::Error::SqliteFailure(failure, _)) if failure.code == ErrorCode::ConstraintViolation => {
+            Err(rusqlite::Error::SqliteFailure(failure, _))
+                if failure.code == ErrorCode::ConstraintViolation =>
+            {
                 return Err(Error::RequestIdCollision { request_id: receipt.request_id });
             }
             Err(other) => return Err(self.sql_error(other)),
         }
-        Ok(SearchOutcome { receipt, fts_expression, timing: SearchTiming { retrieval, total: started.elapsed() } })
+        Ok(SearchOutcome {
+            receipt,
+            fts_expression,
+            timing: SearchTiming { retrieval, total: started.elapsed() },
+        })
     }
 }
 
@@ -343,10 +358,12 @@ fn component_hits(candidates: &[ScoredFact], place: impl Fn(ComponentHit) -> Com
 fn fuse(lexical: &[ScoredFact], vector: &[ScoredFact], config: &SearchConfig) -> Vec<Hit> {
     let mut merged: HashMap<FactId, Components> = HashMap::new();
     for (index, candidate) in lexical.iter().enumerate() {
-        merged.entry(candidate.fact_id).or_default().0 = Some(ComponentHit { rank: index + 1, score: candidate.score });
+        merged.entry(candidate.fact_id).or_default().0 =
+            Some(ComponentHit { rank: index + 1, score: candidate.score });
     }
     for (index, candidate) in vector.iter().enumerate() {
-        merged.entry(candidate.fact_id).or_default().1 = Some(ComponentHit { rank: index + 1, score: candidate.score });
+        merged.entry(candidate.fact_id).or_default().1 =
+            Some(ComponentHit { rank: index + 1, score: candidate.score });
     }
     let rrf = |weight: f64, component: Option<ComponentHit>| {
         component.map_or(0.0, |component| weight / (config.rrf_k + component.rank as f64))
@@ -374,7 +391,10 @@ mod tests {
     use super::*;
 
     fn scored(ids: &[i64]) -> Vec<ScoredFact> {
-        ids.iter().enumerate().map(|(i, id)| ScoredFact { fact_id: FactId(*id), score: 10.0 - i as f64 }).collect()
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| ScoredFact { fact_id: FactId(*id), score: 10.0 - i as f64 })
+            .collect()
     }
 
     #[test]

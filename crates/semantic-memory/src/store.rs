@@ -152,9 +152,11 @@ impl FactStore {
         conn.pragma_update(None, "journal_mode", "DELETE").map_err(sql)?;
         conn.pragma_update(None, "synchronous", "FULL").map_err(sql)?;
         let has_meta: bool = conn
-            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'", [], |row| {
-                row.get::<_, i64>(0)
-            })
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+                [],
+                |row| row.get::<_, i64>(0),
+            )
             .map_err(sql)?
             > 0;
         let dims = if has_meta {
@@ -166,7 +168,10 @@ impl FactStore {
             let table_count: i64 =
                 conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0)).map_err(sql)?;
             if table_count > 0 {
-                return Err(Error::IncompatibleStore { path, reason: "a SQLite database without a meta table".into() });
+                return Err(Error::IncompatibleStore {
+                    path,
+                    reason: "a SQLite database without a meta table".into(),
+                });
             }
             if dims == 0 {
                 return Err(Error::InvalidVector { reason: "a store's dimension must be at least 1".into() });
@@ -271,7 +276,14 @@ impl FactStore {
             for (fact, id) in facts.iter().zip(&ids) {
                 let metadata = String::from_utf8_lossy(&to_canonical_bytes(fact.metadata)).into_owned();
                 insert_fact
-                    .execute(params![id.0, fact.namespace, fact.source_type, fact.text, metadata, vector_to_blob(fact.vector)])
+                    .execute(params![
+                        id.0,
+                        fact.namespace,
+                        fact.source_type,
+                        fact.text,
+                        metadata,
+                        vector_to_blob(fact.vector)
+                    ])
                     .map_err(sql)?;
                 insert_fts.execute(params![id.0, fact.text]).map_err(sql)?;
             }
@@ -326,7 +338,10 @@ impl FactStore {
     }
 
     fn index_vector(&mut self, id: FactId, namespace: &str, source_type: &str, vector: &[f32]) -> Result<()> {
-        let tag = Tag { namespace: self.interned.intern(namespace), source_type: self.interned.intern(source_type) };
+        let tag = Tag {
+            namespace: self.interned.intern(namespace),
+            source_type: self.interned.intern(source_type),
+        };
         self.tags.push(tag);
         if let Some(exact) = self.exact.as_mut() {
             exact.add(id, vector)?;
@@ -346,7 +361,12 @@ impl FactStore {
             .map_err(|source| Error::Sqlite { path: path.clone(), source })?;
         let rows = statement
             .query_map([], |row| {
-                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?, row.get::<_, String>(2)?, row.get::<_, Vec<u8>>(3)?))
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, Vec<u8>>(3)?,
+                ))
             })
             .map_err(|source| Error::Sqlite { path: path.clone(), source })?;
         let mut loaded = Vec::new();
@@ -368,8 +388,10 @@ impl FactStore {
                 path: path.clone(),
                 reason: format!("vector of fact {id} has {} bytes, expected {}", blob.len(), self.dims * 4),
             })?;
-            let tag =
-                Tag { namespace: self.interned.intern(namespace), source_type: self.interned.intern(source_type) };
+            let tag = Tag {
+                namespace: self.interned.intern(namespace),
+                source_type: self.interned.intern(source_type),
+            };
             self.tags.push(tag);
             if let Some(exact) = self.exact.as_mut() {
                 exact.add(FactId(*id), &vector)?;
@@ -387,11 +409,10 @@ impl FactStore {
 
     #[cfg(feature = "usearch")]
     fn open_hnsw(&mut self, requested: Option<HnswOptions>) -> Result<()> {
-        let stored: Option<HnswOptions> = self
-            .read_meta("hnsw")?
-            .map(|text| serde_json::from_str(&text))
-            .transpose()
-            .map_err(|error| Error::IncompatibleStore { path: self.path.clone(), reason: format!("meta.hnsw: {error}") })?;
+        let stored: Option<HnswOptions> =
+            self.read_meta("hnsw")?.map(|text| serde_json::from_str(&text)).transpose().map_err(|error| {
+                Error::IncompatibleStore { path: self.path.clone(), reason: format!("meta.hnsw: {error}") }
+            })?;
         let Some(options) = stored.or(requested) else {
             return Ok(());
         };
@@ -405,7 +426,8 @@ impl FactStore {
         let loaded = if file.exists() { Usearch::load(&file, self.dims, options).ok() } else { None };
         let consistent = loaded.as_ref().is_some_and(|index| {
             index.len() == self.tags.len()
-                && (self.tags.is_empty() || index.contains(FactId(i64::try_from(self.tags.len()).unwrap_or(0))))
+                && (self.tags.is_empty()
+                    || index.contains(FactId(i64::try_from(self.tags.len()).unwrap_or(0))))
         });
         if let (true, Some(index)) = (consistent, loaded) {
             self.hnsw = Some(index);
@@ -465,7 +487,10 @@ fn read_format(conn: &Connection, path: &Path) -> Result<usize> {
         });
     }
     get("dims")?.and_then(|text| text.parse::<usize>().ok()).filter(|dims| *dims > 0).ok_or_else(|| {
-        Error::IncompatibleStore { path: path.to_path_buf(), reason: "meta.dims is missing or not a number".into() }
+        Error::IncompatibleStore {
+            path: path.to_path_buf(),
+            reason: "meta.dims is missing or not a number".into(),
+        }
     })
 }
 

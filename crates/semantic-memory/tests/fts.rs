@@ -24,7 +24,11 @@ fn ids(store: &FactStore, query: &str, request: &str) -> Vec<i64> {
 fn ranks_the_matching_document_first() {
     let test = store_with(&TEXTS, 4, 1);
     assert_eq!(ids(&test.store, "vitamin D and bone density", "q1")[0], 1);
-    assert_eq!(ids(&test.store, "memories of sleeping", "q2"), vec![2], "porter stemming matches memory/sleep");
+    assert_eq!(
+        ids(&test.store, "memories of sleeping", "q2"),
+        vec![2],
+        "porter stemming matches memory/sleep"
+    );
     assert_eq!(ids(&test.store, "covid-19", "q3"), vec![5]);
 }
 
@@ -91,9 +95,27 @@ fn searches_stay_inside_their_namespace_and_source_types() {
     let metadata = serde_json::json!({});
     store
         .insert_facts(&[
-            NewFact { namespace: "a", source_type: "doc", text: "shared words here", metadata: &metadata, vector: &vectors[0] },
-            NewFact { namespace: "b", source_type: "doc", text: "shared words here", metadata: &metadata, vector: &vectors[1] },
-            NewFact { namespace: "a", source_type: "note", text: "shared words", metadata: &metadata, vector: &vectors[2] },
+            NewFact {
+                namespace: "a",
+                source_type: "doc",
+                text: "shared words here",
+                metadata: &metadata,
+                vector: &vectors[0],
+            },
+            NewFact {
+                namespace: "b",
+                source_type: "doc",
+                text: "shared words here",
+                metadata: &metadata,
+                vector: &vectors[1],
+            },
+            NewFact {
+                namespace: "a",
+                source_type: "note",
+                text: "shared words",
+                metadata: &metadata,
+                vector: &vectors[2],
+            },
         ])
         .unwrap();
     let config = SearchConfig::default();
@@ -118,7 +140,11 @@ fn scores_are_negated_bm25_and_descend() {
     let test = store_with(&TEXTS, 4, 3);
     let outcome = test
         .store
-        .search_fts_only_with_context("bone density exercise", &SearchConfig::default(), &SearchContext::new("s", "ns"))
+        .search_fts_only_with_context(
+            "bone density exercise",
+            &SearchConfig::default(),
+            &SearchContext::new("s", "ns"),
+        )
         .unwrap();
     let scores: Vec<f64> = outcome.hits().iter().map(|h| h.score).collect();
     assert!(scores.len() >= 2);

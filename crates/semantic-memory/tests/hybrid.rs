@@ -11,7 +11,12 @@ fn hybrid_hits_explain_both_components_or_their_absence() {
     let fact3 = test.store.get(semantic_memory::FactId(3)).unwrap().unwrap();
     let outcome = test
         .store
-        .search_explained_with_context("red apple", &fact3.vector, &SearchConfig::default(), &SearchContext::new("h", "ns"))
+        .search_explained_with_context(
+            "red apple",
+            &fact3.vector,
+            &SearchConfig::default(),
+            &SearchContext::new("h", "ns"),
+        )
         .unwrap();
     let hits = outcome.hits();
     assert_eq!(hits.len(), 4, "every fact is a vector candidate");
@@ -23,7 +28,8 @@ fn hybrid_hits_explain_both_components_or_their_absence() {
     assert_eq!(by_id(1).lexical.unwrap().rank, 1);
     assert!(by_id(1).vector.is_some());
     let expected = |h: &semantic_memory::Hit| {
-        h.lexical.map_or(0.0, |c| 1.0 / (60.0 + c.rank as f64)) + h.vector.map_or(0.0, |c| 1.0 / (60.0 + c.rank as f64))
+        h.lexical.map_or(0.0, |c| 1.0 / (60.0 + c.rank as f64))
+            + h.vector.map_or(0.0, |c| 1.0 / (60.0 + c.rank as f64))
     };
     for hit in hits {
         assert_eq!(hit.score, expected(hit));

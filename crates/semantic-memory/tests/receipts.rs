@@ -30,7 +30,11 @@ fn a_reused_request_id_is_refused_by_name_in_every_mode() {
     }
     let message = Error::RequestIdCollision { request_id: "run-1/q-7".into() }.to_string();
     assert!(message.contains("run-1/q-7") && message.contains("fresh store"), "{message}");
-    assert_eq!(test.store.receipt_for("run-1/q-7").unwrap().unwrap(), first.receipt, "the first receipt survives");
+    assert_eq!(
+        test.store.receipt_for("run-1/q-7").unwrap().unwrap(),
+        first.receipt,
+        "the first receipt survives"
+    );
 }
 
 #[test]
@@ -38,7 +42,12 @@ fn the_stored_receipt_is_the_returned_one_and_its_digest_verifies() {
     let test = store_with(&["alpha beta", "beta gamma"], 4, 1);
     let outcome = test
         .store
-        .search_explained_with_context("beta", &[0.5, 0.5, 0.5, 0.5], &SearchConfig::default(), &SearchContext::new("h", "ns"))
+        .search_explained_with_context(
+            "beta",
+            &[0.5, 0.5, 0.5, 0.5],
+            &SearchConfig::default(),
+            &SearchContext::new("h", "ns"),
+        )
         .unwrap();
     let stored = test.store.receipt_for("h").unwrap().unwrap();
     assert_eq!(stored, outcome.receipt);
@@ -74,16 +83,45 @@ fn two_stores_built_from_the_same_facts_give_byte_identical_receipts() {
                 b.store.search_fts_only_with_context(&text, &config, &context).unwrap(),
             ),
             (
-                a.store.search_vector_only_with_context(&vector, &config, &SearchContext::new(format!("v{index}"), "ns")).unwrap(),
-                b.store.search_vector_only_with_context(&vector, &config, &SearchContext::new(format!("v{index}"), "ns")).unwrap(),
+                a.store
+                    .search_vector_only_with_context(
+                        &vector,
+                        &config,
+                        &SearchContext::new(format!("v{index}"), "ns"),
+                    )
+                    .unwrap(),
+                b.store
+                    .search_vector_only_with_context(
+                        &vector,
+                        &config,
+                        &SearchContext::new(format!("v{index}"), "ns"),
+                    )
+                    .unwrap(),
             ),
             (
-                a.store.search_explained_with_context(&text, &vector, &config, &SearchContext::new(format!("h{index}"), "ns")).unwrap(),
-                b.store.search_explained_with_context(&text, &vector, &config, &SearchContext::new(format!("h{index}"), "ns")).unwrap(),
+                a.store
+                    .search_explained_with_context(
+                        &text,
+                        &vector,
+                        &config,
+                        &SearchContext::new(format!("h{index}"), "ns"),
+                    )
+                    .unwrap(),
+                b.store
+                    .search_explained_with_context(
+                        &text,
+                        &vector,
+                        &config,
+                        &SearchContext::new(format!("h{index}"), "ns"),
+                    )
+                    .unwrap(),
             ),
         ];
         for (left, right) in pairs {
-            assert_eq!(serde_json::to_vec(&left.receipt).unwrap(), serde_json::to_vec(&right.receipt).unwrap());
+            assert_eq!(
+                serde_json::to_vec(&left.receipt).unwrap(),
+                serde_json::to_vec(&right.receipt).unwrap()
+            );
             assert!(!left.receipt.hits.is_empty());
         }
     }
@@ -98,15 +136,30 @@ fn receipts_carry_the_complete_config_and_no_query_text() {
     let test = store_with(&["alpha beta"], 4, 1);
     let outcome = test
         .store
-        .search_fts_only_with_context("secret words alpha", &SearchConfig::default(), &SearchContext::new("x", "ns"))
+        .search_fts_only_with_context(
+            "secret words alpha",
+            &SearchConfig::default(),
+            &SearchContext::new("x", "ns"),
+        )
         .unwrap();
     let json = serde_json::to_string(&outcome.receipt).unwrap();
     assert!(!json.contains("secret"), "{json}");
     let config = serde_json::to_value(&outcome.receipt.config).unwrap();
     for field in [
-        "top_k", "lexical_candidates", "vector_candidates", "rrf_k", "fts_weight", "vector_weight", "sparse_weight",
-        "dense_derived_sparse", "late_interaction_weight", "candidate_dims", "recency", "derived_vector_backend",
-        "exactness", "lexical_backend",
+        "top_k",
+        "lexical_candidates",
+        "vector_candidates",
+        "rrf_k",
+        "fts_weight",
+        "vector_weight",
+        "sparse_weight",
+        "dense_derived_sparse",
+        "late_interaction_weight",
+        "candidate_dims",
+        "recency",
+        "derived_vector_backend",
+        "exactness",
+        "lexical_backend",
     ] {
         assert!(config.get(field).is_some(), "config lacks {field}");
     }

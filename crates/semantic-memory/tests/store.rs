@@ -10,7 +10,11 @@ fn reopen_gives_back_every_fact_bit_for_bit() {
     let path = dir.path().join("facts.db");
     let mut rng = Rng::new(7);
     let vectors: Vec<Vec<f32>> = (0..3).map(|_| unit_vector(&mut rng, 8)).collect();
-    let metadata = [serde_json::json!({"beir_id": "d1", "n": [1, 2.5]}), serde_json::json!(null), serde_json::json!("x")];
+    let metadata = [
+        serde_json::json!({"beir_id": "d1", "n": [1, 2.5]}),
+        serde_json::json!(null),
+        serde_json::json!("x"),
+    ];
     {
         let mut store = FactStore::open(&path, &options(8)).unwrap();
         let facts: Vec<NewFact<'_>> = (0..3)
@@ -78,7 +82,8 @@ fn non_unit_and_non_finite_vectors_are_refused() {
     let mut test = store_with(&["a"], 2, 1);
     let metadata = serde_json::json!({});
     for vector in [[3.0f32, 4.0], [f32::INFINITY, 0.0], [0.0, 0.0]] {
-        let fact = NewFact { namespace: "ns", source_type: "doc", text: "x", metadata: &metadata, vector: &vector };
+        let fact =
+            NewFact { namespace: "ns", source_type: "doc", text: "x", metadata: &metadata, vector: &vector };
         assert!(matches!(test.store.insert_facts(&[fact]), Err(Error::InvalidVector { .. })));
     }
 }
@@ -100,7 +105,9 @@ fn a_store_of_another_format_is_refused() {
     let path = dir.path().join("old.db");
     rusqlite::Connection::open(&path)
         .unwrap()
-        .execute_batch("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('format', 'v0');")
+        .execute_batch(
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('format', 'v0');",
+        )
         .unwrap();
     match FactStore::open(&path, &options(4)) {
         Err(Error::IncompatibleStore { reason, .. }) => assert!(reason.contains("v0"), "{reason}"),
@@ -118,7 +125,13 @@ fn inserts_resume_with_contiguous_ids_after_reopen() {
     let vector = unit_vector(&mut rng, 4);
     let metadata = serde_json::json!({});
     let ids = store
-        .insert_facts(&[NewFact { namespace: "ns", source_type: "doc", text: "three", metadata: &metadata, vector: &vector }])
+        .insert_facts(&[NewFact {
+            namespace: "ns",
+            source_type: "doc",
+            text: "three",
+            metadata: &metadata,
+            vector: &vector,
+        }])
         .unwrap();
     assert_eq!(ids, vec![FactId(3)]);
 }

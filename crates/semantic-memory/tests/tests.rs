@@ -1,5 +1,7 @@
 //! Integration tests of `semantic-memory`'s public API, one module per concern.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod util;
 
 mod fts;

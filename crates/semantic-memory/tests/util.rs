@@ -57,7 +57,13 @@ pub(crate) fn store_with(texts: &[&str], dims: usize, seed: u64) -> TestStore {
     let facts: Vec<NewFact<'_>> = texts
         .iter()
         .zip(&vectors)
-        .map(|(text, vector)| NewFact { namespace: "ns", source_type: "doc", text, metadata: &metadata, vector })
+        .map(|(text, vector)| NewFact {
+            namespace: "ns",
+            source_type: "doc",
+            text,
+            metadata: &metadata,
+            vector,
+        })
         .collect();
     store.insert_facts(&facts).unwrap();
     TestStore { dir, store }
@@ -65,8 +71,10 @@ pub(crate) fn store_with(texts: &[&str], dims: usize, seed: u64) -> TestStore {
 
 /// Words from a fixed synthetic vocabulary, so texts are made here and never copied from a corpus.
 pub(crate) fn synthetic_text(rng: &mut Rng, words: usize) -> String {
-    const SYLLABLES: [&str; 16] =
-        ["ka", "lo", "mi", "ren", "tos", "vi", "zu", "pha", "gen", "tri", "ol", "ux", "ber", "sta", "ni", "qua"];
+    const SYLLABLES: [&str; 16] = [
+        "ka", "lo", "mi", "ren", "tos", "vi", "zu", "pha", "gen", "tri", "ol", "ux", "ber", "sta", "ni",
+        "qua",
+    ];
     let mut text = String::new();
     for index in 0..words {
         if index > 0 {

@@ -1,7 +1,9 @@
 //! Vector search: the exact backend against a naive reference, HNSW recall and persistence, exactness policy.
 
 use semantic_memory::vector::{BruteForce, VectorBackend};
-use semantic_memory::{Error, ExactnessProfile, FactId, FactStore, NewFact, SearchConfig, SearchContext, StoreOptions};
+use semantic_memory::{
+    Error, ExactnessProfile, FactId, FactStore, NewFact, SearchConfig, SearchContext, StoreOptions,
+};
 
 use crate::util::{Rng, unit_vector};
 
@@ -31,7 +33,7 @@ fn brute_force_matches_a_naive_reference() {
     }
     let queries = random_matrix(50, 96, 12);
     for query in &queries {
-        let got = exact.search(query, 10, &|_| true).unwrap();
+        let got = exact.search(query, 10, &|_| true).unwrap().candidates;
         let want = naive_top_k(&vectors, query, 10);
         for (got, want) in got.iter().zip(&want) {
             // Random data has no near-ties at this precision, so ids agree exactly.
@@ -48,15 +50,16 @@ fn brute_force_breaks_exact_ties_by_fact_id() {
     for id in [5, 3, 9, 1] {
         exact.add(FactId(id), &[1.0, 0.0]).unwrap();
     }
-    let got: Vec<i64> = exact.search(&[1.0, 0.0], 3, &|_| true).unwrap().iter().map(|s| s.fact_id.0).collect();
+    let got: Vec<i64> =
+        exact.search(&[1.0, 0.0], 3, &|_| true).unwrap().candidates.iter().map(|s| s.fact_id.0).collect();
     assert_eq!(got, vec![1, 3, 5]);
 }
 
 #[cfg(feature = "usearch")]
 #[test]
 fn hnsw_recall_at_10_is_at_least_095_on_20000_random_vectors() {
-    use semantic_memory::vector::Usearch;
     use semantic_memory::HnswOptions;
+    use semantic_memory::vector::Usearch;
 
     let dims = 384;
     let vectors = random_matrix(20_000, dims, 21);
@@ -69,8 +72,9 @@ fn hnsw_recall_at_10_is_at_least_095_on_20000_random_vectors() {
     let queries = random_matrix(200, dims, 22);
     let mut found = 0usize;
     for query in &queries {
-        let truth: Vec<FactId> = exact.search(query, 10, &|_| true).unwrap().iter().map(|s| s.fact_id).collect();
-        let approximate = hnsw.search(query, 10, &|_| true).unwrap();
+        let truth: Vec<FactId> =
+            exact.search(query, 10, &|_| true).unwrap().candidates.iter().map(|s| s.fact_id).collect();
+        let approximate = hnsw.search(query, 10, &|_| true).unwrap().candidates;
         found += approximate.iter().filter(|s| truth.contains(&s.fact_id)).count();
     }
     let recall = found as f64 / (10 * queries.len()) as f64;
@@ -88,7 +92,12 @@ fn vector_store(path: &std::path::Path, options: &StoreOptions, vectors: &[Vec<f
     store
 }
 
-fn search(store: &FactStore, query: &[f32], exactness: ExactnessProfile, request: &str) -> semantic_memory::Result<semantic_memory::SearchOutcome> {
+fn search(
+    store: &FactStore,
+    query: &[f32],
+    exactness: ExactnessProfile,
+    request: &str,
+) -> semantic_memory::Result<semantic_memory::SearchOutcome> {
     let config = SearchConfig { exactness, ..SearchConfig::default() };
     store.search_vector_only_with_context(query, &config, &SearchContext::new(request, "ns"))
 }
@@ -106,7 +115,8 @@ fn prefer_exact_uses_the_exact_backend_when_present() {
     assert_eq!(evidence.vectors_scanned, Some(50));
     assert_eq!(evidence.fallback_reason, None);
     assert_eq!(outcome.hits()[0].fact_id, FactId(8));
-    let evidence = search(&store, &vectors[7], ExactnessProfile::AllowApproximate, "b").unwrap().receipt.vector.unwrap();
+    let evidence =
+        search(&store, &vectors[7], ExactnessProfile::AllowApproximate, "b").unwrap().receipt.vector.unwrap();
     if cfg!(feature = "usearch") {
         assert!(evidence.exact && evidence.fallback_reason.unwrap().contains("no HNSW"));
     }
@@ -118,7 +128,10 @@ fn require_exact_fails_rather_than_answer_approximately() {
     let vectors = random_matrix(20, 8, 32);
     let options = StoreOptions { dims: Some(8), without_exact_backend: true, ..StoreOptions::default() };
     let store = vector_store(&dir.path().join("f.db"), &options, &vectors);
-    assert!(matches!(search(&store, &vectors[0], ExactnessProfile::RequireExact, "a"), Err(Error::ExactBackendUnavailable)));
+    assert!(matches!(
+        search(&store, &vectors[0], ExactnessProfile::RequireExact, "a"),
+        Err(Error::ExactBackendUnavailable)
+    ));
     assert!(store.receipt_for("a").unwrap().is_none(), "a refused search leaves no receipt");
 }
 
@@ -147,7 +160,10 @@ fn hnsw_is_persisted_reloaded_and_rebuilt_when_missing() {
     let reopen = StoreOptions { without_exact_backend: true, ..StoreOptions::default() };
     let store = FactStore::open(&path, &reopen).unwrap();
     assert!(store.has_hnsw());
-    assert_eq!(search(&store, &vectors[3], ExactnessProfile::AllowApproximate, "b").unwrap().receipt.hits[0], first[0]);
+    assert_eq!(
+        search(&store, &vectors[3], ExactnessProfile::AllowApproximate, "b").unwrap().receipt.hits[0],
+        first[0]
+    );
     drop(store);
     std::fs::remove_file(&index_file).unwrap();
     let store = FactStore::open(&path, &reopen).unwrap();
@@ -162,7 +178,10 @@ fn a_bad_query_vector_is_refused() {
     let vectors = random_matrix(5, 4, 34);
     let options = StoreOptions { dims: Some(4), ..StoreOptions::default() };
     let store = vector_store(&dir.path().join("f.db"), &options, &vectors);
-    assert!(matches!(search(&store, &[1.0, 0.0], ExactnessProfile::PreferExact, "a"), Err(Error::DimensionMismatch { .. })));
+    assert!(matches!(
+        search(&store, &[1.0, 0.0], ExactnessProfile::PreferExact, "a"),
+        Err(Error::DimensionMismatch { .. })
+    ));
     assert!(matches!(
         search(&store, &[2.0, 0.0, 0.0, 0.0], ExactnessProfile::PreferExact, "b"),
         Err(Error::InvalidVector { .. })

@@ -2,7 +2,7 @@
 
 use crate::error::Result;
 use crate::store::FactId;
-use crate::vector::{ScoredFact, TopK, VectorBackend, dot};
+use crate::vector::{ScoredFact, TopK, VectorAnswer, VectorBackend, dot_rows};
 
 /// Exact inner-product search over every stored vector, held row-major in one contiguous buffer.
 #[derive(Debug, Clone)]
@@ -45,13 +45,17 @@ impl VectorBackend for BruteForce {
         Ok(())
     }
 
-    fn search(&self, query: &[f32], k: usize, keep: &dyn Fn(FactId) -> bool) -> Result<Vec<ScoredFact>> {
+    fn search(&self, query: &[f32], k: usize, keep: &dyn Fn(FactId) -> bool) -> Result<VectorAnswer> {
+        let mut scores = Vec::new();
+        dot_rows(query, &self.matrix, self.dims, &mut scores);
         let mut top = TopK::new(k);
-        for (row, fact_id) in self.matrix.chunks_exact(self.dims).zip(&self.ids) {
+        let mut scanned = 0;
+        for (score, fact_id) in scores.iter().zip(&self.ids) {
             if keep(*fact_id) {
-                top.offer(ScoredFact { fact_id: *fact_id, score: f64::from(dot(query, row)) });
+                scanned += 1;
+                top.offer(ScoredFact { fact_id: *fact_id, score: f64::from(*score) });
             }
         }
-        Ok(top.into_sorted())
+        Ok(VectorAnswer { candidates: top.into_sorted(), scanned: Some(scanned) })
     }
 }

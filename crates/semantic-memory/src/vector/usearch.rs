@@ -7,7 +7,7 @@ use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
 use crate::error::{Error, Result};
 use crate::store::FactId;
-use crate::vector::{ScoredFact, VectorBackend, rank_order};
+use crate::vector::{ScoredFact, VectorAnswer, VectorBackend, rank_order};
 
 /// HNSW build and search parameters, recorded in the store so a reopened index is searched the same way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,7 +113,8 @@ impl VectorBackend for Usearch {
     }
 
     fn add(&mut self, fact_id: FactId, vector: &[f32]) -> Result<()> {
-        let key = u64::try_from(fact_id.0).map_err(|_| Error::Usearch(format!("negative fact id {fact_id}")))?;
+        let key =
+            u64::try_from(fact_id.0).map_err(|_| Error::Usearch(format!("negative fact id {fact_id}")))?;
         if self.index.size() + 1 > self.index.capacity() {
             let grown = (self.index.capacity() * 2).max(1024);
             self.index.reserve(grown).map_err(usearch_error)?;
@@ -121,9 +122,9 @@ impl VectorBackend for Usearch {
         self.index.add(key, vector).map_err(usearch_error)
     }
 
-    fn search(&self, query: &[f32], k: usize, keep: &dyn Fn(FactId) -> bool) -> Result<Vec<ScoredFact>> {
+    fn search(&self, query: &[f32], k: usize, keep: &dyn Fn(FactId) -> bool) -> Result<VectorAnswer> {
         if self.index.size() == 0 || k == 0 {
-            return Ok(Vec::new());
+            return Ok(VectorAnswer { candidates: Vec::new(), scanned: None });
         }
         let filter = |key: u64| i64::try_from(key).is_ok_and(|id| keep(FactId(id)));
         let matches = self.index.filtered_search(query, k, filter).map_err(usearch_error)?;
@@ -138,6 +139,6 @@ impl VectorBackend for Usearch {
             })
             .collect();
         scored.sort_by(rank_order);
-        Ok(scored)
+        Ok(VectorAnswer { candidates: scored, scanned: None })
     }
 }

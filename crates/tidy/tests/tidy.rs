@@ -1,0 +1,111 @@
+//! Architecture invariants, checked by reading the workspace's files: which workspace crates each crate may
+//! depend on, where clap and anyhow may appear, that every Rust file opens with a `//!` doc, and that no test
+//! is marked to expect a panic (assert the `Err` instead).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The workspace crates each crate may depend on. `receipt-verify` must never reach `semantic-memory` or
+/// `scifact-eval`: its metrics are the second, independent implementation.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("semantic-memory", &[]),
+    ("embedding", &[]),
+    ("scifact-eval", &["semantic-memory", "embedding"]),
+    ("receipt-verify", &["embedding"]),
+    ("scifact-audit", &["semantic-memory", "embedding", "scifact-eval", "receipt-verify"]),
+    ("tidy", &[]),
+];
+
+/// Only the binary parses arguments or uses anyhow.
+const BINARY_ONLY: &[&str] = &["clap", "anyhow"];
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn crate_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(workspace_root().join("crates"))
+        .unwrap_or_else(|error| panic!("crates/ is unreadable: {error}"))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.join("Cargo.toml").exists())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// Dependency names declared in a manifest's `[dependencies]`, `[dev-dependencies]` and `[build-dependencies]`
+/// tables (the only shapes this workspace uses: `name = ...` and `name.workspace = true`).
+fn dependencies(manifest: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut in_deps = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_deps = line.ends_with("dependencies]");
+            continue;
+        }
+        if in_deps && !line.is_empty() && !line.starts_with('#') {
+            let name = line.split(['=', '.']).next().unwrap_or("").trim();
+            names.push(name.to_owned());
+        }
+    }
+    names
+}
+
+fn crate_name(dir: &Path) -> String {
+    dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+#[test]
+fn workspace_crates_depend_only_on_what_architecture_md_allows() {
+    let known: Vec<&str> = ALLOWED.iter().map(|(name, _)| *name).collect();
+    for dir in crate_dirs() {
+        let name = crate_name(&dir);
+        let allowed = ALLOWED
+            .iter()
+            .find(|(crate_name, _)| *crate_name == name)
+            .map(|(_, allowed)| *allowed)
+            .unwrap_or_else(|| panic!("crate {name} is not in tidy's ALLOWED table (add it and ARCHITECTURE.md)"));
+        let manifest = fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+        for dependency in dependencies(&manifest) {
+            if known.contains(&dependency.as_str()) {
+                assert!(allowed.contains(&dependency.as_str()), "{name} must not depend on {dependency}");
+            }
+            if BINARY_ONLY.contains(&dependency.as_str()) {
+                assert_eq!(name, "scifact-audit", "{dependency} belongs only in the scifact-audit binary");
+            }
+        }
+    }
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_rust_file_opens_with_a_module_doc_and_no_test_should_panic() {
+    let mut files = Vec::new();
+    for dir in crate_dirs() {
+        rust_files(&dir, &mut files);
+    }
+    assert!(files.len() > 10, "found only {} Rust files", files.len());
+    let should_panic = ["#[should", "_panic"].concat();
+    for file in files {
+        let text = fs::read_to_string(&file).unwrap_or_default();
+        assert!(text.starts_with("//!"), "{} does not start with a //! doc line", file.display());
+        assert!(!text.contains(&should_panic), "{} uses should_panic: assert the Err instead", file.display());
+    }
+}
+
+#[test]
+fn the_manifest_parser_reads_both_dependency_shapes() {
+    let manifest = "[package]\nname = \"x\"\n[dependencies]\nserde.workspace = true\nclap = { version = \"4\" }\n\n[lints]\nworkspace = true\n";
+    assert_eq!(dependencies(manifest), vec!["serde", "clap"]);
+}
