@@ -15,46 +15,29 @@ const DIMS: usize = 384;
 const WORDS_PER_FACT: usize = 200;
 const WORDS_PER_QUERY: usize = 12;
 
-struct Rng(u64);
+#[allow(dead_code, unreachable_pub)]
+#[path = "../tests/util.rs"]
+mod util;
 
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn normal(&mut self) -> f64 {
-        let u = self.next_f64().max(1e-300);
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * self.next_f64()).cos()
-    }
-    fn unit_vector(&mut self) -> Vec<f32> {
-        let raw: Vec<f64> = (0..DIMS).map(|_| self.normal()).collect();
-        let norm = raw.iter().map(|x| x * x).sum::<f64>().sqrt();
-        raw.iter().map(|x| (x / norm) as f32).collect()
-    }
-    /// Zipf-like words over a 20,000-word synthetic vocabulary.
-    fn text(&mut self, words: usize) -> String {
-        const SYLLABLES: [&str; 16] = [
-            "ka", "lo", "mi", "ren", "tos", "vi", "zu", "pha", "gen", "tri", "ol", "ux", "ber", "sta", "ni",
-            "qua",
-        ];
-        let mut text = String::new();
-        for index in 0..words {
-            if index > 0 {
-                text.push(' ');
-            }
-            let word = (self.next_f64().powi(4) * 20_000.0) as usize;
-            for digit in [word % 16, (word / 16) % 16, (word / 256) % 16, word / 4096] {
-                text.push_str(SYLLABLES[digit % 16]);
-            }
+use util::{Rng, unit_vector};
+
+/// Zipf-like words over a 20,000-word synthetic vocabulary.
+fn text(rng: &mut Rng, words: usize) -> String {
+    const SYLLABLES: [&str; 16] = [
+        "ka", "lo", "mi", "ren", "tos", "vi", "zu", "pha", "gen", "tri", "ol", "ux", "ber", "sta", "ni",
+        "qua",
+    ];
+    let mut text = String::new();
+    for index in 0..words {
+        if index > 0 {
+            text.push(' ');
         }
-        text
+        let word = (rng.next_f64().powi(4) * 20_000.0) as usize;
+        for digit in [word % 16, (word / 16) % 16, (word / 256) % 16, word / 4096] {
+            text.push_str(SYLLABLES[digit % 16]);
+        }
     }
+    text
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -86,9 +69,9 @@ fn main() {
         Some(parent) => tempfile::tempdir_in(parent).unwrap(),
         None => tempfile::tempdir().unwrap(),
     };
-    let mut rng = Rng(2026);
-    let texts: Vec<String> = (0..FACTS).map(|_| rng.text(WORDS_PER_FACT)).collect();
-    let vectors: Vec<Vec<f32>> = (0..FACTS).map(|_| rng.unit_vector()).collect();
+    let mut rng = Rng::new(2026);
+    let texts: Vec<String> = (0..FACTS).map(|_| text(&mut rng, WORDS_PER_FACT)).collect();
+    let vectors: Vec<Vec<f32>> = (0..FACTS).map(|_| unit_vector(&mut rng, DIMS)).collect();
     let metadata = serde_json::json!({});
     let started = Instant::now();
     let mut store = FactStore::open(
@@ -110,8 +93,8 @@ fn main() {
     store.insert_facts(&facts).unwrap();
     let build = started.elapsed();
 
-    let query_texts: Vec<String> = (0..queries).map(|_| rng.text(WORDS_PER_QUERY)).collect();
-    let query_vectors: Vec<Vec<f32>> = (0..queries).map(|_| rng.unit_vector()).collect();
+    let query_texts: Vec<String> = (0..queries).map(|_| text(&mut rng, WORDS_PER_QUERY)).collect();
+    let query_vectors: Vec<Vec<f32>> = (0..queries).map(|_| unit_vector(&mut rng, DIMS)).collect();
     let config = SearchConfig::default();
     let mut results = serde_json::Map::new();
     type Search<'a> = Box<dyn Fn(usize, &SearchContext) -> SearchOutcome + 'a>;

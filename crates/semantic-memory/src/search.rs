@@ -88,7 +88,7 @@ impl FactStore {
         let lexical = Some(self.lexical_evidence(config.top_k, candidates.len()));
         let hits = component_hits(&candidates, |component| (Some(component), None));
         let retrieval = started.elapsed();
-        let query = QueryEvidence { vector_sha256: None, ..text_evidence(query, &fts) };
+        let query = query_evidence(Some((query, &fts)), None);
         let receipt = self.receipt(SearchMode::FtsOnly, config, context, query, lexical, None, hits)?;
         self.finish(receipt, fts.expression, started, retrieval)
     }
@@ -110,12 +110,7 @@ impl FactStore {
         let run = self.vector(query_vector, config.exactness, context, config.top_k)?;
         let hits = component_hits(&run.candidates, |component| (None, Some(component)));
         let retrieval = started.elapsed();
-        let query = QueryEvidence {
-            text_sha256: None,
-            fts_expression_sha256: None,
-            fts_terms: None,
-            vector_sha256: Some(sha256_digest(&vector_to_blob(query_vector))),
-        };
+        let query = query_evidence(None, Some(query_vector));
         let receipt =
             self.receipt(SearchMode::VectorOnly, config, context, query, None, Some(run.evidence), hits)?;
         self.finish(receipt, None, started, retrieval)
@@ -141,10 +136,7 @@ impl FactStore {
         let run = self.vector(query_vector, config.exactness, context, config.vector_candidates)?;
         let hits = fuse(&lexical, &run.candidates, config);
         let retrieval = started.elapsed();
-        let query = QueryEvidence {
-            vector_sha256: Some(sha256_digest(&vector_to_blob(query_vector))),
-            ..text_evidence(query, &fts)
-        };
+        let query = query_evidence(Some((query, &fts)), Some(query_vector));
         let lexical = Some(self.lexical_evidence(config.lexical_candidates, lexical.len()));
         let receipt =
             self.receipt(SearchMode::Hybrid, config, context, query, lexical, Some(run.evidence), hits)?;
@@ -332,12 +324,15 @@ impl FactStore {
     }
 }
 
-fn text_evidence(text: &str, fts: &FtsQuery) -> QueryEvidence {
+/// Digests of what was asked: the text and its FTS5 expression, and the vector's bytes.
+fn query_evidence(text: Option<(&str, &FtsQuery)>, vector: Option<&[f32]>) -> QueryEvidence {
     QueryEvidence {
-        text_sha256: Some(sha256_digest(text.as_bytes())),
-        fts_expression_sha256: fts.expression.as_ref().map(|expression| sha256_digest(expression.as_bytes())),
-        fts_terms: Some(fts.terms.len()),
-        vector_sha256: None,
+        text_sha256: text.map(|(text, _)| sha256_digest(text.as_bytes())),
+        fts_expression_sha256: text
+            .and_then(|(_, fts)| fts.expression.as_ref())
+            .map(|expression| sha256_digest(expression.as_bytes())),
+        fts_terms: text.map(|(_, fts)| fts.terms.len()),
+        vector_sha256: vector.map(|vector| sha256_digest(&vector_to_blob(vector))),
     }
 }
 

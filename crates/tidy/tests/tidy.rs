@@ -64,7 +64,9 @@ fn workspace_crates_depend_only_on_what_architecture_md_allows() {
             .iter()
             .find(|(crate_name, _)| *crate_name == name)
             .map(|(_, allowed)| *allowed)
-            .unwrap_or_else(|| panic!("crate {name} is not in tidy's ALLOWED table (add it and ARCHITECTURE.md)"));
+            .unwrap_or_else(|| {
+                panic!("crate {name} is not in tidy's ALLOWED table (add it and ARCHITECTURE.md)")
+            });
         let manifest = fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
         for dependency in dependencies(&manifest) {
             if known.contains(&dependency.as_str()) {
@@ -100,7 +102,11 @@ fn every_rust_file_opens_with_a_module_doc_and_no_test_should_panic() {
     for file in files {
         let text = fs::read_to_string(&file).unwrap_or_default();
         assert!(text.starts_with("//!"), "{} does not start with a //! doc line", file.display());
-        assert!(!text.contains(&should_panic), "{} uses should_panic: assert the Err instead", file.display());
+        assert!(
+            !text.contains(&should_panic),
+            "{} uses should_panic: assert the Err instead",
+            file.display()
+        );
     }
 }
 

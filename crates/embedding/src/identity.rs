@@ -1,0 +1,76 @@
+//! The `Embedder` trait and the identity every embedder declares, which receipts bind.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+
+/// What produced a vector, in enough detail to reproduce it: receipts and fixtures record this verbatim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmbedderIdentity {
+    /// Model name, for example `sentence-transformers/all-MiniLM-L6-v2` or `all-minilm:latest`.
+    pub model: String,
+    /// Vector dimension.
+    pub dims: usize,
+    /// `sha256:` of the weights file, when the embedder reads one (`None` for a remote server).
+    pub weights_sha256: Option<String>,
+    /// `sha256:` of the tokenizer definition, when the embedder reads one.
+    pub tokenizer_sha256: Option<String>,
+    /// Tokens the model sees at most, including special tokens; longer texts are truncated.
+    pub max_tokens: usize,
+    /// Pooling over token states: `mean` (over non-padding tokens).
+    pub pooling: String,
+    /// Normalisation applied to the pooled vector: `l2`.
+    pub normalization: String,
+    /// Backend that ran the model: `candle` or `ollama`.
+    pub backend: String,
+    /// Backend version.
+    pub backend_version: String,
+    /// What the embedder does with a text the backend refuses (for Ollama, the shortened retries).
+    pub overlong_policy: String,
+}
+
+/// One embedded text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedding {
+    /// Unit-length vector of `identity().dims` components.
+    pub vector: Vec<f32>,
+    /// Tokens the model saw, special tokens included, after truncation (0 when the backend does not say).
+    pub tokens: usize,
+    /// When the backend refused the full text and a shortened prompt was embedded, its length in chars.
+    pub shortened_to: Option<usize>,
+}
+
+/// Turns texts into unit-length vectors.
+pub trait Embedder {
+    /// What this embedder is, for receipts.
+    fn identity(&self) -> &EmbedderIdentity;
+
+    /// Embeds `texts` exactly as given (no prefix is added), one [`Embedding`] per text, in order.
+    ///
+    /// # Errors
+    /// Backend failures; [`crate::Error::InvalidEmbedding`] when a vector cannot be normalised.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>>;
+}
+
+/// L2-normalises `vector` in place.
+///
+/// # Errors
+/// A description of the problem when the vector is empty, non-finite or zero.
+pub(crate) fn normalize(vector: &mut [f32]) -> std::result::Result<(), String> {
+    if vector.is_empty() {
+        return Err("empty vector".into());
+    }
+    if let Some(index) = vector.iter().position(|x| !x.is_finite()) {
+        return Err(format!("component {index} is {}", vector[index]));
+    }
+    let norm = vector.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+    if norm == 0.0 {
+        return Err("zero vector".into());
+    }
+    // sentence-transformers divides by max(norm, 1e-12) in f32.
+    let norm = (norm as f32).max(1e-12);
+    for x in vector.iter_mut() {
+        *x /= norm;
+    }
+    Ok(())
+}

@@ -1,0 +1,116 @@
+//! Test support: a randomly initialised miniature BERT written to disk in the same layout as the real model
+//! (`model.safetensors`, `tokenizer.json`, `config.json`), so tests exercise loading, tokenizing, batching,
+//! padding, pooling and normalisation without the 90 MB checkpoint. Its vectors mean nothing.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use candle_core::{DType, Device, Tensor};
+use tokenizers::Tokenizer;
+use tokenizers::models::wordpiece::WordPiece;
+use tokenizers::normalizers::BertNormalizer;
+use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
+use tokenizers::processors::bert::BertProcessing;
+
+use crate::error::{Error, Result};
+
+/// Hidden size of the tiny model.
+pub const TINY_HIDDEN: usize = 32;
+/// Position embeddings of the tiny model (so texts longer than this are truncated to it).
+pub const TINY_MAX_POSITIONS: usize = 64;
+
+const WORDS: &[&str] = &[
+    "the", "a", "of", "and", "in", "cell", "cells", "protein", "gene", "vitamin", "bone", "density", "sleep",
+    "memory", "risk", "disease", "patients", "increase", "decrease", "effect", "search", "document", "query",
+    "_", ":", ".", ",", "-", "##s", "##ed", "##ing",
+];
+
+/// Writes a tiny BERT (2 layers, hidden 32, 4 heads, a 36-token WordPiece vocabulary) into `dir`, its
+/// weights drawn from a generator seeded with `seed`.
+///
+/// # Errors
+/// [`Error::Io`] or [`Error::Model`] when a file cannot be written.
+pub fn write_tiny_bert(dir: &Path, seed: u64) -> Result<()> {
+    let specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
+    let vocab: Vec<&str> = specials.iter().chain(WORDS).copied().collect();
+    let vocab_size = vocab.len();
+    let config = serde_json::json!({
+        "architectures": ["BertModel"],
+        "attention_probs_dropout_prob": 0.1,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.1,
+        "hidden_size": TINY_HIDDEN,
+        "initializer_range": 0.02,
+        "intermediate_size": 64,
+        "layer_norm_eps": 1e-12,
+        "max_position_embeddings": TINY_MAX_POSITIONS,
+        "model_type": "bert",
+        "num_attention_heads": 4,
+        "num_hidden_layers": 2,
+        "pad_token_id": 0,
+        "position_embedding_type": "absolute",
+        "type_vocab_size": 2,
+        "vocab_size": vocab_size,
+    });
+    let write = |name: &str, bytes: &[u8]| {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|source| Error::Io { path, source })
+    };
+    write("config.json", config.to_string().as_bytes())?;
+
+    let mut state = seed;
+    let mut random = |shape: &[usize], scale: f32| -> Result<Tensor> {
+        let count: usize = shape.iter().product();
+        let values: Vec<f32> = (0..count)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 2.0 * scale
+            })
+            .collect();
+        Ok(Tensor::from_vec(values, shape, &Device::Cpu)?)
+    };
+    let h = TINY_HIDDEN;
+    let mut tensors: HashMap<String, Tensor> = HashMap::new();
+    tensors.insert("embeddings.word_embeddings.weight".into(), random(&[vocab_size, h], 0.5)?);
+    tensors.insert("embeddings.position_embeddings.weight".into(), random(&[TINY_MAX_POSITIONS, h], 0.1)?);
+    tensors.insert("embeddings.token_type_embeddings.weight".into(), random(&[2, h], 0.1)?);
+    let ones = |n: usize| Tensor::ones(n, DType::F32, &Device::Cpu);
+    let zeros = |n: usize| Tensor::zeros(n, DType::F32, &Device::Cpu);
+    tensors.insert("embeddings.LayerNorm.weight".into(), ones(h)?);
+    tensors.insert("embeddings.LayerNorm.bias".into(), zeros(h)?);
+    for layer in 0..2 {
+        let prefix = format!("encoder.layer.{layer}");
+        for (name, rows, cols) in [
+            ("attention.self.query", h, h),
+            ("attention.self.key", h, h),
+            ("attention.self.value", h, h),
+            ("attention.output.dense", h, h),
+            ("intermediate.dense", 64, h),
+            ("output.dense", h, 64),
+        ] {
+            tensors.insert(format!("{prefix}.{name}.weight"), random(&[rows, cols], 0.3)?);
+            tensors.insert(format!("{prefix}.{name}.bias"), random(&[rows], 0.05)?);
+        }
+        for name in ["attention.output.LayerNorm", "output.LayerNorm"] {
+            tensors.insert(format!("{prefix}.{name}.weight"), ones(h)?);
+            tensors.insert(format!("{prefix}.{name}.bias"), zeros(h)?);
+        }
+    }
+    candle_core::safetensors::save(&tensors, dir.join("model.safetensors"))?;
+
+    let tokenizer_error =
+        |error: Box<dyn std::error::Error + Send + Sync>| Error::Tokenizer(error.to_string());
+    // One token per line, its id the line number: the layout of the real model's vocab.txt.
+    let vocab_path = dir.join("vocab.txt");
+    write("vocab.txt", format!("{}\n", vocab.join("\n")).as_bytes())?;
+    let model = WordPiece::from_file(&vocab_path.to_string_lossy())
+        .unk_token("[UNK]".into())
+        .build()
+        .map_err(tokenizer_error)?;
+    let mut tokenizer = Tokenizer::new(model);
+    tokenizer.with_normalizer(Some(BertNormalizer::default())).map_err(tokenizer_error)?;
+    tokenizer.with_pre_tokenizer(Some(BertPreTokenizer));
+    tokenizer.with_post_processor(Some(BertProcessing::new(("[SEP]".into(), 3), ("[CLS]".into(), 2))));
+    tokenizer.save(dir.join("tokenizer.json"), false).map_err(tokenizer_error)?;
+    Ok(())
+}

@@ -1,0 +1,10 @@
+//! Integration tests of `embedding`, one module per concern.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+mod http;
+
+mod download;
+mod ollama;
+mod parity;
+mod tiny;

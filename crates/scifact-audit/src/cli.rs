@@ -1,0 +1,71 @@
+//! The command line, and nothing else: clap definitions with the help text users read.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Receipt-bearing retrieval evaluation on BEIR SciFact.
+#[derive(Debug, Parser)]
+#[command(name = "scifact-audit", version, about, long_about = None)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Embed texts read from stdin, one JSON string per line; write one `{"vector": [...], "tokens": N}` per
+    /// line to stdout. The way to re-check any vector of a fixture by hand.
+    Embed(EmbedArgs),
+}
+
+/// Which embedder runs the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum EmbedderKind {
+    /// all-MiniLM-L6-v2 in-process on candle (no server needed).
+    Minilm,
+    /// A local Ollama server (`OLLAMA_HOST`, default 127.0.0.1:11434).
+    Ollama,
+}
+
+/// The role whose prefix is added before embedding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum RoleArg {
+    /// Prefix `search_document: `.
+    Document,
+    /// Prefix `search_query: `.
+    Query,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct EmbedArgs {
+    /// Directory holding model.safetensors, tokenizer.json and config.json [default: $SCIFACT_MODEL_DIR,
+    /// else the user cache, else a download of the pinned files into it]
+    #[arg(long, value_name = "DIR")]
+    pub(crate) model_dir: Option<PathBuf>,
+    /// Add this role's prefix first; without it each text is embedded exactly as given
+    #[arg(long, value_enum)]
+    pub(crate) role: Option<RoleArg>,
+    /// Which embedder to use
+    #[arg(long, value_enum, default_value = "minilm")]
+    pub(crate) embedder: EmbedderKind,
+    /// Ollama model name (with --embedder ollama)
+    #[arg(long, default_value = embedding::DEFAULT_OLLAMA_MODEL)]
+    pub(crate) model: String,
+    /// Accept a BERT checkpoint with this weights sha256 (hex) instead of all-MiniLM-L6-v2's published one
+    #[arg(long, value_name = "HEX")]
+    pub(crate) weights_sha256: Option<String>,
+    /// Texts embedded per model call
+    #[arg(long, default_value_t = 16)]
+    pub(crate) batch_size: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        super::Cli::command().debug_assert();
+    }
+}

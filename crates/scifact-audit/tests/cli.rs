@@ -1,0 +1,142 @@
+//! The real `scifact-audit` binary, run as a user runs it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn scifact_audit(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scifact-audit"))
+        .args(args)
+        .env_remove("SCIFACT_MODEL_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+struct TinyModel {
+    dir: tempfile::TempDir,
+    sha256: String,
+}
+
+fn tiny_model() -> TinyModel {
+    let dir = tempfile::tempdir().unwrap();
+    embedding::testing::write_tiny_bert(dir.path(), 11).unwrap();
+    let weights = std::fs::read(dir.path().join("model.safetensors")).unwrap();
+    use sha2::Digest;
+    let sha256 = sha2::Sha256::digest(&weights).iter().map(|b| format!("{b:02x}")).collect();
+    TinyModel { dir, sha256 }
+}
+
+fn embed_lines(model: &TinyModel, extra: &[&str], stdin: &str) -> Vec<serde_json::Value> {
+    let dir = model.dir.path().to_str().unwrap();
+    let mut args = vec!["embed", "--model-dir", dir, "--weights-sha256", &model.sha256];
+    args.extend_from_slice(extra);
+    let output = scifact_audit(&args, stdin);
+    assert!(output.status.success(), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn embed_writes_one_vector_per_input_line_in_order() {
+    let model = tiny_model();
+    let lines = embed_lines(&model, &[], "\"bone density\"\n\"cells\"\n\"\"\n");
+    assert_eq!(lines.len(), 3);
+    for line in &lines {
+        let vector: Vec<f32> = serde_json::from_value(line["vector"].clone()).unwrap();
+        assert_eq!(vector.len(), embedding::testing::TINY_HIDDEN);
+        let norm: f32 = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-5);
+    }
+    assert_eq!(lines[0]["tokens"], 4);
+    assert_eq!(lines[1]["tokens"], 3);
+    assert_eq!(lines[2]["tokens"], 2);
+}
+
+#[test]
+fn the_role_flag_adds_exactly_the_prefix() {
+    let model = tiny_model();
+    let with_role = embed_lines(&model, &["--role", "query"], "\"vitamin d\"\n");
+    let by_hand = embed_lines(&model, &[], "\"search_query: vitamin d\"\n");
+    let plain = embed_lines(&model, &[], "\"vitamin d\"\n");
+    assert_eq!(with_role, by_hand);
+    assert_ne!(with_role, plain);
+}
+
+#[test]
+fn vectors_round_trip_bit_exactly_through_the_json_output() {
+    let model = tiny_model();
+    let lines = embed_lines(&model, &[], "\"gene protein\"\n");
+    let printed: Vec<f32> = serde_json::from_value(lines[0]["vector"].clone()).unwrap();
+    let loaded = embedding::MiniLm::load(model.dir.path(), "tiny", embedding::WeightPin::Unpinned).unwrap();
+    use embedding::Embedder;
+    let direct = loaded.embed(&["gene protein"]).unwrap().remove(0).vector;
+    assert_eq!(
+        printed.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+        direct.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_line_that_is_not_a_json_string_is_named_and_fails() {
+    let model = tiny_model();
+    let dir = model.dir.path().to_str().unwrap();
+    let output = scifact_audit(
+        &["embed", "--model-dir", dir, "--weights-sha256", &model.sha256],
+        "\"ok\"\nnot json\n",
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("stdin line 2"), "{stderr}");
+}
+
+#[test]
+fn weights_that_are_not_the_pinned_model_are_refused() {
+    let model = tiny_model();
+    let dir = model.dir.path().to_str().unwrap();
+    let output = scifact_audit(&["embed", "--model-dir", dir], "\"x\"\n");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("pinned digest"), "{stderr}");
+}
+
+#[test]
+fn help_explains_the_embed_command() {
+    let output = scifact_audit(&["embed", "--help"], "");
+    let help = String::from_utf8_lossy(&output.stdout);
+    for expected in ["--model-dir", "--role", "SCIFACT_MODEL_DIR", "JSON string"] {
+        assert!(help.contains(expected), "help lacks {expected}: {help}");
+    }
+}
+
+#[test]
+#[ignore = "needs SCIFACT_MODEL_DIR (or ../shared/models) and ../shared/reference"]
+fn embed_with_the_real_model_reproduces_the_reference_vectors() {
+    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    let model_dir = std::env::var("SCIFACT_MODEL_DIR")
+        .unwrap_or_else(|_| shared.join("models/all-MiniLM-L6-v2").to_string_lossy().into_owned());
+    let text = std::fs::read_to_string(shared.join("reference/minilm-reference.json")).unwrap();
+    let reference: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let items: Vec<&serde_json::Value> = reference["items"].as_array().unwrap().iter().take(6).collect();
+    let stdin: String = items.iter().map(|item| format!("{}\n", item["text"])).collect();
+    let output = scifact_audit(&["embed", "--model-dir", &model_dir], &stdin);
+    assert!(output.status.success(), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), items.len());
+    for (line, item) in lines.iter().zip(items) {
+        let got: Vec<f64> = serde_json::from_value(line["vector"].clone()).unwrap();
+        let want: Vec<f64> = serde_json::from_value(item["vector"].clone()).unwrap();
+        let cosine: f64 = got.iter().zip(&want).map(|(a, b)| a * b).sum();
+        assert!(cosine >= 0.99999, "{}: cosine {cosine}", item["id"]);
+        assert_eq!(line["tokens"].as_u64(), item["tokens"].as_u64());
+    }
+}
