@@ -17,6 +17,10 @@ pub(crate) enum Command {
     /// Embed texts read from stdin, one JSON string per line; write one `{"vector": [...], "tokens": N}` per
     /// line to stdout. The way to re-check any vector of a fixture by hand.
     Embed(EmbedArgs),
+    /// Build the embedded corpus fixture from the SciFact archive: zip safety checks, the 5,183-document /
+    /// 300-query shape gate, the 700-character semantic text, embeddings through a resumable fsync'd cache.
+    /// Exits 0 only when a complete fixture was written; rerun the same command to resume.
+    Build(BuildArgs),
 }
 
 /// Which embedder runs the model.
@@ -37,15 +41,13 @@ pub(crate) enum RoleArg {
     Query,
 }
 
+/// Which model embeds, shared by `embed` and `build`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct EmbedArgs {
+pub(crate) struct ModelArgs {
     /// Directory holding model.safetensors, tokenizer.json and config.json [default: $SCIFACT_MODEL_DIR,
     /// else the user cache, else a download of the pinned files into it]
     #[arg(long, value_name = "DIR")]
     pub(crate) model_dir: Option<PathBuf>,
-    /// Add this role's prefix first; without it each text is embedded exactly as given
-    #[arg(long, value_enum)]
-    pub(crate) role: Option<RoleArg>,
     /// Which embedder to use
     #[arg(long, value_enum, default_value = "minilm")]
     pub(crate) embedder: EmbedderKind,
@@ -58,6 +60,33 @@ pub(crate) struct EmbedArgs {
     /// Texts embedded per model call
     #[arg(long, default_value_t = 16)]
     pub(crate) batch_size: usize,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct EmbedArgs {
+    #[command(flatten)]
+    pub(crate) model_args: ModelArgs,
+    /// Add this role's prefix first; without it each text is embedded exactly as given
+    #[arg(long, value_enum)]
+    pub(crate) role: Option<RoleArg>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct BuildArgs {
+    /// The fixture file to write (atomically; only a complete fixture is ever written)
+    #[arg(long, value_name = "FIXTURE")]
+    pub(crate) out: PathBuf,
+    /// Directory for the resumable embedding cache (and a downloaded archive)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) work_dir: PathBuf,
+    /// The BEIR SciFact zip [default: $SCIFACT_ARCHIVE, else a download from BEIR]
+    #[arg(long, value_name = "ZIP")]
+    pub(crate) archive: Option<PathBuf>,
+    /// Admit a downloaded archive whose md5 differs from BEIR's published one, if its sha256 is this
+    #[arg(long, value_name = "sha256:HEX")]
+    pub(crate) accept_archive_digest: Option<String>,
+    #[command(flatten)]
+    pub(crate) model_args: ModelArgs,
 }
 
 #[cfg(test)]

@@ -2,16 +2,17 @@
 
 use std::io::{BufRead, BufWriter, IsTerminal, Write};
 
-use anyhow::{Context, bail};
-use embedding::{Embedder, MiniLm, Ollama, Role, WeightPin};
+use anyhow::Context;
+use embedding::Role;
 
-use crate::cli::{EmbedArgs, EmbedderKind, RoleArg};
+use crate::cli::{EmbedArgs, RoleArg};
+use crate::model::open_embedder;
 
 /// Lines read, embedded and written per step, so output streams and memory stays flat.
 const CHUNK: usize = 256;
 
 pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
-    let embedder = open_embedder(args)?;
+    let embedder = open_embedder(&args.model_args)?;
     let role = args.role.map(|role| match role {
         RoleArg::Document => Role::Document,
         RoleArg::Query => Role::Query,
@@ -57,46 +58,4 @@ pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
     out.flush().context("writing stdout")?;
     progress.finish_and_clear();
     Ok(std::process::ExitCode::SUCCESS)
-}
-
-fn open_embedder(args: &EmbedArgs) -> anyhow::Result<Box<dyn Embedder>> {
-    match args.embedder {
-        EmbedderKind::Ollama => {
-            Ok(Box::new(Ollama::new(None, &args.model, embedding_dims_for_ollama(&args.model)?)?))
-        }
-        EmbedderKind::Minilm => {
-            let dir = match embedding::find_model_dir(args.model_dir.as_deref()) {
-                Some(dir) => dir,
-                None => {
-                    let Some(cache) = embedding::model_cache_dir() else {
-                        bail!("no --model-dir, no SCIFACT_MODEL_DIR and no HOME to cache a download in");
-                    };
-                    embedding::download_pinned(
-                        embedding::ALL_MINILM_L6_V2_BASE_URL,
-                        &embedding::all_minilm_l6_v2_files(),
-                        &cache,
-                    )
-                    .context("fetching all-MiniLM-L6-v2 (set SCIFACT_MODEL_DIR to use a local copy)")?;
-                    cache
-                }
-            };
-            let (name, pin) = match &args.weights_sha256 {
-                Some(hex) => (format!("bert-sha256-{hex}"), WeightPin::Sha256(hex.clone())),
-                None => (embedding::ALL_MINILM_L6_V2.to_owned(), WeightPin::AllMiniLmL6V2),
-            };
-            let mut model = MiniLm::load(&dir, &name, pin)
-                .with_context(|| format!("loading the model from {}", dir.display()))?;
-            model.set_batch_size(args.batch_size);
-            Ok(Box::new(model))
-        }
-    }
-}
-
-/// The dimension to expect from an Ollama model; only the contract's model is known.
-fn embedding_dims_for_ollama(model: &str) -> anyhow::Result<usize> {
-    if model.starts_with("all-minilm") {
-        Ok(384)
-    } else {
-        bail!("unknown dimension for Ollama model {model:?}: only all-minilm is supported")
-    }
 }

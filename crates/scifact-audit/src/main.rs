@@ -1,7 +1,10 @@
 //! The `scifact-audit` driver: parses the command line, runs one subcommand, maps the outcome to an exit code.
 
+mod build;
 mod cli;
 mod embed;
+mod model;
+mod progress;
 
 use std::process::ExitCode;
 
@@ -25,5 +28,6 @@ fn run() -> anyhow::Result<ExitCode> {
     embedding::keep_freed_memory_for_reuse();
     match cli.command {
         cli::Command::Embed(args) => embed::run(&args),
+        cli::Command::Build(args) => build::run(&args),
     }
 }

@@ -14,7 +14,8 @@ fn scifact_audit(args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    // A command that fails early closes stdin; that broken pipe is the command's answer, not the test's error.
+    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
     child.wait_with_output().unwrap()
 }
 
@@ -139,4 +140,98 @@ fn embed_with_the_real_model_reproduces_the_reference_vectors() {
         assert!(cosine >= 0.99999, "{}: cosine {cosine}", item["id"]);
         assert_eq!(line["tokens"].as_u64(), item["tokens"].as_u64());
     }
+}
+
+/// A zip in SciFact's layout and shape (5,183 documents, 300 judged queries) with generated text.
+fn synthetic_scifact_zip(dir: &std::path::Path, documents: usize) -> std::path::PathBuf {
+    use std::fmt::Write as _;
+    let words = ["cell", "gene", "protein", "bone", "sleep", "memory", "risk", "vitamin"];
+    let mut corpus = String::new();
+    for i in 0..documents {
+        let text = format!("{} {} {}", words[i % 8], words[(i / 8) % 8], words[(i / 64) % 8]);
+        writeln!(corpus, "{}", serde_json::json!({"_id": format!("d{i}"), "title": format!("t{i}"), "text": text, "metadata": {}})).unwrap();
+    }
+    let mut queries = String::new();
+    let mut qrels = String::from("query-id\tcorpus-id\tscore\n");
+    for i in 0..300 {
+        writeln!(queries, "{}", serde_json::json!({"_id": format!("q{i}"), "text": format!("{} {} {i}", words[i % 8], words[(i / 8) % 8]), "metadata": {}})).unwrap();
+        writeln!(qrels, "q{i}\td{}\t1", i * 7 % documents).unwrap();
+    }
+    let path = dir.join("scifact.zip");
+    let mut writer = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    let options =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    for (name, body) in [
+        ("scifact/corpus.jsonl", &corpus),
+        ("scifact/queries.jsonl", &queries),
+        ("scifact/qrels/test.tsv", &qrels),
+    ] {
+        writer.start_file(name, options).unwrap();
+        writer.write_all(body.as_bytes()).unwrap();
+    }
+    writer.finish().unwrap();
+    path
+}
+
+#[test]
+fn build_writes_a_fixture_and_a_rerun_resumes_from_the_cache() {
+    let model = tiny_model();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = synthetic_scifact_zip(dir.path(), 5_183);
+    let out = dir.path().join("fixture.json");
+    let work = dir.path().join("work");
+    let args = [
+        "build",
+        "--out",
+        out.to_str().unwrap(),
+        "--work-dir",
+        work.to_str().unwrap(),
+        "--archive",
+        archive.to_str().unwrap(),
+        "--model-dir",
+        model.dir.path().to_str().unwrap(),
+        "--weights-sha256",
+        &model.sha256,
+    ];
+    let first = scifact_audit(&args, "");
+    assert!(first.status.success(), "stderr: {}", String::from_utf8_lossy(&first.stderr));
+    let stdout = String::from_utf8_lossy(&first.stdout);
+    assert!(stdout.contains("5183 documents, 300 test queries, 300 qrels"), "{stdout}");
+    assert!(stdout.contains("0 from cache, 5483 new"), "{stdout}");
+    let fixture: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(fixture["metadata"]["source"]["digest_policy"]["kind"], "local_recorded");
+    assert_eq!(fixture["documents"].as_array().unwrap().len(), 5_183);
+    let bytes = std::fs::read(&out).unwrap();
+    let second = scifact_audit(&args, "");
+    assert!(second.status.success());
+    assert!(String::from_utf8_lossy(&second.stdout).contains("5483 from cache, 0 new"));
+    assert_eq!(std::fs::read(&out).unwrap(), bytes, "the rebuilt fixture is byte-identical");
+}
+
+#[test]
+fn build_refuses_a_corpus_of_the_wrong_shape() {
+    let model = tiny_model();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = synthetic_scifact_zip(dir.path(), 5_000);
+    let out = dir.path().join("fixture.json");
+    let output = scifact_audit(
+        &[
+            "build",
+            "--out",
+            out.to_str().unwrap(),
+            "--work-dir",
+            dir.path().join("w").to_str().unwrap(),
+            "--archive",
+            archive.to_str().unwrap(),
+            "--model-dir",
+            model.dir.path().to_str().unwrap(),
+            "--weights-sha256",
+            &model.sha256,
+        ],
+        "",
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("5000 documents, expected exactly 5183"), "{stderr}");
+    assert!(!out.exists());
 }

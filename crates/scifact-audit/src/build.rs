@@ -1,0 +1,67 @@
+//! `scifact-audit build`: flags to `scifact_eval::build_fixture`, and a summary a person can read.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use scifact_eval::{
+    BuildOptions, DigestPolicy, Profile, SCIFACT_PUBLISHED_MD5, SCIFACT_URL, build_fixture, fetch_archive,
+};
+
+use crate::cli::BuildArgs;
+use crate::model::open_embedder;
+use crate::progress::TerminalProgress;
+
+pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
+    let progress = TerminalProgress::new();
+    let local = args
+        .archive
+        .clone()
+        .or_else(|| std::env::var_os("SCIFACT_ARCHIVE").filter(|v| !v.is_empty()).map(PathBuf::from));
+    let (archive, digest_policy) = match local {
+        Some(path) => (path, DigestPolicy::LocalRecorded),
+        None => {
+            let dest = args.work_dir.join("scifact.zip");
+            let policy = fetch_archive(
+                SCIFACT_URL,
+                &dest,
+                SCIFACT_PUBLISHED_MD5,
+                args.accept_archive_digest.as_deref(),
+                &progress,
+            )
+            .context("no --archive or SCIFACT_ARCHIVE given, so the archive was downloaded")?;
+            (dest, policy)
+        }
+    };
+    let embedder = open_embedder(&args.model_args)?;
+    let options = BuildOptions {
+        archive,
+        digest_policy,
+        url: SCIFACT_URL.into(),
+        work_dir: args.work_dir.clone(),
+        out: args.out.clone(),
+        profile: Profile::scifact(),
+        batch_size: 64,
+    };
+    let summary = build_fixture(&options, embedder.as_ref(), &progress)
+        .with_context(|| format!("building {} from {}", args.out.display(), options.archive.display()))?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "fixture      {}", args.out.display())?;
+    writeln!(out, "sha256       {}", summary.fixture_sha256)?;
+    writeln!(
+        out,
+        "corpus       {} documents, {} test queries, {} qrels",
+        summary.counts.documents, summary.counts.queries, summary.counts.qrels
+    )?;
+    writeln!(out, "cut at 700   {} documents, {} queries", summary.documents_cut, summary.queries_cut)?;
+    writeln!(out, "embeddings   {} from cache, {} new", summary.cache_hits, summary.embedded)?;
+    if summary.dropped_cache_tail_bytes > 0 {
+        writeln!(
+            out,
+            "recovered    dropped a torn cache tail of {} bytes",
+            summary.dropped_cache_tail_bytes
+        )?;
+    }
+    writeln!(out, "time         {:.1} s", summary.elapsed.as_secs_f64())?;
+    Ok(std::process::ExitCode::SUCCESS)
+}

@@ -1,0 +1,107 @@
+//! Downloading the archive: to a temp file, checked against BEIR's published md5 (or a digest the user
+//! accepted explicitly), then renamed into place.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use md5::Md5;
+use sha2::{Digest, Sha256};
+
+use crate::build::Progress;
+use crate::error::{Error, Result};
+use crate::fixture::DigestPolicy;
+
+/// The md5 BEIR publishes for scifact.zip.
+pub const SCIFACT_PUBLISHED_MD5: &str = "5f7d1de60b170fc8027bb7898e2efca1";
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Judges archive bytes: the published md5 admits them; otherwise only `accept` (`sha256:<hex>`) matching
+/// their sha256 does.
+///
+/// # Errors
+/// [`Error::Download`] explaining both digests and how to accept them.
+pub fn judge_download(
+    url: &str,
+    bytes: &[u8],
+    published_md5: &str,
+    accept: Option<&str>,
+) -> Result<DigestPolicy> {
+    let md5 = hex(&Md5::digest(bytes));
+    if md5 == published_md5 {
+        return Ok(DigestPolicy::DownloadMatchedPublishedMd5 { md5 });
+    }
+    let sha256 = format!("sha256:{}", hex(&Sha256::digest(bytes)));
+    match accept {
+        Some(accepted) if accepted.eq_ignore_ascii_case(&sha256) => {
+            Ok(DigestPolicy::DownloadAcceptedSha256 { sha256 })
+        }
+        Some(accepted) => Err(Error::Download {
+            url: url.to_owned(),
+            reason: format!("{sha256} is not the accepted {accepted} (md5 {md5}, published {published_md5})"),
+        }),
+        None => Err(Error::Download {
+            url: url.to_owned(),
+            reason: format!(
+                "md5 {md5} differs from the published {published_md5}; if you trust this file, rerun with \
+                 --accept-archive-digest {sha256}"
+            ),
+        }),
+    }
+}
+
+/// Downloads `url` to `dest` (through `dest.partial`, fsync'd and renamed), admitting it by
+/// [`judge_download`]. An existing `dest` that passes is reused without a download.
+///
+/// # Errors
+/// [`Error::Download`] for network or HTTP failures and refused digests; [`Error::Io`].
+pub fn fetch_archive(
+    url: &str,
+    dest: &Path,
+    published_md5: &str,
+    accept: Option<&str>,
+    progress: &dyn Progress,
+) -> Result<DigestPolicy> {
+    if let Ok(existing) = std::fs::read(dest)
+        && let Ok(policy) = judge_download(url, &existing, published_md5, accept)
+    {
+        return Ok(policy);
+    }
+    let failed = |reason: String| Error::Download { url: url.to_owned(), reason };
+    let client = reqwest::blocking::Client::builder()
+        .connect_timeout(Duration::from_secs(20))
+        .timeout(Duration::from_secs(900))
+        .build()
+        .map_err(|error| failed(error.to_string()))?;
+    let mut response = client.get(url).send().map_err(|error| failed(error.to_string()))?;
+    if !response.status().is_success() {
+        return Err(failed(format!("HTTP {}", response.status().as_u16())));
+    }
+    progress.start("downloading archive", response.content_length().unwrap_or(0));
+    let mut bytes = Vec::new();
+    let mut buffer = vec![0u8; 1 << 16];
+    loop {
+        let read = response.read(&mut buffer).map_err(|error| failed(error.to_string()))?;
+        if read == 0 {
+            break;
+        }
+        bytes.extend_from_slice(&buffer[..read]);
+        progress.advance(read as u64);
+    }
+    progress.finish();
+    let policy = judge_download(url, &bytes, published_md5, accept)?;
+    if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
+    }
+    let mut partial = dest.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = std::path::PathBuf::from(partial);
+    let io = |source| Error::Io { path: dest.to_path_buf(), source };
+    let mut file = std::fs::File::create(&partial).map_err(io)?;
+    file.write_all(&bytes).and_then(|()| file.sync_all()).map_err(io)?;
+    std::fs::rename(&partial, dest).map_err(io)?;
+    Ok(policy)
+}

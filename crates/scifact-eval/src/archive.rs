@@ -1,0 +1,194 @@
+//! Reading the BEIR archive safely: every member is checked against path, type, size, ratio and membership
+//! rules before any byte is decompressed, and members are read into memory, never extracted to disk.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::Read;
+use std::path::Path;
+
+use md5::Md5;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// Largest uncompressed size accepted for one member: 64 MiB (SciFact's corpus is 8 MB).
+pub const MAX_MEMBER_BYTES: u64 = 64 << 20;
+/// Largest uncompressed size accepted for the whole archive: 256 MiB.
+pub const MAX_TOTAL_BYTES: u64 = 256 << 20;
+/// Largest compression ratio accepted for a member (uncompressed / compressed): 100. JSON text compresses
+/// about 3-5x; ratios in the hundreds are how zip bombs look.
+pub const MAX_RATIO: u64 = 100;
+
+/// An archive read into memory, with the hashes receipts record.
+#[derive(Debug, Clone)]
+pub struct ArchiveContents {
+    /// Member name to bytes, for the members that were asked for.
+    pub members: BTreeMap<String, Vec<u8>>,
+    /// Lowercase hex sha256 of the archive file.
+    pub sha256: String,
+    /// Lowercase hex md5 of the archive file (BEIR publishes md5).
+    pub md5: String,
+    /// Archive size in bytes.
+    pub bytes: u64,
+}
+
+/// Checks one member name: relative, forward slashes only, no `..`, no drive letter, no NUL.
+fn check_name(name: &str) -> std::result::Result<(), &'static str> {
+    if name.is_empty() {
+        return Err("empty name");
+    }
+    if name.contains('\0') {
+        return Err("NUL byte in name");
+    }
+    if name.contains('\\') {
+        return Err("backslash in name (only '/' separates components)");
+    }
+    if name.starts_with('/') {
+        return Err("absolute path");
+    }
+    let bytes = name.as_bytes();
+    if bytes.len() >= 2 && bytes[1] == b':' && bytes[0].is_ascii_alphabetic() {
+        return Err("drive letter");
+    }
+    if name.split('/').any(|component| component == "..") {
+        return Err("parent-directory component '..'");
+    }
+    Ok(())
+}
+
+/// Opens `path`, checks every member, and returns the bytes of each member in `wanted`. Members in `allowed`
+/// (directories, unused files) may be present; any other member refuses the whole archive.
+///
+/// # Errors
+/// [`Error::Io`], [`Error::Zip`] for a truncated or corrupt archive, [`Error::UnsafeMember`] naming the member
+/// and rule, [`Error::MissingMember`].
+pub fn read_archive(path: &Path, wanted: &[&str], allowed: &[&str]) -> Result<ArchiveContents> {
+    let raw = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+    let sha256 = Sha256::digest(&raw).iter().map(|b| format!("{b:02x}")).collect();
+    let md5 = Md5::digest(&raw).iter().map(|b| format!("{b:02x}")).collect();
+    let bytes = raw.len() as u64;
+    let refuse = |member: &str, rule: String| Error::UnsafeMember { member: member.to_owned(), rule };
+    // The zip reader keeps only one entry per name, so duplicates are looked for in the raw directory.
+    if let Some(names) = central_directory_names(&raw) {
+        let mut seen = HashSet::new();
+        for name in names {
+            let name = String::from_utf8_lossy(&name).into_owned();
+            if !seen.insert(name.clone()) {
+                return Err(refuse(&name, "duplicate member name".into()));
+            }
+        }
+    }
+    let zip_error =
+        |error: zip::result::ZipError| Error::Zip { path: path.to_path_buf(), reason: error.to_string() };
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(raw)).map_err(zip_error)?;
+    let mut seen = HashSet::new();
+    let mut declared_total = 0u64;
+    // First pass: metadata only, nothing decompressed.
+    for index in 0..archive.len() {
+        let entry = archive.by_index_raw(index).map_err(zip_error)?;
+        let name = String::from_utf8_lossy(entry.name_raw()).into_owned();
+        check_name(&name).map_err(|rule| refuse(&name, rule.to_owned()))?;
+        if !seen.insert(name.clone()) {
+            return Err(refuse(&name, "duplicate member name".into()));
+        }
+        if entry.is_symlink() {
+            return Err(refuse(&name, "symbolic link".into()));
+        }
+        if !wanted.contains(&name.as_str()) && !allowed.contains(&name.as_str()) {
+            return Err(refuse(&name, format!("not an expected member (expected {wanted:?})")));
+        }
+        let size = entry.size();
+        if size > MAX_MEMBER_BYTES {
+            return Err(refuse(
+                &name,
+                format!("declared size {size} bytes exceeds the {MAX_MEMBER_BYTES}-byte cap"),
+            ));
+        }
+        let compressed = entry.compressed_size().max(1);
+        if size / compressed > MAX_RATIO {
+            return Err(refuse(
+                &name,
+                format!("compression ratio {} exceeds the cap of {MAX_RATIO}", size / compressed),
+            ));
+        }
+        declared_total += size;
+        if declared_total > MAX_TOTAL_BYTES {
+            return Err(refuse(&name, format!("archive total exceeds the {MAX_TOTAL_BYTES}-byte cap")));
+        }
+    }
+    let mut members = BTreeMap::new();
+    for name in wanted {
+        let mut entry = match archive.by_name(name) {
+            Ok(entry) => entry,
+            Err(zip::result::ZipError::FileNotFound) => {
+                return Err(Error::MissingMember { member: (*name).to_owned() });
+            }
+            Err(error) => return Err(zip_error(error)),
+        };
+        let declared = entry.size();
+        let mut content = Vec::with_capacity(usize::try_from(declared).unwrap_or(0));
+        // Never trust the declared size: read at most one byte past it.
+        (&mut entry)
+            .take(declared + 1)
+            .read_to_end(&mut content)
+            .map_err(|error| refuse(name, format!("cannot decompress: {error}")))?;
+        if content.len() as u64 != declared {
+            return Err(refuse(name, format!("actual size differs from the declared {declared} bytes")));
+        }
+        members.insert((*name).to_owned(), content);
+    }
+    Ok(ArchiveContents { members, sha256, md5, bytes })
+}
+
+/// The member names listed in the central directory, in order, read straight from the bytes; `None` when
+/// the archive is not a plain (non-ZIP64) zip whose directory this reader can walk.
+fn central_directory_names(raw: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let u16_at = |at: usize| raw.get(at..at + 2).map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])));
+    let u32_at =
+        |at: usize| raw.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    let end = raw.windows(4).rposition(|w| w == b"PK\x05\x06")?;
+    let entries = u16_at(end + 10)?;
+    let mut at = u32_at(end + 16)?;
+    if entries == 0xffff || at == 0xffff_ffff {
+        return None;
+    }
+    let mut names = Vec::with_capacity(entries);
+    for _ in 0..entries {
+        if raw.get(at..at + 4)? != b"PK\x01\x02" {
+            return None;
+        }
+        let (name_len, extra_len, comment_len) = (u16_at(at + 28)?, u16_at(at + 30)?, u16_at(at + 32)?);
+        names.push(raw.get(at + 46..at + 46 + name_len)?.to_vec());
+        at += 46 + name_len + extra_len + comment_len;
+    }
+    Some(names)
+}
+
+/// Lowercase hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_name;
+
+    #[test]
+    fn member_names() {
+        for good in ["scifact/corpus.jsonl", "scifact/", "a/b/c.txt", "a..b/c"] {
+            assert_eq!(check_name(good), Ok(()), "{good}");
+        }
+        for (bad, rule) in [
+            ("/etc/passwd", "absolute"),
+            ("scifact/../../x", "'..'"),
+            ("..", "'..'"),
+            ("scifact\\corpus.jsonl", "backslash"),
+            ("C:/x", "drive"),
+            ("c:x", "drive"),
+            ("a\0b", "NUL"),
+            ("", "empty"),
+        ] {
+            let error = check_name(bad).unwrap_err();
+            assert!(error.contains(rule), "{bad:?}: {error}");
+        }
+    }
+}

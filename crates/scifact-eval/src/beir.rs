@@ -1,0 +1,243 @@
+//! Parsing BEIR's three files (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), with errors naming file and
+//! line, and the profile's shape gate.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// A corpus document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Document {
+    /// BEIR id.
+    pub id: String,
+    /// Title (may be empty).
+    pub title: String,
+    /// Body text (may be empty).
+    pub text: String,
+}
+
+/// A query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Query {
+    /// BEIR id.
+    pub id: String,
+    /// Query text.
+    pub text: String,
+}
+
+/// One relevance judgement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Qrel {
+    /// Query id.
+    pub query_id: String,
+    /// Document id.
+    pub doc_id: String,
+    /// Graded relevance (SciFact: always 1).
+    pub score: i64,
+}
+
+/// The corpus, the test queries and their judgements, after the shape gate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BeirCorpus {
+    /// Documents in file order.
+    pub documents: Vec<Document>,
+    /// Queries that have test judgements, in queries.jsonl order.
+    pub test_queries: Vec<Query>,
+    /// Test judgements in file order.
+    pub qrels: Vec<Qrel>,
+}
+
+/// The shape a corpus must have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// Name recorded in the fixture.
+    pub name: String,
+    /// Exact document count, or `None` for any.
+    pub documents: Option<usize>,
+    /// Exact test-query count, or `None` for any.
+    pub test_queries: Option<usize>,
+}
+
+impl Profile {
+    /// The contract's SciFact shape: exactly 5,183 documents and 300 test queries.
+    pub fn scifact() -> Self {
+        Profile { name: "scifact".into(), documents: Some(5_183), test_queries: Some(300) }
+    }
+}
+
+#[derive(Deserialize)]
+struct RawDocument {
+    #[serde(rename = "_id")]
+    id: RawId,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RawQuery {
+    #[serde(rename = "_id")]
+    id: RawId,
+    text: String,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawId {
+    Text(String),
+    Number(u64),
+}
+
+impl RawId {
+    fn into_string(self) -> String {
+        match self {
+            RawId::Text(text) => text,
+            RawId::Number(number) => number.to_string(),
+        }
+    }
+}
+
+fn text_of<'a>(file: &str, bytes: &'a [u8]) -> Result<&'a str> {
+    let text = std::str::from_utf8(bytes).map_err(|error| {
+        let line = bytes[..error.valid_up_to()].iter().filter(|b| **b == b'\n').count() + 1;
+        Error::Parse { file: file.to_owned(), line, reason: "not UTF-8".into() }
+    })?;
+    Ok(text.strip_prefix('\u{feff}').unwrap_or(text))
+}
+
+/// Non-empty lines with their 1-based numbers, CR stripped.
+fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split('\n')
+        .enumerate()
+        .map(|(index, line)| (index + 1, line.strip_suffix('\r').unwrap_or(line)))
+        .filter(|(_, line)| !line.trim().is_empty())
+}
+
+fn json_lines<T: for<'de> Deserialize<'de>>(file: &str, bytes: &[u8]) -> Result<Vec<(usize, T)>> {
+    lines(text_of(file, bytes)?)
+        .map(|(line, content)| {
+            serde_json::from_str(content).map(|value| (line, value)).map_err(|error| Error::Parse {
+                file: file.to_owned(),
+                line,
+                reason: error.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Parses corpus.jsonl; duplicate or empty ids are refused.
+///
+/// # Errors
+/// [`Error::Parse`] naming `file` and the line.
+pub fn parse_corpus(file: &str, bytes: &[u8]) -> Result<Vec<Document>> {
+    let mut seen = HashSet::new();
+    json_lines::<RawDocument>(file, bytes)?
+        .into_iter()
+        .map(|(line, raw)| {
+            let id = raw.id.into_string();
+            if id.is_empty() || !seen.insert(id.clone()) {
+                let reason = if id.is_empty() { "empty _id".into() } else { format!("duplicate _id {id:?}") };
+                return Err(Error::Parse { file: file.to_owned(), line, reason });
+            }
+            Ok(Document { id, title: raw.title.unwrap_or_default(), text: raw.text.unwrap_or_default() })
+        })
+        .collect()
+}
+
+/// Parses queries.jsonl; duplicate or empty ids are refused.
+///
+/// # Errors
+/// [`Error::Parse`] naming `file` and the line.
+pub fn parse_queries(file: &str, bytes: &[u8]) -> Result<Vec<Query>> {
+    let mut seen = HashSet::new();
+    json_lines::<RawQuery>(file, bytes)?
+        .into_iter()
+        .map(|(line, raw)| {
+            let id = raw.id.into_string();
+            if id.is_empty() || !seen.insert(id.clone()) {
+                let reason = if id.is_empty() { "empty _id".into() } else { format!("duplicate _id {id:?}") };
+                return Err(Error::Parse { file: file.to_owned(), line, reason });
+            }
+            Ok(Query { id, text: raw.text })
+        })
+        .collect()
+}
+
+/// Parses a qrels TSV with the `query-id corpus-id score` header; a repeated pair is refused.
+///
+/// # Errors
+/// [`Error::Parse`] naming `file` and the line.
+pub fn parse_qrels(file: &str, bytes: &[u8]) -> Result<Vec<Qrel>> {
+    let parse_error = |line: usize, reason: String| Error::Parse { file: file.to_owned(), line, reason };
+    let mut rows = lines(text_of(file, bytes)?);
+    match rows.next() {
+        Some((_, header)) if header.split('\t').map(str::trim).eq(["query-id", "corpus-id", "score"]) => {}
+        Some((line, header)) => {
+            return Err(parse_error(
+                line,
+                format!("header is {header:?}, expected \"query-id\\tcorpus-id\\tscore\""),
+            ));
+        }
+        None => return Err(parse_error(1, "empty file".into())),
+    }
+    let mut seen = HashSet::new();
+    rows.map(|(line, row)| {
+        let fields: Vec<&str> = row.split('\t').map(str::trim).collect();
+        let [query_id, doc_id, score] = fields.as_slice() else {
+            return Err(parse_error(line, format!("{} tab-separated fields, expected 3", fields.len())));
+        };
+        let score = score
+            .parse::<i64>()
+            .map_err(|_| parse_error(line, format!("score {score:?} is not an integer")))?;
+        if query_id.is_empty() || doc_id.is_empty() {
+            return Err(parse_error(line, "empty id".into()));
+        }
+        if !seen.insert((query_id.to_string(), doc_id.to_string())) {
+            return Err(parse_error(line, format!("duplicate judgement {query_id:?} -> {doc_id:?}")));
+        }
+        Ok(Qrel { query_id: (*query_id).to_owned(), doc_id: (*doc_id).to_owned(), score })
+    })
+    .collect()
+}
+
+/// Joins the three files into a corpus and applies `profile`'s shape gate: every judged query and document
+/// exists, and the document and test-query counts are exact.
+///
+/// # Errors
+/// [`Error::Shape`] saying what differs (naming the first unknown id).
+pub fn assemble(
+    profile: &Profile,
+    documents: Vec<Document>,
+    queries: Vec<Query>,
+    qrels: Vec<Qrel>,
+) -> Result<BeirCorpus> {
+    let shape = |reason: String| Error::Shape { profile: profile.name.clone(), reason };
+    let doc_ids: HashSet<&str> = documents.iter().map(|d| d.id.as_str()).collect();
+    let query_ids: HashMap<&str, usize> =
+        queries.iter().enumerate().map(|(i, q)| (q.id.as_str(), i)).collect();
+    for qrel in &qrels {
+        if !query_ids.contains_key(qrel.query_id.as_str()) {
+            return Err(shape(format!("qrels name query {:?}, which queries.jsonl lacks", qrel.query_id)));
+        }
+        if !doc_ids.contains(qrel.doc_id.as_str()) {
+            return Err(shape(format!("qrels name document {:?}, which corpus.jsonl lacks", qrel.doc_id)));
+        }
+    }
+    let judged: HashSet<&str> = qrels.iter().map(|q| q.query_id.as_str()).collect();
+    let test_queries: Vec<Query> =
+        queries.iter().filter(|q| judged.contains(q.id.as_str())).cloned().collect();
+    if let Some(expected) = profile.documents
+        && documents.len() != expected
+    {
+        return Err(shape(format!("{} documents, expected exactly {expected}", documents.len())));
+    }
+    if let Some(expected) = profile.test_queries
+        && test_queries.len() != expected
+    {
+        return Err(shape(format!("{} test queries, expected exactly {expected}", test_queries.len())));
+    }
+    Ok(BeirCorpus { documents, test_queries, qrels })
+}

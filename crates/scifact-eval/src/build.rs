@@ -1,0 +1,322 @@
+//! `build_fixture`: archive -> safety checks -> BEIR parse and shape gate -> semantic text -> embeddings
+//! through the cache -> vector checks -> fixture, written atomically.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use embedding::{Embedder, Role};
+
+use crate::archive::{read_archive, sha256_hex};
+use crate::beir::{Profile, assemble, parse_corpus, parse_qrels, parse_queries};
+use crate::cache::{CachedVector, EmbeddingCache};
+use crate::error::{Error, Result};
+use crate::fixture::{
+    Counts, DigestPolicy, FIXTURE_SCHEMA, Fixture, FixtureDocument, FixtureMetadata, FixtureQrel,
+    FixtureQuery, SourceMetadata, TextPolicy,
+};
+use crate::text::{MAX_SEMANTIC_CHARS, document_semantic_text, query_semantic_text};
+
+/// BEIR's SciFact download.
+pub const SCIFACT_URL: &str =
+    "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/scifact.zip";
+
+/// Where progress goes; the library never prints.
+pub trait Progress {
+    /// A stage with `total` steps begins.
+    fn start(&self, stage: &str, total: u64);
+    /// `steps` more steps are done.
+    fn advance(&self, steps: u64);
+    /// The stage is over.
+    fn finish(&self);
+}
+
+/// Progress that goes nowhere.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _: &str, _: u64) {}
+    fn advance(&self, _: u64) {}
+    fn finish(&self) {}
+}
+
+/// What to build.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// The archive on disk.
+    pub archive: PathBuf,
+    /// How it was admitted.
+    pub digest_policy: DigestPolicy,
+    /// Its published URL.
+    pub url: String,
+    /// Where the embedding cache lives.
+    pub work_dir: PathBuf,
+    /// The fixture to write.
+    pub out: PathBuf,
+    /// The shape gate.
+    pub profile: Profile,
+    /// Texts per embedder call (and per fsync'd cache append).
+    pub batch_size: usize,
+}
+
+/// What a build did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildSummary {
+    /// Counts written.
+    pub counts: Counts,
+    /// Documents and queries whose semantic text was cut at 700 chars.
+    pub documents_cut: usize,
+    /// Queries cut.
+    pub queries_cut: usize,
+    /// Vectors found in the cache.
+    pub cache_hits: usize,
+    /// Vectors embedded in this run.
+    pub embedded: usize,
+    /// Bytes of a torn cache tail that were dropped on open.
+    pub dropped_cache_tail_bytes: usize,
+    /// sha256 (hex) of the fixture file.
+    pub fixture_sha256: String,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+struct Item {
+    id: String,
+    prompt: String,
+    semantic_sha256: String,
+}
+
+/// Builds the fixture.
+///
+/// # Errors
+/// Any refusal of the archive, parse error, shape error, cache error, embedding or vector failure; the fixture
+/// is only written (atomically) when everything succeeded.
+pub fn build_fixture(
+    options: &BuildOptions,
+    embedder: &dyn Embedder,
+    progress: &dyn Progress,
+) -> Result<BuildSummary> {
+    let started = Instant::now();
+    let prefix = &options.profile.name;
+    let corpus_member = format!("{prefix}/corpus.jsonl");
+    let queries_member = format!("{prefix}/queries.jsonl");
+    let qrels_member = format!("{prefix}/qrels/test.tsv");
+    let allowed = [
+        format!("{prefix}/"),
+        format!("{prefix}/qrels/"),
+        format!("{prefix}/qrels/train.tsv"),
+        format!("{prefix}/qrels/dev.tsv"),
+    ];
+    let wanted = [corpus_member.as_str(), queries_member.as_str(), qrels_member.as_str()];
+    let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
+    let contents = read_archive(&options.archive, &wanted, &allowed)?;
+    let member = |name: &str| contents.members.get(name).map(Vec::as_slice).unwrap_or_default();
+    let corpus = assemble(
+        &options.profile,
+        parse_corpus(&corpus_member, member(&corpus_member))?,
+        parse_queries(&queries_member, member(&queries_member))?,
+        parse_qrels(&qrels_member, member(&qrels_member))?,
+    )?;
+
+    let mut documents_cut = 0;
+    let documents: Vec<Item> = corpus
+        .documents
+        .iter()
+        .map(|d| {
+            let (semantic, cut) = document_semantic_text(&d.title, &d.text);
+            documents_cut += usize::from(cut);
+            Item {
+                id: d.id.clone(),
+                semantic_sha256: sha256_hex(semantic.as_bytes()),
+                prompt: Role::Document.prompt(&semantic),
+            }
+        })
+        .collect();
+    let mut queries_cut = 0;
+    let queries: Vec<Item> = corpus
+        .test_queries
+        .iter()
+        .map(|q| {
+            let (semantic, cut) = query_semantic_text(&q.text);
+            queries_cut += usize::from(cut);
+            Item {
+                id: q.id.clone(),
+                semantic_sha256: sha256_hex(semantic.as_bytes()),
+                prompt: Role::Query.prompt(&semantic),
+            }
+        })
+        .collect();
+
+    std::fs::create_dir_all(&options.work_dir)
+        .map_err(|source| Error::Io { path: options.work_dir.clone(), source })?;
+    let cache_path = options.work_dir.join("embedding-cache.jsonl");
+    let (mut cache, report) = EmbeddingCache::open(&cache_path, embedder.identity())?;
+    let before = report.loaded;
+    let doc_vectors =
+        embed_all(&mut cache, embedder, Role::Document, &documents, options.batch_size, progress)?;
+    let query_vectors = embed_all(&mut cache, embedder, Role::Query, &queries, options.batch_size, progress)?;
+    let embedded = cache.len() - before;
+    let cache_hits = documents.len() + queries.len() - embedded;
+
+    let payload_sha256: BTreeMap<String, String> =
+        contents.members.iter().map(|(name, bytes)| (name.clone(), sha256_hex(bytes))).collect();
+    let prompts_shortened =
+        doc_vectors.iter().chain(&query_vectors).filter(|v| v.shortened_to.is_some()).count();
+    let counts = Counts {
+        documents: corpus.documents.len(),
+        queries: corpus.test_queries.len(),
+        qrels: corpus.qrels.len(),
+    };
+    let fixture = Fixture {
+        schema: FIXTURE_SCHEMA.into(),
+        metadata: FixtureMetadata {
+            builder: format!("scifact-audit {}", env!("CARGO_PKG_VERSION")),
+            profile: options.profile.name.clone(),
+            source: SourceMetadata {
+                url: options.url.clone(),
+                archive_file: file_name(&options.archive),
+                archive_sha256: contents.sha256.clone(),
+                archive_md5: contents.md5.clone(),
+                archive_bytes: contents.bytes,
+                digest_policy: options.digest_policy.clone(),
+                payload_sha256,
+            },
+            embedding: embedder.identity().clone(),
+            text_policy: TextPolicy {
+                max_semantic_chars: MAX_SEMANTIC_CHARS,
+                joiner: ". ".into(),
+                document_prefix: Role::Document.prefix().into(),
+                query_prefix: Role::Query.prefix().into(),
+                documents_cut,
+                queries_cut,
+                prompts_shortened,
+            },
+            counts,
+        },
+        documents: corpus
+            .documents
+            .iter()
+            .zip(&documents)
+            .zip(doc_vectors)
+            .map(|((d, item), v)| FixtureDocument {
+                id: d.id.clone(),
+                title: d.title.clone(),
+                text: d.text.clone(),
+                semantic_text_sha256: item.semantic_sha256.clone(),
+                tokens: v.tokens,
+                vector: v.vector,
+            })
+            .collect(),
+        queries: corpus
+            .test_queries
+            .iter()
+            .zip(&queries)
+            .zip(query_vectors)
+            .map(|((q, item), v)| FixtureQuery {
+                id: q.id.clone(),
+                text: q.text.clone(),
+                semantic_text_sha256: item.semantic_sha256.clone(),
+                tokens: v.tokens,
+                vector: v.vector,
+            })
+            .collect(),
+        qrels: corpus
+            .qrels
+            .iter()
+            .map(|q| FixtureQrel { query_id: q.query_id.clone(), doc_id: q.doc_id.clone(), score: q.score })
+            .collect(),
+    };
+    let bytes = serde_json::to_vec(&fixture)?;
+    if let Some(parent) = options.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
+    }
+    embedding::write_atomically(&options.out, &bytes)?;
+    Ok(BuildSummary {
+        counts,
+        documents_cut,
+        queries_cut,
+        cache_hits,
+        embedded,
+        dropped_cache_tail_bytes: report.dropped_tail_bytes,
+        fixture_sha256: sha256_hex(&bytes),
+        elapsed: started.elapsed(),
+    })
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Embeds every item not in the cache, batch by batch (each batch fsync'd before the next), checks every
+/// vector, and returns one cached vector per item, in order.
+fn embed_all(
+    cache: &mut EmbeddingCache,
+    embedder: &dyn Embedder,
+    role: Role,
+    items: &[Item],
+    batch_size: usize,
+    progress: &dyn Progress,
+) -> Result<Vec<CachedVector>> {
+    let role_name = match role {
+        Role::Document => "document",
+        Role::Query => "query",
+    };
+    let keys: Vec<String> = items.iter().map(|item| sha256_hex(item.prompt.as_bytes())).collect();
+    let missing: Vec<usize> = (0..items.len()).filter(|&i| cache.get(role, &keys[i]).is_none()).collect();
+    progress.start(&format!("embedding {role_name}s"), items.len() as u64);
+    progress.advance((items.len() - missing.len()) as u64);
+    let dims = embedder.identity().dims;
+    for chunk in missing.chunks(batch_size.max(1)) {
+        let prompts: Vec<&str> = chunk.iter().map(|&i| items[i].prompt.as_str()).collect();
+        let embeddings = embedder.embed(&prompts)?;
+        let mut batch = Vec::with_capacity(chunk.len());
+        for (&i, embedding) in chunk.iter().zip(embeddings) {
+            check_vector(&embedding.vector, dims).map_err(|reason| Error::InvalidVector {
+                role: role_name,
+                id: items[i].id.clone(),
+                reason,
+            })?;
+            batch.push(CachedVector {
+                role,
+                prompt_sha256: keys[i].clone(),
+                vector: embedding.vector.iter().map(|x| f64::from(*x)).collect(),
+                tokens: embedding.tokens,
+                shortened_to: embedding.shortened_to,
+            });
+        }
+        cache.append(batch)?;
+        progress.advance(chunk.len() as u64);
+    }
+    progress.finish();
+    keys.iter()
+        .zip(items)
+        .map(|(key, item)| {
+            cache.get(role, key).cloned().ok_or_else(|| Error::InvalidVector {
+                role: role_name,
+                id: item.id.clone(),
+                reason: "missing from the cache after embedding".into(),
+            })
+        })
+        .collect()
+}
+
+/// Non-empty, the model's dimension, finite, unit length within 1e-3.
+fn check_vector(vector: &[f32], dims: usize) -> std::result::Result<(), String> {
+    if vector.is_empty() {
+        return Err("empty".into());
+    }
+    if vector.len() != dims {
+        return Err(format!("{} dimensions, the model's is {dims}", vector.len()));
+    }
+    if let Some(i) = vector.iter().position(|x| !x.is_finite()) {
+        return Err(format!("component {i} is {}", vector[i]));
+    }
+    let norm = vector.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+    if norm == 0.0 {
+        return Err("zero norm".into());
+    }
+    if (norm - 1.0).abs() > 1e-3 {
+        return Err(format!("norm {norm}, not normalised"));
+    }
+    Ok(())
+}

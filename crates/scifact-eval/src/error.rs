@@ -1,0 +1,93 @@
+//! The one error type of the crate.
+
+use std::path::PathBuf;
+
+/// A `Result` whose error is this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can stop a build.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file could not be read or written.
+    #[error("i/o error on {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The archive is not a readable zip (truncated, corrupt).
+    #[error("{path} is not a readable zip archive: {reason}")]
+    Zip {
+        /// The archive.
+        path: PathBuf,
+        /// What the zip reader said.
+        reason: String,
+    },
+    /// A member of the archive breaks a safety rule.
+    #[error("archive member {member:?} refused: {rule}")]
+    UnsafeMember {
+        /// The member's name as stored in the archive.
+        member: String,
+        /// The rule it breaks.
+        rule: String,
+    },
+    /// An expected member is missing from the archive.
+    #[error("archive has no member {member:?}")]
+    MissingMember {
+        /// The member expected.
+        member: String,
+    },
+    /// A line of a BEIR file does not parse or breaks a rule.
+    #[error("{file} line {line}: {reason}")]
+    Parse {
+        /// The member, for example `scifact/corpus.jsonl`.
+        file: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The corpus does not have the shape the profile requires.
+    #[error("corpus shape refused by profile {profile}: {reason}")]
+    Shape {
+        /// The profile, for example `scifact`.
+        profile: String,
+        /// What differs.
+        reason: String,
+    },
+    /// The embedding cache belongs to another model or is damaged before its last line.
+    #[error("embedding cache {path}: {reason}")]
+    Cache {
+        /// The cache file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The embedder failed.
+    #[error("embedding failed: {0}")]
+    Embedding(#[from] embedding::Error),
+    /// An embedder returned a vector that breaks the vector rules.
+    #[error("{role} {id}: invalid vector: {reason}")]
+    InvalidVector {
+        /// `document` or `query`.
+        role: &'static str,
+        /// The BEIR id.
+        id: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The archive download failed or did not match the pinned digest.
+    #[error("archive download from {url}: {reason}")]
+    Download {
+        /// What was fetched.
+        url: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// A serialization failure (never expected for the crate's own types).
+    #[error("json: {0}")]
+    Json(#[from] serde_json::Error),
+}

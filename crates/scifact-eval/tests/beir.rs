@@ -1,0 +1,101 @@
+//! BEIR parsing: errors at the right file and line, BOMs and CRLF, and the shape gate.
+
+use scifact_eval::{Error, Profile, assemble, parse_corpus, parse_qrels, parse_queries};
+
+use crate::util::{CORPUS, QRELS, QUERIES, mini_profile};
+
+fn parse_error(result: scifact_eval::Result<impl std::fmt::Debug>) -> (String, usize, String) {
+    match result {
+        Err(Error::Parse { file, line, reason }) => (file, line, reason),
+        other => panic!("expected a parse error, got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_json_is_reported_at_its_line() {
+    let corpus = "{\"_id\": \"a\", \"text\": \"x\"}\n\n{\"_id\": \"b\", \"text\": oops}\n";
+    let (file, line, _) = parse_error(parse_corpus("mini/corpus.jsonl", corpus.as_bytes()));
+    assert_eq!((file.as_str(), line), ("mini/corpus.jsonl", 3));
+}
+
+#[test]
+fn duplicate_and_empty_ids_are_refused() {
+    let corpus = "{\"_id\": \"a\", \"text\": \"x\"}\n{\"_id\": \"a\", \"text\": \"y\"}\n";
+    let (_, line, reason) = parse_error(parse_corpus("c", corpus.as_bytes()));
+    assert_eq!(line, 2);
+    assert!(reason.contains("duplicate"), "{reason}");
+    let (_, line, reason) = parse_error(parse_queries("q", "{\"_id\": \"\", \"text\": \"x\"}\n".as_bytes()));
+    assert_eq!(line, 1);
+    assert!(reason.contains("empty"), "{reason}");
+}
+
+#[test]
+fn boms_crlf_and_numeric_ids_are_accepted() {
+    let qrels = "\u{feff}query-id\tcorpus-id\tscore\r\nq1\td1\t1\r\n";
+    let rows = parse_qrels("t", qrels.as_bytes()).unwrap();
+    assert_eq!((rows[0].query_id.as_str(), rows[0].doc_id.as_str(), rows[0].score), ("q1", "d1", 1));
+    let corpus = "\u{feff}{\"_id\": 42, \"title\": \"t\", \"text\": \"x\"}\r\n";
+    assert_eq!(parse_corpus("c", corpus.as_bytes()).unwrap()[0].id, "42");
+}
+
+#[test]
+fn qrels_errors_name_the_line() {
+    let cases = [
+        ("q\tc\ts\n", 1, "header"),
+        ("query-id\tcorpus-id\tscore\nq1\td1\n", 2, "fields"),
+        ("query-id\tcorpus-id\tscore\nq1\td1\thigh\n", 2, "integer"),
+        ("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td1\t1\n", 3, "duplicate"),
+    ];
+    for (text, expected_line, reason_part) in cases {
+        let (_, line, reason) = parse_error(parse_qrels("mini/qrels/test.tsv", text.as_bytes()));
+        assert_eq!(line, expected_line, "{text:?}");
+        assert!(reason.contains(reason_part), "{text:?}: {reason}");
+    }
+}
+
+#[test]
+fn invalid_utf8_is_reported_at_its_line() {
+    let (_, line, reason) = parse_error(parse_queries("q", b"{\"_id\": \"a\", \"text\": \"x\"}\n\xff\n"));
+    assert_eq!(line, 2);
+    assert!(reason.contains("UTF-8"));
+}
+
+fn assembled(profile: &Profile, qrels: &str) -> scifact_eval::Result<scifact_eval::BeirCorpus> {
+    assemble(
+        profile,
+        parse_corpus("c", CORPUS.as_bytes())?,
+        parse_queries("q", QUERIES.as_bytes())?,
+        parse_qrels("t", qrels.as_bytes())?,
+    )
+}
+
+#[test]
+fn the_shape_gate_keeps_judged_queries_and_checks_counts() {
+    let corpus = assembled(&mini_profile(), QRELS).unwrap();
+    assert_eq!(corpus.documents.len(), 4);
+    assert_eq!(corpus.test_queries.iter().map(|q| q.id.as_str()).collect::<Vec<_>>(), vec!["q1", "q2"]);
+    assert_eq!(corpus.qrels.len(), 3);
+    for (profile, part) in [
+        (Profile { documents: Some(5), ..mini_profile() }, "4 documents, expected exactly 5"),
+        (Profile { test_queries: Some(3), ..mini_profile() }, "2 test queries, expected exactly 3"),
+    ] {
+        match assembled(&profile, QRELS) {
+            Err(Error::Shape { reason, .. }) => assert!(reason.contains(part), "{reason}"),
+            other => panic!("expected a shape error, got {other:?}"),
+        }
+    }
+    assert_eq!(Profile::scifact().documents, Some(5_183));
+    assert_eq!(Profile::scifact().test_queries, Some(300));
+}
+
+#[test]
+fn unknown_qrels_ids_are_refused_by_name() {
+    for (qrels, name) in
+        [("query-id\tcorpus-id\tscore\nq9\td1\t1\n", "q9"), ("query-id\tcorpus-id\tscore\nq1\td9\t1\n", "d9")]
+    {
+        match assembled(&mini_profile(), qrels) {
+            Err(Error::Shape { reason, .. }) => assert!(reason.contains(name), "{reason}"),
+            other => panic!("expected a shape error, got {other:?}"),
+        }
+    }
+}
