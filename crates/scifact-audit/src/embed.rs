@@ -35,7 +35,9 @@ pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
             texts.iter().map(|t| role.map_or_else(|| t.clone(), |r| r.prompt(t))).collect();
         let refs: Vec<&str> = prompts.iter().map(String::as_str).collect();
         for embedding in embedder.embed(&refs)? {
-            let line = serde_json::json!({ "vector": embedding.vector, "tokens": embedding.tokens });
+            // Widened to f64, as in the fixture: parsing the printed value and narrowing gives the exact f32.
+            let vector: Vec<f64> = embedding.vector.iter().map(|x| f64::from(*x)).collect();
+            let line = serde_json::json!({ "vector": vector, "tokens": embedding.tokens });
             writeln!(out, "{line}").context("writing stdout")?;
         }
         progress.inc(texts.len() as u64);

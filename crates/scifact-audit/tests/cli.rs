@@ -76,7 +76,8 @@ fn the_role_flag_adds_exactly_the_prefix() {
 fn vectors_round_trip_bit_exactly_through_the_json_output() {
     let model = tiny_model();
     let lines = embed_lines(&model, &[], "\"gene protein\"\n");
-    let printed: Vec<f32> = serde_json::from_value(lines[0]["vector"].clone()).unwrap();
+    let printed: Vec<f64> = serde_json::from_value(lines[0]["vector"].clone()).unwrap();
+    let printed: Vec<f32> = printed.iter().map(|x| *x as f32).collect();
     let loaded = embedding::MiniLm::load(model.dir.path(), "tiny", embedding::WeightPin::Unpinned).unwrap();
     use embedding::Embedder;
     let direct = loaded.embed(&["gene protein"]).unwrap().remove(0).vector;
