@@ -137,11 +137,7 @@ pub fn parse_corpus(file: &str, bytes: &[u8]) -> Result<Vec<Document>> {
     json_lines::<RawDocument>(file, bytes)?
         .into_iter()
         .map(|(line, raw)| {
-            let id = raw.id.into_string();
-            if id.is_empty() || !seen.insert(id.clone()) {
-                let reason = if id.is_empty() { "empty _id".into() } else { format!("duplicate _id {id:?}") };
-                return Err(Error::Parse { file: file.to_owned(), line, reason });
-            }
+            let id = unique_id(file, line, raw.id, &mut seen)?;
             Ok(Document { id, title: raw.title.unwrap_or_default(), text: raw.text.unwrap_or_default() })
         })
         .collect()
@@ -155,15 +151,18 @@ pub fn parse_queries(file: &str, bytes: &[u8]) -> Result<Vec<Query>> {
     let mut seen = HashSet::new();
     json_lines::<RawQuery>(file, bytes)?
         .into_iter()
-        .map(|(line, raw)| {
-            let id = raw.id.into_string();
-            if id.is_empty() || !seen.insert(id.clone()) {
-                let reason = if id.is_empty() { "empty _id".into() } else { format!("duplicate _id {id:?}") };
-                return Err(Error::Parse { file: file.to_owned(), line, reason });
-            }
-            Ok(Query { id, text: raw.text })
-        })
+        .map(|(line, raw)| Ok(Query { id: unique_id(file, line, raw.id, &mut seen)?, text: raw.text }))
         .collect()
+}
+
+/// The id as a string, refused when empty or already `seen` in this file.
+fn unique_id(file: &str, line: usize, id: RawId, seen: &mut HashSet<String>) -> Result<String> {
+    let id = id.into_string();
+    if id.is_empty() || !seen.insert(id.clone()) {
+        let reason = if id.is_empty() { "empty _id".into() } else { format!("duplicate _id {id:?}") };
+        return Err(Error::Parse { file: file.to_owned(), line, reason });
+    }
+    Ok(id)
 }
 
 /// Parses a qrels TSV with the `query-id corpus-id score` header; a repeated pair is refused.

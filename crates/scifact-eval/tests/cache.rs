@@ -7,6 +7,14 @@ use scifact_eval::{CachedVector, EmbeddingCache, Error};
 
 use crate::util::FakeEmbedder;
 
+/// A cache at `dir/c.jsonl` for model `m`, holding `keys`, closed again; returns its path.
+fn cache_holding(dir: &std::path::Path, keys: &[&str]) -> std::path::PathBuf {
+    let path = dir.join("c.jsonl");
+    let (mut cache, _) = EmbeddingCache::open(&path, FakeEmbedder::new("m").identity()).unwrap();
+    cache.append(keys.iter().map(|key| entry(key)).collect()).unwrap();
+    path
+}
+
 fn entry(key: &str) -> CachedVector {
     CachedVector {
         role: Role::Document,
@@ -35,11 +43,8 @@ fn entries_survive_reopening() {
 #[test]
 fn a_torn_last_line_is_dropped_and_never_read() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("c.jsonl");
+    let path = cache_holding(dir.path(), &["a"]);
     let model = FakeEmbedder::new("m");
-    let (mut cache, _) = EmbeddingCache::open(&path, model.identity()).unwrap();
-    cache.append(vec![entry("a")]).unwrap();
-    drop(cache);
     let good_len = std::fs::metadata(&path).unwrap().len();
     // A power cut mid-write: half a line, no newline.
     let torn = b"{\"role\":\"document\",\"prompt_sha";
@@ -57,11 +62,8 @@ fn a_torn_last_line_is_dropped_and_never_read() {
 #[test]
 fn a_garbage_last_line_with_a_newline_is_dropped_too() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("c.jsonl");
+    let path = cache_holding(dir.path(), &["a"]);
     let model = FakeEmbedder::new("m");
-    let (mut cache, _) = EmbeddingCache::open(&path, model.identity()).unwrap();
-    cache.append(vec![entry("a")]).unwrap();
-    drop(cache);
     std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"\0\0\0\0\n").unwrap();
     let (_, report) = EmbeddingCache::open(&path, model.identity()).unwrap();
     assert_eq!((report.loaded, report.dropped_tail_bytes), (1, 5));
@@ -70,11 +72,8 @@ fn a_garbage_last_line_with_a_newline_is_dropped_too() {
 #[test]
 fn damage_before_the_last_line_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("c.jsonl");
+    let path = cache_holding(dir.path(), &["a", "b"]);
     let model = FakeEmbedder::new("m");
-    let (mut cache, _) = EmbeddingCache::open(&path, model.identity()).unwrap();
-    cache.append(vec![entry("a"), entry("b")]).unwrap();
-    drop(cache);
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     std::fs::write(&path, format!("{}\nnot json\n{}\n", lines[0], lines[2])).unwrap();
