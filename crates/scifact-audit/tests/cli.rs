@@ -174,6 +174,29 @@ fn synthetic_scifact_zip(dir: &std::path::Path, documents: usize) -> std::path::
     path
 }
 
+/// `scifact-audit build` arguments for `archive` with the tiny model, writing `out` through `work`.
+fn build_args(
+    model: &TinyModel,
+    archive: &std::path::Path,
+    out: &std::path::Path,
+    work: &std::path::Path,
+) -> Vec<String> {
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_owned();
+    vec![
+        "build".into(),
+        "--out".into(),
+        path(out),
+        "--work-dir".into(),
+        path(work),
+        "--archive".into(),
+        path(archive),
+        "--model-dir".into(),
+        path(model.dir.path()),
+        "--weights-sha256".into(),
+        model.sha256.clone(),
+    ]
+}
+
 #[test]
 fn build_writes_a_fixture_and_a_rerun_resumes_from_the_cache() {
     let model = tiny_model();
@@ -181,19 +204,8 @@ fn build_writes_a_fixture_and_a_rerun_resumes_from_the_cache() {
     let archive = synthetic_scifact_zip(dir.path(), 5_183);
     let out = dir.path().join("fixture.json");
     let work = dir.path().join("work");
-    let args = [
-        "build",
-        "--out",
-        out.to_str().unwrap(),
-        "--work-dir",
-        work.to_str().unwrap(),
-        "--archive",
-        archive.to_str().unwrap(),
-        "--model-dir",
-        model.dir.path().to_str().unwrap(),
-        "--weights-sha256",
-        &model.sha256,
-    ];
+    let args = build_args(&model, &archive, &out, &work);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let first = scifact_audit(&args, "");
     assert!(first.status.success(), "stderr: {}", String::from_utf8_lossy(&first.stderr));
     let stdout = String::from_utf8_lossy(&first.stdout);
@@ -215,22 +227,8 @@ fn build_refuses_a_corpus_of_the_wrong_shape() {
     let dir = tempfile::tempdir().unwrap();
     let archive = synthetic_scifact_zip(dir.path(), 5_000);
     let out = dir.path().join("fixture.json");
-    let output = scifact_audit(
-        &[
-            "build",
-            "--out",
-            out.to_str().unwrap(),
-            "--work-dir",
-            dir.path().join("w").to_str().unwrap(),
-            "--archive",
-            archive.to_str().unwrap(),
-            "--model-dir",
-            model.dir.path().to_str().unwrap(),
-            "--weights-sha256",
-            &model.sha256,
-        ],
-        "",
-    );
+    let args = build_args(&model, &archive, &out, &dir.path().join("w"));
+    let output = scifact_audit(&args.iter().map(String::as_str).collect::<Vec<_>>(), "");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("5000 documents, expected exactly 5183"), "{stderr}");

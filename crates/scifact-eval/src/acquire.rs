@@ -1,7 +1,7 @@
 //! Downloading the archive: to a temp file, checked against BEIR's published md5 (or a digest the user
 //! accepted explicitly), then renamed into place.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
@@ -96,12 +96,6 @@ pub fn fetch_archive(
     if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
     }
-    let mut partial = dest.as_os_str().to_owned();
-    partial.push(".partial");
-    let partial = std::path::PathBuf::from(partial);
-    let io = |source| Error::Io { path: dest.to_path_buf(), source };
-    let mut file = std::fs::File::create(&partial).map_err(io)?;
-    file.write_all(&bytes).and_then(|()| file.sync_all()).map_err(io)?;
-    std::fs::rename(&partial, dest).map_err(io)?;
+    embedding::write_atomically(dest, &bytes)?;
     Ok(policy)
 }
