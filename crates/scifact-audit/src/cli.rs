@@ -21,6 +21,12 @@ pub(crate) enum Command {
     /// 300-query shape gate, the 700-character semantic text, embeddings through a resumable fsync'd cache.
     /// Exits 0 only when a complete fixture was written; rerun the same command to resume.
     Build(BuildArgs),
+    /// Run the evaluation: build or resume the store from the fixture, run the chosen modes over the chosen
+    /// split, and write `scifact-<mode>-<split>.jsonl` (one row per query, with its search receipt) and
+    /// `scifact-<mode>-<split>.aggregate.json` (metrics plus every binding) into the output directory.
+    /// Calibration is for diagnosis and configuration choice; run held-out once, after freezing; `all` only
+    /// after held-out. Never overwrites a receipt.
+    Run(RunArgs),
 }
 
 /// Which embedder runs the model.
@@ -87,6 +93,53 @@ pub(crate) struct BuildArgs {
     pub(crate) accept_archive_digest: Option<String>,
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,
+}
+
+/// A retrieval mode, or all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ModeArg {
+    /// Lexical only: FTS5 BM25.
+    #[value(name = "fts_only")]
+    FtsOnly,
+    /// Vector only: exact inner-product search (PreferExact).
+    #[value(name = "vector_only")]
+    VectorOnly,
+    /// Reciprocal rank fusion of both, with component evidence.
+    #[value(name = "hybrid")]
+    Hybrid,
+    /// fts_only, vector_only and hybrid, in that order.
+    #[value(name = "all")]
+    All,
+}
+
+/// A query split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SplitArg {
+    /// The first 100 query ids by (sha256(id), id): for diagnosis and configuration choice.
+    Calibration,
+    /// The other 200: run once the configuration is frozen.
+    Heldout,
+    /// All 300: only after held-out aggregates of the same fixture and configuration exist.
+    All,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    /// The fixture written by `scifact-audit build`
+    #[arg(long, value_name = "FIXTURE")]
+    pub(crate) corpus: PathBuf,
+    /// Directory of the persisted store and its BEIR-id mapping (built, or resumed after an interruption)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) store_dir: PathBuf,
+    /// Directory for rows and aggregates (existing ones are never overwritten)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) output_dir: PathBuf,
+    /// Which queries to run
+    #[arg(long, value_enum)]
+    pub(crate) split: SplitArg,
+    /// Which retrieval mode(s) to run
+    #[arg(long, value_enum)]
+    pub(crate) mode: ModeArg,
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ mod cli;
 mod embed;
 mod model;
 mod progress;
+mod run;
 
 use std::process::ExitCode;
 
@@ -29,5 +30,6 @@ fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         cli::Command::Embed(args) => embed::run(&args),
         cli::Command::Build(args) => build::run(&args),
+        cli::Command::Run(args) => run::run(&args),
     }
 }

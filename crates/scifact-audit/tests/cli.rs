@@ -3,7 +3,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+#[path = "../../scifact-eval/tests/fixture_gen.rs"]
+mod fixture_gen;
 
 fn scifact_audit(args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_scifact-audit"))
@@ -233,4 +238,109 @@ fn build_refuses_a_corpus_of_the_wrong_shape() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("5000 documents, expected exactly 5183"), "{stderr}");
     assert!(!out.exists());
+}
+
+fn run_args<'a>(
+    fixture: &'a str,
+    store: &'a str,
+    output: &'a str,
+    split: &'a str,
+    mode: &'a str,
+) -> Vec<&'a str> {
+    vec![
+        "run",
+        "--corpus",
+        fixture,
+        "--store-dir",
+        store,
+        "--output-dir",
+        output,
+        "--split",
+        split,
+        "--mode",
+        mode,
+    ]
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn run_prints_metrics_beside_the_claim_boundary_and_refuses_bad_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = fixture_gen::write_fixture(dir.path(), &fixture_gen::synthetic_fixture(200, 120, 16, 1));
+    let (store, out) = (dir.path().join("store"), dir.path().join("out"));
+    let args = run_args(path_str(&fixture), path_str(&store), path_str(&out), "calibration", "all");
+    let output = scifact_audit(&args, "");
+    assert!(output.status.success(), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    for expected in
+        ["nDCG@10", "fts_only", "vector_only", "hybrid", "200 documents inserted", "do not establish"]
+    {
+        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+    }
+    for mode in ["fts_only", "vector_only", "hybrid"] {
+        assert!(out.join(format!("scifact-{mode}-calibration.aggregate.json")).exists());
+    }
+    let again = scifact_audit(&args, "");
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("never overwritten"));
+    let all =
+        scifact_audit(&run_args(path_str(&fixture), path_str(&store), path_str(&out), "all", "hybrid"), "");
+    assert_eq!(all.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&all.stderr).contains("--split heldout first"));
+    let bad =
+        scifact_audit(&run_args(path_str(&fixture), path_str(&store), path_str(&out), "test", "hybrid"), "");
+    assert_eq!(bad.status.code(), Some(2), "clap rejects an unknown split");
+}
+
+/// A store build killed by SIGKILL, then resumed, ends byte-identical to a clean build.
+#[test]
+fn a_store_killed_mid_build_resumes_to_the_same_bytes_as_a_clean_build() {
+    const DOCUMENTS: usize = 40_000;
+    let dir = tempfile::tempdir().unwrap();
+    let fixture =
+        fixture_gen::write_fixture(dir.path(), &fixture_gen::synthetic_fixture(DOCUMENTS, 20, 32, 2));
+    let fixture = path_str(&fixture);
+    let (killed, clean) = (dir.path().join("killed"), dir.path().join("clean"));
+    let (out_killed, out_clean) = (dir.path().join("out-killed"), dir.path().join("out-clean"));
+    let db = killed.join("scifact.db");
+    let mapping = killed.join("scifact.mapping.json");
+
+    let args = run_args(fixture, path_str(&killed), path_str(&out_killed), "calibration", "fts_only");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scifact-audit"))
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::metadata(&db).map_or(0, |m| m.len()) < 4_000_000 {
+        assert!(Instant::now() < deadline, "the store never grew");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be killed");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!mapping.exists(), "killed before the store was complete");
+
+    let resumed = scifact_audit(&args, "");
+    assert!(resumed.status.success(), "stderr: {}", String::from_utf8_lossy(&resumed.stderr));
+    let stdout = String::from_utf8(resumed.stdout).unwrap();
+    let found: usize = stdout
+        .split("documents inserted (")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no resume line in:\n{stdout}"));
+    assert!(found > 0 && found < DOCUMENTS && found.is_multiple_of(256), "resumed from {found}");
+
+    let args = run_args(fixture, path_str(&clean), path_str(&out_clean), "calibration", "fts_only");
+    assert!(scifact_audit(&args, "").status.success());
+    assert!(
+        std::fs::read(&db).unwrap() == std::fs::read(clean.join("scifact.db")).unwrap(),
+        "database bytes differ"
+    );
+    assert_eq!(std::fs::read(&mapping).unwrap(), std::fs::read(clean.join("scifact.mapping.json")).unwrap());
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 /// A `Result` whose error is this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything that can stop a build.
+/// Everything that can stop a build or a run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -87,6 +87,58 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
+    /// The fixture does not parse or is inconsistent.
+    #[error("fixture {path}: {reason}")]
+    Fixture {
+        /// The fixture file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A query the runner cannot vouch for: its vector does not belong to its text.
+    #[error("query {id} refused: {reason}")]
+    UnknownQuery {
+        /// The BEIR query id.
+        id: String,
+        /// Why.
+        reason: String,
+    },
+    /// `--split all` before the held-out run it depends on.
+    #[error("{reason}")]
+    SplitGuard {
+        /// Why the split was refused.
+        reason: String,
+    },
+    /// An output the run would write exists already; receipts are never overwritten.
+    #[error(
+        "{path} exists; receipts are never overwritten: use another --output-dir or remove it deliberately"
+    )]
+    OutputExists {
+        /// The existing file.
+        path: PathBuf,
+    },
+    /// The store already answered a request id of this run.
+    #[error(
+        "store {store} already holds a receipt for request {request_id:?}: this mode and split already ran \
+         against it; use a fresh --store-dir for each independently reportable run"
+    )]
+    RequestIdCollision {
+        /// The request id.
+        request_id: String,
+        /// The database.
+        store: PathBuf,
+    },
+    /// The store directory holds something the runner will not resume.
+    #[error("store {path}: {reason}")]
+    Store {
+        /// The database or mapping file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The fact store failed.
+    #[error(transparent)]
+    SemanticMemory(#[from] semantic_memory::Error),
     /// A serialization failure (never expected for the crate's own types).
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),

@@ -1,4 +1,4 @@
-//! `scifact-eval`: the SciFact builder (archive to embedded fixture); the runner follows.
+//! `scifact-eval`: the SciFact builder (archive to embedded fixture) and runner (fixture to receipts).
 //!
 //! # Overview
 //! [`build_fixture`] reads a BEIR archive with [`read_archive`] (every member checked for path, type, size,
@@ -6,6 +6,11 @@
 //! naming file and line, applies the [`Profile`] shape gate (SciFact: exactly 5,183 documents and 300 test
 //! queries), builds the contract's semantic text, embeds through the resumable [`EmbeddingCache`], checks every
 //! vector, and writes a [`Fixture`] atomically.
+//!
+//! [`run`] reads a fixture, builds or resumes the evaluation store ([`open_or_build`]: documents with their
+//! fixture vectors, plus the BEIR-id [`Mapping`]), selects the calibration or held-out queries ([`select`]),
+//! runs each mode through `semantic-memory`, and writes [`QueryRow`]s and an [`Aggregate`] per mode, with
+//! trec_eval-defined [`metrics`]. The output schemas are documented in [`schema`].
 
 mod acquire;
 mod archive;
@@ -14,6 +19,12 @@ mod build;
 mod cache;
 mod error;
 mod fixture;
+pub mod metrics;
+mod provenance;
+mod run;
+pub mod schema;
+mod split;
+mod store;
 mod text;
 
 pub use crate::acquire::{SCIFACT_PUBLISHED_MD5, fetch_archive, judge_download};
@@ -29,5 +40,19 @@ pub use crate::error::{Error, Result};
 pub use crate::fixture::{
     Counts, DigestPolicy, FIXTURE_SCHEMA, Fixture, FixtureDocument, FixtureMetadata, FixtureQrel,
     FixtureQuery, SourceMetadata, TextPolicy, to_f32,
+};
+pub use crate::metrics::{LatencySummary, QueryMetrics, latency_summary, mean_metrics, query_metrics};
+pub use crate::provenance::{DirtyFile, ExecutableIdentity, GitState, HostIdentity};
+pub use crate::run::{
+    ALL_MODES, RECEIPT_CHAIN_SEED, RunOptions, RunReport, RunSummary, aggregate_file_name, api_name,
+    capabilities, claim_boundary, config_digest, rolling_digest, rows_file_name, run, statistics,
+};
+pub use crate::schema::{AGGREGATE_SCHEMA, Aggregate, QueryRow, ROW_SCHEMA};
+pub use crate::split::{
+    CALIBRATION_COUNT, SPLIT_ALGORITHM, Split, request_id, select, selected_ids_digest, split_order,
+};
+pub use crate::store::{
+    BATCH, EvalStore, MAPPING_FILE, MAPPING_SCHEMA, Mapping, MappingEntry, NAMESPACE, SOURCE_TYPE,
+    STORE_FILE, document_text, open_or_build,
 };
 pub use crate::text::{MAX_SEMANTIC_CHARS, document_semantic_text, query_semantic_text};

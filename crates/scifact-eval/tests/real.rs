@@ -1,12 +1,17 @@
-//! The real SciFact archive with the real model (ignored by default; CI runs it with `--ignored`).
+//! The real SciFact archive with the real model, built into a fixture and run through the runner (ignored by
+//! default; CI runs it with `--ignored`).
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use embedding::MiniLm;
 use scifact_eval::{
-    BuildOptions, DigestPolicy, NoProgress, Profile, SCIFACT_URL, assemble, build_fixture,
-    document_semantic_text, parse_corpus, parse_qrels, parse_queries, query_semantic_text, read_archive,
+    ALL_MODES, BuildOptions, BuildSummary, DigestPolicy, NoProgress, Profile, QueryRow, RunOptions,
+    SCIFACT_URL, Split, assemble, build_fixture, document_semantic_text, mean_metrics, parse_corpus,
+    parse_qrels, parse_queries, query_semantic_text, read_archive,
 };
+use semantic_memory::SearchConfig;
 
 fn shared(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(relative)
@@ -56,30 +61,56 @@ fn the_real_archive_passes_the_gate_and_yields_the_reference_prompts() {
     }
 }
 
-#[test]
-#[ignore = "needs SCIFACT_ARCHIVE and SCIFACT_MODEL_DIR (or ../shared); embeds 5,483 texts"]
-fn builds_the_scifact_fixture_twice_with_the_same_hash() {
-    let archive = std::env::var_os("SCIFACT_ARCHIVE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| shared("datasets/scifact.zip"));
+/// The real fixture, built once per test process and shared: embedding 5,483 texts takes minutes.
+struct RealFixture {
+    _dir: tempfile::TempDir,
+    work: PathBuf,
+    path: PathBuf,
+    cold: BuildSummary,
+}
+
+static REAL: OnceLock<RealFixture> = OnceLock::new();
+
+fn model() -> MiniLm {
     let model_dir = std::env::var_os("SCIFACT_MODEL_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| shared("models/all-MiniLM-L6-v2"));
     embedding::keep_freed_memory_for_reuse();
     let mut model = MiniLm::all_minilm_l6_v2(&model_dir).unwrap();
     model.set_batch_size(16);
-    let dir = tempfile::tempdir().unwrap();
-    let options = |out: &str| BuildOptions {
-        archive: archive.clone(),
+    model
+}
+
+fn build_options(work: &Path, out: &Path) -> BuildOptions {
+    BuildOptions {
+        archive: archive(),
         digest_policy: DigestPolicy::LocalRecorded,
         url: SCIFACT_URL.into(),
-        work_dir: dir.path().join("work"),
-        out: dir.path().join(out),
+        work_dir: work.to_path_buf(),
+        out: out.to_path_buf(),
         profile: Profile::scifact(),
         batch_size: 64,
-    };
-    let cold = build_fixture(&options("a.json"), &model, &NoProgress).unwrap();
-    let warm = build_fixture(&options("b.json"), &model, &NoProgress).unwrap();
+    }
+}
+
+fn real_fixture() -> &'static RealFixture {
+    REAL.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        let path = dir.path().join("a.json");
+        let cold = build_fixture(&build_options(&work, &path), &model(), &NoProgress).unwrap();
+        RealFixture { _dir: dir, work, path, cold }
+    })
+}
+
+#[test]
+#[ignore = "needs SCIFACT_ARCHIVE and SCIFACT_MODEL_DIR (or ../shared); embeds 5,483 texts"]
+fn builds_the_scifact_fixture_twice_with_the_same_hash() {
+    let real = real_fixture();
+    let cold = &real.cold;
+    let warm =
+        build_fixture(&build_options(&real.work, &real.path.with_file_name("b.json")), &model(), &NoProgress)
+            .unwrap();
     eprintln!(
         "cold build {:.1} s, warm build {:.1} s, fixture sha256 {}",
         cold.elapsed.as_secs_f64(),
@@ -90,4 +121,58 @@ fn builds_the_scifact_fixture_twice_with_the_same_hash() {
     assert_eq!((cold.counts.documents, cold.counts.queries, cold.counts.qrels), (5_183, 300, 339));
     assert_eq!(cold.fixture_sha256, warm.fixture_sha256);
     assert_eq!(warm.embedded, 0);
+}
+
+#[test]
+#[ignore = "needs SCIFACT_ARCHIVE and SCIFACT_MODEL_DIR (or ../shared); embeds 5,483 texts, runs 900 searches"]
+fn the_runner_meets_the_published_floors_on_all_300_queries() {
+    let real = real_fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let options = |split| RunOptions {
+        fixture: real.path.clone(),
+        store_dir: dir.path().join("store"),
+        output_dir: dir.path().join("results"),
+        split,
+        modes: ALL_MODES.to_vec(),
+        config: SearchConfig::default(),
+        build_revision: "test".into(),
+        generated_by: "tests".into(),
+    };
+    let calibration = scifact_eval::run(&options(Split::Calibration), &NoProgress).unwrap();
+    let heldout = scifact_eval::run(&options(Split::Heldout), &NoProgress).unwrap();
+    assert_eq!(calibration.store_inserted, 5_183);
+    assert_eq!(heldout.store_resumed_from, 5_183);
+    let mut union = BTreeMap::new();
+    for run in calibration.runs.iter().chain(&heldout.runs) {
+        let a = &run.aggregate;
+        eprintln!(
+            "{} {}: {} | latency {:?} | failures {} | unique docs {} | top-1 {:?} | counts {:?}",
+            a.mode,
+            a.split,
+            serde_json::to_string(&a.metrics.quality).unwrap(),
+            a.metrics.latency_ms,
+            a.queries.failures,
+            a.queries.unique_retrieved_docs,
+            a.queries.most_repeated_top1,
+            a.queries.result_count_distribution
+        );
+        assert_eq!(a.queries.failures, 0);
+        let rows: Vec<QueryRow> = std::fs::read_to_string(&run.rows_path)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        union.entry(a.mode.clone()).or_insert_with(Vec::new).extend(rows.iter().map(|r| r.metrics));
+    }
+    let ndcg = |mode: &str| {
+        let rows = &union[mode];
+        assert_eq!(rows.len(), 300);
+        let mean = mean_metrics(rows);
+        eprintln!("{mode} union of 300: {}", serde_json::to_string(&mean).unwrap());
+        mean.ndcg_10
+    };
+    let (fts, vector, hybrid) = (ndcg("fts_only"), ndcg("vector_only"), ndcg("hybrid"));
+    assert!(fts >= 0.65, "fts_only nDCG@10 {fts} below the 0.65 floor");
+    assert!((vector - 0.620).abs() <= 0.005, "vector_only nDCG@10 {vector} not within 0.005 of 0.620");
+    assert!(hybrid >= 0.70, "hybrid nDCG@10 {hybrid} below the 0.70 floor");
 }

@@ -1,7 +1,8 @@
-//! Integration tests of the builder, on archives and corpora the tests write themselves.
+//! Integration tests of the builder and runner, on archives, corpora and fixtures the tests write themselves.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
+mod fixture_gen;
 mod util;
 
 mod acquire;
@@ -9,4 +10,6 @@ mod archive;
 mod beir;
 mod build;
 mod cache;
+mod pytrec;
 mod real;
+mod run;

@@ -165,6 +165,18 @@ impl FactStore {
         .transpose()
     }
 
+    /// How many receipts the store holds: one per search ever answered.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`].
+    pub fn receipt_count(&self) -> Result<usize> {
+        let count: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM receipts", [], |row| row.get(0))
+            .map_err(|error| self.sql_error(error))?;
+        Ok(usize::try_from(count).unwrap_or(0))
+    }
+
     fn begin(&self, config: &SearchConfig, context: &SearchContext) -> Result<Instant> {
         config.validate()?;
         if context.request_id.is_empty() {

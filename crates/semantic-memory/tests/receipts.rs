@@ -35,6 +35,7 @@ fn a_reused_request_id_is_refused_by_name_in_every_mode() {
         first.receipt,
         "the first receipt survives"
     );
+    assert_eq!(test.store.receipt_count().unwrap(), 1, "refused attempts store nothing");
 }
 
 #[test]

@@ -1,0 +1,86 @@
+//! `scifact-audit run`: flags to `scifact_eval::run`, and a metric table printed beside its claim boundary.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use scifact_eval::{ALL_MODES, RunOptions, Split, claim_boundary};
+use semantic_memory::{SearchConfig, SearchMode};
+
+use crate::cli::{ModeArg, RunArgs, SplitArg};
+use crate::progress::TerminalProgress;
+
+/// The source revision this executable was built from (see build.rs).
+pub(crate) const BUILD_REVISION: &str = env!("SCIFACT_AUDIT_BUILD_REVISION");
+
+pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let modes = match args.mode {
+        ModeArg::FtsOnly => vec![SearchMode::FtsOnly],
+        ModeArg::VectorOnly => vec![SearchMode::VectorOnly],
+        ModeArg::Hybrid => vec![SearchMode::Hybrid],
+        ModeArg::All => ALL_MODES.to_vec(),
+    };
+    let split = match args.split {
+        SplitArg::Calibration => Split::Calibration,
+        SplitArg::Heldout => Split::Heldout,
+        SplitArg::All => Split::All,
+    };
+    let options = RunOptions {
+        fixture: args.corpus.clone(),
+        store_dir: args.store_dir.clone(),
+        output_dir: args.output_dir.clone(),
+        split,
+        modes,
+        config: SearchConfig::default(),
+        build_revision: BUILD_REVISION.into(),
+        generated_by: format!("scifact-audit {}", env!("CARGO_PKG_VERSION")),
+    };
+    let report = scifact_eval::run(&options, &TerminalProgress::new())
+        .with_context(|| format!("running {split} from {}", args.corpus.display()))?;
+
+    let mut out = std::io::stdout().lock();
+    if report.store_inserted > 0 {
+        writeln!(
+            out,
+            "store        {} documents inserted ({} found already stored)",
+            report.store_inserted, report.store_resumed_from
+        )?;
+    }
+    writeln!(
+        out,
+        "split        {split} ({} queries)",
+        report.runs.first().map_or(0, |r| r.aggregate.queries.selected)
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<12} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8}",
+        "mode", "nDCG@10", "R@1", "R@5", "R@10", "MRR@10", "MAP@10", "p50 ms", "p95 ms", "failures"
+    )?;
+    for summary in &report.runs {
+        let m = &summary.aggregate.metrics;
+        writeln!(
+            out,
+            "{:<12} {:>8.4} {:>8.4} {:>8.4} {:>8.4} {:>8.4} {:>8.4} {:>9.3} {:>9.3} {:>8}",
+            summary.mode.as_str(),
+            m.quality.ndcg_10,
+            m.quality.recall_1,
+            m.quality.recall_5,
+            m.quality.recall_10,
+            m.quality.mrr_10,
+            m.quality.map_10,
+            m.latency_ms.p50,
+            m.latency_ms.p95,
+            summary.aggregate.queries.failures
+        )?;
+    }
+    writeln!(out)?;
+    for summary in &report.runs {
+        writeln!(out, "wrote        {}", summary.aggregate_path.display())?;
+    }
+    let boundary = claim_boundary();
+    writeln!(out)?;
+    writeln!(out, "Not yet validated: run `scifact-audit validate` before quoting any number.")?;
+    writeln!(out, "These numbers do not establish: {}.", boundary.does_not_establish.join("; "))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,250 @@
+//! Who ran the evaluation, where and from what: the executable, the git worktree and the host.
+//!
+//! Everything here is evidence, collected best-effort: a fact that cannot be read is recorded with the reason,
+//! never guessed and never fatal, because a reviewer decides what a missing fact means.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::archive::sha256_hex;
+
+/// The running executable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutableIdentity {
+    /// Resolved path of the running binary, or `None` with `unavailable` saying why.
+    pub path: Option<String>,
+    /// `sha256:` of its bytes.
+    pub sha256: Option<String>,
+    /// The arguments it was invoked with (`argv`).
+    pub invocation: Vec<String>,
+    /// `SCIFACT_EVAL_LAUNCHER`, when the caller recorded the outer launcher command there.
+    pub launcher: Option<String>,
+    /// Why `path` or `sha256` is missing.
+    pub unavailable: Option<String>,
+}
+
+impl ExecutableIdentity {
+    /// Identifies the current process.
+    pub fn current() -> Self {
+        let invocation = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+        let launcher = std::env::var("SCIFACT_EVAL_LAUNCHER").ok();
+        let found = std::env::current_exe()
+            .and_then(|path| path.canonicalize())
+            .and_then(|path| std::fs::read(&path).map(|bytes| (path, bytes)));
+        match found {
+            Ok((path, bytes)) => ExecutableIdentity {
+                path: Some(path.display().to_string()),
+                sha256: Some(format!("sha256:{}", sha256_hex(&bytes))),
+                invocation,
+                launcher,
+                unavailable: None,
+            },
+            Err(error) => ExecutableIdentity {
+                path: None,
+                sha256: None,
+                invocation,
+                launcher,
+                unavailable: Some(format!("cannot read the running executable: {error}")),
+            },
+        }
+    }
+}
+
+/// The git worktree a run started in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GitState {
+    /// Whether a repository was found.
+    pub available: bool,
+    /// Why not, when it was not.
+    pub unavailable: Option<String>,
+    /// The worktree root.
+    pub workdir: Option<String>,
+    /// The commit HEAD points at.
+    pub head: Option<String>,
+    /// The branch HEAD names, when not detached.
+    pub branch: Option<String>,
+    /// True when no tracked file differs from HEAD and nothing untracked (and not ignored) exists.
+    pub clean: bool,
+    /// Tracked files that differ from HEAD, with their git status.
+    pub dirty: Vec<DirtyFile>,
+    /// Untracked, not ignored files.
+    pub untracked: Vec<String>,
+    /// `sha256:` over every dirty and untracked path, status and current content digest, sorted by path; `None`
+    /// when clean.
+    pub dirty_digest: Option<String>,
+}
+
+/// A file that differs from HEAD.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirtyFile {
+    /// Path relative to the worktree.
+    pub path: String,
+    /// Git status flags, for example `WT_MODIFIED`.
+    pub status: String,
+}
+
+impl GitState {
+    /// Reads the repository containing `dir` (searching upwards).
+    pub fn of(dir: &Path) -> Self {
+        match read_git(dir) {
+            Ok(state) => state,
+            Err(reason) => GitState {
+                available: false,
+                unavailable: Some(reason),
+                workdir: None,
+                head: None,
+                branch: None,
+                clean: false,
+                dirty: Vec::new(),
+                untracked: Vec::new(),
+                dirty_digest: None,
+            },
+        }
+    }
+}
+
+fn read_git(dir: &Path) -> Result<GitState, String> {
+    let repo = git2::Repository::discover(dir)
+        .map_err(|e| format!("no git repository at or above {}: {}", dir.display(), e.message()))?;
+    let workdir = repo.workdir().ok_or("the repository is bare (no worktree)")?.to_owned();
+    let head_ref = repo.head().map_err(|e| format!("HEAD is unreadable: {}", e.message()))?;
+    let head = head_ref.peel_to_commit().map(|c| c.id().to_string()).ok();
+    let branch = if head_ref.is_branch() { head_ref.shorthand().ok().map(str::to_owned) } else { None };
+
+    let mut options = git2::StatusOptions::new();
+    options.include_untracked(true).include_ignored(false).recurse_untracked_dirs(true);
+    let statuses =
+        repo.statuses(Some(&mut options)).map_err(|e| format!("git status failed: {}", e.message()))?;
+    let mut dirty = Vec::new();
+    let mut untracked = Vec::new();
+    for entry in statuses.iter() {
+        let Ok(path) = entry.path().map(str::to_owned) else { continue };
+        let status = entry.status();
+        if status == git2::Status::WT_NEW {
+            untracked.push(path);
+        } else if !status.is_empty() && !status.contains(git2::Status::IGNORED) {
+            dirty.push(DirtyFile { path, status: format!("{status:?}") });
+        }
+    }
+    dirty.sort_by(|a, b| a.path.cmp(&b.path));
+    untracked.sort();
+    let clean = dirty.is_empty() && untracked.is_empty();
+    let dirty_digest = (!clean).then(|| dirty_set_digest(&workdir, &dirty, &untracked));
+    Ok(GitState {
+        available: true,
+        unavailable: None,
+        workdir: Some(workdir.display().to_string()),
+        head,
+        branch,
+        clean,
+        dirty,
+        untracked,
+        dirty_digest,
+    })
+}
+
+fn dirty_set_digest(workdir: &Path, dirty: &[DirtyFile], untracked: &[String]) -> String {
+    let mut lines: Vec<String> = dirty
+        .iter()
+        .map(|f| (f.path.as_str(), f.status.as_str()))
+        .chain(untracked.iter().map(|p| (p.as_str(), "WT_NEW")))
+        .map(|(path, status)| {
+            let content = std::fs::read(workdir.join(path))
+                .map_or_else(|_| "absent".to_owned(), |bytes| sha256_hex(&bytes));
+            format!("{path}\t{status}\t{content}")
+        })
+        .collect();
+    lines.sort();
+    format!("sha256:{}", sha256_hex(lines.join("\n").as_bytes()))
+}
+
+/// The host, as far as it can be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostIdentity {
+    /// OS name, for example `Debian GNU/Linux`.
+    pub os: Option<String>,
+    /// OS version.
+    pub os_version: Option<String>,
+    /// Kernel version.
+    pub kernel: Option<String>,
+    /// CPU architecture.
+    pub arch: String,
+    /// CPU brand string of the first CPU.
+    pub cpu_brand: Option<String>,
+    /// Physical cores.
+    pub physical_cores: Option<usize>,
+    /// Logical CPUs visible to the process.
+    pub logical_cores: usize,
+    /// Total memory in bytes.
+    pub memory_bytes: u64,
+    /// `sha256:` of `/etc/machine-id` (never the id itself), to tell hosts apart without naming them.
+    pub machine_id_sha256: Option<String>,
+    /// Field name to why it is missing.
+    pub unavailable: BTreeMap<String, String>,
+}
+
+impl HostIdentity {
+    /// Reads the current host.
+    pub fn current() -> Self {
+        let mut unavailable = BTreeMap::new();
+        let mut note = |field: &str, result: Result<String, sysinfo::Error>| match result {
+            Ok(value) => Some(value),
+            Err(error) => {
+                unavailable.insert(field.to_owned(), error.to_string());
+                None
+            }
+        };
+        let os = note("os", sysinfo::System::name());
+        let os_version = note("os_version", sysinfo::System::long_os_version());
+        let kernel = note("kernel", sysinfo::System::kernel_version());
+        let physical_cores = match sysinfo::System::physical_core_count() {
+            Ok(count) => Some(count),
+            Err(error) => {
+                unavailable.insert("physical_cores".into(), error.to_string());
+                None
+            }
+        };
+        let (cpu_brand, memory_bytes) = match sysinfo::System::new() {
+            Ok(mut system) => {
+                system.refresh_cpu_list(sysinfo::CpuRefreshKind::nothing());
+                system.refresh_memory();
+                let brand = system.cpus().first().map(|cpu| cpu.brand().trim().to_owned());
+                if brand.is_none() {
+                    unavailable.insert("cpu_brand".into(), "no CPU reported".into());
+                }
+                (brand, system.total_memory())
+            }
+            Err(error) => {
+                unavailable.insert("cpu_brand".into(), error.to_string());
+                unavailable.insert("memory_bytes".into(), error.to_string());
+                (None, 0)
+            }
+        };
+        let machine_id = ["/etc/machine-id", "/var/lib/dbus/machine-id"]
+            .iter()
+            .find_map(|path| std::fs::read_to_string(path).ok())
+            .map(|id| id.trim().to_owned())
+            .filter(|id| !id.is_empty());
+        if machine_id.is_none() {
+            unavailable.insert("machine_id_sha256".into(), "no /etc/machine-id or dbus machine-id".into());
+        }
+        HostIdentity {
+            os,
+            os_version,
+            kernel,
+            arch: sysinfo::System::cpu_arch(),
+            cpu_brand,
+            physical_cores,
+            logical_cores: std::thread::available_parallelism().map_or(0, usize::from),
+            memory_bytes,
+            machine_id_sha256: machine_id.map(|id| format!("sha256:{}", sha256_hex(id.as_bytes()))),
+            unavailable,
+        }
+    }
+}

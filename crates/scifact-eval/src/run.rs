@@ -1,0 +1,605 @@
+//! The runner: fixture -> store -> one rows file and one aggregate per (mode, split).
+//!
+//! Order of work, chosen so that a refusal leaves nothing behind: read and check the fixture, apply the
+//! `all`-split guard, refuse existing outputs, build or resume the store, refuse request ids the store has
+//! already answered, then per mode run every query, write the rows atomically and the aggregate last.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use semantic_memory::canonical_json::{canonical_bytes_of, sha256_digest};
+use semantic_memory::{FactStore, SearchConfig, SearchContext, SearchMode, SearchOutcome};
+
+use crate::archive::sha256_hex;
+use crate::build::Progress;
+use crate::error::{Error, Result};
+use crate::fixture::{FIXTURE_SCHEMA, Fixture, to_f32};
+use crate::metrics::{latency_summary, mean_metrics, query_metrics};
+use crate::provenance::{ExecutableIdentity, GitState, HostIdentity};
+use crate::schema::{
+    AGGREGATE_SCHEMA, Aggregate, AggregateMetrics, BackendSummary, Capability, ClaimBoundary, CorpusBinding,
+    QueryRow, QueryStatistics, ROW_SCHEMA, ReceiptsBinding, ResultDetail, RetrievalBinding, RowsBinding,
+    SourceBinding, SplitBinding, StoreBinding, TopDocument,
+};
+use crate::split::{CALIBRATION_COUNT, SPLIT_ALGORITHM, Split, request_id, select, selected_ids_digest};
+use crate::store::{EvalStore, Mapping, NAMESPACE, open_or_build};
+use crate::text::query_semantic_text;
+
+/// Every mode, in the order `--mode all` runs them.
+pub const ALL_MODES: [SearchMode; 3] = [SearchMode::FtsOnly, SearchMode::VectorOnly, SearchMode::Hybrid];
+
+/// The seed of the rolling receipt digest.
+pub const RECEIPT_CHAIN_SEED: &str = "semantic-memory-scifact-receipt-chain-v1";
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The fixture the builder wrote.
+    pub fixture: PathBuf,
+    /// Where the store and mapping live (built or resumed).
+    pub store_dir: PathBuf,
+    /// Where rows and aggregates go; existing ones are never overwritten.
+    pub output_dir: PathBuf,
+    /// Which queries.
+    pub split: Split,
+    /// Which modes, run in this order.
+    pub modes: Vec<SearchMode>,
+    /// The configuration; the frozen baseline unless a caller deliberately changes it.
+    pub config: SearchConfig,
+    /// The source revision the executable was built from (embedded at compile time by the binary).
+    pub build_revision: String,
+    /// `scifact-audit <version>`, recorded as the aggregate's author.
+    pub generated_by: String,
+}
+
+/// One finished (mode, split) run.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    /// The mode.
+    pub mode: SearchMode,
+    /// The rows file.
+    pub rows_path: PathBuf,
+    /// The aggregate file.
+    pub aggregate_path: PathBuf,
+    /// The aggregate as written.
+    pub aggregate: Aggregate,
+}
+
+/// What [`run`] did.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// Documents found already stored (and checked) before this run.
+    pub store_resumed_from: usize,
+    /// Documents this run inserted.
+    pub store_inserted: usize,
+    /// One summary per mode, in run order.
+    pub runs: Vec<RunSummary>,
+}
+
+/// The rows file name of `(mode, split)`.
+pub fn rows_file_name(mode: SearchMode, split: Split) -> String {
+    format!("scifact-{}-{split}.jsonl", mode.as_str())
+}
+
+/// The aggregate file name of `(mode, split)`.
+pub fn aggregate_file_name(mode: SearchMode, split: Split) -> String {
+    format!("scifact-{}-{split}.aggregate.json", mode.as_str())
+}
+
+/// The library API behind each mode.
+pub fn api_name(mode: SearchMode) -> &'static str {
+    match mode {
+        SearchMode::FtsOnly => "search_fts_only_with_context",
+        SearchMode::VectorOnly => "search_vector_only_with_context",
+        SearchMode::Hybrid => "search_explained_with_context",
+    }
+}
+
+/// `sha256:` over the canonical JSON of `config`: the configuration's identity.
+///
+/// # Errors
+/// [`Error::Json`] (never for a valid config).
+pub fn config_digest(config: &SearchConfig) -> Result<String> {
+    Ok(sha256_digest(&canonical_bytes_of(config)?))
+}
+
+/// The rolling digest over receipt digests in row order: `h0 = sha256(seed)`, `h_i = sha256(h_{i-1} + "\n" +
+/// digest_i)`, each as a `sha256:<hex>` string.
+pub fn rolling_digest<'a>(digests: impl IntoIterator<Item = &'a str>) -> String {
+    let mut chain = format!("sha256:{}", sha256_hex(RECEIPT_CHAIN_SEED.as_bytes()));
+    for digest in digests {
+        chain = format!("sha256:{}", sha256_hex(format!("{chain}\n{digest}").as_bytes()));
+    }
+    chain
+}
+
+/// A checked query ready to search.
+struct PreparedQuery {
+    id: String,
+    text: String,
+    vector: Vec<f32>,
+    qrels: BTreeMap<String, i64>,
+}
+
+/// Runs `options.modes` over `options.split`.
+///
+/// # Errors
+/// [`Error::Fixture`] for an unreadable or inconsistent fixture, [`Error::UnknownQuery`] for a query whose
+/// vector does not belong to its text, [`Error::SplitGuard`] for `all` before held-out receipts exist,
+/// [`Error::OutputExists`] rather than overwriting, [`Error::Store`] for a store of another fixture,
+/// [`Error::RequestIdCollision`] when the store already answered this mode and split, and I/O errors.
+pub fn run(options: &RunOptions, progress: &dyn Progress) -> Result<RunReport> {
+    let fixture_bytes = std::fs::read(&options.fixture)
+        .map_err(|source| Error::Io { path: options.fixture.clone(), source })?;
+    let fixture_sha256 = format!("sha256:{}", sha256_hex(&fixture_bytes));
+    let fixture = parse_fixture(&options.fixture, &fixture_bytes)?;
+    drop(fixture_bytes);
+    let queries = prepare_queries(&options.fixture, &fixture)?;
+    let ids: Vec<String> = queries.keys().cloned().collect();
+    let selected = select(&ids, options.split);
+    let config_sha256 = config_digest(&options.config)?;
+    options.config.validate()?;
+
+    if options.split == Split::All {
+        guard_all(&options.output_dir, &options.modes, &fixture_sha256, &config_sha256)?;
+    }
+    for mode in &options.modes {
+        for name in [rows_file_name(*mode, options.split), aggregate_file_name(*mode, options.split)] {
+            let path = options.output_dir.join(name);
+            if path.exists() {
+                return Err(Error::OutputExists { path });
+            }
+        }
+    }
+    std::fs::create_dir_all(&options.output_dir)
+        .map_err(|source| Error::Io { path: options.output_dir.clone(), source })?;
+
+    let eval_store = open_or_build(&options.store_dir, &fixture, &fixture_sha256, progress)?;
+    for mode in &options.modes {
+        for id in &selected {
+            let request = request_id(mode.as_str(), options.split, id);
+            if eval_store.store.receipt_for(&request)?.is_some() {
+                return Err(Error::RequestIdCollision {
+                    request_id: request,
+                    store: eval_store.store.path().to_owned(),
+                });
+            }
+        }
+    }
+
+    let context = RunContext {
+        options,
+        fixture: &fixture,
+        fixture_sha256: &fixture_sha256,
+        config_sha256: &config_sha256,
+        total_queries: ids.len(),
+        git: GitState::of(&std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))),
+        host: HostIdentity::current(),
+        executable: ExecutableIdentity::current(),
+    };
+    let mut runs = Vec::new();
+    for mode in &options.modes {
+        runs.push(run_mode(&context, &eval_store, *mode, &selected, &queries, progress)?);
+    }
+    Ok(RunReport { store_resumed_from: eval_store.resumed_from, store_inserted: eval_store.inserted, runs })
+}
+
+struct RunContext<'a> {
+    options: &'a RunOptions,
+    fixture: &'a Fixture,
+    fixture_sha256: &'a str,
+    config_sha256: &'a str,
+    total_queries: usize,
+    git: GitState,
+    host: HostIdentity,
+    executable: ExecutableIdentity,
+}
+
+fn parse_fixture(path: &Path, bytes: &[u8]) -> Result<Fixture> {
+    let fixture: Fixture = serde_json::from_slice(bytes).map_err(|error| Error::Fixture {
+        path: path.to_owned(),
+        reason: format!("does not parse: {error}"),
+    })?;
+    if fixture.schema != FIXTURE_SCHEMA {
+        return Err(Error::Fixture {
+            path: path.to_owned(),
+            reason: format!("schema {:?}, expected {FIXTURE_SCHEMA:?}", fixture.schema),
+        });
+    }
+    let dims = fixture.metadata.embedding.dims;
+    if let Some(document) = fixture.documents.iter().find(|d| d.vector.len() != dims) {
+        return Err(Error::Fixture {
+            path: path.to_owned(),
+            reason: format!(
+                "document {:?} has a {}-d vector, expected {dims}",
+                document.id,
+                document.vector.len()
+            ),
+        });
+    }
+    let mut seen = BTreeSet::new();
+    if let Some(document) = fixture.documents.iter().find(|d| !seen.insert(d.id.as_str())) {
+        return Err(Error::Fixture {
+            path: path.to_owned(),
+            reason: format!("document {:?} twice", document.id),
+        });
+    }
+    Ok(fixture)
+}
+
+/// Checks each query's vector belongs to its text (the semantic-text digest the builder embedded) and
+/// collects its judgements. The runner never embeds: a query it cannot vouch for is refused.
+fn prepare_queries(path: &Path, fixture: &Fixture) -> Result<BTreeMap<String, PreparedQuery>> {
+    let dims = fixture.metadata.embedding.dims;
+    let mut queries = BTreeMap::new();
+    for query in &fixture.queries {
+        let (semantic, _) = query_semantic_text(&query.text);
+        if sha256_hex(semantic.as_bytes()) != query.semantic_text_sha256 {
+            return Err(Error::UnknownQuery {
+                id: query.id.clone(),
+                reason:
+                    "its text is not the text the fixture embedded (semantic-text digest differs); rebuild \
+                         the fixture instead of re-embedding here"
+                        .into(),
+            });
+        }
+        if query.vector.len() != dims {
+            return Err(Error::UnknownQuery {
+                id: query.id.clone(),
+                reason: format!(
+                    "the fixture holds a {}-d vector for it, expected {dims}",
+                    query.vector.len()
+                ),
+            });
+        }
+        let prepared = PreparedQuery {
+            id: query.id.clone(),
+            text: query.text.clone(),
+            vector: to_f32(&query.vector),
+            qrels: BTreeMap::new(),
+        };
+        if queries.insert(query.id.clone(), prepared).is_some() {
+            return Err(Error::Fixture {
+                path: path.to_owned(),
+                reason: format!("query {:?} twice", query.id),
+            });
+        }
+    }
+    let documents: BTreeSet<&str> = fixture.documents.iter().map(|d| d.id.as_str()).collect();
+    for qrel in &fixture.qrels {
+        let query = queries.get_mut(&qrel.query_id).ok_or_else(|| Error::Fixture {
+            path: path.to_owned(),
+            reason: format!("a judgement names query {:?}, which the fixture lacks", qrel.query_id),
+        })?;
+        if !documents.contains(qrel.doc_id.as_str()) {
+            return Err(Error::Fixture {
+                path: path.to_owned(),
+                reason: format!("a judgement names document {:?}, which the fixture lacks", qrel.doc_id),
+            });
+        }
+        query.qrels.insert(qrel.doc_id.clone(), qrel.score);
+    }
+    Ok(queries)
+}
+
+/// `--split all` is a final all-query receipt, never a tuning surface: it needs every mode's held-out
+/// aggregate for the same fixture and configuration.
+fn guard_all(
+    output_dir: &Path,
+    modes: &[SearchMode],
+    fixture_sha256: &str,
+    config_sha256: &str,
+) -> Result<()> {
+    for mode in modes {
+        let path = output_dir.join(aggregate_file_name(*mode, Split::Heldout));
+        let refuse = |why: String| Error::SplitGuard {
+            reason: format!(
+                "--split all runs only after the held-out run of the same fixture and configuration; {why}"
+            ),
+        };
+        let bytes = std::fs::read(&path)
+            .map_err(|_| refuse(format!("{} does not exist; run --split heldout first", path.display())))?;
+        let aggregate: Aggregate = serde_json::from_slice(&bytes)
+            .map_err(|error| refuse(format!("{} does not parse: {error}", path.display())))?;
+        if aggregate.corpus.fixture_sha256 != fixture_sha256 {
+            return Err(refuse(format!("{} was made from another fixture", path.display())));
+        }
+        if aggregate.retrieval.config_sha256 != config_sha256 {
+            return Err(refuse(format!("{} was made with another configuration", path.display())));
+        }
+    }
+    Ok(())
+}
+
+fn run_mode(
+    context: &RunContext<'_>,
+    eval_store: &EvalStore,
+    mode: SearchMode,
+    selected: &[String],
+    queries: &BTreeMap<String, PreparedQuery>,
+    progress: &dyn Progress,
+) -> Result<RunSummary> {
+    let options = context.options;
+    let started_unix = unix_now();
+    let doc_of: HashMap<i64, &str> = doc_index(&eval_store.mapping);
+    progress.start(&format!("{} {}", mode.as_str(), options.split), selected.len() as u64);
+    let mut rows = Vec::with_capacity(selected.len());
+    for id in selected {
+        let Some(query) = queries.get(id) else { continue };
+        let row = run_query(&eval_store.store, &options.config, mode, options.split, query, &doc_of)?;
+        rows.push(row);
+        progress.advance(1);
+    }
+    progress.finish();
+
+    let rows_name = rows_file_name(mode, options.split);
+    let rows_path = options.output_dir.join(&rows_name);
+    let mut rows_bytes = Vec::new();
+    for row in &rows {
+        rows_bytes.extend(serde_json::to_vec(row)?);
+        rows_bytes.push(b'\n');
+    }
+    write_atomically(&rows_path, &rows_bytes)?;
+
+    let db_path = eval_store.store.path().to_owned();
+    let db_bytes = std::fs::read(&db_path).map_err(|source| Error::Io { path: db_path.clone(), source })?;
+    let aggregate = Aggregate {
+        schema: AGGREGATE_SCHEMA.into(),
+        generated_by: options.generated_by.clone(),
+        mode: mode.as_str().into(),
+        split: options.split,
+        started_unix,
+        finished_unix: unix_now(),
+        metrics: AggregateMetrics {
+            quality: mean_metrics(&rows.iter().map(|r| r.metrics).collect::<Vec<_>>()),
+            latency_ms: latency_summary(&rows.iter().map(|r| r.latency_ms).collect::<Vec<_>>()),
+        },
+        queries: statistics(&rows),
+        rows: RowsBinding {
+            file: rows_name,
+            sha256: format!("sha256:{}", sha256_hex(&rows_bytes)),
+            count: rows.len(),
+        },
+        executable: context.executable.clone(),
+        source: SourceBinding {
+            runner_version: env!("CARGO_PKG_VERSION").into(),
+            build_revision: options.build_revision.clone(),
+            git: context.git.clone(),
+        },
+        host: context.host.clone(),
+        corpus: CorpusBinding {
+            fixture_path: options.fixture.display().to_string(),
+            fixture_sha256: context.fixture_sha256.into(),
+            fixture_schema: context.fixture.schema.clone(),
+            source: context.fixture.metadata.source.clone(),
+            counts: context.fixture.metadata.counts,
+            text_policy: context.fixture.metadata.text_policy.clone(),
+        },
+        embedding: context.fixture.metadata.embedding.clone(),
+        store: StoreBinding {
+            db_path: db_path.display().to_string(),
+            db_sha256_after_run: format!("sha256:{}", sha256_hex(&db_bytes)),
+            receipts_after_run: eval_store.store.receipt_count()?,
+            namespace: NAMESPACE.into(),
+            mapping_path: eval_store.mapping_path.display().to_string(),
+            mapping_sha256: eval_store.mapping_sha256.clone(),
+            documents: eval_store.mapping.entries.len(),
+        },
+        retrieval: RetrievalBinding {
+            api: api_name(mode).into(),
+            top_k: options.config.top_k,
+            source_types: Vec::new(),
+            config: options.config.clone(),
+            config_sha256: context.config_sha256.into(),
+            baseline: options.config == SearchConfig::default(),
+            backends: backend_summary(&rows),
+        },
+        split_binding: SplitBinding {
+            algorithm: SPLIT_ALGORITHM.into(),
+            calibration_count: CALIBRATION_COUNT,
+            total: context.total_queries,
+            selected_ids: selected.to_vec(),
+            selected_ids_sha256: selected_ids_digest(selected),
+        },
+        receipts: ReceiptsBinding {
+            count: rows.iter().filter(|r| r.receipt.is_some()).count(),
+            algorithm: format!(
+                "h0 = sha256(\"{RECEIPT_CHAIN_SEED}\"); h_i = sha256(h_(i-1) + \"\\n\" + receipt_digest_i) over \
+                 rows with a receipt, in row order; each h as \"sha256:<hex>\""
+            ),
+            rolling_digest: rolling_digest(
+                rows.iter().filter_map(|r| r.receipt.as_ref()).map(|r| r.digest.as_str()),
+            ),
+        },
+        capabilities: capabilities(),
+        claim_boundary: claim_boundary(),
+    };
+    let aggregate_path = options.output_dir.join(aggregate_file_name(mode, options.split));
+    let mut aggregate_bytes = serde_json::to_vec_pretty(&aggregate)?;
+    aggregate_bytes.push(b'\n');
+    write_atomically(&aggregate_path, &aggregate_bytes)?;
+    Ok(RunSummary { mode, rows_path, aggregate_path, aggregate })
+}
+
+fn doc_index(mapping: &Mapping) -> HashMap<i64, &str> {
+    mapping.entries.iter().map(|e| (e.fact_id.0, e.doc_id.as_str())).collect()
+}
+
+fn run_query(
+    store: &FactStore,
+    config: &SearchConfig,
+    mode: SearchMode,
+    split: Split,
+    query: &PreparedQuery,
+    doc_of: &HashMap<i64, &str>,
+) -> Result<QueryRow> {
+    let request = request_id(mode.as_str(), split, &query.id);
+    let context = SearchContext::new(request.clone(), NAMESPACE);
+    let started = Instant::now();
+    let outcome = match mode {
+        SearchMode::FtsOnly => store.search_fts_only_with_context(&query.text, config, &context),
+        SearchMode::VectorOnly => store.search_vector_only_with_context(&query.vector, config, &context),
+        SearchMode::Hybrid => {
+            store.search_explained_with_context(&query.text, &query.vector, config, &context)
+        }
+    };
+    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let mut row = QueryRow {
+        schema: ROW_SCHEMA.into(),
+        mode: mode.as_str().into(),
+        split,
+        query_id: query.id.clone(),
+        query_text_sha256: format!("sha256:{}", sha256_hex(query.text.as_bytes())),
+        request_id: request.clone(),
+        qrels: query.qrels.clone(),
+        ranked_doc_ids: Vec::new(),
+        results: Vec::new(),
+        latency_ms,
+        retrieval_ms: None,
+        error: None,
+        metrics: query_metrics(&[], &query.qrels),
+        receipt: None,
+    };
+    match outcome {
+        Ok(outcome) => fill_results(&mut row, outcome, doc_of),
+        Err(semantic_memory::Error::RequestIdCollision { request_id }) => {
+            return Err(Error::RequestIdCollision { request_id, store: store.path().to_owned() });
+        }
+        Err(error) => row.error = Some(error.to_string()),
+    }
+    Ok(row)
+}
+
+fn fill_results(row: &mut QueryRow, outcome: SearchOutcome, doc_of: &HashMap<i64, &str>) {
+    let mut results = Vec::with_capacity(outcome.hits().len());
+    for hit in outcome.hits() {
+        let Some(doc_id) = doc_of.get(&hit.fact_id.0) else {
+            row.error = Some(format!("fact {} is not in the mapping", hit.fact_id));
+            return;
+        };
+        results.push(ResultDetail {
+            rank: hit.rank,
+            fact_id: hit.fact_id,
+            doc_id: (*doc_id).to_owned(),
+            score: hit.score,
+            lexical: hit.lexical,
+            vector: hit.vector,
+        });
+    }
+    row.ranked_doc_ids = results.iter().map(|r| r.doc_id.clone()).collect();
+    row.metrics = query_metrics(&row.ranked_doc_ids, &row.qrels);
+    row.results = results;
+    row.retrieval_ms = Some(outcome.timing.retrieval.as_secs_f64() * 1000.0);
+    row.receipt = Some(outcome.receipt);
+}
+
+/// Row statistics the contract asks for.
+pub fn statistics(rows: &[QueryRow]) -> QueryStatistics {
+    let mut distribution = BTreeMap::new();
+    let mut unique = BTreeSet::new();
+    let mut top1: BTreeMap<&str, usize> = BTreeMap::new();
+    for row in rows {
+        *distribution.entry(row.ranked_doc_ids.len().to_string()).or_insert(0) += 1;
+        unique.extend(row.ranked_doc_ids.iter().map(String::as_str));
+        if let Some(first) = row.ranked_doc_ids.first() {
+            *top1.entry(first.as_str()).or_insert(0) += 1;
+        }
+    }
+    // Highest count; among equals the smallest id, because BTreeMap iterates ids ascending and max_by_key
+    // keeps the last maximum, so compare on (count, Reverse(id)).
+    let most_repeated_top1 = top1
+        .iter()
+        .max_by_key(|(id, count)| (**count, std::cmp::Reverse(**id)))
+        .map(|(id, count)| TopDocument { doc_id: (*id).to_owned(), count: *count });
+    QueryStatistics {
+        selected: rows.len(),
+        failures: rows.iter().filter(|r| r.error.is_some()).count(),
+        result_count_distribution: distribution,
+        unique_retrieved_docs: unique.len(),
+        most_repeated_top1,
+    }
+}
+
+fn backend_summary(rows: &[QueryRow]) -> BackendSummary {
+    let mut summary = BackendSummary {
+        lexical: BTreeMap::new(),
+        vector: BTreeMap::new(),
+        vector_exact: 0,
+        vector_fallbacks: 0,
+    };
+    for receipt in rows.iter().filter_map(|r| r.receipt.as_ref()) {
+        if let Some(lexical) = &receipt.lexical {
+            *summary.lexical.entry(lexical.backend.clone()).or_insert(0) += 1;
+        }
+        if let Some(vector) = &receipt.vector {
+            *summary.vector.entry(vector.backend.clone()).or_insert(0) += 1;
+            summary.vector_exact += usize::from(vector.exact);
+            summary.vector_fallbacks += usize::from(vector.fallback_reason.is_some());
+        }
+    }
+    summary
+}
+
+/// The capability boundaries every aggregate repeats.
+pub fn capabilities() -> Vec<Capability> {
+    let unavailable =
+        |name: &str, reason: &str| Capability { name: name.into(), available: false, reason: reason.into() };
+    vec![
+        unavailable(
+            "sparse",
+            "native sparse/SPLADE retrieval is not implemented: sparse_weight is 0 and dense-derived sparse \
+             retrieval is off",
+        ),
+        unavailable(
+            "graph",
+            "SciFact ingestion creates no graph edges, so graph and factor-graph retrieval are never exercised",
+        ),
+        unavailable(
+            "matryoshka",
+            "candidate_dims is None: vectors are only searched at their full dimension",
+        ),
+        unavailable("late_interaction", "late_interaction_weight is 0 and no token-level vectors are stored"),
+    ]
+}
+
+/// The contract's claim boundary, verbatim in substance.
+pub fn claim_boundary() -> ClaimBoundary {
+    let list = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect();
+    ClaimBoundary {
+        statement: "A validated run supports claims about retrieval quality and local latency for exactly the \
+                    executable, source revision, corpus, model, store, mode, configuration, split and rows bound \
+                    here. Publish the validated bundle and what it does not establish, never a bare metric table."
+            .into(),
+        supports: list(&[
+            "executable and source revision",
+            "SciFact corpus and payload hashes",
+            "embedding model and dimensions",
+            "persisted store and document mapping",
+            "retrieval mode and configuration",
+            "split definition and selected query ids",
+            "raw per-query rows and aggregate receipt",
+        ]),
+        does_not_establish: list(&[
+            "superiority over another system",
+            "general-domain retrieval quality",
+            "embedding-model quality in isolation",
+            "graph or factor-graph retrieval quality",
+            "native sparse/SPLADE retrieval",
+            "token-level late interaction",
+            "Matryoshka retrieval quality",
+            "production latency on another host",
+        ]),
+    }
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    embedding::write_atomically(path, bytes).map_err(|error| Error::Io {
+        path: path.to_owned(),
+        source: std::io::Error::other(error.to_string()),
+    })
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
