@@ -27,6 +27,26 @@ pub(crate) enum Command {
     /// Calibration is for diagnosis and configuration choice; run held-out once, after freezing; `all` only
     /// after held-out. Never overwrites a receipt.
     Run(RunArgs),
+    /// Independently validate aggregates: recompute every metric, the split, the row hash and count, result
+    /// agreement and statistics; check query, qrels and corpus identity against the fixture and the
+    /// executable and mapping hashes when those files remain. Exits 1 and lists the failed checks on any
+    /// mismatch.
+    Validate(ValidateArgs),
+    /// Validate every aggregate in a directory and close the gaps the contract leaves open: exactness policy,
+    /// per-query receipt digests, effective configuration, a re-embedded sample, the live database and
+    /// mapping, clean git state, host identity. Writes verification.json there; exits 1 on any failure.
+    Verify(VerifyArgs),
+    /// Generate a minisign key pair (encrypted with $MINISIGN_PASSWORD or a prompted password, unless
+    /// --without-password).
+    Keygen(KeygenArgs),
+    /// Copy a verified run into a bundle directory (rows, aggregates, mapping, fixture metadata without any
+    /// text, effective configuration, verification report) with an in-toto manifest.json.
+    Bundle(BundleArgs),
+    /// Sign a bundle's manifest.json with a minisign secret key (ours or the minisign CLI's; password from
+    /// $MINISIGN_PASSWORD or a prompt), writing manifest.json.minisig.
+    Sign(SignArgs),
+    /// Verify a bundle offline: signature, every file's sha256, the claim, and validation of its own files.
+    VerifyBundle(VerifyBundleArgs),
 }
 
 /// Which embedder runs the model.
@@ -140,6 +160,81 @@ pub(crate) struct RunArgs {
     /// Which retrieval mode(s) to run
     #[arg(long, value_enum)]
     pub(crate) mode: ModeArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ValidateArgs {
+    /// Aggregate files (scifact-<mode>-<split>.aggregate.json)
+    #[arg(required = true, value_name = "AGGREGATE")]
+    pub(crate) aggregates: Vec<PathBuf>,
+    /// The fixture, when it is not at the path the aggregates record
+    #[arg(long, value_name = "FIXTURE")]
+    pub(crate) corpus: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct VerifyArgs {
+    /// Directory holding the rows and aggregates
+    #[arg(long, value_name = "DIR")]
+    pub(crate) output_dir: PathBuf,
+    /// The store directory, when it moved
+    #[arg(long, value_name = "DIR")]
+    pub(crate) store_dir: Option<PathBuf>,
+    /// The fixture, when it moved
+    #[arg(long, value_name = "FIXTURE")]
+    pub(crate) corpus: Option<PathBuf>,
+    /// The model directory for the embedding re-check [default: $SCIFACT_MODEL_DIR, else the user cache]
+    #[arg(long, value_name = "DIR")]
+    pub(crate) model_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct KeygenArgs {
+    /// Where to write the secret key (never overwritten)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) secret_key: PathBuf,
+    /// Where to write the public key (never overwritten)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) public_key: PathBuf,
+    /// Store the secret key unencrypted
+    #[arg(long)]
+    pub(crate) without_password: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct BundleArgs {
+    /// Directory holding the verified rows, aggregates and verification.json
+    #[arg(long, value_name = "DIR")]
+    pub(crate) output_dir: PathBuf,
+    /// The bundle directory to create (must be absent or empty)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) bundle_dir: PathBuf,
+    /// The store directory, when it moved
+    #[arg(long, value_name = "DIR")]
+    pub(crate) store_dir: Option<PathBuf>,
+    /// The fixture, when it moved
+    #[arg(long, value_name = "FIXTURE")]
+    pub(crate) corpus: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct SignArgs {
+    /// The bundle directory
+    #[arg(long, value_name = "DIR")]
+    pub(crate) bundle_dir: PathBuf,
+    /// A minisign secret key file
+    #[arg(long, value_name = "FILE")]
+    pub(crate) secret_key: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct VerifyBundleArgs {
+    /// The bundle directory
+    #[arg(long, value_name = "DIR")]
+    pub(crate) bundle_dir: PathBuf,
+    /// The signer's minisign public key file
+    #[arg(long, alias = "pubkey", value_name = "FILE")]
+    pub(crate) public_key: PathBuf,
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The `scifact-audit` driver: parses the command line, runs one subcommand, maps the outcome to an exit code.
 
+mod audit;
 mod build;
 mod cli;
 mod embed;
@@ -31,5 +32,11 @@ fn run() -> anyhow::Result<ExitCode> {
         cli::Command::Embed(args) => embed::run(&args),
         cli::Command::Build(args) => build::run(&args),
         cli::Command::Run(args) => run::run(&args),
+        cli::Command::Validate(args) => audit::validate(&args),
+        cli::Command::Verify(args) => audit::verify(&args),
+        cli::Command::Keygen(args) => audit::keygen(&args),
+        cli::Command::Bundle(args) => audit::bundle(&args),
+        cli::Command::Sign(args) => audit::sign(&args),
+        cli::Command::VerifyBundle(args) => audit::verify_bundle(&args),
     }
 }

@@ -265,6 +265,9 @@ pub struct SplitBinding {
     pub calibration_count: usize,
     /// Test queries in the fixture.
     pub total: usize,
+    /// Every test query id of the fixture, sorted as strings: what the split was drawn from, so a validator
+    /// can redraw it.
+    pub all_query_ids: Vec<String>,
     /// The selected ids, in split order.
     pub selected_ids: Vec<String>,
     /// [`crate::selected_ids_digest`] of them.

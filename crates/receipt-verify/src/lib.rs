@@ -1,0 +1,43 @@
+//! `receipt-verify`: checks SciFact evaluation artifacts without trusting the code that made them.
+//!
+//! # Overview
+//! It reads rows, aggregates, mappings and databases as data and recomputes everything with its own code: the
+//! metrics ([`metrics`]), canonical JSON and digests ([`canonical`]), the split ([`draw_split`]). It never
+//! depends on `scifact-eval` or `semantic-memory`; the two implementations agreeing is the evidence.
+//! - [`validate`]: the contract's validator for one aggregate and its rows.
+//! - [`verify`]: the validator plus the gaps the contract admits (exactness policy, receipt digests,
+//!   effective configuration, embedding values, the live database, clean git state, host identity).
+//! - [`make_bundle`], [`keygen`], [`sign_bytes`], [`verify_bundle`]: a signed in-toto bundle that a third
+//!   party verifies offline with the public key.
+//!
+//! Disagreements are failed [`Check`]s in a [`Report`], never errors; [`Error`] means an input could not be
+//! read at all.
+
+mod artifacts;
+mod bundle;
+pub mod canonical;
+mod error;
+mod fixture;
+pub mod metrics;
+mod report;
+mod sign;
+mod validate;
+mod verify;
+
+pub use crate::artifacts::{AGGREGATE_SCHEMA, ROW_SCHEMA, Run, aggregates_in};
+pub use crate::bundle::{
+    BundleOptions, EFFECTIVE_CONFIG_FILE, FIXTURE_METADATA_FILE, MANIFEST_FILE, MAPPING_FILE, PREDICATE_TYPE,
+    STATEMENT_TYPE, VERIFICATION_FILE, claim, make_bundle, verify_bundle,
+};
+pub use crate::error::{Error, Result};
+pub use crate::fixture::{FIXTURE_VIEW_SCHEMA, FixtureView, FullFixture};
+pub use crate::report::{Check, REPORT_SCHEMA, Report, Status};
+pub use crate::sign::{
+    SIGNATURE_FILE, TRUSTED_COMMENT_PREFIX, keygen, load_public_key, load_secret_key, sign_bytes,
+    verify_bytes,
+};
+pub use crate::validate::{Evidence, METRIC_TOLERANCE, draw_split, validate};
+pub use crate::verify::{
+    EMBEDDING_MIN_COSINE, EMBEDDING_SAMPLE, Verification, VerifyOptions, frozen_baseline, gaps, verify,
+    write_verification,
+};

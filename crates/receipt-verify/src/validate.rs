@@ -1,0 +1,469 @@
+//! The contract's independent validator: everything recomputable from an aggregate, its rows and (when
+//! present) the fixture view, mapping and executable. Each check is named; the first difference is the
+//! evidence.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::artifacts::{AGGREGATE_SCHEMA, ROW_SCHEMA, Run, qrels_of, strings};
+use crate::canonical::{hex, sha256_tagged};
+use crate::fixture::FixtureView;
+use crate::metrics::{METRIC_NAMES, metrics, percentile};
+use crate::report::{Report, Status};
+
+/// Absolute tolerance between a recorded metric and its recomputation (summation order may differ).
+pub const METRIC_TOLERANCE: f64 = 1e-9;
+
+/// Where the optional evidence comes from.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Evidence<'a> {
+    /// The fixture (or its bundle view), for query, qrels and corpus identity.
+    pub fixture: Option<&'a FixtureView>,
+    /// The mapping file, instead of the path the aggregate records.
+    pub mapping: Option<&'a Path>,
+}
+
+/// Validates one run.
+pub fn validate(run: &Run, evidence: Evidence<'_>) -> Report {
+    let mut report = Report::default();
+    let scope = run.name.as_str();
+    report.record(scope, "aggregate.schema", schema(run));
+    let rows = match &run.rows {
+        Ok(rows) => rows,
+        Err(reason) => {
+            report.push(scope, "rows.file", Status::Fail, reason.clone());
+            return report;
+        }
+    };
+    report.record(scope, "rows.file", rows_file(run, rows));
+    report.record(scope, "rows.identity", rows_identity(run, rows));
+    report.record(scope, "split.membership", split_membership(run, rows));
+    match evidence.fixture {
+        Some(view) => {
+            report.record(scope, "corpus.hashes", corpus_hashes(run, view));
+            report.record(scope, "query.identity", query_identity(rows, view));
+            report.record(scope, "qrels.identity", qrels_identity(rows, view));
+        }
+        None => {
+            for name in ["corpus.hashes", "query.identity", "qrels.identity"] {
+                report.push(scope, name, Status::NotChecked, "no fixture or fixture-metadata.json available");
+            }
+        }
+    }
+    report.record(scope, "results.agreement", results_agreement(run, rows));
+    report.record(scope, "metrics.per_query", per_query_metrics(rows));
+    report.record(scope, "metrics.aggregate", aggregate_metrics(run, rows));
+    report.record(scope, "statistics", statistics(run, rows));
+    let (status, text) = executable(run);
+    report.push(scope, "executable.hash", status, text);
+    let (status, text) = mapping(run, rows, evidence.mapping, evidence.fixture);
+    report.push(scope, "mapping.hash", status, text);
+    report
+}
+
+fn schema(run: &Run) -> Result<String, String> {
+    let found = run.str_at("/schema");
+    if found != AGGREGATE_SCHEMA {
+        return Err(format!("schema {found:?}, expected {AGGREGATE_SCHEMA:?}"));
+    }
+    for key in [
+        "mode",
+        "split",
+        "metrics",
+        "queries",
+        "rows",
+        "executable",
+        "source",
+        "host",
+        "corpus",
+        "embedding",
+        "store",
+        "retrieval",
+        "split_binding",
+        "receipts",
+        "capabilities",
+        "claim_boundary",
+    ] {
+        if run.aggregate.get(key).is_none() {
+            return Err(format!("missing field {key:?}"));
+        }
+    }
+    Ok(format!("{AGGREGATE_SCHEMA}, every binding present"))
+}
+
+fn rows_file(run: &Run, rows: &[Value]) -> Result<String, String> {
+    let recorded = run.str_at("/rows/sha256");
+    let actual = run.rows_sha256().unwrap_or_default();
+    if recorded != actual {
+        return Err(format!(
+            "{} hashes to {actual}, the aggregate records {recorded}",
+            run.rows_path.display()
+        ));
+    }
+    let count = run.aggregate.pointer("/rows/count").and_then(Value::as_u64);
+    let selected = run.aggregate.pointer("/queries/selected").and_then(Value::as_u64);
+    if count != Some(rows.len() as u64) || selected != Some(rows.len() as u64) {
+        return Err(format!(
+            "{} rows, the aggregate records {count:?} rows and {selected:?} selected",
+            rows.len()
+        ));
+    }
+    Ok(format!("{} rows, {actual}", rows.len()))
+}
+
+fn rows_identity(run: &Run, rows: &[Value]) -> Result<String, String> {
+    let mode = run.str_at("/mode");
+    let split = run.str_at("/split");
+    let mut seen = BTreeSet::new();
+    for (i, row) in rows.iter().enumerate() {
+        let line = i + 1;
+        let field = |name: &str| row.get(name).and_then(Value::as_str).unwrap_or("");
+        if field("schema") != ROW_SCHEMA {
+            return Err(format!("row {line}: schema {:?}", field("schema")));
+        }
+        if field("mode") != mode || field("split") != split {
+            return Err(format!(
+                "row {line}: mode/split {}/{}, aggregate {mode}/{split}",
+                field("mode"),
+                field("split")
+            ));
+        }
+        let id = field("query_id");
+        if !seen.insert(id.to_owned()) {
+            return Err(format!("row {line}: query {id:?} appears twice"));
+        }
+        let expected = format!("scifact/{mode}/{split}/{id}");
+        if field("request_id") != expected {
+            return Err(format!("row {line}: request id {:?}, expected {expected:?}", field("request_id")));
+        }
+    }
+    Ok(format!("{} rows of {mode}/{split}, unique query ids, deterministic request ids", rows.len()))
+}
+
+/// The split, drawn again: sort by (sha256 hex of the id, id), the first `calibration_count` calibrate.
+pub fn draw_split(all: &[String], calibration_count: usize, split: &str) -> Option<Vec<String>> {
+    let mut keyed: Vec<(String, String)> =
+        all.iter().map(|id| (hex(&Sha256::digest(id.as_bytes())), id.clone())).collect();
+    keyed.sort();
+    let ordered: Vec<String> = keyed.into_iter().map(|(_, id)| id).collect();
+    let cut = calibration_count.min(ordered.len());
+    match split {
+        "calibration" => Some(ordered[..cut].to_vec()),
+        "heldout" => Some(ordered[cut..].to_vec()),
+        "all" => Some(ordered),
+        _ => None,
+    }
+}
+
+fn split_membership(run: &Run, rows: &[Value]) -> Result<String, String> {
+    let binding = run.aggregate.get("split_binding").ok_or("no split_binding")?;
+    let all = strings(binding.get("all_query_ids"));
+    let calibration =
+        binding.get("calibration_count").and_then(Value::as_u64).ok_or("no calibration_count")?;
+    if calibration != 100 {
+        return Err(format!("calibration_count {calibration}, the contract fixes 100"));
+    }
+    if binding.get("total").and_then(Value::as_u64) != Some(all.len() as u64) {
+        return Err("total differs from the number of query ids".into());
+    }
+    let split = run.str_at("/split");
+    let drawn = draw_split(&all, 100, split).ok_or_else(|| format!("unknown split {split:?}"))?;
+    let recorded = strings(binding.get("selected_ids"));
+    if recorded != drawn {
+        return Err(format!("selected_ids differ from the split drawn again from {} ids", all.len()));
+    }
+    let digest = sha256_tagged(drawn.join("\n").as_bytes());
+    if binding.get("selected_ids_sha256").and_then(Value::as_str) != Some(digest.as_str()) {
+        return Err("selected_ids_sha256 does not match".into());
+    }
+    let row_ids: Vec<String> = rows.iter().map(|r| r["query_id"].as_str().unwrap_or("").to_owned()).collect();
+    if row_ids != drawn {
+        return Err("rows are not exactly the selected queries in split order".into());
+    }
+    Ok(format!("{} of {} ids, {digest}", drawn.len(), all.len()))
+}
+
+fn corpus_hashes(run: &Run, view: &FixtureView) -> Result<String, String> {
+    let recorded = run.str_at("/corpus/fixture_sha256");
+    if recorded != view.fixture_sha256 {
+        return Err(format!(
+            "aggregate binds fixture {recorded}, the fixture given is {}",
+            view.fixture_sha256
+        ));
+    }
+    for (field, theirs) in
+        [("source", "/corpus/source"), ("counts", "/corpus/counts"), ("text_policy", "/corpus/text_policy")]
+    {
+        if view.metadata.get(field) != run.aggregate.pointer(theirs) {
+            return Err(format!("corpus {field} differs from the fixture's metadata"));
+        }
+    }
+    if view.metadata.get("embedding") != run.aggregate.get("embedding") {
+        return Err("embedding identity differs from the fixture's metadata".into());
+    }
+    if view.query_text_sha256.keys().cloned().collect::<Vec<_>>()
+        != strings(run.aggregate.pointer("/split_binding/all_query_ids"))
+    {
+        return Err("all_query_ids differ from the fixture's test queries".into());
+    }
+    Ok(format!("fixture {recorded}; archive {}", run.str_at("/corpus/source/archive_sha256")))
+}
+
+fn query_identity(rows: &[Value], view: &FixtureView) -> Result<String, String> {
+    for row in rows {
+        let id = row["query_id"].as_str().unwrap_or("");
+        let expected =
+            view.query_text_sha256.get(id).ok_or_else(|| format!("query {id:?} is not in the fixture"))?;
+        if row["query_text_sha256"].as_str() != Some(expected.as_str()) {
+            return Err(format!("query {id:?}: text digest differs from the fixture's"));
+        }
+    }
+    Ok(format!("{} query text digests match", rows.len()))
+}
+
+fn qrels_identity(rows: &[Value], view: &FixtureView) -> Result<String, String> {
+    for row in rows {
+        let id = row["query_id"].as_str().unwrap_or("");
+        let expected = view.qrels.get(id).cloned().unwrap_or_default();
+        if qrels_of(row) != expected {
+            return Err(format!("query {id:?}: qrels differ from the fixture's"));
+        }
+    }
+    Ok(format!("qrels of {} queries match", rows.len()))
+}
+
+fn results_agreement(run: &Run, rows: &[Value]) -> Result<String, String> {
+    let top_k = run.aggregate.pointer("/retrieval/top_k").and_then(Value::as_u64).unwrap_or(0) as usize;
+    for row in rows {
+        let id = row["query_id"].as_str().unwrap_or("");
+        let ranked = strings(row.get("ranked_doc_ids"));
+        let results = row.get("results").and_then(Value::as_array).cloned().unwrap_or_default();
+        let error = row.get("error").is_some_and(|e| !e.is_null());
+        if error && (!ranked.is_empty() || !results.is_empty() || !row["receipt"].is_null()) {
+            return Err(format!("query {id:?}: a failed row carries results"));
+        }
+        if !error && row["receipt"].is_null() {
+            return Err(format!("query {id:?}: a successful row has no receipt"));
+        }
+        if ranked.len() > top_k {
+            return Err(format!("query {id:?}: {} results exceed top_k {top_k}", ranked.len()));
+        }
+        let docs: Vec<String> =
+            results.iter().map(|r| r["doc_id"].as_str().unwrap_or("").to_owned()).collect();
+        if docs != ranked {
+            return Err(format!("query {id:?}: ranked_doc_ids disagree with the result objects"));
+        }
+        if docs.iter().collect::<BTreeSet<_>>().len() != docs.len() {
+            return Err(format!("query {id:?}: a document appears twice"));
+        }
+        let ranks: Vec<u64> = results.iter().map(|r| r["rank"].as_u64().unwrap_or(0)).collect();
+        if ranks != (1..=results.len() as u64).collect::<Vec<_>>() {
+            return Err(format!("query {id:?}: ranks are not contiguous from 1"));
+        }
+        let facts: Vec<&Value> = results.iter().map(|r| &r["fact_id"]).collect();
+        if facts.iter().map(|f| f.to_string()).collect::<BTreeSet<_>>().len() != facts.len() {
+            return Err(format!("query {id:?}: a fact appears twice"));
+        }
+        if let Some(hits) = row.pointer("/receipt/hits").and_then(Value::as_array) {
+            let receipt_facts: Vec<&Value> = hits.iter().map(|h| &h["fact_id"]).collect();
+            let receipt_scores: Vec<&Value> = hits.iter().map(|h| &h["score"]).collect();
+            let scores: Vec<&Value> = results.iter().map(|r| &r["score"]).collect();
+            if receipt_facts != facts || receipt_scores != scores {
+                return Err(format!("query {id:?}: results disagree with the receipt's hits"));
+            }
+        }
+    }
+    Ok(format!(
+        "{} rows: rankings, result objects and receipt hits agree; ranks contiguous; ids unique",
+        rows.len()
+    ))
+}
+
+fn row_metrics(row: &Value) -> BTreeMap<&'static str, f64> {
+    metrics(&strings(row.get("ranked_doc_ids")), &qrels_of(row))
+}
+
+fn per_query_metrics(rows: &[Value]) -> Result<String, String> {
+    for row in rows {
+        let id = row["query_id"].as_str().unwrap_or("");
+        let ours = row_metrics(row);
+        for name in METRIC_NAMES {
+            let recorded =
+                row.pointer(&format!("/metrics/{}", name.replace('/', "~1"))).and_then(Value::as_f64);
+            match recorded {
+                Some(value) if (value - ours[name]).abs() <= METRIC_TOLERANCE => {}
+                other => {
+                    return Err(format!("query {id:?} {name}: recorded {other:?}, recomputed {}", ours[name]));
+                }
+            }
+        }
+    }
+    Ok(format!("{} rows x {} metrics recomputed within {METRIC_TOLERANCE:e}", rows.len(), METRIC_NAMES.len()))
+}
+
+fn aggregate_metrics(run: &Run, rows: &[Value]) -> Result<String, String> {
+    let n = rows.len().max(1) as f64;
+    let per_row: Vec<BTreeMap<&'static str, f64>> = rows.iter().map(row_metrics).collect();
+    let mut shown = Vec::new();
+    for name in METRIC_NAMES {
+        let mean = per_row.iter().map(|m| m[name]).sum::<f64>() / n;
+        let recorded = run.aggregate.pointer(&format!("/metrics/{name}")).and_then(Value::as_f64);
+        match recorded {
+            Some(value) if (value - mean).abs() <= METRIC_TOLERANCE => {
+                shown.push(format!("{name} {mean:.4}"))
+            }
+            other => return Err(format!("{name}: recorded {other:?}, recomputed mean {mean}")),
+        }
+    }
+    let latencies: Vec<f64> = rows.iter().map(|r| r["latency_ms"].as_f64().unwrap_or(f64::NAN)).collect();
+    if latencies.iter().any(|l| !l.is_finite() || *l < 0.0) {
+        return Err("a row has no finite latency".into());
+    }
+    let expected = [
+        ("mean", latencies.iter().sum::<f64>() / n),
+        ("p50", percentile(&latencies, 50.0)),
+        ("p95", percentile(&latencies, 95.0)),
+        ("max", latencies.iter().copied().fold(0.0, f64::max)),
+    ];
+    for (name, value) in expected {
+        let recorded = run.aggregate.pointer(&format!("/metrics/latency_ms/{name}")).and_then(Value::as_f64);
+        if !recorded.is_some_and(|r| (r - value).abs() <= 1e-9 * value.abs().max(1.0)) {
+            return Err(format!("latency {name}: recorded {recorded:?}, recomputed {value}"));
+        }
+    }
+    Ok(shown.join(", "))
+}
+
+fn statistics(run: &Run, rows: &[Value]) -> Result<String, String> {
+    let failures = rows.iter().filter(|r| r.get("error").is_some_and(|e| !e.is_null())).count();
+    let mut distribution: BTreeMap<String, u64> = BTreeMap::new();
+    let mut unique = BTreeSet::new();
+    let mut firsts: BTreeMap<String, u64> = BTreeMap::new();
+    for row in rows {
+        let ranked = strings(row.get("ranked_doc_ids"));
+        *distribution.entry(ranked.len().to_string()).or_default() += 1;
+        if let Some(first) = ranked.first() {
+            *firsts.entry(first.clone()).or_default() += 1;
+        }
+        unique.extend(ranked);
+    }
+    let mut top: Option<(&String, u64)> = None;
+    for (doc, count) in &firsts {
+        if top.is_none_or(|(_, best)| *count > best) {
+            top = Some((doc, *count));
+        }
+    }
+    let q = |p: &str| run.aggregate.pointer(&format!("/queries/{p}")).cloned().unwrap_or(Value::Null);
+    if q("failures").as_u64() != Some(failures as u64) {
+        return Err(format!("failures: recorded {}, counted {failures}", q("failures")));
+    }
+    if q("result_count_distribution") != serde_json::json!(distribution) {
+        return Err(format!(
+            "result_count_distribution: recorded {}, counted {distribution:?}",
+            q("result_count_distribution")
+        ));
+    }
+    if q("unique_retrieved_docs").as_u64() != Some(unique.len() as u64) {
+        return Err(format!(
+            "unique_retrieved_docs: recorded {}, counted {}",
+            q("unique_retrieved_docs"),
+            unique.len()
+        ));
+    }
+    let expected_top =
+        top.map_or(Value::Null, |(doc, count)| serde_json::json!({"doc_id": doc, "count": count}));
+    if q("most_repeated_top1") != expected_top {
+        return Err(format!(
+            "most_repeated_top1: recorded {}, counted {expected_top}",
+            q("most_repeated_top1")
+        ));
+    }
+    let receipts = rows.iter().filter(|r| !r["receipt"].is_null()).count();
+    if run.aggregate.pointer("/receipts/count").and_then(Value::as_u64) != Some(receipts as u64) {
+        return Err(format!("receipts.count differs from the {receipts} rows with a receipt"));
+    }
+    Ok(format!("{failures} failures, {} unique docs, distribution {distribution:?}", unique.len()))
+}
+
+fn executable(run: &Run) -> (Status, String) {
+    let recorded = run.str_at("/executable/sha256");
+    let path = run.str_at("/executable/path");
+    if path.is_empty() {
+        return (Status::NotChecked, "the aggregate records no executable path".into());
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let actual = sha256_tagged(&bytes);
+            if actual == recorded {
+                (Status::Pass, format!("{path} is {actual}"))
+            } else {
+                (Status::Fail, format!("{path} hashes to {actual}, the aggregate records {recorded}"))
+            }
+        }
+        Err(_) => (Status::NotChecked, format!("{path} is not present here; recorded {recorded}")),
+    }
+}
+
+/// Checks the mapping file's digest and that every result's fact id maps to its document id.
+fn mapping(
+    run: &Run,
+    rows: &[Value],
+    given: Option<&Path>,
+    fixture: Option<&FixtureView>,
+) -> (Status, String) {
+    let recorded_path = run.str_at("/store/mapping_path");
+    let beside = run.aggregate_path.with_file_name("scifact.mapping.json");
+    let path = match given {
+        Some(path) => path.to_owned(),
+        None if Path::new(recorded_path).exists() => Path::new(recorded_path).to_owned(),
+        None if beside.exists() => beside,
+        None => return (Status::NotChecked, format!("mapping {recorded_path} is not present here")),
+    };
+    let Ok(bytes) = std::fs::read(&path) else {
+        return (Status::Fail, format!("{} is unreadable", path.display()));
+    };
+    let actual = sha256_tagged(&bytes);
+    let recorded = run.str_at("/store/mapping_sha256");
+    if actual != recorded {
+        return (
+            Status::Fail,
+            format!("{} hashes to {actual}, the aggregate records {recorded}", path.display()),
+        );
+    }
+    let Ok(mapping) = serde_json::from_slice::<Value>(&bytes) else {
+        return (Status::Fail, format!("{} does not parse", path.display()));
+    };
+    let entries = mapping.get("entries").and_then(Value::as_array).cloned().unwrap_or_default();
+    let by_fact: BTreeMap<i64, String> = entries
+        .iter()
+        .filter_map(|e| Some((e["fact_id"].as_i64()?, e["doc_id"].as_str()?.to_owned())))
+        .collect();
+    if by_fact.len() != entries.len() {
+        return (Status::Fail, "the mapping repeats a fact id or has a malformed entry".into());
+    }
+    if run.aggregate.pointer("/store/documents").and_then(Value::as_u64) != Some(entries.len() as u64) {
+        return (Status::Fail, "store.documents differs from the mapping's entries".into());
+    }
+    if let Some(view) = fixture {
+        let ids: Vec<String> =
+            entries.iter().map(|e| e["doc_id"].as_str().unwrap_or("").to_owned()).collect();
+        if ids != view.document_ids {
+            return (Status::Fail, "the mapping's documents are not the fixture's, in order".into());
+        }
+    }
+    for row in rows {
+        for result in row.get("results").and_then(Value::as_array).into_iter().flatten() {
+            let fact = result["fact_id"].as_i64().unwrap_or(-1);
+            if by_fact.get(&fact).map(String::as_str) != result["doc_id"].as_str() {
+                return (
+                    Status::Fail,
+                    format!("query {}: fact {fact} is not document {}", row["query_id"], result["doc_id"]),
+                );
+            }
+        }
+    }
+    (Status::Pass, format!("{} ({} entries) is {actual}; every result maps", path.display(), entries.len()))
+}

@@ -1,0 +1,510 @@
+//! The verifier: the contract's validator plus every gap the contract admits it leaves open (backend and
+//! exactness policy, receipt digests, effective configuration, embedding values, the live database, clean
+//! git state, host identity).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use embedding::{Embedder, MiniLm, Role, WeightPin};
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::artifacts::{Run, aggregates_in};
+use crate::canonical::{canonical_digest, hex, sha256_tagged};
+use crate::error::{Error, Result};
+use crate::fixture::{FixtureText, FixtureView, FullFixture};
+use crate::report::{REPORT_SCHEMA, Report, Status};
+use crate::validate::{Evidence, validate};
+
+/// Documents and queries re-embedded by the embedding check, each.
+pub const EMBEDDING_SAMPLE: usize = 32;
+/// The smallest cosine between a fixture vector and its re-embedding that passes.
+pub const EMBEDDING_MIN_COSINE: f64 = 0.9999;
+/// The seed of the rolling receipt digest (the runner's documented algorithm).
+pub(crate) const RECEIPT_CHAIN_SEED: &str = "semantic-memory-scifact-receipt-chain-v1";
+
+/// The frozen baseline configuration, stated here independently of the library's `Default`.
+pub fn frozen_baseline() -> Value {
+    json!({
+        "top_k": 10,
+        "lexical_candidates": 100,
+        "vector_candidates": 100,
+        "rrf_k": 60.0,
+        "fts_weight": 1.0,
+        "vector_weight": 1.0,
+        "sparse_weight": 0.0,
+        "dense_derived_sparse": false,
+        "late_interaction_weight": 0.0,
+        "candidate_dims": null,
+        "recency": "off",
+        "derived_vector_backend": "disabled",
+        "exactness": "prefer_exact",
+        "lexical_backend": "fts5",
+    })
+}
+
+/// Paths that replace the ones recorded in the aggregates, for artifacts that moved.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyOptions {
+    /// The directory holding rows and aggregates.
+    pub output_dir: PathBuf,
+    /// The store directory (database and mapping).
+    pub store_dir: Option<PathBuf>,
+    /// The fixture.
+    pub corpus: Option<PathBuf>,
+    /// The model directory for the embedding re-check.
+    pub model_dir: Option<PathBuf>,
+}
+
+/// `verification.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verification {
+    /// Always [`REPORT_SCHEMA`].
+    pub schema: String,
+    /// `publishable`, `not publishable` or `failed`.
+    pub verdict: String,
+    /// Thresholds the checks applied.
+    pub thresholds: Value,
+    /// Every check.
+    pub checks: Vec<crate::report::Check>,
+}
+
+impl Verification {
+    /// Wraps a report.
+    pub fn of(report: &Report) -> Verification {
+        Verification {
+            schema: REPORT_SCHEMA.into(),
+            verdict: report.verdict().into(),
+            thresholds: json!({
+                "metric_tolerance": crate::validate::METRIC_TOLERANCE,
+                "embedding_sample_documents": EMBEDDING_SAMPLE,
+                "embedding_sample_queries": EMBEDDING_SAMPLE,
+                "embedding_min_cosine": EMBEDDING_MIN_COSINE,
+            }),
+            checks: report.checks.clone(),
+        }
+    }
+}
+
+/// Verifies every aggregate of `options.output_dir`.
+///
+/// # Errors
+/// [`Error::Input`] / [`Error::Usage`] when the directory, an aggregate or the fixture cannot be read at all.
+pub fn verify(options: &VerifyOptions) -> Result<Report> {
+    let runs: Vec<Run> =
+        aggregates_in(&options.output_dir)?.iter().map(|p| Run::load(p)).collect::<Result<_>>()?;
+    let fixture_path = options.corpus.clone().or_else(|| {
+        runs.iter().map(|r| PathBuf::from(r.str_at("/corpus/fixture_path"))).find(|p| p.exists())
+    });
+    let (view, full) = match &fixture_path {
+        Some(path) => {
+            let (view, full) = FixtureView::load(path)?;
+            (Some(view), full)
+        }
+        None => (None, None),
+    };
+    let mapping = options.store_dir.as_ref().map(|d| d.join("scifact.mapping.json"));
+    let mut report = Report::default();
+    for run in &runs {
+        report.extend(validate(run, Evidence { fixture: view.as_ref(), mapping: mapping.as_deref() }));
+        report.extend(gaps(run));
+    }
+    report.extend(database(&runs, options.store_dir.as_deref()));
+    report.extend(embedding_values(&runs, full.as_ref(), options.model_dir.as_deref()));
+    Ok(report)
+}
+
+/// The per-aggregate gap checks that need nothing but the artifacts.
+pub fn gaps(run: &Run) -> Report {
+    let mut report = Report::default();
+    let scope = run.name.as_str();
+    let rows = match &run.rows {
+        Ok(rows) => rows,
+        Err(reason) => {
+            report.push(scope, "receipts.digests", Status::Fail, reason.clone());
+            return report;
+        }
+    };
+    report.record(scope, "exactness.policy", exactness(run, rows));
+    report.record(scope, "receipts.digests", receipt_digests(run, rows));
+    report.record(scope, "config.effective", effective_config(run, rows));
+    let (status, text) = git_state(run);
+    report.push(scope, "git.clean", status, text);
+    report.record(scope, "host.identity", host_identity(run));
+    report
+}
+
+fn exactness(run: &Run, rows: &[Value]) -> std::result::Result<String, String> {
+    let mode = run.str_at("/mode");
+    let mut exact = 0;
+    for row in rows.iter().filter(|r| !r["receipt"].is_null()) {
+        let id = row["query_id"].as_str().unwrap_or("");
+        let receipt = &row["receipt"];
+        if receipt["mode"].as_str() != Some(mode) {
+            return Err(format!("query {id:?}: receipt mode {} under a {mode} aggregate", receipt["mode"]));
+        }
+        let wants_lexical = mode != "vector_only";
+        let wants_vector = mode != "fts_only";
+        if receipt["lexical"].is_null() == wants_lexical || receipt["vector"].is_null() == wants_vector {
+            return Err(format!("query {id:?}: component evidence does not fit mode {mode}"));
+        }
+        let vector = &receipt["vector"];
+        if vector.is_null() {
+            continue;
+        }
+        let profile = vector["profile"].as_str().unwrap_or("");
+        let is_exact = vector["exact"].as_bool().unwrap_or(false);
+        let available = vector["exact_available"].as_bool().unwrap_or(false);
+        let backend = vector["backend"].as_str().unwrap_or("");
+        let scanned = vector["vectors_scanned"].as_u64();
+        let size = vector["index_size"].as_u64();
+        match profile {
+            "require_exact" | "prefer_exact" if available && !is_exact => {
+                return Err(format!(
+                    "query {id:?}: {profile} with an exact backend available, but {backend} answered"
+                ));
+            }
+            "prefer_exact" if !is_exact && vector["fallback_reason"].is_null() => {
+                return Err(format!(
+                    "query {id:?}: approximate answer under prefer_exact without a fallback reason"
+                ));
+            }
+            "require_exact" | "prefer_exact" | "allow_approximate" => {}
+            other => return Err(format!("query {id:?}: unknown exactness profile {other:?}")),
+        }
+        if is_exact {
+            if backend != "brute_force" || scanned != size || size.is_none() {
+                return Err(format!(
+                    "query {id:?}: exact claim by {backend} scanned {scanned:?} of {size:?}"
+                ));
+            }
+            exact += 1;
+        }
+    }
+    Ok(format!("{exact} exact vector answers; every receipt's backend fits its profile and mode {mode}"))
+}
+
+fn receipt_digest(receipt: &Value) -> String {
+    let mut body = receipt.clone();
+    if let Some(object) = body.as_object_mut() {
+        object.remove("digest");
+    }
+    canonical_digest(&body)
+}
+
+fn receipt_digests(run: &Run, rows: &[Value]) -> std::result::Result<String, String> {
+    let mut chain = sha256_tagged(RECEIPT_CHAIN_SEED.as_bytes());
+    let mut count = 0;
+    for row in rows.iter().filter(|r| !r["receipt"].is_null()) {
+        let id = row["query_id"].as_str().unwrap_or("");
+        let receipt = &row["receipt"];
+        let recorded = receipt["digest"].as_str().unwrap_or("");
+        let computed = receipt_digest(receipt);
+        if recorded != computed {
+            return Err(format!("query {id:?}: receipt digest {recorded}, recomputed {computed}"));
+        }
+        if receipt["request_id"] != row["request_id"]
+            || receipt["namespace"] != run.aggregate["store"]["namespace"]
+        {
+            return Err(format!("query {id:?}: the receipt belongs to another request or namespace"));
+        }
+        chain = sha256_tagged(format!("{chain}\n{computed}").as_bytes());
+        count += 1;
+    }
+    let recorded = run.str_at("/receipts/rolling_digest");
+    if recorded != chain {
+        return Err(format!("rolling digest {recorded}, recomputed {chain}"));
+    }
+    Ok(format!("{count} receipt digests recomputed; rolling digest {chain}"))
+}
+
+fn effective_config(run: &Run, rows: &[Value]) -> std::result::Result<String, String> {
+    let config = run.aggregate.pointer("/retrieval/config").cloned().unwrap_or(Value::Null);
+    let digest = canonical_digest(&config);
+    if run.str_at("/retrieval/config_sha256") != digest {
+        return Err(format!("config_sha256 {}, recomputed {digest}", run.str_at("/retrieval/config_sha256")));
+    }
+    for row in rows.iter().filter(|r| !r["receipt"].is_null()) {
+        if row["receipt"]["config"] != config {
+            return Err(format!(
+                "query {}: the receipt's config differs from the aggregate's",
+                row["query_id"]
+            ));
+        }
+    }
+    if config.get("top_k") != run.aggregate.pointer("/retrieval/top_k") {
+        return Err("retrieval.top_k differs from the config's".into());
+    }
+    let baseline = run.aggregate.pointer("/retrieval/baseline").and_then(Value::as_bool).unwrap_or(false);
+    if baseline && canonical_digest(&frozen_baseline()) != digest {
+        return Err("the aggregate claims the baseline, but its config is not the frozen baseline".into());
+    }
+    let frozen = run.aggregate_path.with_file_name("effective-config.json");
+    if let Ok(bytes) = std::fs::read(&frozen) {
+        let value: Value =
+            serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", frozen.display()))?;
+        let frozen_config = value.get("config").unwrap_or(&value);
+        if canonical_digest(frozen_config) != digest {
+            return Err(format!("the config differs from the frozen {}", frozen.display()));
+        }
+    }
+    Ok(format!(
+        "every receipt carries config {digest}{}",
+        if baseline { " (the frozen baseline)" } else { "" }
+    ))
+}
+
+fn git_state(run: &Run) -> (Status, String) {
+    let git = &run.aggregate["source"]["git"];
+    let revision = run.str_at("/source/build_revision");
+    if !git["available"].as_bool().unwrap_or(false) {
+        return (Status::NotPublishable, format!("no git state: {}", git["unavailable"]));
+    }
+    let head = git["head"].as_str().unwrap_or("");
+    if !git["clean"].as_bool().unwrap_or(false) {
+        return (
+            Status::NotPublishable,
+            format!(
+                "worktree dirty at {head} ({} changed, {} untracked; digest {})",
+                git["dirty"].as_array().map_or(0, Vec::len),
+                git["untracked"].as_array().map_or(0, Vec::len),
+                git["dirty_digest"]
+            ),
+        );
+    }
+    if revision != head {
+        return (Status::NotPublishable, format!("executable built from {revision}, worktree at {head}"));
+    }
+    (Status::Pass, format!("clean worktree at {head}, executable built from it"))
+}
+
+fn host_identity(run: &Run) -> std::result::Result<String, String> {
+    let host = &run.aggregate["host"];
+    let present =
+        |key: &str| host.get(key).is_some_and(|v| !v.is_null() && v != &json!("") && v != &json!(0));
+    for key in ["os", "kernel", "arch", "cpu_brand", "logical_cores", "memory_bytes"] {
+        if !present(key) {
+            return Err(format!("host.{key} is missing ({})", host["unavailable"]));
+        }
+    }
+    let latency = run.aggregate.pointer("/metrics/latency_ms").ok_or("no latency context")?;
+    Ok(format!(
+        "{} {} / {} / {} logical cores / {} bytes; p50 {} ms",
+        host["os"].as_str().unwrap_or(""),
+        host["kernel"].as_str().unwrap_or(""),
+        host["cpu_brand"].as_str().unwrap_or(""),
+        host["logical_cores"],
+        host["memory_bytes"],
+        latency["p50"]
+    ))
+}
+
+/// The live database: the newest aggregate's after-run digest must be the file's; every receipt of every
+/// aggregate must be stored with the same digest; the mapping must agree with the facts' metadata.
+fn database(runs: &[Run], store_dir: Option<&Path>) -> Report {
+    let mut report = Report::default();
+    let mut by_db: BTreeMap<PathBuf, Vec<&Run>> = BTreeMap::new();
+    for run in runs {
+        let recorded = PathBuf::from(run.str_at("/store/db_path"));
+        let path = match store_dir {
+            Some(dir) => dir.join(recorded.file_name().unwrap_or_default()),
+            None => recorded,
+        };
+        by_db.entry(path).or_default().push(run);
+    }
+    for (path, runs) in by_db {
+        let scope = path.display().to_string();
+        if !path.exists() {
+            report.push(
+                &scope,
+                "store.database",
+                Status::NotChecked,
+                "the database is not present here (pass --store-dir)",
+            );
+            continue;
+        }
+        report.record(&scope, "store.database", check_database(&path, &runs));
+    }
+    report
+}
+
+fn check_database(path: &Path, runs: &[&Run]) -> std::result::Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("unreadable: {e}"))?;
+    let live = sha256_tagged(&bytes);
+    drop(bytes);
+    let newest = runs
+        .iter()
+        .max_by_key(|r| r.aggregate.pointer("/store/receipts_after_run").and_then(Value::as_u64).unwrap_or(0))
+        .ok_or("no aggregate")?;
+    if newest.str_at("/store/db_sha256_after_run") != live {
+        return Err(format!(
+            "the database is {live}; the newest run ({}) recorded {}",
+            newest.name,
+            newest.str_at("/store/db_sha256_after_run")
+        ));
+    }
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = rusqlite::Connection::open_with_flags(path, flags).map_err(|e| e.to_string())?;
+    let stored: BTreeMap<String, String> = conn
+        .prepare("SELECT request_id, digest FROM receipts")
+        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .map_err(|e| format!("reading receipts: {e}"))?;
+    if newest.aggregate.pointer("/store/receipts_after_run").and_then(Value::as_u64)
+        != Some(stored.len() as u64)
+    {
+        return Err(format!("{} receipts stored, the newest run recorded another count", stored.len()));
+    }
+    let mut checked = 0;
+    for run in runs {
+        for row in run.rows.as_deref().unwrap_or_default() {
+            if row["receipt"].is_null() {
+                continue;
+            }
+            let request = row["request_id"].as_str().unwrap_or("");
+            if stored.get(request).map(String::as_str) != row["receipt"]["digest"].as_str() {
+                return Err(format!("{}: receipt {request:?} is not stored with its digest", run.name));
+            }
+            checked += 1;
+        }
+    }
+    let facts: Vec<(i64, String, String)> = conn
+        .prepare("SELECT id, namespace, metadata FROM facts ORDER BY id")
+        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
+        .map_err(|e| format!("reading facts: {e}"))?;
+    let mapping_path = path.with_file_name("scifact.mapping.json");
+    let mapping: Value = std::fs::read(&mapping_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .ok_or_else(|| format!("{} is missing or unreadable", mapping_path.display()))?;
+    let entries = mapping["entries"].as_array().cloned().unwrap_or_default();
+    if entries.len() != facts.len() {
+        return Err(format!("the mapping has {} entries, the database {} facts", entries.len(), facts.len()));
+    }
+    let namespace = runs[0].str_at("/store/namespace");
+    for (entry, (id, fact_namespace, metadata)) in entries.iter().zip(&facts) {
+        let metadata: Value = serde_json::from_str(metadata).unwrap_or(Value::Null);
+        if entry["fact_id"].as_i64() != Some(*id)
+            || metadata["beir_doc_id"] != entry["doc_id"]
+            || fact_namespace != namespace
+        {
+            return Err(format!("fact {id} does not hold mapping entry {entry}"));
+        }
+    }
+    Ok(format!(
+        "database {live} is the newest run's; {checked} receipts stored with their digests; mapping agrees with {} facts",
+        facts.len()
+    ))
+}
+
+/// The deterministic sample: the `n` ids with the smallest sha256 hex (ties by id).
+pub(crate) fn sample(items: &[FixtureText], n: usize) -> Vec<&FixtureText> {
+    let mut keyed: Vec<(String, &FixtureText)> =
+        items.iter().map(|item| (hex(&Sha256::digest(item.id.as_bytes())), item)).collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.id.cmp(&b.1.id)));
+    keyed.into_iter().take(n).map(|(_, item)| item).collect()
+}
+
+fn semantic_text(item: &FixtureText, document: bool) -> String {
+    let joined = if !document || item.title.is_empty() {
+        item.text.clone()
+    } else if item.text.is_empty() {
+        item.title.clone()
+    } else {
+        format!("{}. {}", item.title, item.text)
+    };
+    joined.chars().take(700).collect()
+}
+
+fn embedding_values(runs: &[Run], full: Option<&FullFixture>, model_dir: Option<&Path>) -> Report {
+    let mut report = Report::default();
+    let scope = "global";
+    let Some(full) = full else {
+        report.push(
+            scope,
+            "embedding.values",
+            Status::NotChecked,
+            "no fixture with vectors available (pass --corpus)",
+        );
+        return report;
+    };
+    let Some(model_dir) = model_dir.map(Path::to_owned).or_else(|| embedding::find_model_dir(None)) else {
+        report.push(
+            scope,
+            "embedding.values",
+            Status::NotChecked,
+            "no model directory (pass --model-dir or set SCIFACT_MODEL_DIR)",
+        );
+        return report;
+    };
+    report.record(scope, "embedding.values", re_embed(runs, full, &model_dir));
+    report
+}
+
+fn re_embed(runs: &[Run], full: &FullFixture, model_dir: &Path) -> std::result::Result<String, String> {
+    let identity = &full.metadata["embedding"];
+    for run in runs {
+        if &run.aggregate["embedding"] != identity {
+            return Err(format!("{} declares another embedding identity than the fixture", run.name));
+        }
+    }
+    let model = identity["model"].as_str().unwrap_or("");
+    let weights = identity["weights_sha256"].as_str().unwrap_or("").trim_start_matches("sha256:").to_owned();
+    let embedder = MiniLm::load(model_dir, model, WeightPin::Sha256(weights.clone()))
+        .map_err(|e| format!("cannot load the declared model {model} (weights {weights}): {e}"))?;
+    let declared_backend = identity["backend"].as_str().unwrap_or("");
+    if embedder.identity().backend != declared_backend {
+        return Err(format!(
+            "the fixture was embedded by {declared_backend}, only {} can re-embed here",
+            embedder.identity().backend
+        ));
+    }
+    let mut worst = f64::INFINITY;
+    let mut worst_id = String::new();
+    for (items, role, document) in
+        [(&full.documents, Role::Document, true), (&full.queries, Role::Query, false)]
+    {
+        let chosen = sample(items, EMBEDDING_SAMPLE);
+        let texts: Vec<String> = chosen.iter().map(|item| semantic_text(item, document)).collect();
+        for (item, text) in chosen.iter().zip(&texts) {
+            if hex(&Sha256::digest(text.as_bytes())) != item.semantic_text_sha256 {
+                return Err(format!(
+                    "{:?}: the semantic text rebuilt here differs from the fixture's digest",
+                    item.id
+                ));
+            }
+        }
+        let prompts: Vec<String> = texts.iter().map(|t| role.prompt(t)).collect();
+        let refs: Vec<&str> = prompts.iter().map(String::as_str).collect();
+        let embedded = embedder.embed(&refs).map_err(|e| format!("re-embedding failed: {e}"))?;
+        for (item, fresh) in chosen.iter().zip(&embedded) {
+            let dot: f64 = item.vector.iter().zip(&fresh.vector).map(|(a, b)| a * f64::from(*b)).sum();
+            let norm_a: f64 = item.vector.iter().map(|a| a * a).sum::<f64>().sqrt();
+            let norm_b: f64 = fresh.vector.iter().map(|b| f64::from(*b) * f64::from(*b)).sum::<f64>().sqrt();
+            let cosine = dot / (norm_a * norm_b);
+            if cosine < worst {
+                worst = cosine;
+                worst_id = item.id.clone();
+            }
+        }
+    }
+    if worst < EMBEDDING_MIN_COSINE {
+        return Err(format!("{worst_id:?} re-embeds at cosine {worst:.6} < {EMBEDDING_MIN_COSINE}"));
+    }
+    Ok(format!(
+        "{EMBEDDING_SAMPLE} documents + {EMBEDDING_SAMPLE} queries re-embedded with {model}; worst cosine {worst:.9} ({worst_id}) >= {EMBEDDING_MIN_COSINE}"
+    ))
+}
+
+/// Writes `verification.json` into `dir` and returns its path.
+///
+/// # Errors
+/// [`Error::Input`] when it cannot be written.
+pub fn write_verification(dir: &Path, report: &Report) -> Result<PathBuf> {
+    let path = dir.join("verification.json");
+    let mut bytes =
+        serde_json::to_vec_pretty(&Verification::of(report)).map_err(|e| Error::input(&path, e))?;
+    bytes.push(b'\n');
+    embedding::write_atomically(&path, &bytes).map_err(|e| Error::input(&path, e))?;
+    Ok(path)
+}
