@@ -55,10 +55,46 @@ pub fn load_secret_key(path: &Path, password: Option<String>) -> Result<SecretKe
     let unencrypted = SecretKeyBox::from_string(&text).and_then(SecretKey::from_unencrypted_box);
     match unencrypted {
         Ok(key) => Ok(key),
+        Err(_) if let Some(key) = cli_unencrypted_key(&text) => Ok(key),
         Err(_) => SecretKeyBox::from_string(&text)
             .and_then(|b| SecretKey::from_box(b, password))
             .map_err(|e| Error::Minisign(format!("{}: {e}", path.display()))),
     }
+}
+
+/// The `minisign` CLI (0.11, `-W`) writes unencrypted secret keys with an all-zero checksum, which the
+/// library's loader calls corrupted. Such a key is read field by field; a damaged one still fails later,
+/// when the signature does not verify against its public key.
+fn cli_unencrypted_key(text: &str) -> Option<SecretKey> {
+    let encoded = text.lines().nth(1)?.trim();
+    let bytes = base64_decode(encoded)?;
+    let unencrypted = bytes.get(2..4) == Some(&[0, 0][..]);
+    let zero_checksum = bytes.len() == 158 && bytes[126..].iter().all(|b| *b == 0);
+    if unencrypted && zero_checksum { SecretKey::from_bytes(&bytes).ok() } else { None }
+}
+
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let digits = text.trim_end_matches('=').as_bytes();
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    let mut buffer = 0u32;
+    let mut bits = 0;
+    for c in digits {
+        buffer = (buffer << 6) | u32::from(value(*c)?);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((buffer >> bits) as u8);
+        }
+    }
+    Some(out)
 }
 
 /// Reads a public key file (two lines, as the CLI writes) or a bare base64 key.

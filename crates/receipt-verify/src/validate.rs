@@ -296,7 +296,10 @@ fn per_query_metrics(rows: &[Value]) -> Result<String, String> {
             match recorded {
                 Some(value) if (value - ours[name]).abs() <= METRIC_TOLERANCE => {}
                 other => {
-                    return Err(format!("query {id:?} {name}: recorded {other:?}, recomputed {}", ours[name]));
+                    return Err(format!(
+                        "query {id:?} {name}: recorded {other:?}, recomputed {}",
+                        ours[name]
+                    ));
                 }
             }
         }

@@ -428,6 +428,14 @@ fn embedding_values(runs: &[Run], full: Option<&FullFixture>, model_dir: Option<
         );
         return report;
     };
+    let backend = full.metadata["embedding"]["backend"].as_str().unwrap_or("");
+    if backend != "candle" {
+        let reason = format!(
+            "the fixture was embedded by {backend:?}; only the in-process candle model re-runs offline"
+        );
+        report.push(scope, "embedding.values", Status::NotChecked, reason);
+        return report;
+    }
     let Some(model_dir) = model_dir.map(Path::to_owned).or_else(|| embedding::find_model_dir(None)) else {
         report.push(
             scope,

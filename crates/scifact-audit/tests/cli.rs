@@ -1,6 +1,6 @@
 //! The real `scifact-audit` binary, run as a user runs it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::io::Write;
 use std::path::Path;
@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 #[path = "../../scifact-eval/tests/fixture_gen.rs"]
 mod fixture_gen;
 
-fn scifact_audit(args: &[&str], stdin: &str) -> Output {
+mod audit;
+
+pub(crate) fn scifact_audit(args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_scifact-audit"))
         .args(args)
         .env_remove("SCIFACT_MODEL_DIR")
@@ -240,7 +242,7 @@ fn build_refuses_a_corpus_of_the_wrong_shape() {
     assert!(!out.exists());
 }
 
-fn run_args<'a>(
+pub(crate) fn run_args<'a>(
     fixture: &'a str,
     store: &'a str,
     output: &'a str,
@@ -262,7 +264,7 @@ fn run_args<'a>(
     ]
 }
 
-fn path_str(path: &Path) -> &str {
+pub(crate) fn path_str(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
