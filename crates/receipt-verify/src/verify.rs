@@ -107,7 +107,10 @@ pub fn verify(options: &VerifyOptions) -> Result<Report> {
     let mapping = options.store_dir.as_ref().map(|d| d.join("scifact.mapping.json"));
     let mut report = Report::default();
     for run in &runs {
-        report.extend(validate(run, Evidence { fixture: view.as_ref(), mapping: mapping.as_deref() }));
+        report.extend(validate(
+            run,
+            Evidence { fixture: view.as_ref(), mapping: mapping.as_deref(), skip_executable: false },
+        ));
         report.extend(gaps(run));
     }
     report.extend(database(&runs, options.store_dir.as_deref()));
@@ -247,6 +250,14 @@ fn effective_config(run: &Run, rows: &[Value]) -> std::result::Result<String, St
         let frozen_config = value.get("config").unwrap_or(&value);
         if canonical_digest(frozen_config) != digest {
             return Err(format!("the config differs from the frozen {}", frozen.display()));
+        }
+        let frozen_at = value.get("frozen_unix").and_then(Value::as_u64);
+        let started = run.aggregate.get("started_unix").and_then(Value::as_u64);
+        if run.str_at("/split") != "calibration" && frozen_at.is_some_and(|f| started.is_none_or(|s| s < f)) {
+            return Err(format!(
+                "this {} run started before the configuration was frozen",
+                run.str_at("/split")
+            ));
         }
     }
     Ok(format!(

@@ -11,7 +11,7 @@ use receipt_verify::{
 
 use crate::cli::{BundleArgs, KeygenArgs, SignArgs, ValidateArgs, VerifyArgs, VerifyBundleArgs};
 
-fn password() -> Option<String> {
+pub(crate) fn password() -> Option<String> {
     std::env::var("MINISIGN_PASSWORD").ok().filter(|p| !p.is_empty())
 }
 
@@ -41,7 +41,10 @@ pub(crate) fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
             }
             None => None,
         };
-        report.extend(receipt_verify::validate(&run, Evidence { fixture: view, mapping: None }));
+        report.extend(receipt_verify::validate(
+            &run,
+            Evidence { fixture: view, mapping: None, skip_executable: false },
+        ));
     }
     finish(&report)
 }

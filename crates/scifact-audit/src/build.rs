@@ -1,7 +1,7 @@
 //! `scifact-audit build`: flags to `scifact_eval::build_fixture`, and a summary a person can read.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use scifact_eval::{
@@ -12,28 +12,38 @@ use crate::cli::BuildArgs;
 use crate::model::open_embedder;
 use crate::progress::TerminalProgress;
 
-pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
-    let progress = TerminalProgress::new();
-    let local = args
-        .archive
-        .clone()
+/// The archive to build from: `--archive`, else `$SCIFACT_ARCHIVE`, else a download into `work_dir` pinned to
+/// BEIR's published md5 (or an explicitly accepted sha256).
+pub(crate) fn acquire_archive(
+    archive: Option<&Path>,
+    work_dir: &Path,
+    accept_archive_digest: Option<&str>,
+    progress: &TerminalProgress,
+) -> anyhow::Result<(PathBuf, DigestPolicy)> {
+    let local = archive
+        .map(Path::to_path_buf)
         .or_else(|| std::env::var_os("SCIFACT_ARCHIVE").filter(|v| !v.is_empty()).map(PathBuf::from));
-    let (archive, digest_policy) = match local {
+    Ok(match local {
         Some(path) => (path, DigestPolicy::LocalRecorded),
         None => {
-            let dest = args.work_dir.join("scifact.zip");
-            let policy = fetch_archive(
-                SCIFACT_URL,
-                &dest,
-                SCIFACT_PUBLISHED_MD5,
-                args.accept_archive_digest.as_deref(),
-                &progress,
-            )
-            .context("no --archive or SCIFACT_ARCHIVE given, so the archive was downloaded")?;
+            let dest = work_dir.join("scifact.zip");
+            let policy =
+                fetch_archive(SCIFACT_URL, &dest, SCIFACT_PUBLISHED_MD5, accept_archive_digest, progress)
+                    .context("no --archive or SCIFACT_ARCHIVE given, so the archive was downloaded")?;
             (dest, policy)
         }
-    };
-    let embedder = open_embedder(&args.model_args)?;
+    })
+}
+
+pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
+    let progress = TerminalProgress::new();
+    let (archive, digest_policy) = acquire_archive(
+        args.archive.as_deref(),
+        &args.work_dir,
+        args.accept_archive_digest.as_deref(),
+        &progress,
+    )?;
+    let (embedder, _) = open_embedder(&args.model_args)?;
     let options = BuildOptions {
         archive,
         digest_policy,

@@ -27,6 +27,11 @@ pub(crate) enum Command {
     /// Calibration is for diagnosis and configuration choice; run held-out once, after freezing; `all` only
     /// after held-out. Never overwrites a receipt.
     Run(RunArgs),
+    /// The whole evaluation in one command: build (or reuse) the fixture, run calibration (all modes), validate,
+    /// freeze the effective configuration, run held-out, validate, verify, bundle, and sign when a key is given.
+    /// Rerunning reuses whatever is complete and valid and never overwrites a receipt; a new executable or
+    /// fixture starts a fresh store. Ends with the held-out metrics beside what they do not establish.
+    Eval(EvalArgs),
     /// Independently validate aggregates: recompute every metric, the split, the row hash and count, result
     /// agreement and statistics; check query, qrels and corpus identity against the fixture and the
     /// executable and mapping hashes when those files remain. Exits 1 and lists the failed checks on any
@@ -160,6 +165,24 @@ pub(crate) struct RunArgs {
     /// Which retrieval mode(s) to run
     #[arg(long, value_enum)]
     pub(crate) mode: ModeArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct EvalArgs {
+    /// Directory for everything: fixture, embedding cache, runs (store + results) and bundles
+    #[arg(long, value_name = "DIR")]
+    pub(crate) work_dir: PathBuf,
+    /// The BEIR SciFact zip [default: $SCIFACT_ARCHIVE, else a download from BEIR]
+    #[arg(long, value_name = "ZIP")]
+    pub(crate) archive: Option<PathBuf>,
+    /// Admit a downloaded archive whose md5 differs from BEIR's published one, if its sha256 is this
+    #[arg(long, value_name = "sha256:HEX")]
+    pub(crate) accept_archive_digest: Option<String>,
+    /// Sign the bundle with this minisign secret key (password from $MINISIGN_PASSWORD or a prompt)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) secret_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) model_args: ModelArgs,
 }
 
 #[derive(Debug, clap::Args)]

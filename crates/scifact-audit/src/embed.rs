@@ -12,7 +12,7 @@ use crate::model::open_embedder;
 const CHUNK: usize = 256;
 
 pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
-    let embedder = open_embedder(&args.model_args)?;
+    let (embedder, _) = open_embedder(&args.model_args)?;
     let role = args.role.map(|role| match role {
         RoleArg::Document => Role::Document,
         RoleArg::Query => Role::Query,

@@ -4,6 +4,7 @@ mod audit;
 mod build;
 mod cli;
 mod embed;
+mod eval;
 mod model;
 mod progress;
 mod run;
@@ -32,6 +33,7 @@ fn run() -> anyhow::Result<ExitCode> {
         cli::Command::Embed(args) => embed::run(&args),
         cli::Command::Build(args) => build::run(&args),
         cli::Command::Run(args) => run::run(&args),
+        cli::Command::Eval(args) => eval::run(&args),
         cli::Command::Validate(args) => audit::validate(&args),
         cli::Command::Verify(args) => audit::verify(&args),
         cli::Command::Keygen(args) => audit::keygen(&args),

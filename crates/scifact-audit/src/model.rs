@@ -1,17 +1,20 @@
 //! Opening the embedder the flags ask for, fetching the pinned model files when none are on disk.
 
+use std::path::PathBuf;
+
 use anyhow::{Context, bail};
 use embedding::{Embedder, MiniLm, Ollama, WeightPin};
 
 use crate::cli::{EmbedderKind, ModelArgs};
 
-pub(crate) fn open_embedder(args: &ModelArgs) -> anyhow::Result<Box<dyn Embedder>> {
+/// The embedder, and the model directory it was loaded from (none for Ollama).
+pub(crate) fn open_embedder(args: &ModelArgs) -> anyhow::Result<(Box<dyn Embedder>, Option<PathBuf>)> {
     match args.embedder {
         EmbedderKind::Ollama => {
             if !args.model.starts_with("all-minilm") {
                 bail!("unknown dimension for Ollama model {:?}: only all-minilm is supported", args.model);
             }
-            Ok(Box::new(Ollama::new(None, &args.model, 384)?))
+            Ok((Box::new(Ollama::new(None, &args.model, 384)?), None))
         }
         EmbedderKind::Minilm => {
             let dir = match embedding::find_model_dir(args.model_dir.as_deref()) {
@@ -36,7 +39,7 @@ pub(crate) fn open_embedder(args: &ModelArgs) -> anyhow::Result<Box<dyn Embedder
             let mut model = MiniLm::load(&dir, &name, pin)
                 .with_context(|| format!("loading the model from {}", dir.display()))?;
             model.set_batch_size(args.batch_size);
-            Ok(Box::new(model))
+            Ok((Box::new(model), Some(dir)))
         }
     }
 }

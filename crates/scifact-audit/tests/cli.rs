@@ -346,3 +346,88 @@ fn a_store_killed_mid_build_resumes_to_the_same_bytes_as_a_clean_build() {
     );
     assert_eq!(std::fs::read(&mapping).unwrap(), std::fs::read(clean.join("scifact.mapping.json")).unwrap());
 }
+
+/// `eval` end to end on a synthetic SciFact-shaped archive with the tiny model: every artifact exists,
+/// validates, verifies (including the re-embedded sample) and the signature checks; a rerun reuses it all.
+#[test]
+fn eval_runs_the_contract_end_to_end_and_a_rerun_reuses_everything() {
+    let model = tiny_model();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = synthetic_scifact_zip(dir.path(), 5_183);
+    let work = dir.path().join("work");
+    let (secret, public) = (dir.path().join("k.sec"), dir.path().join("k.pub"));
+    let keygen = scifact_audit(
+        &[
+            "keygen",
+            "--secret-key",
+            path_str(&secret),
+            "--public-key",
+            path_str(&public),
+            "--without-password",
+        ],
+        "",
+    );
+    assert!(keygen.status.success());
+    let args = [
+        "eval",
+        "--work-dir",
+        path_str(&work),
+        "--archive",
+        path_str(&archive),
+        "--model-dir",
+        path_str(model.dir.path()),
+        "--weights-sha256",
+        &model.sha256,
+        "--secret-key",
+        path_str(&secret),
+    ];
+    let first = scifact_audit(&args, "");
+    let stdout = String::from_utf8_lossy(&first.stdout).into_owned();
+    assert!(first.status.success(), "stdout: {stdout}\nstderr: {}", String::from_utf8_lossy(&first.stderr));
+    for expected in
+        ["nDCG@10", "fts_only", "vector_only", "hybrid", "verdict", "(signed)", "does not establish"]
+    {
+        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+    }
+    let runs: Vec<_> = std::fs::read_dir(work.join("runs")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(runs.len(), 1);
+    let results = runs[0].join("results");
+    for split in ["calibration", "heldout"] {
+        for mode in ["fts_only", "vector_only", "hybrid"] {
+            assert!(results.join(format!("scifact-{mode}-{split}.jsonl")).exists());
+            assert!(results.join(format!("scifact-{mode}-{split}.aggregate.json")).exists());
+        }
+    }
+    let frozen: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(results.join("effective-config.json")).unwrap()).unwrap();
+    let heldout: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(results.join("scifact-hybrid-heldout.aggregate.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(frozen["frozen_unix"].as_u64().unwrap() <= heldout["started_unix"].as_u64().unwrap());
+    let verification: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(results.join("verification.json")).unwrap()).unwrap();
+    let embedding_check =
+        verification["checks"].as_array().unwrap().iter().find(|c| c["name"] == "embedding.values").unwrap();
+    assert_eq!(embedding_check["status"], "pass", "{embedding_check}");
+    let bundles: Vec<_> =
+        std::fs::read_dir(work.join("bundles")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(bundles.len(), 1);
+    let check = scifact_audit(
+        &["verify-bundle", "--bundle-dir", path_str(&bundles[0]), "--public-key", path_str(&public)],
+        "",
+    );
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stdout));
+
+    let manifest = std::fs::read(bundles[0].join("manifest.json")).unwrap();
+    let rows = std::fs::read(results.join("scifact-hybrid-heldout.jsonl")).unwrap();
+    let second = scifact_audit(&args, "");
+    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
+    assert_eq!(std::fs::read(bundles[0].join("manifest.json")).unwrap(), manifest, "the bundle is reused");
+    assert_eq!(
+        std::fs::read(results.join("scifact-hybrid-heldout.jsonl")).unwrap(),
+        rows,
+        "no receipt rewritten"
+    );
+    assert_eq!(std::fs::read_dir(work.join("runs")).unwrap().count(), 1, "the same run is resumed");
+}

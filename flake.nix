@@ -1,0 +1,64 @@
+{
+  description = "scifact-audit: a receipt-bearing retrieval evaluation on BEIR SciFact";
+
+  # nixos-unstable at 2026-05-31: rustc 1.95, which sysinfo 0.40 needs (see ../shared/notes).
+  inputs.nixpkgs.url = "github:NixOS/nixpkgs/331800de5053fcebacf6813adb5db9c9dca22a0c";
+
+  outputs = { self, nixpkgs }:
+    let
+      systems = [ "x86_64-linux" "aarch64-linux" ];
+      forAllSystems = f: nixpkgs.lib.genAttrs systems (system: f nixpkgs.legacyPackages.${system});
+      # Embedded in the binary and recorded in every aggregate as the build revision.
+      revision = self.rev or (if self ? dirtyRev then self.dirtyRev else "nix-unknown-revision");
+      package = pkgs:
+        pkgs.rustPlatform.buildRustPackage {
+          pname = "scifact-audit";
+          version = "0.1.0";
+          src = pkgs.lib.fileset.toSource {
+            root = ./.;
+            fileset = pkgs.lib.fileset.unions [ ./Cargo.toml ./Cargo.lock ./crates ./rustfmt.toml ./clippy.toml ];
+          };
+          cargoLock.lockFile = ./Cargo.lock;
+          # Bundled SQLite, vendored libgit2 and usearch's C++ compile with stdenv's cc/c++; zlib for libz-sys.
+          nativeBuildInputs = [ pkgs.pkg-config ];
+          buildInputs = [ pkgs.zlib ];
+          cargoBuildFlags = [ "-p" "scifact-audit" ];
+          cargoTestFlags = [ "--workspace" ];
+          SCIFACT_AUDIT_BUILD_REVISION = revision;
+          preBuild = ''
+            export RUSTFLAGS="''${RUSTFLAGS:+$RUSTFLAGS }--remap-path-prefix=$NIX_BUILD_TOP=/build"
+            export NIX_CFLAGS_COMPILE="''${NIX_CFLAGS_COMPILE:-} -ffile-prefix-map=$NIX_BUILD_TOP=/build"
+          '';
+          meta = {
+            description = "Receipt-bearing retrieval evaluation on BEIR SciFact";
+            mainProgram = "scifact-audit";
+          };
+        };
+    in
+    {
+      packages = forAllSystems (pkgs: rec {
+        scifact-audit = package pkgs;
+        default = scifact-audit;
+      });
+
+      apps = forAllSystems (pkgs: {
+        default = {
+          type = "app";
+          program = "${self.packages.${pkgs.stdenv.hostPlatform.system}.default}/bin/scifact-audit";
+          meta.description = "Run `nix run . -- eval --work-dir DIR` for the whole evaluation";
+        };
+      });
+
+      # The package's checkPhase runs `cargo test --workspace` (the README's test command).
+      checks = forAllSystems (pkgs: {
+        build = self.packages.${pkgs.stdenv.hostPlatform.system}.default;
+      });
+
+      devShells = forAllSystems (pkgs: {
+        default = pkgs.mkShell {
+          inputsFrom = [ self.packages.${pkgs.stdenv.hostPlatform.system}.default ];
+          packages = [ pkgs.clippy pkgs.rustfmt pkgs.minisign pkgs.python3 ];
+        };
+      });
+    };
+}
