@@ -188,11 +188,12 @@ fn statement(runs: &[Run], files: &BTreeMap<String, Vec<u8>>, verification: &Val
 
 /// Verifies a bundle offline: the signature and its trusted comment, every subject's hash (and that nothing
 /// else is in the directory), the claim against the aggregates, then the validator and the artifact-only
-/// verifier checks on the bundle's own files.
+/// verifier checks on the bundle's own files; `executable` (a rebuild of the recorded revision) is hashed
+/// against the recorded digest when given.
 ///
 /// # Errors
 /// [`Error::Input`] when the public key cannot be read.
-pub fn verify_bundle(bundle_dir: &Path, public_key: &Path) -> Result<Report> {
+pub fn verify_bundle(bundle_dir: &Path, public_key: &Path, executable: Option<&Path>) -> Result<Report> {
     let mut report = Report::default();
     let scope = "bundle";
     let key = crate::sign::load_public_key(public_key)?;
@@ -252,7 +253,12 @@ pub fn verify_bundle(bundle_dir: &Path, public_key: &Path) -> Result<Report> {
     for run in &runs {
         report.extend(validate(
             run,
-            Evidence { fixture: view.as_ref(), mapping: Some(&mapping), skip_executable: true },
+            Evidence {
+                fixture: view.as_ref(),
+                mapping: Some(&mapping),
+                executable,
+                executable_at_recorded_path: false,
+            },
         ));
         report.extend(gaps(run));
     }

@@ -24,9 +24,12 @@ pub struct Evidence<'a> {
     pub fixture: Option<&'a FixtureView>,
     /// The mapping file, instead of the path the aggregate records.
     pub mapping: Option<&'a Path>,
-    /// Skip the executable re-hash: a bundle does not carry the executable, and a file at the recorded path on
-    /// the verifier's machine is not the one that ran. Compare the recorded digest with a reproducible build.
-    pub skip_executable: bool,
+    /// Which executable to hash against the recorded digest: the file at the recorded path (`None`, for a run
+    /// on this machine), or `Some(path)`, for example a reproducible build of the recorded revision. A bundle
+    /// carries no executable, so without a path its check is `not_checked`.
+    pub executable: Option<&'a Path>,
+    /// Whether the recorded path may be used when `executable` is `None` (false for bundles).
+    pub executable_at_recorded_path: bool,
 }
 
 /// Validates one run.
@@ -60,16 +63,16 @@ pub fn validate(run: &Run, evidence: Evidence<'_>) -> Report {
     report.record(scope, "metrics.per_query", per_query_metrics(rows));
     report.record(scope, "metrics.aggregate", aggregate_metrics(run, rows));
     report.record(scope, "statistics", statistics(run, rows));
-    let (status, text) = if evidence.skip_executable {
-        let recorded = run.str_at("/executable/sha256");
-        (
-            Status::NotChecked,
-            format!(
-                "bundles carry no executable; a reproducible build at the recorded revision must hash to {recorded}"
-            ),
-        )
-    } else {
-        executable(run)
+    let (status, text) = match (evidence.executable, evidence.executable_at_recorded_path) {
+        (Some(path), _) => executable(run, &path.to_string_lossy()),
+        (None, true) => executable(run, run.str_at("/executable/path")),
+        (None, false) => {
+            let recorded = run.str_at("/executable/sha256");
+            let text = format!(
+                "no executable given (--executable); a reproducible build of the recorded revision must hash to {recorded}"
+            );
+            (Status::NotChecked, text)
+        }
     };
     report.push(scope, "executable.hash", status, text);
     let (status, text) = mapping(run, rows, evidence.mapping, evidence.fixture);
@@ -404,9 +407,8 @@ fn statistics(run: &Run, rows: &[Value]) -> Result<String, String> {
     Ok(format!("{failures} failures, {} unique docs, distribution {distribution:?}", unique.len()))
 }
 
-fn executable(run: &Run) -> (Status, String) {
+fn executable(run: &Run, path: &str) -> (Status, String) {
     let recorded = run.str_at("/executable/sha256");
-    let path = run.str_at("/executable/path");
     if path.is_empty() {
         return (Status::NotChecked, "the aggregate records no executable path".into());
     }

@@ -109,7 +109,12 @@ pub fn verify(options: &VerifyOptions) -> Result<Report> {
     for run in &runs {
         report.extend(validate(
             run,
-            Evidence { fixture: view.as_ref(), mapping: mapping.as_deref(), skip_executable: false },
+            Evidence {
+                fixture: view.as_ref(),
+                mapping: mapping.as_deref(),
+                executable: None,
+                executable_at_recorded_path: true,
+            },
         ));
         report.extend(gaps(run));
     }

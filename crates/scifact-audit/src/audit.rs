@@ -43,7 +43,7 @@ pub(crate) fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         };
         report.extend(receipt_verify::validate(
             &run,
-            Evidence { fixture: view, mapping: None, skip_executable: false },
+            Evidence { fixture: view, mapping: None, executable: None, executable_at_recorded_path: true },
         ));
     }
     finish(&report)
@@ -124,6 +124,7 @@ pub(crate) fn sign(args: &SignArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(crate) fn verify_bundle(args: &VerifyBundleArgs) -> anyhow::Result<ExitCode> {
-    let report = receipt_verify::verify_bundle(&args.bundle_dir, &args.public_key)?;
+    let report =
+        receipt_verify::verify_bundle(&args.bundle_dir, &args.public_key, args.executable.as_deref())?;
     finish(&report)
 }

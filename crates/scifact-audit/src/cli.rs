@@ -258,6 +258,10 @@ pub(crate) struct VerifyBundleArgs {
     /// The signer's minisign public key file
     #[arg(long, alias = "pubkey", value_name = "FILE")]
     pub(crate) public_key: PathBuf,
+    /// An executable to hash against the recorded digest, such as `scripts/reproducible-build.sh`'s output at
+    /// the recorded revision (without it, that check is "not checked")
+    #[arg(long, value_name = "FILE")]
+    pub(crate) executable: Option<PathBuf>,
 }
 
 #[cfg(test)]

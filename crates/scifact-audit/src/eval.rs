@@ -184,7 +184,12 @@ fn validate_split(results: &Path, split: Split, view: &FixtureView) -> anyhow::R
         let run = Run::load(&results.join(aggregate_file_name(mode, split)))?;
         report.extend(receipt_verify::validate(
             &run,
-            Evidence { fixture: Some(view), mapping: None, skip_executable: false },
+            Evidence {
+                fixture: Some(view),
+                mapping: None,
+                executable: None,
+                executable_at_recorded_path: true,
+            },
         ));
     }
     if !report.passed() {

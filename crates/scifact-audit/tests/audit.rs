@@ -315,6 +315,28 @@ fn every_tamper_with_a_signed_bundle_is_caught_by_verify_bundle() {
     let (code, stdout) = verify_bundle(&signed.bundle, &signed.public_key);
     assert_eq!(code, Some(0), "{stdout}");
     assert!(!stdout.contains("FAIL"), "{stdout}");
+    assert!(stdout.contains("executable.hash: no executable given"), "{stdout}");
+    let with_executable = |executable: &str| {
+        let output = scifact_audit(
+            &[
+                "verify-bundle",
+                "--bundle-dir",
+                path_str(&signed.bundle),
+                "--public-key",
+                path_str(&signed.public_key),
+                "--executable",
+                executable,
+            ],
+            "",
+        );
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    let (code, stdout) = with_executable(env!("CARGO_BIN_EXE_scifact-audit"));
+    assert_eq!(code, Some(0), "the binary that ran: {stdout}");
+    assert!(!stdout.contains("executable.hash"), "{stdout}");
+    let (code, stdout) = with_executable(path_str(&signed.public_key));
+    assert_eq!(code, Some(1), "another file: {stdout}");
+    assert!(failed_checks(&stdout).contains(&"executable.hash".to_owned()), "{stdout}");
 
     let files: Vec<String> = std::fs::read_dir(&signed.bundle)
         .unwrap()
