@@ -38,6 +38,6 @@ pub use crate::sign::{
 };
 pub use crate::validate::{Evidence, METRIC_TOLERANCE, draw_split, validate};
 pub use crate::verify::{
-    EMBEDDING_MIN_COSINE, EMBEDDING_SAMPLE, Verification, VerifyOptions, frozen_baseline, gaps, verify,
-    write_verification,
+    EMBEDDING_MIN_COSINE, EMBEDDING_SAMPLE, LEXICAL_SAMPLE, Verification, VerifyOptions, frozen_baseline,
+    gaps, is_frozen_baseline, verify, write_verification,
 };

@@ -40,8 +40,24 @@ pub fn frozen_baseline() -> Value {
         "recency": "off",
         "derived_vector_backend": "disabled",
         "exactness": "prefer_exact",
-        "lexical_backend": "fts5",
+        "lexical_backend": "memory_bm25",
+        "bm25_k1": 1.2,
+        "bm25_b": 0.75,
     })
+}
+
+/// Returns true when `config` is the frozen baseline: equal to [`frozen_baseline`] except that the lexical
+/// backend may be either exact one (`fts5` or `memory_bm25`), and that configurations written before k1 and b
+/// were configurable may lack them.
+pub fn is_frozen_baseline(config: &Value) -> bool {
+    let Some(object) = config.as_object() else { return false };
+    let mut normalized = object.clone();
+    let backend_ok =
+        matches!(normalized.get("lexical_backend").and_then(Value::as_str), Some("fts5" | "memory_bm25"));
+    normalized.insert("lexical_backend".into(), json!("memory_bm25"));
+    normalized.entry("bm25_k1").or_insert(json!(1.2));
+    normalized.entry("bm25_b").or_insert(json!(0.75));
+    backend_ok && canonical_digest(&Value::Object(normalized)) == canonical_digest(&frozen_baseline())
 }
 
 /// Paths that replace the ones recorded in the aggregates, for artifacts that moved.
@@ -81,6 +97,8 @@ impl Verification {
                 "embedding_sample_documents": EMBEDDING_SAMPLE,
                 "embedding_sample_queries": EMBEDDING_SAMPLE,
                 "embedding_min_cosine": EMBEDDING_MIN_COSINE,
+                "lexical_sample_queries": LEXICAL_SAMPLE,
+                "lexical_max_relative_score_difference": 1e-9,
             }),
             checks: report.checks.clone(),
         }
@@ -119,6 +137,7 @@ pub fn verify(options: &VerifyOptions) -> Result<Report> {
         report.extend(gaps(run));
     }
     report.extend(database(&runs, options.store_dir.as_deref()));
+    report.extend(lexical_exactness(&runs, full.as_ref(), options.store_dir.as_deref()));
     report.extend(embedding_values(&runs, full.as_ref(), options.model_dir.as_deref()));
     Ok(report)
 }
@@ -245,7 +264,7 @@ fn effective_config(run: &Run, rows: &[Value]) -> std::result::Result<String, St
         return Err("retrieval.top_k differs from the config's".into());
     }
     let baseline = run.aggregate.pointer("/retrieval/baseline").and_then(Value::as_bool).unwrap_or(false);
-    if baseline && canonical_digest(&frozen_baseline()) != digest {
+    if baseline && !is_frozen_baseline(&config) {
         return Err("the aggregate claims the baseline, but its config is not the frozen baseline".into());
     }
     let frozen = run.aggregate_path.with_file_name("effective-config.json");
@@ -410,6 +429,132 @@ fn check_database(path: &Path, runs: &[&Run]) -> std::result::Result<String, Str
     Ok(format!(
         "database {live} is the newest run's; {checked} receipts stored with their digests; mapping agrees with {} facts",
         facts.len()
+    ))
+}
+
+/// Queries per aggregate whose lexical answers are re-scored with FTS5 `bm25()`.
+pub const LEXICAL_SAMPLE: usize = 10;
+
+/// The FTS5 expression the library builds from query text, rebuilt here: distinct lower-cased runs of
+/// letters and digits, each quoted, OR-ed.
+pub(crate) fn fts_expression(text: &str) -> Option<String> {
+    let mut terms: Vec<String> = Vec::new();
+    for token in text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()) {
+        let token = token.to_lowercase();
+        if !terms.contains(&token) {
+            terms.push(token);
+        }
+    }
+    (!terms.is_empty()).then(|| {
+        terms.iter().map(|t| format!("\"{}\"", t.replace('"', "\"\""))).collect::<Vec<_>>().join(" OR ")
+    })
+}
+
+/// For a sample of queries, re-scores with SQLite FTS5 `bm25()` and requires every lexical rank and score in
+/// the receipts (fts_only hits; hybrid hits' lexical components) to be FTS5's, scores within 1e-9 relative.
+fn lexical_exactness(runs: &[Run], full: Option<&FullFixture>, store_dir: Option<&Path>) -> Report {
+    let mut report = Report::default();
+    for run in runs.iter().filter(|r| r.str_at("/mode") != "vector_only") {
+        let scope = run.name.as_str();
+        let recorded = PathBuf::from(run.str_at("/store/db_path"));
+        let db = match store_dir {
+            Some(dir) => dir.join(recorded.file_name().unwrap_or_default()),
+            None => recorded,
+        };
+        let Some(full) = full else {
+            report.push(
+                scope,
+                "lexical.exactness",
+                Status::NotChecked,
+                "no fixture with query text (pass --corpus)",
+            );
+            continue;
+        };
+        if !db.exists() {
+            report.push(
+                scope,
+                "lexical.exactness",
+                Status::NotChecked,
+                "the database is not present here (pass --store-dir)",
+            );
+            continue;
+        }
+        report.record(scope, "lexical.exactness", rescore(run, full, &db));
+    }
+    report
+}
+
+fn rescore(run: &Run, full: &FullFixture, db: &Path) -> std::result::Result<String, String> {
+    let rows = run.rows.as_ref().map_err(Clone::clone)?;
+    let texts: BTreeMap<&str, &str> = full.queries.iter().map(|q| (q.id.as_str(), q.text.as_str())).collect();
+    let mut chosen: Vec<(String, &Value)> = rows
+        .iter()
+        .filter(|r| !r["receipt"].is_null())
+        .map(|r| (hex(&Sha256::digest(r["query_id"].as_str().unwrap_or("").as_bytes())), r))
+        .collect();
+    chosen.sort_by(|a, b| a.0.cmp(&b.0));
+    chosen.truncate(LEXICAL_SAMPLE);
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = rusqlite::Connection::open_with_flags(db, flags).map_err(|e| e.to_string())?;
+    let namespace = run.str_at("/store/namespace");
+    let limit = run
+        .aggregate
+        .pointer(if run.str_at("/mode") == "fts_only" {
+            "/retrieval/config/top_k"
+        } else {
+            "/retrieval/config/lexical_candidates"
+        })
+        .and_then(Value::as_i64)
+        .unwrap_or(10);
+    let mut backends = BTreeMap::<String, usize>::new();
+    let mut worst: f64 = 0.0;
+    for (_, row) in &chosen {
+        let id = row["query_id"].as_str().unwrap_or("");
+        let text = texts.get(id).ok_or_else(|| format!("query {id:?} is not in the fixture"))?;
+        let receipt = &row["receipt"];
+        *backends.entry(receipt["lexical"]["backend"].as_str().unwrap_or("?").to_owned()).or_default() += 1;
+        let Some(expression) = fts_expression(text) else { continue };
+        if receipt["query"]["fts_expression_sha256"].as_str()
+            != Some(sha256_tagged(expression.as_bytes()).as_str())
+        {
+            return Err(format!(
+                "query {id:?}: the receipt's FTS5 expression is not the one rebuilt from the fixture"
+            ));
+        }
+        let fts5: Vec<(i64, f64)> = conn
+            .prepare(
+                "SELECT facts.id, bm25(facts_fts) AS score FROM facts_fts JOIN facts ON facts.id = facts_fts.rowid \
+                 WHERE facts_fts MATCH ?1 AND facts.namespace = ?2 ORDER BY score ASC, facts.id ASC LIMIT ?3",
+            )
+            .and_then(|mut s| s.query_map(rusqlite::params![expression, namespace, limit], |r| Ok((r.get(0)?, -r.get::<_, f64>(1)?)))?.collect())
+            .map_err(|e| format!("query {id:?}: FTS5 failed: {e}"))?;
+        for hit in receipt["hits"].as_array().into_iter().flatten() {
+            let (rank, score) = if run.str_at("/mode") == "fts_only" {
+                (hit["rank"].as_u64(), hit["score"].as_f64())
+            } else if hit["lexical"].is_null() {
+                continue;
+            } else {
+                (hit["lexical"]["rank"].as_u64(), hit["lexical"]["score"].as_f64())
+            };
+            let (Some(rank), Some(score)) = (rank, score) else {
+                return Err(format!("query {id:?}: a hit lacks rank or score"));
+            };
+            let expected = fts5
+                .get(rank as usize - 1)
+                .ok_or_else(|| format!("query {id:?}: FTS5 has no rank {rank}"))?;
+            let relative = (score - expected.1).abs() / expected.1.abs().max(1e-300);
+            if hit["fact_id"].as_i64() != Some(expected.0) || relative > 1e-9 {
+                return Err(format!(
+                    "query {id:?} rank {rank}: receipt has fact {} score {score}, FTS5 bm25() has fact {} score {}",
+                    hit["fact_id"], expected.0, expected.1
+                ));
+            }
+            worst = worst.max(relative);
+        }
+    }
+    Ok(format!(
+        "{} sampled queries re-scored with FTS5 bm25(): every lexical rank and fact equal, worst relative score difference {worst:.1e}; answered by {backends:?}",
+        chosen.len()
     ))
 }
 

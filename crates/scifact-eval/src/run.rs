@@ -168,6 +168,12 @@ pub fn run(options: &RunOptions, progress: &dyn Progress) -> Result<RunReport> {
         }
     }
 
+    if options.modes.iter().any(|m| *m != SearchMode::VectorOnly)
+        && options.config.lexical_backend == semantic_memory::LexicalBackendKind::MemoryBm25
+    {
+        // Built before the first query, so no query's latency includes it.
+        eval_store.store.prepare_lexical_index()?;
+    }
     let context = RunContext {
         options,
         fixture: &fixture,
@@ -392,7 +398,7 @@ fn run_mode(
             source_types: Vec::new(),
             config: options.config.clone(),
             config_sha256: context.config_sha256.into(),
-            baseline: options.config == SearchConfig::default(),
+            baseline: options.config.is_baseline(),
             backends: backend_summary(&rows),
         },
         split_binding: SplitBinding {

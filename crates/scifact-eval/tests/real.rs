@@ -176,3 +176,47 @@ fn the_runner_meets_the_published_floors_on_all_300_queries() {
     assert!((vector - 0.620).abs() <= 0.005, "vector_only nDCG@10 {vector} not within 0.005 of 0.620");
     assert!(hybrid >= 0.70, "hybrid nDCG@10 {hybrid} below the 0.70 floor");
 }
+
+#[test]
+#[ignore = "needs SCIFACT_ARCHIVE and SCIFACT_MODEL_DIR (or ../shared); embeds 5,483 texts"]
+fn memory_bm25_equals_fts5_bm25_on_every_scifact_query() {
+    use semantic_memory::{LexicalBackendKind, SearchContext};
+    let real = real_fixture();
+    let fixture: scifact_eval::Fixture = serde_json::from_slice(&std::fs::read(&real.path).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sha = format!("sha256:{}", scifact_eval::sha256_hex(&std::fs::read(&real.path).unwrap()));
+    let eval = scifact_eval::open_or_build(&dir.path().join("store"), &fixture, &sha, &NoProgress).unwrap();
+    let mut compared = 0;
+    for top_k in [10, 100] {
+        for query in &fixture.queries {
+            let config = |backend| SearchConfig {
+                lexical_backend: backend,
+                top_k,
+                lexical_candidates: top_k.max(100),
+                ..SearchConfig::default()
+            };
+            let search = |backend, tag: &str| {
+                let context =
+                    SearchContext::new(format!("{tag}/{top_k}/{}", query.id), scifact_eval::NAMESPACE);
+                eval.store.search_fts_only_with_context(&query.text, &config(backend), &context).unwrap()
+            };
+            let memory = search(LexicalBackendKind::MemoryBm25, "memory");
+            let fts5 = search(LexicalBackendKind::Fts5, "fts5");
+            assert_eq!(memory.receipt.lexical.as_ref().unwrap().backend, "memory_bm25", "query {}", query.id);
+            let ours: Vec<_> = memory.hits().iter().map(|h| h.fact_id).collect();
+            let theirs: Vec<_> = fts5.hits().iter().map(|h| h.fact_id).collect();
+            assert_eq!(ours, theirs, "query {} top {top_k}", query.id);
+            for (a, b) in memory.hits().iter().zip(fts5.hits()) {
+                assert!(
+                    (a.score - b.score).abs() <= 1e-9 * b.score.abs(),
+                    "query {}: {} vs {}",
+                    query.id,
+                    a.score,
+                    b.score
+                );
+            }
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 600);
+}

@@ -24,8 +24,11 @@ pub enum ExactnessProfile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LexicalBackendKind {
-    /// SQLite FTS5 with its `bm25()` function, the reference scorer.
+    /// SQLite FTS5 with its `bm25()` function, the reference scorer (k1 = 1.2, b = 0.75 fixed).
     Fts5,
+    /// The in-memory inverted index over FTS5's own tokens: the same BM25 scores and rankings as `bm25()`,
+    /// exact top-k by MaxScore, k1 and b configurable.
+    MemoryBm25,
 }
 
 /// Recency weighting. The store keeps no fact timestamps, so only `Off` is accepted.
@@ -78,8 +81,12 @@ pub struct SearchConfig {
     pub derived_vector_backend: DerivedVectorBackend,
     /// Which vector backend may answer. Default `PreferExact`.
     pub exactness: ExactnessProfile,
-    /// Which lexical backend scores. Default FTS5.
+    /// Which lexical backend scores. Default the in-memory index, whose rankings equal FTS5's.
     pub lexical_backend: LexicalBackendKind,
+    /// BM25 term-frequency saturation. Default 1.2, FTS5's fixed value.
+    pub bm25_k1: f64,
+    /// BM25 length normalisation. Default 0.75, FTS5's fixed value.
+    pub bm25_b: f64,
 }
 
 impl Default for SearchConfig {
@@ -98,15 +105,29 @@ impl Default for SearchConfig {
             recency: Recency::Off,
             derived_vector_backend: DerivedVectorBackend::Disabled,
             exactness: ExactnessProfile::PreferExact,
-            lexical_backend: LexicalBackendKind::Fts5,
+            lexical_backend: LexicalBackendKind::MemoryBm25,
+            bm25_k1: FTS5_K1,
+            bm25_b: FTS5_B,
         }
     }
 }
+
+/// FTS5's `bm25()` k1.
+pub const FTS5_K1: f64 = 1.2;
+/// FTS5's `bm25()` b.
+pub const FTS5_B: f64 = 0.75;
 
 /// The largest `top_k` or candidate pool accepted; larger values are almost certainly mistakes.
 pub const MAX_DEPTH: usize = 10_000;
 
 impl SearchConfig {
+    /// Returns true when this is the frozen baseline: the default in every field except the choice between the
+    /// two exact lexical backends, which rank identically.
+    pub fn is_baseline(&self) -> bool {
+        let lexical_backend = self.lexical_backend;
+        *self == SearchConfig { lexical_backend, ..SearchConfig::default() }
+    }
+
     /// Checks that every field holds a value this library honours.
     ///
     /// # Errors
@@ -136,6 +157,21 @@ impl SearchConfig {
         }
         if self.fts_weight == 0.0 && self.vector_weight == 0.0 {
             return reject("fts_weight", self.fts_weight, "fts_weight and vector_weight cannot both be 0");
+        }
+        if !(self.bm25_k1.is_finite() && self.bm25_k1 > 0.0 && self.bm25_k1 <= 10.0) {
+            return reject("bm25_k1", self.bm25_k1, "must be above 0 and at most 10");
+        }
+        if !(self.bm25_b.is_finite() && (0.0..=1.0).contains(&self.bm25_b)) {
+            return reject("bm25_b", self.bm25_b, "must be between 0 and 1");
+        }
+        if self.lexical_backend == LexicalBackendKind::Fts5
+            && (self.bm25_k1 != FTS5_K1 || self.bm25_b != FTS5_B)
+        {
+            return reject(
+                "bm25_k1",
+                self.bm25_k1,
+                "FTS5's bm25() has fixed k1 = 1.2 and b = 0.75; use memory_bm25",
+            );
         }
         if self.sparse_weight != 0.0 {
             return reject("sparse_weight", self.sparse_weight, "the library has no native sparse retrieval");

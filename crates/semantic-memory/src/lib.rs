@@ -3,7 +3,8 @@
 //! # Overview
 //! A [`FactStore`] is one SQLite file. Each fact has a namespace, a source type, a text indexed by FTS5
 //! (`porter unicode61`) and a unit-length vector of the store's fixed dimension. Three searches exist:
-//! lexical ([`FactStore::search_fts_only_with_context`], BM25 via FTS5), vector
+//! lexical ([`FactStore::search_fts_only_with_context`], BM25 equal to FTS5's `bm25()`, from an in-memory index
+//! or FTS5 itself), vector
 //! ([`FactStore::search_vector_only_with_context`], exact scan or HNSW as [`ExactnessProfile`] decides) and
 //! hybrid ([`FactStore::search_explained_with_context`], reciprocal rank fusion that explains each hit).
 //! Each returns a [`SearchReceipt`]: the complete effective [`SearchConfig`], backend and exactness evidence,
@@ -28,6 +29,7 @@
 //! # }
 //! ```
 
+mod bm25;
 pub mod canonical_json;
 mod config;
 mod error;
@@ -38,7 +40,8 @@ mod store;
 pub mod vector;
 
 pub use crate::config::{
-    DerivedVectorBackend, ExactnessProfile, LexicalBackendKind, MAX_DEPTH, Recency, SearchConfig,
+    DerivedVectorBackend, ExactnessProfile, FTS5_B, FTS5_K1, LexicalBackendKind, MAX_DEPTH, Recency,
+    SearchConfig,
 };
 pub use crate::error::{Error, Result};
 pub use crate::lexical::FtsQuery;

@@ -6,13 +6,13 @@
 use serde::{Deserialize, Serialize};
 
 use crate::canonical_json::{canonical_bytes_of, sha256_digest};
-use crate::config::{ExactnessProfile, SearchConfig};
+use crate::config::{ExactnessProfile, LexicalBackendKind, SearchConfig};
 use crate::store::FactId;
 #[cfg(feature = "usearch")]
 use crate::vector::HnswOptions;
 
 /// The receipt schema this build writes. A field change bumps it.
-pub const RECEIPT_SCHEMA: &str = "semantic-memory-search-receipt-v1";
+pub const RECEIPT_SCHEMA: &str = "semantic-memory-search-receipt-v2";
 
 /// Which search API produced a receipt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -77,8 +77,16 @@ pub struct QueryEvidence {
 /// How the lexical list was produced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LexicalEvidence {
-    /// Backend name, for example `fts5_bm25`.
+    /// Backend that answered: `memory_bm25` or `fts5_bm25`.
     pub backend: String,
+    /// The backend the configuration asked for.
+    pub requested: LexicalBackendKind,
+    /// Whether the answer equals FTS5 `bm25()`'s ranking and scores (true for both backends).
+    pub exact: bool,
+    /// What the exactness claim rests on.
+    pub exactness: String,
+    /// Why FTS5 answered although the in-memory index was asked for, if it did.
+    pub fallback_reason: Option<String>,
     /// FTS5 tokenizer definition.
     pub tokenizer: String,
     /// BM25 parameters the backend applies.

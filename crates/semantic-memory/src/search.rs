@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use rusqlite::ErrorCode;
 
+use crate::bm25::{MemoryBm25, NotExact};
 use crate::canonical_json::sha256_digest;
-use crate::config::{ExactnessProfile, SearchConfig};
+use crate::config::{ExactnessProfile, FTS5_B, FTS5_K1, LexicalBackendKind, SearchConfig};
 use crate::error::{Error, Result};
 use crate::lexical::{Fts5, FtsQuery, LexicalBackend, Scope};
 use crate::receipt::{
@@ -63,8 +64,15 @@ impl SearchOutcome {
 }
 
 const FTS5_TOKENIZER: &str = "porter unicode61";
-const FTS5_K1: f64 = 1.2;
-const FTS5_B: f64 = 0.75;
+const MEMORY_EXACTNESS: &str = "exact: an in-memory index of FTS5's own tokens (fts5vocab) and FTS5-tokenized query \
+                                strings, scored with bm25()'s formula, IDF floor and summation order over table-wide \
+                                statistics; exact top-k by MaxScore, ties by fact id";
+const FTS5_EXACTNESS: &str = "exact: SQLite FTS5 bm25(), the reference scorer";
+
+struct LexicalRun {
+    candidates: Vec<ScoredFact>,
+    evidence: LexicalEvidence,
+}
 
 struct VectorRun {
     candidates: Vec<ScoredFact>,
@@ -84,9 +92,9 @@ impl FactStore {
     ) -> Result<SearchOutcome> {
         let started = self.begin(config, context)?;
         let fts = FtsQuery::from_text(query);
-        let candidates = self.lexical(&fts, context, config.top_k)?;
-        let lexical = Some(self.lexical_evidence(config.top_k, candidates.len()));
-        let hits = component_hits(&candidates, |component| (Some(component), None));
+        let run = self.lexical(&fts, config, context, config.top_k)?;
+        let hits = component_hits(&run.candidates, |component| (Some(component), None));
+        let lexical = Some(run.evidence);
         let retrieval = started.elapsed();
         let query = query_evidence(Some((query, &fts)), None);
         let receipt = self.receipt(SearchMode::FtsOnly, config, context, query, lexical, None, hits)?;
@@ -132,12 +140,12 @@ impl FactStore {
         check_unit_vector(query_vector, self.dims)?;
         let started = self.begin(config, context)?;
         let fts = FtsQuery::from_text(query);
-        let lexical = self.lexical(&fts, context, config.lexical_candidates)?;
+        let lexical = self.lexical(&fts, config, context, config.lexical_candidates)?;
         let run = self.vector(query_vector, config.exactness, context, config.vector_candidates)?;
-        let hits = fuse(&lexical, &run.candidates, config);
+        let hits = fuse(&lexical.candidates, &run.candidates, config);
         let retrieval = started.elapsed();
         let query = query_evidence(Some((query, &fts)), Some(query_vector));
-        let lexical = Some(self.lexical_evidence(config.lexical_candidates, lexical.len()));
+        let lexical = Some(lexical.evidence);
         let receipt =
             self.receipt(SearchMode::Hybrid, config, context, query, lexical, Some(run.evidence), hits)?;
         self.finish(receipt, fts.expression, started, retrieval)
@@ -197,20 +205,73 @@ impl FactStore {
         Ok(Instant::now())
     }
 
-    fn lexical(&self, query: &FtsQuery, context: &SearchContext, limit: usize) -> Result<Vec<ScoredFact>> {
-        let scope = Scope { namespace: &context.namespace, source_types: &context.source_types };
-        Fts5.search(&self.conn, query, scope, limit).map_err(|source| self.sql_error(source))
+    /// Builds the in-memory BM25 index now rather than on the first search that needs it, and returns how
+    /// many postings it holds. Inserting facts discards it.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`].
+    pub fn prepare_lexical_index(&self) -> Result<usize> {
+        Ok(self.bm25_index()?.postings())
     }
 
-    fn lexical_evidence(&self, limit: usize, returned: usize) -> LexicalEvidence {
-        LexicalEvidence {
-            backend: Fts5.name().to_owned(),
-            tokenizer: FTS5_TOKENIZER.to_owned(),
-            k1: FTS5_K1,
-            b: FTS5_B,
-            limit,
-            returned,
+    fn bm25_index(&self) -> Result<&MemoryBm25> {
+        if let Some(index) = self.bm25.get() {
+            return Ok(index);
         }
+        let built = MemoryBm25::build(&self.conn).map_err(|source| self.sql_error(source))?;
+        Ok(self.bm25.get_or_init(|| built))
+    }
+
+    fn lexical(
+        &self,
+        query: &FtsQuery,
+        config: &SearchConfig,
+        context: &SearchContext,
+        limit: usize,
+    ) -> Result<LexicalRun> {
+        let scope = Scope { namespace: &context.namespace, source_types: &context.source_types };
+        let evidence = |backend: &str, exactness: &str, fallback_reason: Option<String>, returned: usize| {
+            LexicalEvidence {
+                backend: backend.to_owned(),
+                requested: config.lexical_backend,
+                exact: true,
+                exactness: exactness.to_owned(),
+                fallback_reason,
+                tokenizer: FTS5_TOKENIZER.to_owned(),
+                k1: config.bm25_k1,
+                b: config.bm25_b,
+                limit,
+                returned,
+            }
+        };
+        let mut fallback_reason = None;
+        if config.lexical_backend == LexicalBackendKind::MemoryBm25 {
+            let index = self.bm25_index()?;
+            let in_scope = self.scope_filter(context);
+            let answer = index
+                .search(&self.conn, query, config.bm25_k1, config.bm25_b, limit, &in_scope)
+                .map_err(|source| self.sql_error(source))?;
+            match answer {
+                Ok(candidates) => {
+                    let evidence = evidence("memory_bm25", MEMORY_EXACTNESS, None, candidates.len());
+                    return Ok(LexicalRun { candidates, evidence });
+                }
+                Err(NotExact(reason)) => {
+                    if config.bm25_k1 != FTS5_K1 || config.bm25_b != FTS5_B {
+                        return Err(Error::UnsupportedConfig {
+                            field: "bm25_k1",
+                            value: config.bm25_k1.to_string(),
+                            reason: "this query needs the FTS5 fallback, which cannot apply a custom k1 or b",
+                        });
+                    }
+                    fallback_reason = Some(reason);
+                }
+            }
+        }
+        let candidates =
+            Fts5.search(&self.conn, query, scope, limit).map_err(|source| self.sql_error(source))?;
+        let evidence = evidence(Fts5.name(), FTS5_EXACTNESS, fallback_reason, candidates.len());
+        Ok(LexicalRun { candidates, evidence })
     }
 
     fn vector(

@@ -93,6 +93,8 @@ pub struct FactStore {
     /// `tags[id - 1]` is fact `id`'s interned namespace and source type.
     pub(crate) tags: Vec<Tag>,
     pub(crate) interned: Interner,
+    /// The in-memory BM25 index, built on first use and dropped whenever facts are inserted.
+    pub(crate) bm25: std::cell::OnceCell<crate::bm25::MemoryBm25>,
 }
 
 #[derive(Debug, Default)]
@@ -193,6 +195,7 @@ impl FactStore {
             hnsw: None,
             tags: Vec::new(),
             interned: Interner::default(),
+            bm25: std::cell::OnceCell::new(),
         };
         store.load_vectors()?;
         #[cfg(feature = "usearch")]
@@ -257,6 +260,7 @@ impl FactStore {
     /// [`Error::Usearch`] when the HNSW index cannot be updated (the database is then ahead of the index, which
     /// is rebuilt on the next open).
     pub fn insert_facts(&mut self, facts: &[NewFact<'_>]) -> Result<Vec<FactId>> {
+        self.bm25 = std::cell::OnceCell::new();
         for fact in facts {
             check_unit_vector(fact.vector, self.dims)?;
         }

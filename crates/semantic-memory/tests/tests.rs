@@ -4,6 +4,7 @@
 
 mod util;
 
+mod bm25;
 mod fts;
 mod hybrid;
 mod receipts;

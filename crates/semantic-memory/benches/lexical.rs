@@ -1,0 +1,120 @@
+//! Lexical latency on a real store, FTS5 `bm25()` beside the in-memory BM25 index, in one run: per-query
+//! retrieval time (p50/p95/mean/max, excluding receipt persistence), index build time and resident memory, and
+//! a check that both return the same ranking. Writes `target/bench/semantic-memory-lexical.json`.
+//!
+//! Run on the SciFact store the runner built, with the fixture for the query texts:
+//! `cargo bench -p semantic-memory --bench lexical -- --store DIR/scifact.db --fixture FIXTURE [--rounds N]`.
+//! The store is copied (to `/dev/shm` when present) first, so the receipts the searches write go elsewhere.
+
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::time::{Duration, Instant};
+
+use semantic_memory::{FactStore, LexicalBackendKind, SearchConfig, SearchContext, StoreOptions};
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
+}
+
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .map_or(0, |pages| pages * 4096)
+}
+
+fn summary(mut samples: Vec<Duration>) -> serde_json::Value {
+    samples.sort();
+    let at = |p: f64| {
+        let rank = ((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
+        samples[rank - 1].as_secs_f64() * 1e3
+    };
+    let mean = samples.iter().map(Duration::as_secs_f64).sum::<f64>() / samples.len() as f64 * 1e3;
+    serde_json::json!({ "p50_ms": at(0.5), "p95_ms": at(0.95), "mean_ms": mean, "max_ms": at(1.0), "samples": samples.len() })
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (Some(store), Some(fixture)) = (arg(&args, "--store"), arg(&args, "--fixture")) else {
+        println!(
+            "usage: cargo bench -p semantic-memory --bench lexical -- --store DB --fixture FIXTURE [--rounds N] [--namespace NS]"
+        );
+        return;
+    };
+    let rounds: usize = arg(&args, "--rounds").and_then(|r| r.parse().ok()).unwrap_or(5);
+    let namespace = arg(&args, "--namespace").unwrap_or_else(|| "beir-scifact".into());
+    let fixture: serde_json::Value = serde_json::from_slice(&std::fs::read(&fixture).unwrap()).unwrap();
+    let queries: Vec<String> = fixture["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["text"].as_str().unwrap().to_owned())
+        .collect();
+    let parent = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "." };
+    let dir = tempfile::tempdir_in(parent).unwrap();
+    let copy = dir.path().join("store.db");
+    std::fs::copy(&store, &copy).unwrap();
+
+    let rss_before_open = rss_bytes();
+    let store = FactStore::open(&copy, &StoreOptions::default()).unwrap();
+    let rss_before = rss_bytes();
+    let started = Instant::now();
+    let postings = store.prepare_lexical_index().unwrap();
+    let build = started.elapsed();
+    let rss_after = rss_bytes();
+
+    let config = |backend| SearchConfig { lexical_backend: backend, ..SearchConfig::default() };
+    let (fts5, memory) = (config(LexicalBackendKind::Fts5), config(LexicalBackendKind::MemoryBm25));
+    let mut timings = [Vec::new(), Vec::new()];
+    let mut same = 0;
+    let mut fallbacks = 0;
+    for round in 0..rounds {
+        for (i, query) in queries.iter().enumerate() {
+            let mut ids = Vec::new();
+            for (b, config) in [&fts5, &memory].into_iter().enumerate() {
+                let context = SearchContext::new(format!("bench/{round}/{b}/{i}"), namespace.as_str());
+                let outcome = store.search_fts_only_with_context(query, config, &context).unwrap();
+                timings[b].push(outcome.timing.retrieval);
+                if b == 1 && outcome.receipt.lexical.as_ref().is_some_and(|l| l.fallback_reason.is_some()) {
+                    fallbacks += 1;
+                }
+                ids.push(outcome.hits().iter().map(|h| (h.fact_id, h.score.to_bits())).collect::<Vec<_>>());
+            }
+            same += usize::from(ids[0] == ids[1]);
+        }
+    }
+    let [fts5_times, memory_times] = timings;
+    let mut slowest: Vec<(Duration, usize)> =
+        memory_times.iter().enumerate().map(|(k, t)| (*t, k % queries.len())).collect();
+    slowest.sort();
+    let slowest: Vec<serde_json::Value> = slowest
+        .iter()
+        .rev()
+        .take(5)
+        .map(|(t, q)| {
+            let terms = semantic_memory::FtsQuery::from_text(&queries[*q]).terms.len();
+            serde_json::json!({ "query_index": q, "ms": t.as_secs_f64() * 1e3, "terms": terms })
+        })
+        .collect();
+    let report = serde_json::json!({
+        "queries": queries.len(),
+        "rounds": rounds,
+        "facts": store.len(),
+        "fts5_bm25": summary(fts5_times),
+        "memory_bm25": summary(memory_times),
+        "memory_index": {
+            "build_ms": build.as_secs_f64() * 1e3,
+            "postings": postings,
+            "rss_growth_bytes": rss_after.saturating_sub(rss_before),
+            "rss_store_open_bytes": rss_before.saturating_sub(rss_before_open),
+        },
+        "identical_rankings_and_score_bits": same,
+        "memory_fallbacks_to_fts5": fallbacks,
+        "memory_slowest": slowest,
+    });
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("semantic-memory-lexical.json"), serde_json::to_vec_pretty(&report).unwrap())
+        .unwrap();
+    println!("{}", serde_json::to_string_pretty(&report).unwrap());
+}
