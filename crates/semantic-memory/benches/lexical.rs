@@ -5,12 +5,43 @@
 //! Run on the SciFact store the runner built, with the fixture for the query texts:
 //! `cargo bench -p semantic-memory --bench lexical -- --store DIR/scifact.db --fixture FIXTURE [--rounds N]`.
 //! The store is copied (to `/dev/shm` when present) first, so the receipts the searches write go elsewhere.
+//! Without `--store`, a synthetic SciFact-shaped store (5,183 facts, 300 queries) stands in.
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::time::{Duration, Instant};
 
-use semantic_memory::{FactStore, LexicalBackendKind, SearchConfig, SearchContext, StoreOptions};
+use semantic_memory::{FactStore, LexicalBackendKind, NewFact, SearchConfig, SearchContext, StoreOptions};
+
+#[allow(dead_code, unreachable_pub)]
+#[path = "../tests/util.rs"]
+mod util;
+
+#[path = "support/synthetic.rs"]
+mod synthetic;
+
+/// Writes a synthetic store of `facts` 200-word facts into `path` and returns `queries` 12-word queries.
+fn synthetic_store(path: &std::path::Path, facts: usize, queries: usize) -> Vec<String> {
+    let mut rng = util::Rng::new(2027);
+    let texts: Vec<String> = (0..facts).map(|_| synthetic::text(&mut rng, 200)).collect();
+    let vectors: Vec<Vec<f32>> = (0..facts).map(|_| util::unit_vector(&mut rng, 8)).collect();
+    let metadata = serde_json::json!({});
+    let mut store =
+        FactStore::open(path, &StoreOptions { dims: Some(8), ..StoreOptions::default() }).unwrap();
+    let new: Vec<NewFact<'_>> = texts
+        .iter()
+        .zip(&vectors)
+        .map(|(text, vector)| NewFact {
+            namespace: "beir-scifact",
+            source_type: "doc",
+            text,
+            metadata: &metadata,
+            vector,
+        })
+        .collect();
+    store.insert_facts(&new).unwrap();
+    (0..queries).map(|_| synthetic::text(&mut rng, 12)).collect()
+}
 
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
@@ -35,25 +66,26 @@ fn summary(mut samples: Vec<Duration>) -> serde_json::Value {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let (Some(store), Some(fixture)) = (arg(&args, "--store"), arg(&args, "--fixture")) else {
-        println!(
-            "usage: cargo bench -p semantic-memory --bench lexical -- --store DB --fixture FIXTURE [--rounds N] [--namespace NS]"
-        );
-        return;
-    };
     let rounds: usize = arg(&args, "--rounds").and_then(|r| r.parse().ok()).unwrap_or(5);
     let namespace = arg(&args, "--namespace").unwrap_or_else(|| "beir-scifact".into());
-    let fixture: serde_json::Value = serde_json::from_slice(&std::fs::read(&fixture).unwrap()).unwrap();
-    let queries: Vec<String> = fixture["queries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|q| q["text"].as_str().unwrap().to_owned())
-        .collect();
     let parent = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "." };
     let dir = tempfile::tempdir_in(parent).unwrap();
     let copy = dir.path().join("store.db");
-    std::fs::copy(&store, &copy).unwrap();
+    let (source, queries) = match (arg(&args, "--store"), arg(&args, "--fixture")) {
+        (Some(store), Some(fixture)) => {
+            let fixture: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&fixture).unwrap()).unwrap();
+            let queries: Vec<String> = fixture["queries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|q| q["text"].as_str().unwrap().to_owned())
+                .collect();
+            std::fs::copy(&store, &copy).unwrap();
+            (store, queries)
+        }
+        _ => ("synthetic".to_owned(), synthetic_store(&copy, 5_183, 300)),
+    };
 
     let rss_before_open = rss_bytes();
     let store = FactStore::open(&copy, &StoreOptions::default()).unwrap();
@@ -97,6 +129,7 @@ fn main() {
         })
         .collect();
     let report = serde_json::json!({
+        "store": source,
         "queries": queries.len(),
         "rounds": rounds,
         "facts": store.len(),

@@ -19,26 +19,11 @@ const WORDS_PER_QUERY: usize = 12;
 #[path = "../tests/util.rs"]
 mod util;
 
-use util::{Rng, unit_vector};
+#[path = "support/synthetic.rs"]
+mod synthetic;
 
-/// Zipf-like words over a 20,000-word synthetic vocabulary.
-fn text(rng: &mut Rng, words: usize) -> String {
-    const SYLLABLES: [&str; 16] = [
-        "ka", "lo", "mi", "ren", "tos", "vi", "zu", "pha", "gen", "tri", "ol", "ux", "ber", "sta", "ni",
-        "qua",
-    ];
-    let mut text = String::new();
-    for index in 0..words {
-        if index > 0 {
-            text.push(' ');
-        }
-        let word = (rng.next_f64().powi(4) * 20_000.0) as usize;
-        for digit in [word % 16, (word / 16) % 16, (word / 256) % 16, word / 4096] {
-            text.push_str(SYLLABLES[digit % 16]);
-        }
-    }
-    text
-}
+use synthetic::text;
+use util::{Rng, unit_vector};
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
