@@ -14,6 +14,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use rusqlite::Connection;
 
+use crate::config::{FTS5_B, FTS5_K1};
 use crate::lexical::FtsQuery;
 use crate::store::FactId;
 use crate::vector::ScoredFact;
@@ -22,6 +23,8 @@ use crate::vector::ScoredFact;
 struct Posting {
     doc: u32,
     tf: u32,
+    /// `bm25()`'s term weight for this posting at FTS5's k1 and b, computed once with the same expression.
+    impact: f64,
 }
 
 /// One term's postings and the extremes that bound its contribution.
@@ -43,6 +46,21 @@ pub(crate) struct MemoryBm25 {
     avgdl: f64,
     /// Raw query string to the FTS5 terms it yields.
     tokens: RefCell<HashMap<String, Vec<String>>>,
+}
+
+/// The first index at or after `from` whose document is at least `doc`: exponential then binary search, since
+/// the documents MaxScore asks about only grow and are usually close to the cursor.
+fn gallop(postings: &[Posting], from: usize, doc: u32) -> usize {
+    let mut step = 1;
+    let mut low = from;
+    let mut high = from;
+    while high < postings.len() && postings[high].doc < doc {
+        low = high + 1;
+        high += step;
+        step *= 2;
+    }
+    let high = high.min(postings.len());
+    low + postings[low..high].partition_point(|p| p.doc < doc)
 }
 
 /// Lists up to this long seed the threshold before MaxScore starts.
@@ -110,7 +128,7 @@ impl MemoryBm25 {
                 let postings = &mut lists[id].postings;
                 match postings.last_mut() {
                     Some(last) if last.doc == doc => last.tf += 1,
-                    _ => postings.push(Posting { doc, tf: 1 }),
+                    _ => postings.push(Posting { doc, tf: 1, impact: 0.0 }),
                 }
             }
         }
@@ -119,14 +137,21 @@ impl MemoryBm25 {
             list.min_len = list.postings.iter().map(|p| doc_len[p.doc as usize]).min().unwrap_or(0);
         }
         let total: i64 = doc_len.iter().map(|l| i64::from(*l)).sum();
-        let index = MemoryBm25 {
+        let mut index = MemoryBm25 {
             terms,
-            lists,
+            lists: Vec::new(),
             doc_len,
             rows,
             avgdl: total as f64 / rows.max(1) as f64,
             tokens: RefCell::new(HashMap::new()),
         };
+        for list in &mut lists {
+            for posting in &mut list.postings {
+                posting.impact =
+                    index.weight(posting.tf, index.doc_len[posting.doc as usize], FTS5_K1, FTS5_B);
+            }
+        }
+        index.lists = lists;
         let mut raw: Vec<String> = Vec::new();
         {
             let mut seen = std::collections::HashSet::new();
@@ -228,14 +253,22 @@ impl MemoryBm25 {
         if idf <= 0.0 { 1e-6 } else { idf }
     }
 
-    /// FTS5's sum: every phrase in expression order, absent ones adding zero.
-    fn phrase_order_score(&self, tf: &[u32], idf: &[f64], doc: u32, k1: f64, b: f64) -> f64 {
-        let len = self.doc_len[doc as usize];
+    /// FTS5's sum: every phrase in expression order, absent ones adding zero (their weight is 0.0 exactly).
+    fn phrase_order_score(weights: &[f64], idf: &[f64]) -> f64 {
         let mut score = 0.0;
-        for (count, idf) in tf.iter().zip(idf) {
-            score += idf * self.weight(*count, len, k1, b);
+        for (weight, idf) in weights.iter().zip(idf) {
+            score += idf * weight;
         }
         score
+    }
+
+    /// The weight of a posting: precomputed at FTS5's k1 and b, computed for any other.
+    fn posting_weight(&self, posting: &Posting, k1: f64, b: f64) -> f64 {
+        if k1 == FTS5_K1 && b == FTS5_B {
+            posting.impact
+        } else {
+            self.weight(posting.tf, self.doc_len[posting.doc as usize], k1, b)
+        }
     }
 
     fn weight(&self, tf: u32, len: u32, k1: f64, b: f64) -> f64 {
@@ -274,7 +307,7 @@ impl MemoryBm25 {
         let mut cursors = vec![0usize; lists.len()];
         let mut heap: BinaryHeap<std::cmp::Reverse<Candidate>> = BinaryHeap::with_capacity(limit + 1);
         let mut threshold = f64::NEG_INFINITY;
-        let mut tf = vec![0u32; phrases.len()];
+        let mut weights = vec![0.0f64; phrases.len()];
         let mut scored = vec![false; self.doc_len.len()];
         let offer = |heap: &mut BinaryHeap<std::cmp::Reverse<Candidate>>, candidate: Candidate| {
             if heap.len() < limit {
@@ -295,6 +328,7 @@ impl MemoryBm25 {
         if let Some((_, seed, _)) = lists.last()
             && seed.postings.len() <= SEED_LIMIT
         {
+            let mut seed_cursors = vec![0usize; phrases.len()];
             for posting in &seed.postings {
                 let doc = posting.doc;
                 scored[doc as usize] = true;
@@ -302,12 +336,13 @@ impl MemoryBm25 {
                     continue;
                 }
                 for (i, phrase) in phrases.iter().enumerate() {
-                    tf[i] = phrase.map_or(0, |list| {
-                        let at = list.postings.partition_point(|p| p.doc < doc);
-                        list.postings.get(at).filter(|p| p.doc == doc).map_or(0, |p| p.tf)
+                    weights[i] = phrase.map_or(0.0, |list| {
+                        seed_cursors[i] = gallop(&list.postings, seed_cursors[i], doc);
+                        let found = list.postings.get(seed_cursors[i]).filter(|p| p.doc == doc);
+                        found.map_or(0.0, |p| self.posting_weight(p, k1, b))
                     });
                 }
-                let score = self.phrase_order_score(&tf, &idf, doc, k1, b);
+                let score = Self::phrase_order_score(&weights, &idf);
                 threshold = offer(&mut heap, Candidate { score, doc });
             }
         }
@@ -329,29 +364,27 @@ impl MemoryBm25 {
                 if let Some(p) = lists[j].1.postings.get(cursors[j])
                     && p.doc == doc
                 {
-                    bound += idf[lists[j].0] * self.weight(p.tf, self.doc_len[doc as usize], k1, b);
+                    bound += idf[lists[j].0] * self.posting_weight(p, k1, b);
                     cursors[j] += 1;
                 }
             }
             if scored[doc as usize] || bound * (1.0 + 1e-9) < threshold || !in_scope(FactId(i64::from(doc))) {
                 continue;
             }
-            tf.fill(0);
+            weights.fill(0.0);
             for (j, (phrase, list, _)) in lists.iter().enumerate() {
                 let postings = &list.postings;
                 let found = if j >= first_essential {
                     cursors[j].checked_sub(1).and_then(|c| postings.get(c)).filter(|p| p.doc == doc)
                 } else {
-                    let start = cursors[j];
-                    let offset = postings[start..].partition_point(|p| p.doc < doc);
-                    cursors[j] = start + offset;
+                    cursors[j] = gallop(postings, cursors[j], doc);
                     postings.get(cursors[j]).filter(|p| p.doc == doc)
                 };
                 if let Some(p) = found {
-                    tf[*phrase] = p.tf;
+                    weights[*phrase] = self.posting_weight(p, k1, b);
                 }
             }
-            let score = self.phrase_order_score(&tf, &idf, doc, k1, b);
+            let score = Self::phrase_order_score(&weights, &idf);
             threshold = offer(&mut heap, Candidate { score, doc });
         }
         let mut best: Vec<Candidate> = heap.into_iter().map(|r| r.0).collect();
