@@ -16,7 +16,12 @@ pub fn canonical(value: &Value) -> Vec<u8> {
 
 /// `sha256:<hex>` of `bytes`.
 pub fn sha256_tagged(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex(&Sha256::digest(bytes)))
+    format!("sha256:{}", sha256_hex(bytes))
+}
+
+/// Lowercase hex sha256 of `bytes`, untagged (split order, samples, semantic-text digests).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
 }
 
 /// Lowercase hex of `bytes`.

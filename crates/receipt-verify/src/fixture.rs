@@ -7,9 +7,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-use crate::canonical::{hex, sha256_tagged};
+use crate::canonical::sha256_tagged;
 use crate::error::{Error, Result};
 
 /// The schema id of `fixture-metadata.json`.
@@ -107,7 +106,7 @@ impl FixtureView {
             query_text_sha256: full
                 .queries
                 .iter()
-                .map(|q| (q.id.clone(), format!("sha256:{}", hex(&Sha256::digest(q.text.as_bytes())))))
+                .map(|q| (q.id.clone(), sha256_tagged(q.text.as_bytes())))
                 .collect(),
             qrels,
             document_ids: full.documents.iter().map(|d| d.id.clone()).collect(),

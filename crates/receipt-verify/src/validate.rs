@@ -6,10 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::artifacts::{AGGREGATE_SCHEMA, ROW_SCHEMA, Run, qrels_of, strings};
-use crate::canonical::{hex, sha256_tagged};
+use crate::canonical::{sha256_hex, sha256_tagged};
 use crate::fixture::FixtureView;
 use crate::metrics::{METRIC_NAMES, metrics, percentile};
 use crate::report::{Report, Status};
@@ -162,7 +161,7 @@ fn rows_identity(run: &Run, rows: &[Value]) -> Result<String, String> {
 /// The split, drawn again: sort by (sha256 hex of the id, id), the first `calibration_count` calibrate.
 pub fn draw_split(all: &[String], calibration_count: usize, split: &str) -> Option<Vec<String>> {
     let mut keyed: Vec<(String, String)> =
-        all.iter().map(|id| (hex(&Sha256::digest(id.as_bytes())), id.clone())).collect();
+        all.iter().map(|id| (sha256_hex(id.as_bytes()), id.clone())).collect();
     keyed.sort();
     let ordered: Vec<String> = keyed.into_iter().map(|(_, id)| id).collect();
     let cut = calibration_count.min(ordered.len());

@@ -8,10 +8,9 @@ use std::path::{Path, PathBuf};
 use embedding::{Embedder, MiniLm, Role, WeightPin};
 use serde::Serialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::artifacts::{Run, aggregates_in};
-use crate::canonical::{canonical_digest, hex, sha256_tagged};
+use crate::canonical::{canonical_digest, sha256_hex, sha256_tagged};
 use crate::error::{Error, Result};
 use crate::fixture::{FixtureText, FixtureView, FullFixture};
 use crate::report::{REPORT_SCHEMA, Report, Status};
@@ -335,17 +334,22 @@ fn host_identity(run: &Run) -> std::result::Result<String, String> {
     ))
 }
 
+/// The database a run recorded, or the file of that name in `store_dir` when the store moved.
+fn database_path(run: &Run, store_dir: Option<&Path>) -> PathBuf {
+    let recorded = PathBuf::from(run.str_at("/store/db_path"));
+    match store_dir {
+        Some(dir) => dir.join(recorded.file_name().unwrap_or_default()),
+        None => recorded,
+    }
+}
+
 /// The live database: the newest aggregate's after-run digest must be the file's; every receipt of every
 /// aggregate must be stored with the same digest; the mapping must agree with the facts' metadata.
 fn database(runs: &[Run], store_dir: Option<&Path>) -> Report {
     let mut report = Report::default();
     let mut by_db: BTreeMap<PathBuf, Vec<&Run>> = BTreeMap::new();
     for run in runs {
-        let recorded = PathBuf::from(run.str_at("/store/db_path"));
-        let path = match store_dir {
-            Some(dir) => dir.join(recorded.file_name().unwrap_or_default()),
-            None => recorded,
-        };
+        let path = database_path(run, store_dir);
         by_db.entry(path).or_default().push(run);
     }
     for (path, runs) in by_db {
@@ -456,11 +460,7 @@ fn lexical_exactness(runs: &[Run], full: Option<&FullFixture>, store_dir: Option
     let mut report = Report::default();
     for run in runs.iter().filter(|r| r.str_at("/mode") != "vector_only") {
         let scope = run.name.as_str();
-        let recorded = PathBuf::from(run.str_at("/store/db_path"));
-        let db = match store_dir {
-            Some(dir) => dir.join(recorded.file_name().unwrap_or_default()),
-            None => recorded,
-        };
+        let db = database_path(run, store_dir);
         let Some(full) = full else {
             report.push(
                 scope,
@@ -490,7 +490,7 @@ fn rescore(run: &Run, full: &FullFixture, db: &Path) -> std::result::Result<Stri
     let mut chosen: Vec<(String, &Value)> = rows
         .iter()
         .filter(|r| !r["receipt"].is_null())
-        .map(|r| (hex(&Sha256::digest(r["query_id"].as_str().unwrap_or("").as_bytes())), r))
+        .map(|r| (sha256_hex(r["query_id"].as_str().unwrap_or("").as_bytes()), r))
         .collect();
     chosen.sort_by(|a, b| a.0.cmp(&b.0));
     chosen.truncate(LEXICAL_SAMPLE);
@@ -561,7 +561,7 @@ fn rescore(run: &Run, full: &FullFixture, db: &Path) -> std::result::Result<Stri
 /// The deterministic sample: the `n` ids with the smallest sha256 hex (ties by id).
 pub(crate) fn sample(items: &[FixtureText], n: usize) -> Vec<&FixtureText> {
     let mut keyed: Vec<(String, &FixtureText)> =
-        items.iter().map(|item| (hex(&Sha256::digest(item.id.as_bytes())), item)).collect();
+        items.iter().map(|item| (sha256_hex(item.id.as_bytes()), item)).collect();
     keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.id.cmp(&b.1.id)));
     keyed.into_iter().take(n).map(|(_, item)| item).collect()
 }
@@ -636,7 +636,7 @@ fn re_embed(runs: &[Run], full: &FullFixture, model_dir: &Path) -> std::result::
         let chosen = sample(items, EMBEDDING_SAMPLE);
         let texts: Vec<String> = chosen.iter().map(|item| semantic_text(item, document)).collect();
         for (item, text) in chosen.iter().zip(&texts) {
-            if hex(&Sha256::digest(text.as_bytes())) != item.semantic_text_sha256 {
+            if sha256_hex(text.as_bytes()) != item.semantic_text_sha256 {
                 return Err(format!(
                     "{:?}: the semantic text rebuilt here differs from the fixture's digest",
                     item.id
