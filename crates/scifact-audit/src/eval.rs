@@ -74,7 +74,10 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
 
     let config = SearchConfig::default();
     let config_sha256 = config_digest(&config)?;
-    let executable = receipt_verify_executable_sha256()?;
+    let identity = scifact_eval::ExecutableIdentity::current();
+    let Some(executable) = identity.sha256 else {
+        bail!("{}", identity.unavailable.unwrap_or_else(|| "the running executable cannot be hashed".into()));
+    };
     let run_id =
         sha256_hex(format!("{fixture_sha256}\n{config_sha256}\n{executable}").as_bytes())[..16].to_owned();
     let run_dir = work.join("runs").join(&run_id);
@@ -130,12 +133,6 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     };
     print_summary(&stages, &results, &report, &bundle, signed)?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn receipt_verify_executable_sha256() -> anyhow::Result<String> {
-    let path = std::env::current_exe()?.canonicalize()?;
-    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(format!("sha256:{}", sha256_hex(&bytes)))
 }
 
 /// Runs the modes of `split` whose aggregate is missing; refuses a half-written mode.

@@ -17,8 +17,12 @@ struct Setup {
 
 impl Setup {
     fn new(documents: usize, queries: usize) -> Self {
+        Setup::with(&synthetic_fixture(documents, queries, 16, 7))
+    }
+
+    fn with(fixture: &scifact_eval::Fixture) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let fixture = write_fixture(dir.path(), &synthetic_fixture(documents, queries, 16, 7));
+        let fixture = write_fixture(dir.path(), fixture);
         Setup { dir, fixture }
     }
 
@@ -175,23 +179,12 @@ fn split_all_needs_the_heldout_aggregates_of_the_same_fixture_and_config() {
 
 #[test]
 fn a_failed_query_stays_a_row_with_an_empty_ranking_and_counts() {
-    let dir = tempfile::tempdir().unwrap();
     let mut fixture = synthetic_fixture(120, 40, 16, 3);
     // A vector that is not unit length: the vector search refuses it, the lexical search does not care.
     let broken = fixture.queries[5].id.clone();
     fixture.queries[5].vector.iter_mut().for_each(|x| *x *= 3.0);
-    let path = write_fixture(dir.path(), &fixture);
-    let options = RunOptions {
-        fixture: path,
-        store_dir: dir.path().join("store"),
-        output_dir: dir.path().join("out"),
-        split: Split::Calibration,
-        modes: ALL_MODES.to_vec(),
-        config: SearchConfig::default(),
-        build_revision: "r".into(),
-        generated_by: "tests".into(),
-    };
-    let report = scifact_eval::run(&options, &NoProgress).unwrap();
+    let setup = Setup::with(&fixture);
+    let report = setup.run(&setup.options("store", "out", Split::Calibration, &ALL_MODES)).unwrap();
     for summary in &report.runs {
         let rows = read_rows(&summary.rows_path);
         let row = rows.iter().find(|r| r.query_id == broken).unwrap();
@@ -215,21 +208,11 @@ fn a_failed_query_stays_a_row_with_an_empty_ranking_and_counts() {
 
 #[test]
 fn a_query_whose_text_the_fixture_did_not_embed_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
     let mut fixture = synthetic_fixture(50, 10, 16, 5);
     fixture.queries[2].text.push_str(" (edited)");
-    let path = write_fixture(dir.path(), &fixture);
-    let options = RunOptions {
-        fixture: path,
-        store_dir: dir.path().join("store"),
-        output_dir: dir.path().join("out"),
-        split: Split::Calibration,
-        modes: vec![SearchMode::Hybrid],
-        config: SearchConfig::default(),
-        build_revision: "r".into(),
-        generated_by: "tests".into(),
-    };
-    match scifact_eval::run(&options, &NoProgress) {
+    let setup = Setup::with(&fixture);
+    let options = setup.options("store", "out", Split::Calibration, &[SearchMode::Hybrid]);
+    match setup.run(&options) {
         Err(Error::UnknownQuery { id, reason }) => {
             assert_eq!(id, fixture.queries[2].id);
             assert!(reason.contains("not the text the fixture embedded"), "{reason}");
