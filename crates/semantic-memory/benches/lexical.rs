@@ -55,6 +55,9 @@ fn rss_bytes() -> u64 {
 }
 
 fn summary(mut samples: Vec<Duration>) -> serde_json::Value {
+    if samples.is_empty() {
+        return serde_json::Value::Null;
+    }
     samples.sort();
     let at = |p: f64| {
         let rank = ((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
@@ -66,6 +69,7 @@ fn summary(mut samples: Vec<Duration>) -> serde_json::Value {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    let only_memory = args.iter().any(|a| a == "--only-memory");
     let rounds: usize = arg(&args, "--rounds").and_then(|r| r.parse().ok()).unwrap_or(5);
     let namespace = arg(&args, "--namespace").unwrap_or_else(|| "beir-scifact".into());
     let parent = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "." };
@@ -91,30 +95,47 @@ fn main() {
     let store = FactStore::open(&copy, &StoreOptions::default()).unwrap();
     let rss_before = rss_bytes();
     let started = Instant::now();
-    let postings = store.prepare_lexical_index().unwrap();
+    let stats = store.prepare_lexical_index().unwrap();
     let build = started.elapsed();
     let rss_after = rss_bytes();
 
     let config = |backend| SearchConfig { lexical_backend: backend, ..SearchConfig::default() };
     let (fts5, memory) = (config(LexicalBackendKind::Fts5), config(LexicalBackendKind::MemoryBm25));
+    // Each backend answers every query back to back, as a service would; an extra round then alternates them
+    // query by query, to show what a cache emptied by each FTS5 query costs the in-memory index.
+    let backends = [&fts5, &memory];
     let mut timings = [Vec::new(), Vec::new()];
-    let mut same = 0;
+    let mut rankings: [Vec<Vec<(i64, u64)>>; 2] = [Vec::new(), Vec::new()];
     let mut fallbacks = 0;
+    let mut search = |label: &str, b: usize, i: usize| {
+        let context = SearchContext::new(format!("bench/{label}/{b}/{i}"), namespace.as_str());
+        let outcome = store.search_fts_only_with_context(&queries[i], backends[b], &context).unwrap();
+        if b == 1 && outcome.receipt.lexical.as_ref().is_some_and(|l| l.fallback_reason.is_some()) {
+            fallbacks += 1;
+        }
+        let ranking = outcome.hits().iter().map(|h| (h.fact_id.0, h.score.to_bits())).collect::<Vec<_>>();
+        (outcome.timing.retrieval, ranking)
+    };
     for round in 0..rounds {
-        for (i, query) in queries.iter().enumerate() {
-            let mut ids = Vec::new();
-            for (b, config) in [&fts5, &memory].into_iter().enumerate() {
-                let context = SearchContext::new(format!("bench/{round}/{b}/{i}"), namespace.as_str());
-                let outcome = store.search_fts_only_with_context(query, config, &context).unwrap();
-                timings[b].push(outcome.timing.retrieval);
-                if b == 1 && outcome.receipt.lexical.as_ref().is_some_and(|l| l.fallback_reason.is_some()) {
-                    fallbacks += 1;
-                }
-                ids.push(outcome.hits().iter().map(|h| (h.fact_id, h.score.to_bits())).collect::<Vec<_>>());
+        for b in [0, 1] {
+            if only_memory && b == 0 {
+                continue;
             }
-            same += usize::from(ids[0] == ids[1]);
+            for i in 0..queries.len() {
+                let (time, ranking) = search(&round.to_string(), b, i);
+                timings[b].push(time);
+                rankings[b].push(ranking);
+            }
         }
     }
+    let mut interleaved = Vec::new();
+    if !only_memory {
+        for i in 0..queries.len() {
+            search("interleaved", 0, i);
+            interleaved.push(search("interleaved", 1, i).0);
+        }
+    }
+    let same = rankings[0].iter().zip(&rankings[1]).filter(|(a, b)| a == b).count();
     let [fts5_times, memory_times] = timings;
     let mut slowest: Vec<(Duration, usize)> =
         memory_times.iter().enumerate().map(|(k, t)| (*t, k % queries.len())).collect();
@@ -135,9 +156,12 @@ fn main() {
         "facts": store.len(),
         "fts5_bm25": summary(fts5_times),
         "memory_bm25": summary(memory_times),
+        "memory_bm25_each_after_an_fts5_query": summary(interleaved),
         "memory_index": {
             "build_ms": build.as_secs_f64() * 1e3,
-            "postings": postings,
+            "terms": stats.terms,
+            "postings": stats.postings,
+            "heap_bytes": stats.heap_bytes,
             "rss_growth_bytes": rss_after.saturating_sub(rss_before),
             "rss_store_open_bytes": rss_before.saturating_sub(rss_before_open),
         },

@@ -27,7 +27,7 @@ pub enum LexicalBackendKind {
     /// SQLite FTS5 with its `bm25()` function, the reference scorer (k1 = 1.2, b = 0.75 fixed).
     Fts5,
     /// The in-memory inverted index over FTS5's own tokens: the same BM25 scores and rankings as `bm25()`,
-    /// exact top-k by MaxScore, k1 and b configurable.
+    /// exact top-k by windowed MaxScore, k1 and b configurable.
     MemoryBm25,
 }
 

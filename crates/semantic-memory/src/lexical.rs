@@ -23,17 +23,23 @@ impl FtsQuery {
     pub fn from_text(text: &str) -> Self {
         let mut terms: Vec<String> = Vec::new();
         for token in text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()) {
-            let token = token.to_lowercase();
+            let token = if token.is_ascii() { token.to_ascii_lowercase() } else { token.to_lowercase() };
             if !terms.contains(&token) {
                 terms.push(token);
             }
         }
+        // Tokens are runs of letters and digits, so none holds a quote that would need escaping.
         let expression = (!terms.is_empty()).then(|| {
-            terms
-                .iter()
-                .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
-                .collect::<Vec<_>>()
-                .join(" OR ")
+            let mut expression = String::with_capacity(terms.iter().map(|t| t.len() + 6).sum());
+            for (i, term) in terms.iter().enumerate() {
+                if i > 0 {
+                    expression.push_str(" OR ");
+                }
+                expression.push('"');
+                expression.push_str(term);
+                expression.push('"');
+            }
+            expression
         });
         FtsQuery { terms, expression }
     }

@@ -39,6 +39,7 @@ mod search;
 mod store;
 pub mod vector;
 
+pub use crate::bm25::LexicalIndexStats;
 pub use crate::config::{
     DerivedVectorBackend, ExactnessProfile, FTS5_B, FTS5_K1, LexicalBackendKind, MAX_DEPTH, Recency,
     SearchConfig,

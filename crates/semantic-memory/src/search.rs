@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::ErrorCode;
 
-use crate::bm25::{MemoryBm25, NotExact};
+use crate::bm25::{LexicalIndexStats, MemoryBm25, NotExact};
 use crate::canonical_json::sha256_digest;
 use crate::config::{ExactnessProfile, FTS5_B, FTS5_K1, LexicalBackendKind, SearchConfig};
 use crate::error::{Error, Result};
@@ -66,7 +66,8 @@ impl SearchOutcome {
 const FTS5_TOKENIZER: &str = "porter unicode61";
 const MEMORY_EXACTNESS: &str = "exact: an in-memory index of FTS5's own tokens (fts5vocab) and FTS5-tokenized query \
                                 strings, scored with bm25()'s formula, IDF floor and summation order over table-wide \
-                                statistics; exact top-k by MaxScore, ties by fact id";
+                                statistics; exact top-k by windowed MaxScore, every returned fact rescored in phrase \
+                                order, ties by fact id";
 const FTS5_EXACTNESS: &str = "exact: SQLite FTS5 bm25(), the reference scorer";
 
 struct LexicalRun {
@@ -205,13 +206,13 @@ impl FactStore {
         Ok(Instant::now())
     }
 
-    /// Builds the in-memory BM25 index now rather than on the first search that needs it, and returns how
-    /// many postings it holds. Inserting facts discards it.
+    /// Builds the in-memory BM25 index now rather than on the first search that needs it, and returns its
+    /// size. Inserting facts discards it.
     ///
     /// # Errors
     /// [`Error::Sqlite`].
-    pub fn prepare_lexical_index(&self) -> Result<usize> {
-        Ok(self.bm25_index()?.postings())
+    pub fn prepare_lexical_index(&self) -> Result<LexicalIndexStats> {
+        Ok(self.bm25_index()?.stats())
     }
 
     fn bm25_index(&self) -> Result<&MemoryBm25> {

@@ -153,6 +153,8 @@ impl FactStore {
         // A rollback journal (not WAL) leaves one self-contained file whose bytes can be hashed after close.
         conn.pragma_update(None, "journal_mode", "DELETE").map_err(sql)?;
         conn.pragma_update(None, "synchronous", "FULL").map_err(sql)?;
+        // The in-memory BM25 index keeps its scratch tables in the temp schema; they never need a file.
+        conn.pragma_update(None, "temp_store", "MEMORY").map_err(sql)?;
         let has_meta: bool = conn
             .query_row(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'",

@@ -144,7 +144,7 @@ fn inserting_facts_rebuilds_the_index_before_the_next_search() {
     let mut rng = Rng::new(7);
     let texts = corpus(&mut rng, 300);
     let (_dir, mut store) = store_of(&texts, 2);
-    let before = store.prepare_lexical_index().unwrap();
+    let before = store.prepare_lexical_index().unwrap().postings;
     let vector = unit_vector(&mut rng, 4);
     let metadata = serde_json::json!({});
     store
@@ -164,7 +164,7 @@ fn inserting_facts_rebuilds_the_index_before_the_next_search() {
         )
         .unwrap();
     assert_eq!(outcome.hits()[0].fact_id.0, 301);
-    assert_eq!(store.prepare_lexical_index().unwrap(), before + 1);
+    assert_eq!(store.prepare_lexical_index().unwrap().postings, before + 1);
     let lexical = outcome.receipt.lexical.unwrap();
     assert_eq!((lexical.backend.as_str(), lexical.exact), ("memory_bm25", true));
 }
