@@ -495,6 +495,8 @@ impl MemoryBm25 {
         let mut best = Best { heap: BinaryHeap::with_capacity(limit + 1), limit };
         // Every document whose running score came within the slack of the threshold when it was offered.
         let mut kept: Vec<Candidate> = Vec::new();
+        // Grows with what survives compaction, so that many tied documents do not make it quadratic.
+        let mut compact_at = 4 * limit + 64;
         let mut window = Window { start: 0, sums: [0.0; WINDOW], touched: [0; WINDOW / 64] };
 
         let mut start = 0usize;
@@ -539,8 +541,9 @@ impl MemoryBm25 {
                     let threshold = best.threshold();
                     if !below(score, threshold) {
                         kept.push(candidate);
-                        if kept.len() >= 4 * limit + 64 {
+                        if kept.len() >= compact_at {
                             kept.retain(|c| !below(c.score, threshold));
+                            compact_at = compact_at.max(2 * kept.len());
                         }
                     }
                 }
@@ -667,6 +670,22 @@ mod tests {
             }
         }
         assert_eq!(compared, 150 * 4 * 3);
+    }
+
+    #[test]
+    fn thousands_of_tied_documents_return_the_lowest_ids() {
+        let mut texts = vec!["gamma delta".to_owned(); 3_000];
+        texts[1_500] = "gamma gamma delta".to_owned();
+        let (conn, index) = index_of(&texts);
+        let query = FtsQuery::from_text("gamma delta");
+        let got: Vec<i64> = index
+            .search(&conn, &query, FTS5_K1, FTS5_B, 10, &|_| true)
+            .unwrap()
+            .unwrap()
+            .iter()
+            .map(|s| s.fact_id.0)
+            .collect();
+        assert_eq!(got, [1_501, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     }
 
     #[test]
