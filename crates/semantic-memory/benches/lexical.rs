@@ -1,6 +1,8 @@
 //! Lexical latency on a real store, FTS5 `bm25()` beside the in-memory BM25 index, in one run: per-query
-//! retrieval time (p50/p95/mean/max, excluding receipt persistence), index build time and resident memory, and
-//! a check that both return the same ranking. Writes `target/bench/semantic-memory-lexical.json`.
+//! retrieval time (p50/p95/mean/max, excluding receipt persistence) with each backend answering every query back
+//! to back, then the index's time when every query follows an FTS5 one (cold caches); index build time, size
+//! and memory; and a check that both return the same ranking and score bits. Writes
+//! `target/bench/semantic-memory-lexical.json`. `--only-memory` skips FTS5.
 //!
 //! Run on the SciFact store the runner built, with the fixture for the query texts:
 //! `cargo bench -p semantic-memory --bench lexical -- --store DIR/scifact.db --fixture FIXTURE [--rounds N]`.
