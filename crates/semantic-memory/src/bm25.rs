@@ -79,7 +79,8 @@ pub(crate) struct NotExact(pub(crate) String);
 /// Documents per window. The essential lists are summed a window at a time into accumulators that stay in L1,
 /// and the threshold the next window prunes with has already risen.
 const WINDOW: usize = 1024;
-const _: () = assert!(WINDOW.is_power_of_two() && WINDOW % 64 == 0, "Window::add masks with WINDOW - 1");
+const _: () =
+    assert!(WINDOW.is_power_of_two() && WINDOW.is_multiple_of(64), "Window::add masks with WINDOW - 1");
 
 /// The scratch tables through which FTS5 tokenizes query strings.
 const CREATE_PROBE: &str =
