@@ -22,7 +22,7 @@ use std::ops::Range;
 use rusqlite::Connection;
 
 use crate::config::{FTS5_B, FTS5_K1};
-use crate::lexical::FtsQuery;
+use crate::lexical::{self, FtsQuery};
 use crate::store::FactId;
 use crate::vector::ScoredFact;
 
@@ -308,7 +308,7 @@ impl MemoryBm25 {
             let mut cursor = statement.query([])?;
             while let Some(row) = cursor.next()? {
                 let text: String = row.get(0)?;
-                for token in FtsQuery::from_text(&text).terms {
+                for token in lexical::tokens(&text) {
                     if seen.insert(token.clone()) {
                         raw.push(token);
                     }

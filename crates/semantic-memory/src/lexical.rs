@@ -22,8 +22,7 @@ impl FtsQuery {
     /// the OR expression. Stemming and case folding are left to FTS5 itself, inside each quoted string.
     pub fn from_text(text: &str) -> Self {
         let mut terms: Vec<String> = Vec::new();
-        for token in text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()) {
-            let token = if token.is_ascii() { token.to_ascii_lowercase() } else { token.to_lowercase() };
+        for token in tokens(text) {
             if !terms.contains(&token) {
                 terms.push(token);
             }
@@ -43,6 +42,14 @@ impl FtsQuery {
         });
         FtsQuery { terms, expression }
     }
+}
+
+/// The lower-cased tokens of `text`, repeats included: runs of letters and digits, as FTS5's unicode61
+/// tokenizer splits it.
+pub(crate) fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .map(|t| if t.is_ascii() { t.to_ascii_lowercase() } else { t.to_lowercase() })
 }
 
 /// Which facts a search may return.
