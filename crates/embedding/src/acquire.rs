@@ -1,6 +1,5 @@
 //! Finding the model on disk, or fetching its pinned files once into the user's cache.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -74,29 +73,10 @@ pub fn download_pinned(base_url: &str, files: &[PinnedFile], dest: &Path) -> Res
         if actual != file.sha256 {
             return Err(failed(format!("sha256 is {actual}, pinned {}", file.sha256)));
         }
-        write_atomically(&target, &bytes)?;
-    }
-    Ok(())
-}
-
-/// Writes `bytes` to `path` through a temp file in the same directory, fsync'd and renamed into place.
-///
-/// # Errors
-/// [`Error::Io`] naming the file.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut temp_name = path.as_os_str().to_owned();
-    temp_name.push(".partial");
-    let temp = PathBuf::from(temp_name);
-    let io = |source| Error::Io { path: path.to_path_buf(), source };
-    let mut handle = std::fs::File::create(&temp).map_err(io)?;
-    handle.write_all(bytes).and_then(|()| handle.sync_all()).map_err(io)?;
-    drop(handle);
-    std::fs::rename(&temp, path).map_err(io)?;
-    if let Some(parent) = path.parent()
-        && let Ok(dir) = std::fs::File::open(parent)
-    {
-        // Make the rename itself durable; not every platform can sync a directory, so a failure is ignored.
-        let _ = dir.sync_all();
+        safe_fs::write_atomically(&target, &bytes).map_err(|error| Error::Io {
+            path: target.clone(),
+            source: std::io::Error::other(error.to_string()),
+        })?;
     }
     Ok(())
 }

@@ -20,7 +20,6 @@ pub mod testing;
 
 pub use crate::acquire::{
     ALL_MINILM_L6_V2_BASE_URL, PinnedFile, all_minilm_l6_v2_files, download_pinned, model_cache_dir,
-    write_atomically,
 };
 pub use crate::allocator::keep_freed_memory_for_reuse;
 pub use crate::error::{Error, Result};

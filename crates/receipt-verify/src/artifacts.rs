@@ -1,57 +1,96 @@
-//! Rows and aggregates read as plain JSON, with the few typed reads the checks share.
+//! Rows and aggregates read as plain JSON, with the few typed reads the checks share. Every file is read
+//! once, as a regular file within a cap; the bytes hashed are the bytes parsed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use safe_fs::Limits;
 use serde_json::Value;
 
 use crate::canonical::sha256_tagged;
 use crate::error::{Error, Result};
 
-/// The aggregate schema this crate understands.
-pub const AGGREGATE_SCHEMA: &str = "semantic-memory-scifact-aggregate-v1";
-/// The row schema this crate understands.
-pub const ROW_SCHEMA: &str = "semantic-memory-scifact-query-v1";
+/// The newest aggregate schema this crate understands.
+pub const AGGREGATE_SCHEMA: &str = "semantic-memory-scifact-aggregate-v2";
+/// The newest row schema this crate understands.
+pub const ROW_SCHEMA: &str = "semantic-memory-scifact-query-v2";
+/// Every aggregate schema this crate verifies, oldest first, each with the row schema its rows must have.
+/// Version 1 predates resumable runs; bundles published with it keep verifying.
+pub const SCHEMAS: [(&str, &str); 2] = [
+    ("semantic-memory-scifact-aggregate-v1", "semantic-memory-scifact-query-v1"),
+    (AGGREGATE_SCHEMA, ROW_SCHEMA),
+];
 
-/// One aggregate and its rows, as found on disk.
+/// Caps for the rows and aggregates of a local output directory.
+pub const OUTPUT_LIMITS: Limits = Limits { max_file_bytes: 256 << 20, max_total_bytes: 4 << 30 };
+
+/// One aggregate and its rows.
 #[derive(Debug, Clone)]
 pub struct Run {
-    /// The aggregate file.
-    pub aggregate_path: PathBuf,
-    /// Its file name, used as the scope of its checks.
+    /// The aggregate's file name, used as the scope of its checks.
     pub name: String,
+    /// The directory it was read from, when it was read from disk.
+    pub dir: Option<PathBuf>,
     /// The aggregate.
     pub aggregate: Value,
-    /// The rows file, when it could be read.
-    pub rows_path: PathBuf,
-    /// The rows file's bytes, when readable.
+    /// The aggregate file's bytes, as hashed.
+    pub aggregate_bytes: Vec<u8>,
+    /// The rows file's bytes, when it was given and readable.
     pub rows_bytes: Option<Vec<u8>>,
-    /// The rows, or why they could not be parsed.
+    /// The rows, or why they could not be read or parsed.
     pub rows: std::result::Result<Vec<Value>, String>,
 }
 
 impl Run {
-    /// Reads an aggregate and the rows file it names (in the same directory).
+    /// A run from bytes already read: the aggregate's, and those of the rows file it names (`None` when that
+    /// file is absent or could not be read, with the reason).
     ///
     /// # Errors
-    /// [`Error::Input`] when the aggregate itself cannot be read or parsed; a missing or damaged rows file is
-    /// left for the checks to report.
-    pub fn load(aggregate_path: &Path) -> Result<Run> {
-        let bytes = std::fs::read(aggregate_path).map_err(|e| Error::input(aggregate_path, e))?;
-        let aggregate: Value = serde_json::from_slice(&bytes).map_err(|e| Error::input(aggregate_path, e))?;
+    /// [`Error::Input`] when the aggregate does not parse.
+    pub fn from_bytes(
+        name: &str,
+        aggregate_bytes: &[u8],
+        rows: std::result::Result<Vec<u8>, String>,
+    ) -> Result<Run> {
+        let aggregate: Value =
+            serde_json::from_slice(aggregate_bytes).map_err(|e| Error::input(Path::new(name), e))?;
+        let (rows_bytes, rows) = match rows {
+            Ok(bytes) => {
+                let parsed = parse_rows(&bytes);
+                (Some(bytes), parsed)
+            }
+            Err(reason) => (None, Err(reason)),
+        };
+        Ok(Run {
+            name: name.to_owned(),
+            dir: None,
+            aggregate,
+            aggregate_bytes: aggregate_bytes.to_vec(),
+            rows_bytes,
+            rows,
+        })
+    }
+
+    /// Reads an aggregate and the rows file it names (a plain file name in the same directory), each a
+    /// regular file within `limits`, adding to `total`.
+    ///
+    /// # Errors
+    /// [`Error::File`] / [`Error::Input`] when the aggregate itself cannot be read or parsed; a missing or
+    /// refused rows file is left for the checks to report.
+    pub fn load(aggregate_path: &Path, limits: Limits, total: &mut u64) -> Result<Run> {
+        let bytes = safe_fs::read_regular_in(aggregate_path, limits, total).map_err(Error::file)?;
         let name = aggregate_path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let aggregate: Value = serde_json::from_slice(&bytes).map_err(|e| Error::input(aggregate_path, e))?;
         let rows_file = aggregate.pointer("/rows/file").and_then(Value::as_str).unwrap_or("");
-        let rows_path = aggregate_path.with_file_name(if rows_file.is_empty() { "?" } else { rows_file });
-        let rows_bytes = if rows_file.contains('/') || rows_file.contains('\\') || rows_file.is_empty() {
-            None
+        let rows = if is_plain_file_name(rows_file) {
+            safe_fs::read_regular_in(&aggregate_path.with_file_name(rows_file), limits, total)
+                .map_err(|e| e.to_string())
         } else {
-            std::fs::read(&rows_path).ok()
+            Err(format!("rows file {rows_file:?} is not a plain file name"))
         };
-        let rows = match &rows_bytes {
-            None => Err(format!("rows file {:?} is missing or not a plain file name", rows_file)),
-            Some(bytes) => parse_rows(bytes),
-        };
-        Ok(Run { aggregate_path: aggregate_path.to_owned(), name, aggregate, rows_path, rows_bytes, rows })
+        let mut run = Run::from_bytes(&name, &bytes, rows)?;
+        run.dir = aggregate_path.parent().map(Path::to_owned);
+        Ok(run)
     }
 
     /// A string at a JSON pointer of the aggregate, or "".
@@ -59,10 +98,29 @@ impl Run {
         self.aggregate.pointer(pointer).and_then(Value::as_str).unwrap_or("")
     }
 
+    /// The aggregate's schema version: 1, 2, or `None` for a schema this crate does not know.
+    pub fn version(&self) -> Option<usize> {
+        SCHEMAS.iter().position(|(aggregate, _)| *aggregate == self.str_at("/schema")).map(|i| i + 1)
+    }
+
+    /// The row schema this aggregate's rows must carry.
+    pub fn row_schema(&self) -> &'static str {
+        self.version().map_or(ROW_SCHEMA, |v| SCHEMAS[v - 1].1)
+    }
+
     /// The rows file digest, when readable.
     pub fn rows_sha256(&self) -> Option<String> {
         self.rows_bytes.as_deref().map(sha256_tagged)
     }
+}
+
+/// Returns true if and only if `name` is a file name that cannot leave its directory or hide: ASCII letters,
+/// digits, `.`, `_` and `-`, not starting with `.`, at most 255 bytes.
+pub fn is_plain_file_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && !name.starts_with('.')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 fn parse_rows(bytes: &[u8]) -> std::result::Result<Vec<Value>, String> {
@@ -88,7 +146,7 @@ pub(crate) fn qrels_of(row: &Value) -> BTreeMap<String, i64> {
         .unwrap_or_default()
 }
 
-/// Lists the `*.aggregate.json` files of `dir`, sorted by name.
+/// Lists the `*.aggregate.json` entries of `dir`, sorted by name (what they are is checked when read).
 ///
 /// # Errors
 /// [`Error::Input`] when the directory is unreadable, [`Error::Usage`] when it holds none.
@@ -103,4 +161,13 @@ pub fn aggregates_in(dir: &Path) -> Result<Vec<PathBuf>> {
         return Err(Error::Usage(format!("{} holds no *.aggregate.json", dir.display())));
     }
     Ok(found)
+}
+
+/// Reads every aggregate of `dir` with its rows, within [`OUTPUT_LIMITS`].
+///
+/// # Errors
+/// As [`aggregates_in`] and [`Run::load`].
+pub fn load_runs(dir: &Path) -> Result<Vec<Run>> {
+    let mut total = 0;
+    aggregates_in(dir)?.iter().map(|path| Run::load(path, OUTPUT_LIMITS, &mut total)).collect()
 }

@@ -1,20 +1,26 @@
 //! Bundles: a directory a stranger can check offline. Rows, aggregates, mapping, fixture metadata (no corpus
 //! or query text), effective configuration and verification report, listed with their sha256 in
 //! `manifest.json`, an in-toto Statement v1 whose predicate is the claim.
+//!
+//! A bundle is written into a private staging directory and renamed into place whole, so a bundle directory
+//! either is complete or does not exist. Checking one treats it as hostile: the signature first (nothing
+//! else is parsed when it fails), then the subject list (names checked before any file is opened), then
+//! each file read exactly once, a regular file within caps, and every later check works on those bytes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use safe_fs::Limits;
 use serde_json::{Value, json};
 
-use crate::artifacts::{Run, aggregates_in};
+use crate::artifacts::{Run, is_plain_file_name, load_runs};
 use crate::canonical::{canonical_digest, sha256_tagged};
 use crate::error::{Error, Result};
 use crate::fixture::FixtureView;
 use crate::report::{Report, Status};
-use crate::sign::{SIGNATURE_FILE, TRUSTED_COMMENT_PREFIX, verify_bytes};
-use crate::validate::{Evidence, validate};
-use crate::verify::gaps;
+use crate::sign::{MAX_KEY_FILE_BYTES, SIGNATURE_FILE, TRUSTED_COMMENT_PREFIX, VerifyingKey, verify_bytes};
+use crate::validate::{Evidence, Input, validate};
+use crate::verify::{Found, MAX_FIXTURE_BYTES, MAX_SIDECAR_BYTES, gaps, hash_executable};
 
 /// The manifest file.
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -30,13 +36,19 @@ pub const EFFECTIVE_CONFIG_FILE: &str = "effective-config.json";
 pub const VERIFICATION_FILE: &str = "verification.json";
 /// The mapping's file name.
 pub const MAPPING_FILE: &str = "scifact.mapping.json";
+/// The largest `manifest.json` read.
+pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
+/// The most subjects a manifest may list.
+pub const MAX_SUBJECTS: usize = 4096;
+/// The default caps on a bundle's files: 64 MiB each, 512 MiB in all (a SciFact bundle is about 5 MB).
+pub const BUNDLE_LIMITS: Limits = Limits { max_file_bytes: 64 << 20, max_total_bytes: 512 << 20 };
 
 /// What goes into a bundle.
 #[derive(Debug, Clone)]
 pub struct BundleOptions {
     /// Rows, aggregates and `verification.json` (from `verify`).
     pub output_dir: PathBuf,
-    /// The new bundle directory (must not exist or be empty).
+    /// The new bundle directory (must not exist, or be empty).
     pub bundle_dir: PathBuf,
     /// The store directory, when the mapping moved.
     pub store_dir: Option<PathBuf>,
@@ -44,28 +56,37 @@ pub struct BundleOptions {
     pub corpus: Option<PathBuf>,
 }
 
-/// Builds a bundle and returns its manifest.
+/// Builds a bundle and returns its manifest. The directory appears complete or not at all.
 ///
 /// # Errors
-/// [`Error::Usage`] when the bundle directory is not empty, `verification.json` is missing or failed, or the
-/// aggregates disagree on fixture or configuration; [`Error::Input`] for unreadable inputs.
+/// [`Error::Usage`] when the bundle directory exists and is not empty, `verification.json` is missing or
+/// failed, or the aggregates disagree on fixture or configuration; [`Error::Input`] / [`Error::File`] for
+/// unreadable inputs.
 pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
     let dir = &options.bundle_dir;
-    if dir.exists() && std::fs::read_dir(dir).map_err(|e| Error::input(dir, e))?.next().is_some() {
-        return Err(Error::Usage(format!("{} is not empty; bundles are never overwritten", dir.display())));
+    if dir.symlink_metadata().is_ok() {
+        let empty = std::fs::read_dir(dir).map_err(|e| Error::input(dir, e))?.next().is_none();
+        if !empty {
+            return Err(Error::Usage(format!(
+                "{} is not empty; bundles are never overwritten",
+                dir.display()
+            )));
+        }
+        std::fs::remove_dir(dir).map_err(|e| Error::input(dir, e))?;
     }
     let verification_path = options.output_dir.join(VERIFICATION_FILE);
-    let verification: Value = read_json(&verification_path).map_err(|_| {
+    let verification_bytes = safe_fs::read_regular(&verification_path, MAX_SIDECAR_BYTES).map_err(|_| {
         Error::Usage(format!("{} is missing: run `scifact-audit verify` first", verification_path.display()))
     })?;
+    let verification: Value =
+        serde_json::from_slice(&verification_bytes).map_err(|e| Error::input(&verification_path, e))?;
     if verification["verdict"] == "failed" {
         return Err(Error::Usage(format!(
             "{} has verdict failed; nothing to bundle",
             verification_path.display()
         )));
     }
-    let runs: Vec<Run> =
-        aggregates_in(&options.output_dir)?.iter().map(|p| Run::load(p)).collect::<Result<_>>()?;
+    let runs = load_runs(&options.output_dir)?;
     let first = runs.first().ok_or_else(|| Error::Usage("no aggregates".into()))?;
     for run in &runs {
         for pointer in ["/corpus/fixture_sha256", "/retrieval/config_sha256", "/store/mapping_sha256"] {
@@ -74,54 +95,52 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
             }
         }
     }
-    std::fs::create_dir_all(dir).map_err(|e| Error::input(dir, e))?;
 
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     for run in &runs {
-        files.insert(
-            run.name.clone(),
-            std::fs::read(&run.aggregate_path).map_err(|e| Error::input(&run.aggregate_path, e))?,
-        );
-        let rows = run.rows_bytes.clone().ok_or_else(|| Error::input(&run.rows_path, "missing rows file"))?;
+        files.insert(run.name.clone(), run.aggregate_bytes.clone());
+        let rows = run.rows_bytes.clone().ok_or_else(|| {
+            Error::Usage(format!("{}: {}", run.name, run.rows.as_ref().err().cloned().unwrap_or_default()))
+        })?;
         files.insert(run.str_at("/rows/file").to_owned(), rows);
     }
-    files.insert(
-        VERIFICATION_FILE.into(),
-        std::fs::read(&verification_path).map_err(|e| Error::input(&verification_path, e))?,
-    );
+    files.insert(VERIFICATION_FILE.into(), verification_bytes);
     let mapping_path = match &options.store_dir {
         Some(store) => store.join(MAPPING_FILE),
         None => PathBuf::from(first.str_at("/store/mapping_path")),
     };
     files.insert(
         MAPPING_FILE.into(),
-        std::fs::read(&mapping_path).map_err(|e| Error::input(&mapping_path, e))?,
+        safe_fs::read_regular(&mapping_path, MAX_SIDECAR_BYTES).map_err(Error::file)?,
     );
     let fixture_path =
         options.corpus.clone().unwrap_or_else(|| PathBuf::from(first.str_at("/corpus/fixture_path")));
-    let (view, _) = FixtureView::load(&fixture_path)?;
+    let (view, _) = FixtureView::load(&fixture_path, MAX_FIXTURE_BYTES)?;
     files.insert(
         FIXTURE_METADATA_FILE.into(),
         pretty(&serde_json::to_value(&view).map_err(|e| Error::input(&fixture_path, e))?),
     );
-    let frozen = options.output_dir.join(EFFECTIVE_CONFIG_FILE);
-    let config_file = match std::fs::read(&frozen) {
-        Ok(bytes) => bytes,
-        Err(_) => pretty(&json!({
+    let config_file = match Found::at(&options.output_dir.join(EFFECTIVE_CONFIG_FILE), MAX_SIDECAR_BYTES) {
+        Found::Read(_, bytes) => bytes,
+        Found::Absent(_) => pretty(&json!({
             "schema": "scifact-audit-effective-config-v1",
             "config": first.aggregate["retrieval"]["config"],
             "config_sha256": first.str_at("/retrieval/config_sha256"),
         })),
+        Found::Refused(reason) => return Err(Error::Usage(reason)),
     };
     files.insert(EFFECTIVE_CONFIG_FILE.into(), config_file);
 
+    let staging = safe_fs::staging_dir(dir).map_err(Error::file)?;
     for (name, bytes) in &files {
-        let path = dir.join(name);
-        embedding::write_atomically(&path, bytes).map_err(|e| Error::input(&path, e))?;
+        safe_fs::write_atomically(&staging.path().join(name), bytes).map_err(Error::file)?;
+        safe_fs::halt::point("bundle.file");
     }
     let manifest = statement(&runs, &files, &verification);
-    let path = dir.join(MANIFEST_FILE);
-    embedding::write_atomically(&path, &pretty(&manifest)).map_err(|e| Error::input(&path, e))?;
+    safe_fs::write_atomically(&staging.path().join(MANIFEST_FILE), &pretty(&manifest))
+        .map_err(Error::file)?;
+    safe_fs::halt::point("bundle.staged");
+    safe_fs::publish_dir(staging, dir).map_err(Error::file)?;
     Ok(manifest)
 }
 
@@ -129,11 +148,6 @@ fn pretty(value: &Value) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
     bytes.push(b'\n');
     bytes
-}
-
-fn read_json(path: &Path) -> Result<Value> {
-    let bytes = std::fs::read(path).map_err(|e| Error::input(path, e))?;
-    serde_json::from_slice(&bytes).map_err(|e| Error::input(path, e))
 }
 
 /// The claim a bundle makes, derived from its aggregates.
@@ -186,32 +200,33 @@ fn statement(runs: &[Run], files: &BTreeMap<String, Vec<u8>>, verification: &Val
     })
 }
 
-/// Verifies a bundle offline: the signature and its trusted comment, every subject's hash (and that nothing
-/// else is in the directory), the claim against the aggregates, then the validator and the artifact-only
-/// verifier checks on the bundle's own files; `executable` (a rebuild of the recorded revision) is hashed
-/// against the recorded digest when given.
+/// How to check a bundle.
+#[derive(Debug, Clone)]
+pub struct BundleCheck {
+    /// The bundle directory.
+    pub bundle_dir: PathBuf,
+    /// The signer's public key file.
+    pub public_key: PathBuf,
+    /// A rebuild of the recorded revision to hash against the recorded executable digest.
+    pub executable: Option<PathBuf>,
+    /// Accept a legacy (not prehashed) minisign signature.
+    pub allow_legacy_signature: bool,
+    /// Caps on the bundle's files.
+    pub limits: Limits,
+}
+
+/// Verifies a bundle offline: the signature and its trusted comment (and nothing more if that fails), every
+/// subject's name and hash and that nothing else is in the directory (each file read once, a regular file
+/// within `check.limits`), the claim against the aggregates, then the validator and the artifact-only
+/// verifier checks on the bundle's own bytes; `check.executable` is hashed against the recorded digest.
 ///
 /// # Errors
-/// [`Error::Input`] when the public key cannot be read.
-pub fn verify_bundle(bundle_dir: &Path, public_key: &Path, executable: Option<&Path>) -> Result<Report> {
+/// [`Error::Input`] / [`Error::File`] when the public key cannot be read or is malformed.
+pub fn verify_bundle(check: &BundleCheck) -> Result<Report> {
+    let key = crate::sign::load_public_key(&check.public_key)?;
     let mut report = Report::default();
+    let Some(manifest_bytes) = signed_manifest(check, &key, &mut report) else { return Ok(report) };
     let scope = "bundle";
-    let key = crate::sign::load_public_key(public_key)?;
-    let manifest_path = bundle_dir.join(MANIFEST_FILE);
-    let manifest_bytes = std::fs::read(&manifest_path).unwrap_or_default();
-    let signature = std::fs::read_to_string(bundle_dir.join(SIGNATURE_FILE)).unwrap_or_default();
-    let digest = sha256_tagged(&manifest_bytes);
-    report.record(
-        scope,
-        "signature",
-        verify_bytes(&key, &signature, &manifest_bytes).map_err(|e| e.to_string()).and_then(|comment| {
-            if comment == format!("{TRUSTED_COMMENT_PREFIX}{digest}") {
-                Ok(format!("manifest {digest} signed; trusted comment {comment:?}"))
-            } else {
-                Err(format!("trusted comment {comment:?} does not name the manifest {digest}"))
-            }
-        }),
-    );
     let manifest: Value = match serde_json::from_slice(&manifest_bytes) {
         Ok(value) => value,
         Err(error) => {
@@ -219,16 +234,39 @@ pub fn verify_bundle(bundle_dir: &Path, public_key: &Path, executable: Option<&P
             return Ok(report);
         }
     };
-    report.record(scope, "subjects", subjects(bundle_dir, &manifest));
-    let runs: Vec<Run> =
-        match aggregates_in(bundle_dir).and_then(|paths| paths.iter().map(|p| Run::load(p)).collect()) {
-            Ok(runs) => runs,
+    let files = match read_subjects(&check.bundle_dir, &manifest, check.limits) {
+        Ok((files, evidence)) => {
+            report.push(scope, "subjects", Status::Pass, evidence);
+            files
+        }
+        Err(reason) => {
+            report.push(scope, "subjects", Status::Fail, reason);
+            return Ok(report);
+        }
+    };
+    let mut runs = Vec::new();
+    for (name, bytes) in files.iter().filter(|(name, _)| name.ends_with(".aggregate.json")) {
+        let parsed: Option<Value> = serde_json::from_slice(bytes).ok();
+        let rows_file =
+            parsed.as_ref().and_then(|a| a.pointer("/rows/file")).and_then(Value::as_str).unwrap_or("");
+        let rows = files
+            .get(rows_file)
+            .cloned()
+            .ok_or_else(|| format!("rows file {rows_file:?} is not in the bundle"));
+        match Run::from_bytes(name, bytes, rows) {
+            Ok(run) => runs.push(run),
             Err(error) => {
                 report.push(scope, "aggregates", Status::Fail, error.to_string());
                 return Ok(report);
             }
-        };
-    let verification = read_json(&bundle_dir.join(VERIFICATION_FILE)).unwrap_or(Value::Null);
+        }
+    }
+    if runs.is_empty() {
+        report.push(scope, "aggregates", Status::Fail, "the bundle holds no aggregate");
+        return Ok(report);
+    }
+    let json_of = |name: &str| files.get(name).and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok());
+    let verification = json_of(VERIFICATION_FILE).unwrap_or(Value::Null);
     report.record(scope, "claim", {
         let expected = claim(&runs, &verification["verdict"]);
         if manifest["predicate"] == expected
@@ -248,53 +286,139 @@ pub fn verify_bundle(bundle_dir: &Path, public_key: &Path, executable: Option<&P
             Some(verdict) => Ok(format!("verification.json verdict {verdict}")),
         },
     );
-    let view = FixtureView::load(&bundle_dir.join(FIXTURE_METADATA_FILE)).ok().map(|(view, _)| view);
-    let mapping = bundle_dir.join(MAPPING_FILE);
+    let view = files
+        .get(FIXTURE_METADATA_FILE)
+        .and_then(|bytes| FixtureView::from_bytes(Path::new(FIXTURE_METADATA_FILE), bytes).ok())
+        .map(|(view, _)| view);
+    let mapping = match files.get(MAPPING_FILE) {
+        Some(bytes) => Input::Read { origin: MAPPING_FILE, content: bytes.as_slice() },
+        None => Input::Absent("the bundle holds no mapping"),
+    };
+    let executable = check.executable.as_deref().map(hash_executable);
+    let frozen = json_of(EFFECTIVE_CONFIG_FILE);
     for run in &runs {
-        report.extend(validate(
-            run,
-            Evidence {
-                fixture: view.as_ref(),
-                mapping: Some(&mapping),
-                executable,
-                executable_at_recorded_path: false,
-            },
-        ));
-        report.extend(gaps(run));
+        let executable_sha256 = match &executable {
+            Some((origin, Ok(digest))) => Input::Read { origin, content: digest.as_str() },
+            Some((_, Err(Found::Refused(reason) | Found::Absent(reason) | Found::Read(reason, _)))) => {
+                Input::Refused(reason)
+            }
+            None => Input::Absent(
+                "no executable given (--executable); a reproducible build of the recorded revision must match",
+            ),
+        };
+        report.extend(validate(run, Evidence { fixture: view.as_ref(), mapping, executable_sha256 }));
+        report.extend(gaps(run, frozen.as_ref()));
     }
     Ok(report)
 }
 
-fn subjects(dir: &Path, manifest: &Value) -> std::result::Result<String, String> {
+/// Checks that `dir` is a complete bundle: its manifest parses and every subject it lists is present, a
+/// regular file within [`BUNDLE_LIMITS`], with its recorded sha256, and nothing else is there. The signature
+/// is not checked (a bundle may be unsigned); `eval` uses this to decide whether a bundle it made before can
+/// be kept.
+///
+/// # Errors
+/// Why the bundle is not complete.
+pub fn check_bundle_files(dir: &Path) -> std::result::Result<(), String> {
+    let bytes =
+        safe_fs::read_regular(&dir.join(MANIFEST_FILE), MAX_MANIFEST_BYTES).map_err(|e| e.to_string())?;
+    let manifest: Value = serde_json::from_slice(&bytes).map_err(|e| format!("manifest.json: {e}"))?;
+    read_subjects(dir, &manifest, BUNDLE_LIMITS).map(|_| ())
+}
+
+/// Reads `manifest.json` and its signature (regular files, within small caps) and verifies the signature;
+/// records the `signature` check and returns the manifest's bytes only if it passed.
+fn signed_manifest(check: &BundleCheck, key: &VerifyingKey, report: &mut Report) -> Option<Vec<u8>> {
+    let dir = &check.bundle_dir;
+    let read = |name: &str, cap: u64| safe_fs::read_regular(&dir.join(name), cap).map_err(|e| e.to_string());
+    let outcome = read(MANIFEST_FILE, MAX_MANIFEST_BYTES).and_then(|manifest| {
+        let signature = read(SIGNATURE_FILE, MAX_KEY_FILE_BYTES)?;
+        let signature =
+            String::from_utf8(signature).map_err(|_| "the signature file is not UTF-8".to_owned())?;
+        let digest = sha256_tagged(&manifest);
+        let comment = verify_bytes(key, &signature, &manifest, check.allow_legacy_signature)
+            .map_err(|e| e.to_string())?;
+        if comment != format!("{TRUSTED_COMMENT_PREFIX}{digest}") {
+            return Err(format!("trusted comment {comment:?} does not name the manifest {digest}"));
+        }
+        Ok((
+            manifest,
+            format!("manifest {digest} signed by key id {}; trusted comment {comment:?}", key.id()),
+        ))
+    });
+    match outcome {
+        Ok((manifest, evidence)) => {
+            report.push("bundle", "signature", Status::Pass, evidence);
+            Some(manifest)
+        }
+        Err(reason) => {
+            report.push(
+                "bundle",
+                "signature",
+                Status::Fail,
+                format!("{reason}; nothing else in the bundle was read"),
+            );
+            None
+        }
+    }
+}
+
+/// Checks the subject list (plain, unique names, well-formed digests, at most [`MAX_SUBJECTS`]) before
+/// opening anything, that the directory holds exactly those files, then reads each once within `limits` and
+/// compares its hash. Returns the bytes by name, and the evidence.
+fn read_subjects(
+    dir: &Path,
+    manifest: &Value,
+    limits: Limits,
+) -> std::result::Result<(BTreeMap<String, Vec<u8>>, String), String> {
     let listed = manifest["subject"].as_array().ok_or("the manifest has no subject list")?;
-    let mut names = Vec::new();
+    if listed.len() > MAX_SUBJECTS {
+        return Err(format!("the manifest lists {} subjects, more than {MAX_SUBJECTS}", listed.len()));
+    }
+    let mut wanted: BTreeMap<String, String> = BTreeMap::new();
     for subject in listed {
         let name = subject["name"].as_str().ok_or("a subject has no name")?;
-        if name.contains('/') || name.contains('\\') || name.starts_with('.') {
+        if !is_plain_file_name(name) || name == MANIFEST_FILE || name == SIGNATURE_FILE {
             return Err(format!("subject {name:?} is not a plain file name"));
         }
-        let bytes = std::fs::read(dir.join(name)).map_err(|_| format!("subject {name} is missing"))?;
-        let actual = sha256_tagged(&bytes);
-        let recorded = subject["digest"]["sha256"].as_str().unwrap_or("");
-        if actual.trim_start_matches("sha256:") != recorded {
-            return Err(format!("{name} hashes to {actual}, the manifest records sha256:{recorded}"));
+        let digest = subject["digest"]["sha256"].as_str().unwrap_or("");
+        if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+            return Err(format!("subject {name:?} has no sha256 digest of 64 lowercase hex digits"));
         }
-        names.push(name.to_owned());
+        if wanted.insert(name.to_owned(), format!("sha256:{digest}")).is_some() {
+            return Err(format!("subject {name:?} is listed twice"));
+        }
     }
-    let mut present: Vec<String> = std::fs::read_dir(dir)
+    let present: BTreeSet<String> = std::fs::read_dir(dir)
         .map_err(|e| e.to_string())?
         .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
         .filter(|n| n != MANIFEST_FILE && n != SIGNATURE_FILE)
         .collect();
-    present.sort();
-    let mut sorted = names.clone();
-    sorted.sort();
-    if present != sorted {
-        return Err(format!("the directory holds {present:?}, the manifest lists {sorted:?}"));
+    let expected: BTreeSet<String> = wanted.keys().cloned().collect();
+    if present != expected {
+        let extra: Vec<&String> = present.difference(&expected).collect();
+        let missing: Vec<&String> = expected.difference(&present).collect();
+        return Err(format!("the directory holds unlisted {extra:?} and lacks listed {missing:?}"));
     }
-    Ok(format!(
-        "{} subjects, every sha256 matches, nothing unlisted; manifest {}",
-        names.len(),
-        canonical_digest(manifest)
+    let mut files = BTreeMap::new();
+    let mut total = 0;
+    for (name, recorded) in &wanted {
+        let bytes =
+            safe_fs::read_regular_in(&dir.join(name), limits, &mut total).map_err(|e| e.to_string())?;
+        let actual = sha256_tagged(&bytes);
+        if &actual != recorded {
+            return Err(format!("{name} hashes to {actual}, the manifest records {recorded}"));
+        }
+        files.insert(name.clone(), bytes);
+    }
+    Ok((
+        files,
+        format!(
+            "{} subjects, every sha256 matches, nothing unlisted; each read once as a regular file ({total} bytes; caps {} bytes per file, {} in all); manifest {}",
+            wanted.len(),
+            limits.max_file_bytes,
+            limits.max_total_bytes,
+            canonical_digest(manifest)
+        ),
     ))
 }

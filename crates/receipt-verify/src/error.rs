@@ -24,9 +24,16 @@ pub enum Error {
     /// Nothing to work on.
     #[error("{0}")]
     Usage(String),
+    /// A file is not a regular file within its cap, or could not be written safely.
+    #[error(transparent)]
+    File(#[from] safe_fs::Error),
 }
 
 impl Error {
+    pub(crate) fn file(error: safe_fs::Error) -> Error {
+        Error::File(error)
+    }
+
     pub(crate) fn input(path: &Path, reason: impl std::fmt::Display) -> Error {
         Error::Input { path: path.to_owned(), reason: reason.to_string() }
     }

@@ -74,20 +74,29 @@ pub struct FixtureQrel {
 }
 
 impl FixtureView {
-    /// Reads either a full fixture or a `fixture-metadata.json`, telling them apart by schema.
+    /// Reads either a full fixture or a `fixture-metadata.json`, telling them apart by schema: a regular file
+    /// of at most `cap` bytes.
     ///
     /// # Errors
-    /// [`Error::Input`] naming the file.
-    pub fn load(path: &Path) -> Result<(FixtureView, Option<FullFixture>)> {
-        let bytes = std::fs::read(path).map_err(|e| Error::input(path, e))?;
-        let probe: Value = serde_json::from_slice(&bytes).map_err(|e| Error::input(path, e))?;
+    /// [`Error::File`] when it is not such a file, [`Error::Input`] when it does not parse.
+    pub fn load(path: &Path, cap: u64) -> Result<(FixtureView, Option<FullFixture>)> {
+        let bytes = safe_fs::read_regular(path, cap).map_err(Error::file)?;
+        FixtureView::from_bytes(path, &bytes)
+    }
+
+    /// [`FixtureView::load`] of bytes already read from `path`.
+    ///
+    /// # Errors
+    /// [`Error::Input`] naming `path` when they do not parse.
+    pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<(FixtureView, Option<FullFixture>)> {
+        let probe: Value = serde_json::from_slice(bytes).map_err(|e| Error::input(path, e))?;
         if probe.get("schema").and_then(Value::as_str) == Some(FIXTURE_VIEW_SCHEMA) {
             let view: FixtureView = serde_json::from_value(probe).map_err(|e| Error::input(path, e))?;
             return Ok((view, None));
         }
         drop(probe);
-        let full: FullFixture = serde_json::from_slice(&bytes).map_err(|e| Error::input(path, e))?;
-        Ok((FixtureView::of(&full, &sha256_tagged(&bytes)), Some(full)))
+        let full: FullFixture = serde_json::from_slice(bytes).map_err(|e| Error::input(path, e))?;
+        Ok((FixtureView::of(&full, &sha256_tagged(bytes)), Some(full)))
     }
 
     /// The view of a full fixture whose file digest is `fixture_sha256`.

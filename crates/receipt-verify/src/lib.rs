@@ -21,23 +21,29 @@ mod fixture;
 pub mod metrics;
 mod report;
 mod sign;
+mod store;
 mod validate;
 mod verify;
 
-pub use crate::artifacts::{AGGREGATE_SCHEMA, ROW_SCHEMA, Run, aggregates_in};
+pub use crate::artifacts::{
+    AGGREGATE_SCHEMA, OUTPUT_LIMITS, ROW_SCHEMA, Run, SCHEMAS, aggregates_in, is_plain_file_name, load_runs,
+};
 pub use crate::bundle::{
-    BundleOptions, EFFECTIVE_CONFIG_FILE, FIXTURE_METADATA_FILE, MANIFEST_FILE, MAPPING_FILE, PREDICATE_TYPE,
-    STATEMENT_TYPE, VERIFICATION_FILE, claim, make_bundle, verify_bundle,
+    BUNDLE_LIMITS, BundleCheck, BundleOptions, EFFECTIVE_CONFIG_FILE, FIXTURE_METADATA_FILE, MANIFEST_FILE,
+    MAPPING_FILE, MAX_MANIFEST_BYTES, MAX_SUBJECTS, PREDICATE_TYPE, STATEMENT_TYPE, VERIFICATION_FILE,
+    check_bundle_files, claim, make_bundle, verify_bundle,
 };
 pub use crate::error::{Error, Result};
 pub use crate::fixture::{FIXTURE_VIEW_SCHEMA, FixtureView, FullFixture};
-pub use crate::report::{Check, REPORT_SCHEMA, Report, Status};
+pub use crate::report::{Check, REPORT_SCHEMA, Report, Status, terminal_safe};
 pub use crate::sign::{
-    SIGNATURE_FILE, TRUSTED_COMMENT_PREFIX, keygen, load_public_key, load_secret_key, sign_bytes,
-    verify_bytes,
+    MAX_KEY_FILE_BYTES, SIGNATURE_FILE, TRUSTED_COMMENT_PREFIX, VerifyingKey, keygen, load_public_key,
+    load_secret_key, public_key_of, secret_key_is_encrypted, sign_bytes, verify_bytes,
 };
-pub use crate::validate::{Evidence, METRIC_TOLERANCE, draw_split, validate};
+pub use crate::store::{DATABASE_TIME_LIMIT, MAX_DATABASE_BYTES};
+pub use crate::validate::{Evidence, Input, METRIC_TOLERANCE, draw_split, validate};
 pub use crate::verify::{
-    EMBEDDING_MIN_COSINE, EMBEDDING_SAMPLE, LEXICAL_SAMPLE, Verification, VerifyOptions, frozen_baseline,
-    gaps, is_frozen_baseline, verify, write_verification,
+    EMBEDDING_MIN_COSINE, EMBEDDING_SAMPLE, LEXICAL_SAMPLE, MAX_EXECUTABLE_BYTES, MAX_FIXTURE_BYTES,
+    MAX_SIDECAR_BYTES, Verification, VerifyOptions, frozen_baseline, gaps, is_frozen_baseline, verify,
+    write_verification,
 };

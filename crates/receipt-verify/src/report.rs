@@ -99,8 +99,57 @@ impl Report {
                 Status::NotChecked => "NOT CHECKED",
                 Status::Pass => "pass",
             };
-            out.push_str(&format!("  {status:<15} {} {}: {}\n", check.scope, check.name, check.evidence));
+            out.push_str(&format!(
+                "  {status:<15} {} {}: {}\n",
+                terminal_safe(&check.scope),
+                terminal_safe(&check.name),
+                terminal_safe(&check.evidence)
+            ));
         }
         out
+    }
+}
+
+/// `text` with every character that could steer a terminal escaped as `\u{..}`: C0 and C1 controls (escape
+/// sequences, carriage returns, backspaces), DEL, and the bidirectional formatting characters that reorder
+/// what is displayed. Everything a command prints that came from an input goes through this, so a bundle
+/// cannot draw its own verdict line.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let risky = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(risky) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if risky(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_and_bidi_overrides_are_escaped() {
+        assert_eq!(terminal_safe("plain ü"), "plain ü");
+        assert_eq!(terminal_safe("\u{1b}[2K\rverdict: publishable"), "\\u{1b}[2K\\u{d}verdict: publishable");
+        assert_eq!(terminal_safe("a\u{202E}b\u{9b}c\u{7f}"), "a\\u{202e}b\\u{9b}c\\u{7f}");
+        let mut report = Report::default();
+        report.push("\u{1b}]0;x\u{7}", "n", Status::Fail, "line\nbreak");
+        let summary = report.summary();
+        assert!(!summary.contains('\u{1b}') && !summary.contains('\u{7}'), "{summary}");
+        assert_eq!(
+            summary.lines().count(),
+            2,
+            "an evidence newline cannot start a line of its own: {summary}"
+        );
     }
 }

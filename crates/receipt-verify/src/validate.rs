@@ -1,13 +1,12 @@
 //! The contract's independent validator: everything recomputable from an aggregate, its rows and (when
-//! present) the fixture view, mapping and executable. Each check is named; the first difference is the
-//! evidence.
+//! present) the fixture view, mapping and executable digest. Each check is named; the first difference is the
+//! evidence. It does no I/O: callers read the inputs (as hostile files) and pass their bytes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use serde_json::Value;
 
-use crate::artifacts::{AGGREGATE_SCHEMA, ROW_SCHEMA, Run, qrels_of, strings};
+use crate::artifacts::{Run, SCHEMAS, qrels_of, strings};
 use crate::canonical::{sha256_hex, sha256_tagged};
 use crate::fixture::FixtureView;
 use crate::metrics::{METRIC_NAMES, metrics, percentile};
@@ -16,19 +15,41 @@ use crate::report::{Report, Status};
 /// Absolute tolerance between a recorded metric and its recomputation (summation order may differ).
 pub const METRIC_TOLERANCE: f64 = 1e-9;
 
+/// An optional input of a check, as the caller found it.
+#[derive(Debug)]
+pub enum Input<'a, T: ?Sized> {
+    /// Read: where from, and what.
+    Read {
+        /// The path or bundle member it came from, for the evidence.
+        origin: &'a str,
+        /// The content.
+        content: &'a T,
+    },
+    /// Not available here; the check is `not_checked` with this reason.
+    Absent(&'a str),
+    /// Present but refused (not a regular file, over its cap, unreadable); the check fails with this reason.
+    Refused(&'a str),
+}
+
+impl<T: ?Sized> Clone for Input<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: ?Sized> Copy for Input<'_, T> {}
+
 /// Where the optional evidence comes from.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct Evidence<'a> {
     /// The fixture (or its bundle view), for query, qrels and corpus identity.
     pub fixture: Option<&'a FixtureView>,
-    /// The mapping file, instead of the path the aggregate records.
-    pub mapping: Option<&'a Path>,
-    /// Which executable to hash against the recorded digest: the file at the recorded path (`None`, for a run
-    /// on this machine), or `Some(path)`, for example a reproducible build of the recorded revision. A bundle
-    /// carries no executable, so without a path its check is `not_checked`.
-    pub executable: Option<&'a Path>,
-    /// Whether the recorded path may be used when `executable` is `None` (false for bundles).
-    pub executable_at_recorded_path: bool,
+    /// The mapping file's bytes.
+    pub mapping: Input<'a, [u8]>,
+    /// The sha256 (`sha256:<hex>`) of the executable to compare with the recorded digest: the file at the
+    /// recorded path for a run on this machine, or a reproducible build of the recorded revision. A bundle
+    /// carries no executable, so without one given its check is `not_checked`.
+    pub executable_sha256: Input<'a, str>,
 }
 
 /// Validates one run.
@@ -62,17 +83,8 @@ pub fn validate(run: &Run, evidence: Evidence<'_>) -> Report {
     report.record(scope, "metrics.per_query", per_query_metrics(rows));
     report.record(scope, "metrics.aggregate", aggregate_metrics(run, rows));
     report.record(scope, "statistics", statistics(run, rows));
-    let (status, text) = match (evidence.executable, evidence.executable_at_recorded_path) {
-        (Some(path), _) => executable(run, &path.to_string_lossy()),
-        (None, true) => executable(run, run.str_at("/executable/path")),
-        (None, false) => {
-            let recorded = run.str_at("/executable/sha256");
-            let text = format!(
-                "no executable given (--executable); a reproducible build of the recorded revision must hash to {recorded}"
-            );
-            (Status::NotChecked, text)
-        }
-    };
+    report.record(scope, "attempts.disclosure", attempts(run, rows));
+    let (status, text) = executable(run, evidence.executable_sha256);
     report.push(scope, "executable.hash", status, text);
     let (status, text) = mapping(run, rows, evidence.mapping, evidence.fixture);
     report.push(scope, "mapping.hash", status, text);
@@ -81,10 +93,11 @@ pub fn validate(run: &Run, evidence: Evidence<'_>) -> Report {
 
 fn schema(run: &Run) -> Result<String, String> {
     let found = run.str_at("/schema");
-    if found != AGGREGATE_SCHEMA {
-        return Err(format!("schema {found:?}, expected {AGGREGATE_SCHEMA:?}"));
-    }
-    for key in [
+    let Some(version) = run.version() else {
+        let known: Vec<&str> = SCHEMAS.iter().map(|(aggregate, _)| *aggregate).collect();
+        return Err(format!("schema {found:?}, expected one of {known:?}"));
+    };
+    let mut required = vec![
         "mode",
         "split",
         "metrics",
@@ -101,12 +114,16 @@ fn schema(run: &Run) -> Result<String, String> {
         "receipts",
         "capabilities",
         "claim_boundary",
-    ] {
+    ];
+    if version >= 2 {
+        required.push("attempts");
+    }
+    for key in required {
         if run.aggregate.get(key).is_none() {
             return Err(format!("missing field {key:?}"));
         }
     }
-    Ok(format!("{AGGREGATE_SCHEMA}, every binding present"))
+    Ok(format!("{found}, every binding present"))
 }
 
 fn rows_file(run: &Run, rows: &[Value]) -> Result<String, String> {
@@ -115,7 +132,7 @@ fn rows_file(run: &Run, rows: &[Value]) -> Result<String, String> {
     if recorded != actual {
         return Err(format!(
             "{} hashes to {actual}, the aggregate records {recorded}",
-            run.rows_path.display()
+            run.str_at("/rows/file")
         ));
     }
     let count = run.aggregate.pointer("/rows/count").and_then(Value::as_u64);
@@ -136,7 +153,7 @@ fn rows_identity(run: &Run, rows: &[Value]) -> Result<String, String> {
     for (i, row) in rows.iter().enumerate() {
         let line = i + 1;
         let field = |name: &str| row.get(name).and_then(Value::as_str).unwrap_or("");
-        if field("schema") != ROW_SCHEMA {
+        if field("schema") != run.row_schema() {
             return Err(format!("row {line}: schema {:?}", field("schema")));
         }
         if field("mode") != mode || field("split") != split {
@@ -336,23 +353,129 @@ fn aggregate_metrics(run: &Run, rows: &[Value]) -> Result<String, String> {
             other => return Err(format!("{name}: recorded {other:?}, recomputed mean {mean}")),
         }
     }
-    let latencies: Vec<f64> = rows.iter().map(|r| r["latency_ms"].as_f64().unwrap_or(f64::NAN)).collect();
-    if latencies.iter().any(|l| !l.is_finite() || *l < 0.0) {
-        return Err("a row has no finite latency".into());
-    }
-    let expected = [
-        ("mean", latencies.iter().sum::<f64>() / n),
-        ("p50", percentile(&latencies, 50.0)),
-        ("p95", percentile(&latencies, 95.0)),
-        ("max", latencies.iter().copied().fold(0.0, f64::max)),
-    ];
-    for (name, value) in expected {
-        let recorded = run.aggregate.pointer(&format!("/metrics/latency_ms/{name}")).and_then(Value::as_f64);
-        if !recorded.is_some_and(|r| (r - value).abs() <= 1e-9 * value.abs().max(1.0)) {
-            return Err(format!("latency {name}: recorded {recorded:?}, recomputed {value}"));
+    let fields: &[&str] = if run.version() == Some(1) {
+        &["latency_ms"]
+    } else {
+        &["latency_ms", "retrieval_ms", "persistence_ms"]
+    };
+    for field in fields {
+        let mut known = Vec::with_capacity(rows.len());
+        for row in rows {
+            match &row[*field] {
+                Value::Null if run.version() != Some(1) => {}
+                value => match value.as_f64() {
+                    Some(v) if v.is_finite() && v >= 0.0 => known.push(v),
+                    _ => {
+                        return Err(format!(
+                            "query {}: {field} {value} is not a finite time",
+                            row["query_id"]
+                        ));
+                    }
+                },
+            }
         }
+        latency(run, field, &known)?;
     }
     Ok(shown.join(", "))
+}
+
+/// Recomputes one time summary: mean, nearest-rank p50 and p95, max (and, from version 2, how many rows
+/// were measured) over `known`.
+fn latency(run: &Run, field: &str, known: &[f64]) -> Result<(), String> {
+    let n = known.len().max(1) as f64;
+    let expected = [
+        ("mean", known.iter().sum::<f64>() / n),
+        ("p50", if known.is_empty() { 0.0 } else { percentile(known, 50.0) }),
+        ("p95", if known.is_empty() { 0.0 } else { percentile(known, 95.0) }),
+        ("max", known.iter().copied().fold(0.0, f64::max)),
+    ];
+    for (name, value) in expected {
+        let recorded = run.aggregate.pointer(&format!("/metrics/{field}/{name}")).and_then(Value::as_f64);
+        if !recorded.is_some_and(|r| (r - value).abs() <= 1e-9 * value.abs().max(1.0)) {
+            return Err(format!("{field} {name}: recorded {recorded:?}, recomputed {value}"));
+        }
+    }
+    if run.version() != Some(1) {
+        let measured = run.aggregate.pointer(&format!("/metrics/{field}/measured")).and_then(Value::as_u64);
+        if measured != Some(known.len() as u64) {
+            return Err(format!("{field} measured: recorded {measured:?}, counted {}", known.len()));
+        }
+    }
+    Ok(())
+}
+
+/// Every attempt that worked on the run is disclosed, each query answered by exactly one, and exactly the
+/// queries recovered from the store lack a latency. Version 1 aggregates predate resumable runs: a run
+/// killed during its searches could not be completed in the same store, so each is a single attempt.
+fn attempts(run: &Run, rows: &[Value]) -> Result<String, String> {
+    if run.version() == Some(1) {
+        return Ok("schema v1: a single attempt by construction (runs could not resume)".into());
+    }
+    let binding = run.aggregate.get("attempts").ok_or("no attempts binding")?;
+    let count = binding["count"].as_u64().ok_or("attempts.count is missing")?;
+    let answered = binding["answered"].as_array().ok_or("attempts.answered is missing")?;
+    if count == 0 || binding["interrupted"].as_u64() != Some(count - 1) || answered.len() as u64 != count {
+        return Err(format!(
+            "{count} attempts, {} interrupted, {} listed: the last attempt completes and every one is listed",
+            binding["interrupted"],
+            answered.len()
+        ));
+    }
+    let recovered = strings(binding.get("recovered_from_store"));
+    let mut previous_start = 0;
+    for (index, entry) in answered.iter().enumerate() {
+        let number = index as u64 + 1;
+        let started = entry["started_unix"].as_u64().unwrap_or(0);
+        if entry["attempt"].as_u64() != Some(number) || started < previous_start {
+            return Err(format!("attempt {number} is out of order"));
+        }
+        if index == 0 && run.aggregate["started_unix"].as_u64() != Some(started) {
+            return Err("started_unix is not the first attempt's start".into());
+        }
+        previous_start = started;
+        let listed = strings(entry.get("query_ids"));
+        let by_rows: Vec<String> = rows
+            .iter()
+            .filter(|row| row["answered_in_attempt"].as_u64() == Some(number))
+            .map(|row| row["query_id"].as_str().unwrap_or("").to_owned())
+            .collect();
+        if listed != by_rows {
+            return Err(format!("attempt {number} lists other queries than the rows it answered"));
+        }
+    }
+    let mut unattributed = Vec::new();
+    for row in rows {
+        let id = row["query_id"].as_str().unwrap_or("");
+        let attempt = &row["answered_in_attempt"];
+        let timed = ["latency_ms", "retrieval_ms", "persistence_ms"].iter().any(|f| !row[*f].is_null());
+        if attempt.is_null() {
+            if timed || row["receipt"].is_null() {
+                return Err(format!(
+                    "query {id:?}: a row without an attempt must be a receipt recovered without times"
+                ));
+            }
+            unattributed.push(id.to_owned());
+        } else if !attempt.as_u64().is_some_and(|a| (1..=count).contains(&a)) {
+            return Err(format!("query {id:?}: answered_in_attempt {attempt} is not an attempt"));
+        } else if row["latency_ms"].is_null() {
+            return Err(format!("query {id:?}: answered by attempt {attempt} without a latency"));
+        }
+    }
+    if unattributed != recovered {
+        return Err(format!(
+            "rows without an attempt {unattributed:?} differ from recovered_from_store {recovered:?}"
+        ));
+    }
+    let counts: Vec<String> = answered
+        .iter()
+        .map(|entry| format!("{}", entry["query_ids"].as_array().map_or(0, Vec::len)))
+        .collect();
+    Ok(format!(
+        "{count} attempt(s), {} interrupted; answered per attempt [{}]; {} recovered from the store without a latency",
+        count - 1,
+        counts.join(", "),
+        recovered.len()
+    ))
 }
 
 fn statistics(run: &Run, rows: &[Value]) -> Result<String, String> {
@@ -406,21 +529,17 @@ fn statistics(run: &Run, rows: &[Value]) -> Result<String, String> {
     Ok(format!("{failures} failures, {} unique docs, distribution {distribution:?}", unique.len()))
 }
 
-fn executable(run: &Run, path: &str) -> (Status, String) {
+fn executable(run: &Run, given: Input<'_, str>) -> (Status, String) {
     let recorded = run.str_at("/executable/sha256");
-    if path.is_empty() {
-        return (Status::NotChecked, "the aggregate records no executable path".into());
-    }
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            let actual = sha256_tagged(&bytes);
-            if actual == recorded {
-                (Status::Pass, format!("{path} is {actual}"))
-            } else {
-                (Status::Fail, format!("{path} hashes to {actual}, the aggregate records {recorded}"))
-            }
+    match given {
+        Input::Read { origin, content } if content == recorded => {
+            (Status::Pass, format!("{origin} is {content}"))
         }
-        Err(_) => (Status::NotChecked, format!("{path} is not present here; recorded {recorded}")),
+        Input::Read { origin, content } => {
+            (Status::Fail, format!("{origin} hashes to {content}, the aggregate records {recorded}"))
+        }
+        Input::Absent(reason) => (Status::NotChecked, format!("{reason}; the aggregate records {recorded}")),
+        Input::Refused(reason) => (Status::Fail, reason.to_owned()),
     }
 }
 
@@ -428,30 +547,21 @@ fn executable(run: &Run, path: &str) -> (Status, String) {
 fn mapping(
     run: &Run,
     rows: &[Value],
-    given: Option<&Path>,
+    given: Input<'_, [u8]>,
     fixture: Option<&FixtureView>,
 ) -> (Status, String) {
-    let recorded_path = run.str_at("/store/mapping_path");
-    let beside = run.aggregate_path.with_file_name("scifact.mapping.json");
-    let path = match given {
-        Some(path) => path.to_owned(),
-        None if Path::new(recorded_path).exists() => Path::new(recorded_path).to_owned(),
-        None if beside.exists() => beside,
-        None => return (Status::NotChecked, format!("mapping {recorded_path} is not present here")),
+    let (origin, bytes) = match given {
+        Input::Read { origin, content } => (origin, content),
+        Input::Absent(reason) => return (Status::NotChecked, reason.to_owned()),
+        Input::Refused(reason) => return (Status::Fail, reason.to_owned()),
     };
-    let Ok(bytes) = std::fs::read(&path) else {
-        return (Status::Fail, format!("{} is unreadable", path.display()));
-    };
-    let actual = sha256_tagged(&bytes);
+    let actual = sha256_tagged(bytes);
     let recorded = run.str_at("/store/mapping_sha256");
     if actual != recorded {
-        return (
-            Status::Fail,
-            format!("{} hashes to {actual}, the aggregate records {recorded}", path.display()),
-        );
+        return (Status::Fail, format!("{origin} hashes to {actual}, the aggregate records {recorded}"));
     }
-    let Ok(mapping) = serde_json::from_slice::<Value>(&bytes) else {
-        return (Status::Fail, format!("{} does not parse", path.display()));
+    let Ok(mapping) = serde_json::from_slice::<Value>(bytes) else {
+        return (Status::Fail, format!("{origin} does not parse"));
     };
     let entries = mapping.get("entries").and_then(Value::as_array).cloned().unwrap_or_default();
     let by_fact: BTreeMap<i64, String> = entries
@@ -482,5 +592,5 @@ fn mapping(
             }
         }
     }
-    (Status::Pass, format!("{} ({} entries) is {actual}; every result maps", path.display(), entries.len()))
+    (Status::Pass, format!("{origin} ({} entries) is {actual}; every result maps", entries.len()))
 }

@@ -9,12 +9,14 @@ use embedding::{Embedder, MiniLm, Role, WeightPin};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::artifacts::{Run, aggregates_in};
+use crate::artifacts::{Run, load_runs};
+use crate::bundle::{EFFECTIVE_CONFIG_FILE, MAPPING_FILE};
 use crate::canonical::{canonical_digest, sha256_hex, sha256_tagged};
 use crate::error::{Error, Result};
 use crate::fixture::{FixtureText, FixtureView, FullFixture};
 use crate::report::{REPORT_SCHEMA, Report, Status};
-use crate::validate::{Evidence, validate};
+use crate::store::{MAX_DATABASE_BYTES, STORE_FORMAT, StoreImage};
+use crate::validate::{Evidence, Input, validate};
 
 /// Documents and queries re-embedded by the embedding check, each.
 pub const EMBEDDING_SAMPLE: usize = 32;
@@ -104,45 +106,125 @@ impl Verification {
     }
 }
 
-/// Verifies every aggregate of `options.output_dir`.
+/// The largest fixture read (the SciFact fixture is about 60 MB).
+pub const MAX_FIXTURE_BYTES: u64 = 1 << 30;
+/// The largest executable hashed.
+pub const MAX_EXECUTABLE_BYTES: u64 = 2 << 30;
+/// The largest mapping, effective configuration or fixture metadata read.
+pub const MAX_SIDECAR_BYTES: u64 = 256 << 20;
+
+/// A file looked for at a path given or recorded.
+pub(crate) enum Found {
+    /// A regular file within its cap, and its bytes.
+    Read(String, Vec<u8>),
+    /// Nothing there.
+    Absent(String),
+    /// Something there that is not read: a symlink, FIFO, device, directory, or a file over its cap.
+    Refused(String),
+}
+
+impl Found {
+    pub(crate) fn at(path: &Path, cap: u64) -> Found {
+        match safe_fs::read_regular(path, cap) {
+            Ok(bytes) => Found::Read(path.display().to_string(), bytes),
+            Err(error) if error.is_not_found() => {
+                Found::Absent(format!("{} is not present here", path.display()))
+            }
+            Err(error) => Found::Refused(format!("refused to read {error}")),
+        }
+    }
+
+    /// As an [`Input`] of a check.
+    pub(crate) fn input(&self) -> Input<'_, [u8]> {
+        match self {
+            Found::Read(origin, bytes) => Input::Read { origin, content: bytes },
+            Found::Absent(reason) => Input::Absent(reason),
+            Found::Refused(reason) => Input::Refused(reason),
+        }
+    }
+}
+
+/// The executable at `path`, hashed within [`MAX_EXECUTABLE_BYTES`] without being held in memory.
+pub(crate) fn hash_executable(path: &Path) -> (String, std::result::Result<String, Found>) {
+    let origin = path.display().to_string();
+    match safe_fs::hash_regular(path, MAX_EXECUTABLE_BYTES) {
+        Ok((hex, _)) => (origin, Ok(format!("sha256:{hex}"))),
+        Err(error) if error.is_not_found() => {
+            (origin.clone(), Err(Found::Absent(format!("{origin} is not present here"))))
+        }
+        Err(error) => (origin, Err(Found::Refused(format!("refused to read {error}")))),
+    }
+}
+
+/// Verifies every aggregate of `options.output_dir`. Paths the aggregates record are read only if they are
+/// regular files within their caps; anything else there fails the check that needed it.
 ///
 /// # Errors
-/// [`Error::Input`] / [`Error::Usage`] when the directory, an aggregate or the fixture cannot be read at all.
+/// [`Error::Input`] / [`Error::Usage`] / [`Error::File`] when the directory, an aggregate, or a file given
+/// explicitly (`corpus`) cannot be read at all.
 pub fn verify(options: &VerifyOptions) -> Result<Report> {
-    let runs: Vec<Run> =
-        aggregates_in(&options.output_dir)?.iter().map(|p| Run::load(p)).collect::<Result<_>>()?;
-    let fixture_path = options.corpus.clone().or_else(|| {
-        runs.iter().map(|r| PathBuf::from(r.str_at("/corpus/fixture_path"))).find(|p| p.exists())
-    });
-    let (view, full) = match &fixture_path {
+    let runs = load_runs(&options.output_dir)?;
+    let fixture = match &options.corpus {
         Some(path) => {
-            let (view, full) = FixtureView::load(path)?;
+            let bytes = safe_fs::read_regular(path, MAX_FIXTURE_BYTES).map_err(Error::file)?;
+            Found::Read(path.display().to_string(), bytes)
+        }
+        None => runs
+            .iter()
+            .map(|run| Found::at(Path::new(run.str_at("/corpus/fixture_path")), MAX_FIXTURE_BYTES))
+            .find(|found| !matches!(found, Found::Absent(_)))
+            .unwrap_or_else(|| Found::Absent("no fixture at the recorded path (pass --corpus)".into())),
+    };
+    let mut report = Report::default();
+    let (view, full) = match &fixture {
+        Found::Read(origin, bytes) => {
+            let (view, full) = FixtureView::from_bytes(Path::new(origin), bytes)?;
             (Some(view), full)
         }
-        None => (None, None),
+        Found::Absent(_) => (None, None),
+        Found::Refused(reason) => {
+            report.push("global", "corpus.file", Status::Fail, reason.clone());
+            (None, None)
+        }
     };
-    let mapping = options.store_dir.as_ref().map(|d| d.join("scifact.mapping.json"));
-    let mut report = Report::default();
+    drop(fixture);
+    let frozen = match Found::at(&options.output_dir.join(EFFECTIVE_CONFIG_FILE), MAX_SIDECAR_BYTES) {
+        Found::Read(origin, bytes) => {
+            Some(serde_json::from_slice::<Value>(&bytes).map_err(|e| Error::input(Path::new(&origin), e))?)
+        }
+        Found::Absent(_) => None,
+        Found::Refused(reason) => return Err(Error::Usage(reason)),
+    };
     for run in &runs {
+        let mapping = match &options.store_dir {
+            Some(dir) => Found::at(&dir.join(MAPPING_FILE), MAX_SIDECAR_BYTES),
+            None => Found::at(Path::new(run.str_at("/store/mapping_path")), MAX_SIDECAR_BYTES),
+        };
+        let recorded = run.str_at("/executable/path");
+        let executable = if recorded.is_empty() {
+            (String::new(), Err(Found::Absent("the aggregate records no executable path".into())))
+        } else {
+            hash_executable(Path::new(recorded))
+        };
+        let executable_sha256 = match &executable.1 {
+            Ok(digest) => Input::Read { origin: &executable.0, content: digest.as_str() },
+            Err(Found::Refused(reason)) => Input::Refused(reason),
+            Err(Found::Absent(reason) | Found::Read(reason, _)) => Input::Absent(reason),
+        };
         report.extend(validate(
             run,
-            Evidence {
-                fixture: view.as_ref(),
-                mapping: mapping.as_deref(),
-                executable: None,
-                executable_at_recorded_path: true,
-            },
+            Evidence { fixture: view.as_ref(), mapping: mapping.input(), executable_sha256 },
         ));
-        report.extend(gaps(run));
+        report.extend(gaps(run, frozen.as_ref()));
     }
-    report.extend(database(&runs, options.store_dir.as_deref()));
-    report.extend(lexical_exactness(&runs, full.as_ref(), options.store_dir.as_deref()));
+    report.extend(stores(&runs, options.store_dir.as_deref(), full.as_ref()));
     report.extend(embedding_values(&runs, full.as_ref(), options.model_dir.as_deref()));
     Ok(report)
 }
 
-/// The per-aggregate gap checks that need nothing but the artifacts.
-pub fn gaps(run: &Run) -> Report {
+/// The per-aggregate gap checks that need nothing but the artifacts and, when there is one, the frozen
+/// `effective-config.json`.
+pub fn gaps(run: &Run, frozen: Option<&Value>) -> Report {
     let mut report = Report::default();
     let scope = run.name.as_str();
     let rows = match &run.rows {
@@ -154,7 +236,7 @@ pub fn gaps(run: &Run) -> Report {
     };
     report.record(scope, "exactness.policy", exactness(run, rows));
     report.record(scope, "receipts.digests", receipt_digests(run, rows));
-    report.record(scope, "config.effective", effective_config(run, rows));
+    report.record(scope, "config.effective", effective_config(run, rows, frozen));
     let (status, text) = git_state(run);
     report.push(scope, "git.clean", status, text);
     report.record(scope, "host.identity", host_identity(run));
@@ -245,7 +327,11 @@ fn receipt_digests(run: &Run, rows: &[Value]) -> std::result::Result<String, Str
     Ok(format!("{count} receipt digests recomputed; rolling digest {chain}"))
 }
 
-fn effective_config(run: &Run, rows: &[Value]) -> std::result::Result<String, String> {
+fn effective_config(
+    run: &Run,
+    rows: &[Value],
+    frozen: Option<&Value>,
+) -> std::result::Result<String, String> {
     let config = run.aggregate.pointer("/retrieval/config").cloned().unwrap_or(Value::Null);
     let digest = canonical_digest(&config);
     if run.str_at("/retrieval/config_sha256") != digest {
@@ -266,13 +352,10 @@ fn effective_config(run: &Run, rows: &[Value]) -> std::result::Result<String, St
     if baseline && !is_frozen_baseline(&config) {
         return Err("the aggregate claims the baseline, but its config is not the frozen baseline".into());
     }
-    let frozen = run.aggregate_path.with_file_name("effective-config.json");
-    if let Ok(bytes) = std::fs::read(&frozen) {
-        let value: Value =
-            serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", frozen.display()))?;
-        let frozen_config = value.get("config").unwrap_or(&value);
+    if let Some(value) = frozen {
+        let frozen_config = value.get("config").unwrap_or(value);
         if canonical_digest(frozen_config) != digest {
-            return Err(format!("the config differs from the frozen {}", frozen.display()));
+            return Err(format!("the config differs from the frozen {EFFECTIVE_CONFIG_FILE}"));
         }
         let frozen_at = value.get("frozen_unix").and_then(Value::as_u64);
         let started = run.aggregate.get("started_unix").and_then(Value::as_u64);
@@ -343,35 +426,79 @@ fn database_path(run: &Run, store_dir: Option<&Path>) -> PathBuf {
     }
 }
 
-/// The live database: the newest aggregate's after-run digest must be the file's; every receipt of every
-/// aggregate must be stored with the same digest; the mapping must agree with the facts' metadata.
-fn database(runs: &[Run], store_dir: Option<&Path>) -> Report {
+/// Per database: its format (`store.format`), its content against the runs (`store.database`), and a
+/// sample of lexical answers re-scored by FTS5 (`lexical.exactness`, per aggregate). The file is read once,
+/// hashed, and opened from those bytes.
+fn stores(runs: &[Run], store_dir: Option<&Path>, full: Option<&FullFixture>) -> Report {
     let mut report = Report::default();
     let mut by_db: BTreeMap<PathBuf, Vec<&Run>> = BTreeMap::new();
     for run in runs {
-        let path = database_path(run, store_dir);
-        by_db.entry(path).or_default().push(run);
+        by_db.entry(database_path(run, store_dir)).or_default().push(run);
     }
     for (path, runs) in by_db {
         let scope = path.display().to_string();
-        if !path.exists() {
-            report.push(
-                &scope,
-                "store.database",
-                Status::NotChecked,
-                "the database is not present here (pass --store-dir)",
-            );
-            continue;
+        let lexical: Vec<&Run> =
+            runs.iter().copied().filter(|r| r.str_at("/mode") != "vector_only").collect();
+        let not_checked = |report: &mut Report, reason: &str| {
+            for name in ["store.format", "store.database"] {
+                report.push(&scope, name, Status::NotChecked, reason);
+            }
+            for run in &lexical {
+                report.push(&run.name, "lexical.exactness", Status::NotChecked, reason);
+            }
+        };
+        let bytes = match Found::at(&path, MAX_DATABASE_BYTES) {
+            Found::Read(_, bytes) => bytes,
+            Found::Absent(_) => {
+                not_checked(&mut report, "the database is not present here (pass --store-dir)");
+                continue;
+            }
+            Found::Refused(reason) => {
+                report.push(&scope, "store.format", Status::Fail, reason);
+                continue;
+            }
+        };
+        let live = sha256_tagged(&bytes);
+        let image = match StoreImage::open(&bytes) {
+            Ok(image) => image,
+            Err(reason) => {
+                report.push(&scope, "store.format", Status::Fail, format!("{live}: {reason}"));
+                continue;
+            }
+        };
+        drop(bytes);
+        report.push(
+            &scope,
+            "store.format",
+            Status::Pass,
+            format!("{live}: a rollback-journal SQLite file whose schema is exactly {STORE_FORMAT}'s, opened from the hashed bytes"),
+        );
+        report.record(&scope, "store.database", check_database(&image, &live, &path, &runs));
+        for run in &lexical {
+            let result = match full {
+                Some(full) => rescore(run, full, &image),
+                None => {
+                    report.push(
+                        &run.name,
+                        "lexical.exactness",
+                        Status::NotChecked,
+                        "no fixture with query text (pass --corpus)",
+                    );
+                    continue;
+                }
+            };
+            report.record(&run.name, "lexical.exactness", result);
         }
-        report.record(&scope, "store.database", check_database(&path, &runs));
     }
     report
 }
 
-fn check_database(path: &Path, runs: &[&Run]) -> std::result::Result<String, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("unreadable: {e}"))?;
-    let live = sha256_tagged(&bytes);
-    drop(bytes);
+fn check_database(
+    image: &StoreImage,
+    live: &str,
+    path: &Path,
+    runs: &[&Run],
+) -> std::result::Result<String, String> {
     let newest = runs
         .iter()
         .max_by_key(|r| r.aggregate.pointer("/store/receipts_after_run").and_then(Value::as_u64).unwrap_or(0))
@@ -383,12 +510,7 @@ fn check_database(path: &Path, runs: &[&Run]) -> std::result::Result<String, Str
             newest.str_at("/store/db_sha256_after_run")
         ));
     }
-    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = rusqlite::Connection::open_with_flags(path, flags).map_err(|e| e.to_string())?;
-    let stored: BTreeMap<String, String> = conn
-        .prepare("SELECT request_id, digest FROM receipts")
-        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
-        .map_err(|e| format!("reading receipts: {e}"))?;
+    let stored = image.receipts()?;
     if newest.aggregate.pointer("/store/receipts_after_run").and_then(Value::as_u64)
         != Some(stored.len() as u64)
     {
@@ -407,15 +529,14 @@ fn check_database(path: &Path, runs: &[&Run]) -> std::result::Result<String, Str
             checked += 1;
         }
     }
-    let facts: Vec<(i64, String, String)> = conn
-        .prepare("SELECT id, namespace, metadata FROM facts ORDER BY id")
-        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
-        .map_err(|e| format!("reading facts: {e}"))?;
-    let mapping_path = path.with_file_name("scifact.mapping.json");
-    let mapping: Value = std::fs::read(&mapping_path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .ok_or_else(|| format!("{} is missing or unreadable", mapping_path.display()))?;
+    let facts = image.facts()?;
+    let mapping_path = path.with_file_name(MAPPING_FILE);
+    let mapping: Value = match Found::at(&mapping_path, MAX_SIDECAR_BYTES) {
+        Found::Read(_, bytes) => {
+            serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", mapping_path.display()))?
+        }
+        Found::Absent(reason) | Found::Refused(reason) => return Err(reason),
+    };
     let entries = mapping["entries"].as_array().cloned().unwrap_or_default();
     if entries.len() != facts.len() {
         return Err(format!("the mapping has {} entries, the database {} facts", entries.len(), facts.len()));
@@ -456,35 +577,7 @@ pub(crate) fn fts_expression(text: &str) -> Option<String> {
 
 /// For a sample of queries, re-scores with SQLite FTS5 `bm25()` and requires every lexical rank and score in
 /// the receipts (fts_only hits; hybrid hits' lexical components) to be FTS5's, scores within 1e-9 relative.
-fn lexical_exactness(runs: &[Run], full: Option<&FullFixture>, store_dir: Option<&Path>) -> Report {
-    let mut report = Report::default();
-    for run in runs.iter().filter(|r| r.str_at("/mode") != "vector_only") {
-        let scope = run.name.as_str();
-        let db = database_path(run, store_dir);
-        let Some(full) = full else {
-            report.push(
-                scope,
-                "lexical.exactness",
-                Status::NotChecked,
-                "no fixture with query text (pass --corpus)",
-            );
-            continue;
-        };
-        if !db.exists() {
-            report.push(
-                scope,
-                "lexical.exactness",
-                Status::NotChecked,
-                "the database is not present here (pass --store-dir)",
-            );
-            continue;
-        }
-        report.record(scope, "lexical.exactness", rescore(run, full, &db));
-    }
-    report
-}
-
-fn rescore(run: &Run, full: &FullFixture, db: &Path) -> std::result::Result<String, String> {
+fn rescore(run: &Run, full: &FullFixture, image: &StoreImage) -> std::result::Result<String, String> {
     let rows = run.rows.as_ref().map_err(Clone::clone)?;
     let texts: BTreeMap<&str, &str> = full.queries.iter().map(|q| (q.id.as_str(), q.text.as_str())).collect();
     let mut chosen: Vec<(String, &Value)> = rows
@@ -494,8 +587,6 @@ fn rescore(run: &Run, full: &FullFixture, db: &Path) -> std::result::Result<Stri
         .collect();
     chosen.sort_by(|a, b| a.0.cmp(&b.0));
     chosen.truncate(LEXICAL_SAMPLE);
-    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = rusqlite::Connection::open_with_flags(db, flags).map_err(|e| e.to_string())?;
     let namespace = run.str_at("/store/namespace");
     let limit = run
         .aggregate
@@ -521,13 +612,7 @@ fn rescore(run: &Run, full: &FullFixture, db: &Path) -> std::result::Result<Stri
                 "query {id:?}: the receipt's FTS5 expression is not the one rebuilt from the fixture"
             ));
         }
-        let fts5: Vec<(i64, f64)> = conn
-            .prepare(
-                "SELECT facts.id, bm25(facts_fts) AS score FROM facts_fts JOIN facts ON facts.id = facts_fts.rowid \
-                 WHERE facts_fts MATCH ?1 AND facts.namespace = ?2 ORDER BY score ASC, facts.id ASC LIMIT ?3",
-            )
-            .and_then(|mut s| s.query_map(rusqlite::params![expression, namespace, limit], |r| Ok((r.get(0)?, -r.get::<_, f64>(1)?)))?.collect())
-            .map_err(|e| format!("query {id:?}: FTS5 failed: {e}"))?;
+        let fts5 = image.bm25(&expression, namespace, limit).map_err(|e| format!("query {id:?}: {e}"))?;
         for hit in receipt["hits"].as_array().into_iter().flatten() {
             let (rank, score) = if run.str_at("/mode") == "fts_only" {
                 (hit["rank"].as_u64(), hit["score"].as_f64())
@@ -630,6 +715,7 @@ fn re_embed(runs: &[Run], full: &FullFixture, model_dir: &Path) -> std::result::
     }
     let mut worst = f64::INFINITY;
     let mut worst_id = String::new();
+    let mut compared = 0;
     for (items, role, document) in
         [(&full.documents, Role::Document, true), (&full.queries, Role::Query, false)]
     {
@@ -651,11 +737,21 @@ fn re_embed(runs: &[Run], full: &FullFixture, model_dir: &Path) -> std::result::
             let norm_a: f64 = item.vector.iter().map(|a| a * a).sum::<f64>().sqrt();
             let norm_b: f64 = fresh.vector.iter().map(|b| f64::from(*b) * f64::from(*b)).sum::<f64>().sqrt();
             let cosine = dot / (norm_a * norm_b);
+            if !cosine.is_finite() {
+                return Err(format!(
+                    "{:?}: the cosine is {cosine} (a zero or non-finite vector in the fixture or the re-embedding)",
+                    item.id
+                ));
+            }
+            compared += 1;
             if cosine < worst {
                 worst = cosine;
                 worst_id = item.id.clone();
             }
         }
+    }
+    if compared == 0 {
+        return Err("the fixture has no document or query to re-embed".into());
     }
     if worst < EMBEDDING_MIN_COSINE {
         return Err(format!("{worst_id:?} re-embeds at cosine {worst:.6} < {EMBEDDING_MIN_COSINE}"));
@@ -674,6 +770,6 @@ pub fn write_verification(dir: &Path, report: &Report) -> Result<PathBuf> {
     let mut bytes =
         serde_json::to_vec_pretty(&Verification::of(report)).map_err(|e| Error::input(&path, e))?;
     bytes.push(b'\n');
-    embedding::write_atomically(&path, &bytes).map_err(|e| Error::input(&path, e))?;
+    safe_fs::write_atomically(&path, &bytes).map_err(Error::file)?;
     Ok(path)
 }

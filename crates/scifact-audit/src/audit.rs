@@ -1,52 +1,92 @@
 //! `validate`, `verify`, `keygen`, `bundle`, `sign` and `verify-bundle`: flags to `receipt_verify` calls, a
 //! report a person can read, and exit code 1 when a check failed.
 
+use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use receipt_verify::{
-    BundleOptions, Evidence, FixtureView, MANIFEST_FILE, Report, Run, SIGNATURE_FILE, VerifyOptions,
+    BundleCheck, BundleOptions, Evidence, FixtureView, Input, MANIFEST_FILE, Report, Run, SIGNATURE_FILE,
+    Status, Verification, VerifyOptions, terminal_safe,
 };
 
-use crate::cli::{BundleArgs, KeygenArgs, SignArgs, ValidateArgs, VerifyArgs, VerifyBundleArgs};
+use crate::cli::{BundleArgs, KeygenArgs, ReportArgs, SignArgs, ValidateArgs, VerifyArgs, VerifyBundleArgs};
 
 pub(crate) fn password() -> Option<String> {
     std::env::var("MINISIGN_PASSWORD").ok().filter(|p| !p.is_empty())
 }
 
-fn finish(report: &Report) -> anyhow::Result<ExitCode> {
+/// Prints the report (its summary, or `verification.json`'s JSON with `--json`) and maps it to the exit code.
+fn finish(report: &Report, output: &ReportArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
-    write!(out, "{}", report.summary())?;
+    if output.json {
+        serde_json::to_writer_pretty(&mut out, &Verification::of(report))?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", report.summary())?;
+    }
     Ok(if report.passed() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 pub(crate) fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let mut report = Report::default();
-    let mut fixtures = std::collections::BTreeMap::new();
+    let mut fixtures: BTreeMap<PathBuf, Option<FixtureView>> = BTreeMap::new();
+    let mut total = 0;
     for path in &args.aggregates {
-        let run = Run::load(path)?;
-        let fixture = args.corpus.clone().or_else(|| {
-            let recorded = std::path::PathBuf::from(run.str_at("/corpus/fixture_path"));
-            let beside = path.with_file_name(receipt_verify::FIXTURE_METADATA_FILE);
-            [recorded, beside].into_iter().find(|p| p.exists())
-        });
+        let run = Run::load(path, receipt_verify::OUTPUT_LIMITS, &mut total)?;
+        let fixture = match &args.corpus {
+            Some(corpus) => Some(corpus.clone()),
+            None => {
+                let recorded = PathBuf::from(run.str_at("/corpus/fixture_path"));
+                let beside = path.with_file_name(receipt_verify::FIXTURE_METADATA_FILE);
+                [recorded, beside].into_iter().find(|p| p.symlink_metadata().is_ok())
+            }
+        };
         let view = match fixture {
             Some(fixture) => {
                 if !fixtures.contains_key(&fixture) {
-                    let (view, _) = FixtureView::load(&fixture)?;
-                    fixtures.insert(fixture.clone(), view);
+                    // A recorded path that is not a regular file within the cap is reported, not followed.
+                    let loaded = match FixtureView::load(&fixture, receipt_verify::MAX_FIXTURE_BYTES) {
+                        Ok((view, _)) => Some(view),
+                        Err(error) if args.corpus.is_some() => return Err(error.into()),
+                        Err(error) => {
+                            report.push("global", "corpus.file", Status::Fail, error.to_string());
+                            None
+                        }
+                    };
+                    fixtures.insert(fixture.clone(), loaded);
                 }
-                fixtures.get(&fixture)
+                fixtures.get(&fixture).and_then(Option::as_ref)
             }
             None => None,
         };
+        let recorded = run.str_at("/executable/path");
+        let hashed = (!recorded.is_empty())
+            .then(|| safe_fs::hash_regular(Path::new(recorded), receipt_verify::MAX_EXECUTABLE_BYTES));
+        let (digest, reason);
+        let executable_sha256 = match hashed {
+            Some(Ok((hex, _))) => {
+                digest = format!("sha256:{hex}");
+                Input::Read { origin: recorded, content: digest.as_str() }
+            }
+            Some(Err(error)) if error.is_not_found() => {
+                reason = format!("{recorded} is not present here");
+                Input::Absent(&reason)
+            }
+            Some(Err(error)) => {
+                reason = format!("refused to read {error}");
+                Input::Refused(&reason)
+            }
+            None => Input::Absent("the aggregate records no executable path"),
+        };
         report.extend(receipt_verify::validate(
             &run,
-            Evidence { fixture: view, mapping: None, executable: None, executable_at_recorded_path: true },
+            Evidence { fixture: view, mapping: Input::Absent("checked by verify"), executable_sha256 },
         ));
     }
-    finish(&report)
+    finish(&report, &args.output)
 }
 
 pub(crate) fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
@@ -58,8 +98,10 @@ pub(crate) fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     };
     let report = receipt_verify::verify(&options)?;
     let path = receipt_verify::write_verification(&args.output_dir, &report)?;
-    writeln!(std::io::stdout().lock(), "wrote {}", path.display())?;
-    finish(&report)
+    if !args.output.json {
+        writeln!(std::io::stdout().lock(), "wrote {}", path.display())?;
+    }
+    finish(&report, &args.output)
 }
 
 pub(crate) fn keygen(args: &KeygenArgs) -> anyhow::Result<ExitCode> {
@@ -76,14 +118,15 @@ pub(crate) fn keygen(args: &KeygenArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn prompt_password() -> anyhow::Result<String> {
-    let first = rpassword_prompt("Password for the new secret key: ")?;
-    let second = rpassword_prompt("Password again: ")?;
+    let first = prompt_line("Password for the new secret key: ")?;
+    let second = prompt_line("Password again: ")?;
     anyhow::ensure!(first == second, "the passwords differ");
     anyhow::ensure!(!first.is_empty(), "empty password: use --without-password for an unencrypted key");
     Ok(first)
 }
 
-fn rpassword_prompt(prompt: &str) -> anyhow::Result<String> {
+/// Asks on stderr and reads one line from stdin.
+pub(crate) fn prompt_line(prompt: &str) -> anyhow::Result<String> {
     let mut err = std::io::stderr().lock();
     write!(err, "{prompt}")?;
     err.flush()?;
@@ -102,7 +145,11 @@ pub(crate) fn bundle(args: &BundleArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "bundle       {}", args.bundle_dir.display())?;
     writeln!(out, "subjects     {}", manifest["subject"].as_array().map_or(0, Vec::len))?;
-    writeln!(out, "verdict      {}", manifest["predicate"]["verification_verdict"])?;
+    writeln!(
+        out,
+        "verdict      {}",
+        terminal_safe(&manifest["predicate"]["verification_verdict"].to_string())
+    )?;
     writeln!(
         out,
         "next         scifact-audit sign --bundle-dir {} --secret-key KEY",
@@ -113,18 +160,26 @@ pub(crate) fn bundle(args: &BundleArgs) -> anyhow::Result<ExitCode> {
 
 pub(crate) fn sign(args: &SignArgs) -> anyhow::Result<ExitCode> {
     let manifest_path = args.bundle_dir.join(MANIFEST_FILE);
-    let manifest =
-        std::fs::read(&manifest_path).with_context(|| format!("reading {}", manifest_path.display()))?;
+    let manifest = safe_fs::read_regular(&manifest_path, receipt_verify::MAX_MANIFEST_BYTES)
+        .with_context(|| format!("reading {}", manifest_path.display()))?;
     let key = receipt_verify::load_secret_key(&args.secret_key, password())?;
     let signature = receipt_verify::sign_bytes(&key, &manifest)?;
     let path = args.bundle_dir.join(SIGNATURE_FILE);
-    embedding::write_atomically(&path, signature.as_bytes())?;
+    safe_fs::write_atomically(&path, signature.as_bytes())?;
     writeln!(std::io::stdout().lock(), "wrote {}", path.display())?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn verify_bundle(args: &VerifyBundleArgs) -> anyhow::Result<ExitCode> {
-    let report =
-        receipt_verify::verify_bundle(&args.bundle_dir, &args.public_key, args.executable.as_deref())?;
-    finish(&report)
+    let report = receipt_verify::verify_bundle(&BundleCheck {
+        bundle_dir: args.bundle_dir.clone(),
+        public_key: args.public_key.clone(),
+        executable: args.executable.clone(),
+        allow_legacy_signature: args.allow_legacy_signature,
+        limits: safe_fs::Limits {
+            max_file_bytes: args.max_file_bytes,
+            max_total_bytes: args.max_total_bytes,
+        },
+    })?;
+    finish(&report, &args.output)
 }

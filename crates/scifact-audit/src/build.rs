@@ -10,7 +10,7 @@ use scifact_eval::{
 
 use crate::cli::BuildArgs;
 use crate::model::open_embedder;
-use crate::progress::TerminalProgress;
+use crate::progress::StageProgress;
 
 /// The archive to build from: `--archive`, else `$SCIFACT_ARCHIVE`, else a download into `work_dir` pinned to
 /// BEIR's published md5 (or an explicitly accepted sha256).
@@ -18,7 +18,7 @@ pub(crate) fn acquire_archive(
     archive: Option<&Path>,
     work_dir: &Path,
     accept_archive_digest: Option<&str>,
-    progress: &TerminalProgress,
+    progress: &StageProgress,
 ) -> anyhow::Result<(PathBuf, DigestPolicy)> {
     let local = archive
         .map(Path::to_path_buf)
@@ -36,7 +36,7 @@ pub(crate) fn acquire_archive(
 }
 
 pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
-    let progress = TerminalProgress::new();
+    let progress = StageProgress::new();
     let (archive, digest_policy) = acquire_archive(
         args.archive.as_deref(),
         &args.work_dir,

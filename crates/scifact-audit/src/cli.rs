@@ -25,12 +25,16 @@ pub(crate) enum Command {
     /// split, and write `scifact-<mode>-<split>.jsonl` (one row per query, with its search receipt) and
     /// `scifact-<mode>-<split>.aggregate.json` (metrics plus every binding) into the output directory.
     /// Calibration is for diagnosis and configuration choice; run held-out once, after freezing; `all` only
-    /// after held-out. Never overwrites a receipt.
+    /// after held-out. Never overwrites a receipt. Interrupted, the same command resumes: modes already
+    /// complete are kept, a mode cut short continues from its journal without asking anything twice.
     Run(RunArgs),
     /// The whole evaluation in one command: build (or reuse) the fixture, run calibration (all modes), validate,
     /// freeze the effective configuration, run held-out, validate, verify, bundle, and sign when a key is given.
-    /// Rerunning reuses whatever is complete and valid and never overwrites a receipt; a new executable or
-    /// fixture starts a fresh store. Ends with the held-out metrics beside what they do not establish.
+    ///
+    /// Every input (secret key and its password, archive, model) is checked before any long stage. Interrupted
+    /// at any moment (Ctrl-C, a kill, a crash), the same command picks up where it stopped: nothing answered is
+    /// asked again or lost, and the aggregates disclose every interrupted attempt. A new executable or fixture
+    /// starts a fresh store. Ends with the held-out metrics beside what they do not establish.
     Eval(EvalArgs),
     /// Independently validate aggregates: recompute every metric, the split, the row hash and count, result
     /// agreement and statistics; check query, qrels and corpus identity against the fixture and the
@@ -45,12 +49,19 @@ pub(crate) enum Command {
     /// --without-password).
     Keygen(KeygenArgs),
     /// Copy a verified run into a bundle directory (rows, aggregates, mapping, fixture metadata without any
-    /// text, effective configuration, verification report) with an in-toto manifest.json.
+    /// text, effective configuration, verification report) with an in-toto manifest.json. The bundle is made
+    /// in a private staging directory and renamed into place, so it appears complete or not at all.
     Bundle(BundleArgs),
     /// Sign a bundle's manifest.json with a minisign secret key (ours or the minisign CLI's; password from
     /// $MINISIGN_PASSWORD or a prompt), writing manifest.json.minisig.
     Sign(SignArgs),
     /// Verify a bundle offline: signature, every file's sha256, the claim, and validation of its own files.
+    ///
+    /// The bundle is treated as hostile. The signature is checked first (prehashed minisign only, key and
+    /// signature files parsed strictly), and when it fails nothing else is read. Subject names are checked
+    /// before any file is opened; each file is then read exactly once, and only if it is a regular file (no
+    /// symlink, FIFO, device or directory) within the caps (by default 64 MiB per file, 512 MiB in all), and
+    /// every check works on the bytes that were hashed. Text from the bundle is escaped before it is printed.
     VerifyBundle(VerifyBundleArgs),
 }
 
@@ -193,6 +204,17 @@ pub(crate) struct ValidateArgs {
     /// The fixture, when it is not at the path the aggregates record
     #[arg(long, value_name = "FIXTURE")]
     pub(crate) corpus: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) output: ReportArgs,
+}
+
+/// How a report is printed.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReportArgs {
+    /// Print the report as JSON (verdict and every check, with its scope, name, status and evidence)
+    /// instead of the summary
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -209,6 +231,8 @@ pub(crate) struct VerifyArgs {
     /// The model directory for the embedding re-check [default: $SCIFACT_MODEL_DIR, else the user cache]
     #[arg(long, value_name = "DIR")]
     pub(crate) model_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) output: ReportArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -262,6 +286,17 @@ pub(crate) struct VerifyBundleArgs {
     /// the recorded revision (without it, that check is "not checked")
     #[arg(long, value_name = "FILE")]
     pub(crate) executable: Option<PathBuf>,
+    /// Accept a legacy (not prehashed) minisign signature; by default only prehashed ones verify
+    #[arg(long)]
+    pub(crate) allow_legacy_signature: bool,
+    /// The largest file of the bundle that is read; a larger one fails the subjects check unread
+    #[arg(long, value_name = "BYTES", default_value_t = receipt_verify::BUNDLE_LIMITS.max_file_bytes)]
+    pub(crate) max_file_bytes: u64,
+    /// The most bytes read from the bundle's files in all
+    #[arg(long, value_name = "BYTES", default_value_t = receipt_verify::BUNDLE_LIMITS.max_total_bytes)]
+    pub(crate) max_total_bytes: u64,
+    #[command(flatten)]
+    pub(crate) output: ReportArgs,
 }
 
 #[cfg(test)]

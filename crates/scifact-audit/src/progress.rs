@@ -1,45 +1,148 @@
-//! Progress bars on a terminal (indicatif), nothing at all when stderr is not one (CI, pipes).
+//! Progress of long stages on stderr: a bar (indicatif) when stderr is a terminal, otherwise a plain line
+//! now and then (CI logs, `| tee`, nohup), so a long stage is never silent. Rates and times left count only
+//! the work this process does, not what an earlier, interrupted one already did.
 
-use std::io::IsTerminal;
+use std::cell::{Cell, RefCell};
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use scifact_eval::Progress;
 
-/// One bar per stage, drawn on stderr only when it is a terminal.
-pub(crate) struct TerminalProgress {
-    bar: std::cell::RefCell<ProgressBar>,
-    visible: bool,
+/// How often a plain progress line is printed while a stage runs.
+const PLAIN_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Progress of the current stage, drawn on stderr.
+pub(crate) struct StageProgress {
+    terminal: bool,
+    bar: RefCell<ProgressBar>,
+    stage: RefCell<String>,
+    total: Cell<u64>,
+    done: Cell<u64>,
+    skipped: Arc<AtomicU64>,
+    started: Cell<Instant>,
+    last_line: Cell<Instant>,
 }
 
-impl TerminalProgress {
+impl StageProgress {
     pub(crate) fn new() -> Self {
-        TerminalProgress {
-            bar: std::cell::RefCell::new(ProgressBar::hidden()),
-            visible: std::io::stderr().is_terminal(),
+        StageProgress {
+            terminal: std::io::stderr().is_terminal(),
+            bar: RefCell::new(ProgressBar::hidden()),
+            stage: RefCell::new(String::new()),
+            total: Cell::new(0),
+            done: Cell::new(0),
+            skipped: Arc::new(AtomicU64::new(0)),
+            started: Cell::new(Instant::now()),
+            last_line: Cell::new(Instant::now()),
         }
+    }
+
+    /// Says on stderr that a stage without steps begins (plain mode only: a bar would flash and vanish).
+    pub(crate) fn note(&self, text: &str) {
+        if !self.terminal {
+            line(text);
+        }
+    }
+
+    fn plain_line(&self) {
+        let (done, total) = (self.done.get(), self.total.get());
+        let fresh = done - self.skipped.load(Ordering::Relaxed);
+        let elapsed = self.started.get().elapsed().as_secs_f64();
+        let mut text = format!("{}: {done}/{total}", self.stage.borrow());
+        if total > 0 {
+            text.push_str(&format!(" ({:.0}%)", 100.0 * done as f64 / total as f64));
+        }
+        if fresh > 0 && elapsed > 0.0 {
+            let rate = fresh as f64 / elapsed;
+            text.push_str(&format!(
+                ", {rate:.1}/s, about {} left",
+                human(total.saturating_sub(done) as f64 / rate)
+            ));
+        }
+        line(&text);
+        self.last_line.set(Instant::now());
     }
 }
 
-impl Progress for TerminalProgress {
+fn line(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{text}");
+    let _ = err.flush();
+}
+
+fn human(seconds: f64) -> String {
+    let seconds = seconds.round() as u64;
+    match seconds {
+        0..60 => format!("{seconds}s"),
+        60..3600 => format!("{}m{:02}s", seconds / 60, seconds % 60),
+        _ => format!("{}h{:02}m", seconds / 3600, (seconds % 3600) / 60),
+    }
+}
+
+impl Progress for StageProgress {
     fn start(&self, stage: &str, total: u64) {
-        if !self.visible {
+        *self.stage.borrow_mut() = stage.to_owned();
+        self.total.set(total);
+        self.done.set(0);
+        self.skipped.store(0, Ordering::Relaxed);
+        self.started.set(Instant::now());
+        if !self.terminal {
+            line(&format!("{stage}: {total} to do"));
+            self.last_line.set(Instant::now());
             return;
         }
         let bar = ProgressBar::new(total);
-        if let Ok(style) =
-            ProgressStyle::with_template("{msg:>20} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})")
-        {
-            bar.set_style(style.progress_chars("=> "));
+        let skipped = Arc::clone(&self.skipped);
+        let rate = move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let fresh = state.pos().saturating_sub(skipped.load(Ordering::Relaxed));
+            let elapsed = state.elapsed().as_secs_f64();
+            if fresh == 0 || elapsed <= 0.0 {
+                let _ = write!(w, "eta -");
+                return;
+            }
+            let per_second = fresh as f64 / elapsed;
+            let left = state.len().unwrap_or(0).saturating_sub(state.pos()) as f64 / per_second;
+            let _ = write!(w, "{per_second:.1}/s, eta {}", human(left));
+        };
+        if let Ok(style) = ProgressStyle::with_template("{msg:>22} [{bar:40}] {pos}/{len} ({rate_left})") {
+            bar.set_style(style.with_key("rate_left", rate).progress_chars("=> "));
         }
         bar.set_message(stage.to_owned());
         *self.bar.borrow_mut() = bar;
     }
 
     fn advance(&self, steps: u64) {
-        self.bar.borrow().inc(steps);
+        self.done.set(self.done.get() + steps);
+        if self.terminal {
+            self.bar.borrow().inc(steps);
+        } else if self.last_line.get().elapsed() >= PLAIN_INTERVAL {
+            self.plain_line();
+        }
+    }
+
+    fn skip(&self, steps: u64) {
+        self.done.set(self.done.get() + steps);
+        self.skipped.fetch_add(steps, Ordering::Relaxed);
+        if self.terminal {
+            self.bar.borrow().inc(steps);
+        } else if steps > 0 {
+            line(&format!("{}: {steps} already done (resumed)", self.stage.borrow()));
+        }
     }
 
     fn finish(&self) {
-        self.bar.borrow().finish_and_clear();
+        if self.terminal {
+            self.bar.borrow().finish_and_clear();
+            return;
+        }
+        let fresh = self.done.get() - self.skipped.load(Ordering::Relaxed);
+        line(&format!(
+            "{}: done, {fresh} in {:.1} s",
+            self.stage.borrow(),
+            self.started.get().elapsed().as_secs_f64()
+        ));
     }
 }

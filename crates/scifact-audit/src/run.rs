@@ -8,7 +8,7 @@ use scifact_eval::{ALL_MODES, RunOptions, Split, claim_boundary};
 use semantic_memory::{SearchConfig, SearchMode};
 
 use crate::cli::{ModeArg, RunArgs, SplitArg};
-use crate::progress::TerminalProgress;
+use crate::progress::StageProgress;
 
 /// The source revision this executable was built from (see build.rs).
 pub(crate) const BUILD_REVISION: &str = env!("SCIFACT_AUDIT_BUILD_REVISION");
@@ -35,7 +35,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         build_revision: BUILD_REVISION.into(),
         generated_by: format!("scifact-audit {}", env!("CARGO_PKG_VERSION")),
     };
-    let report = scifact_eval::run(&options, &TerminalProgress::new())
+    let report = scifact_eval::run(&options, &StageProgress::new())
         .with_context(|| format!("running {split} from {}", args.corpus.display()))?;
 
     let mut out = std::io::stdout().lock();

@@ -96,6 +96,6 @@ pub fn fetch_archive(
     if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
     }
-    embedding::write_atomically(dest, &bytes)?;
+    safe_fs::write_atomically(dest, &bytes)?;
     Ok(policy)
 }

@@ -27,6 +27,9 @@ pub trait Progress {
     fn start(&self, stage: &str, total: u64);
     /// `steps` more steps are done.
     fn advance(&self, steps: u64);
+    /// `steps` steps were already done before this process started (cached, stored, answered): they count
+    /// towards the total but not towards the rate or the time left.
+    fn skip(&self, steps: u64);
     /// The stage is over.
     fn finish(&self);
 }
@@ -37,6 +40,7 @@ pub struct NoProgress;
 impl Progress for NoProgress {
     fn start(&self, _: &str, _: u64) {}
     fn advance(&self, _: u64) {}
+    fn skip(&self, _: u64) {}
     fn finish(&self) {}
 }
 
@@ -230,7 +234,8 @@ pub fn build_fixture(
     if let Some(parent) = options.out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
     }
-    embedding::write_atomically(&options.out, &bytes)?;
+    safe_fs::halt::point("build.fixture");
+    safe_fs::write_atomically(&options.out, &bytes)?;
     Ok(BuildSummary {
         counts,
         documents_cut,
@@ -247,8 +252,10 @@ fn file_name(path: &Path) -> String {
     path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// Embeds every item not in the cache, batch by batch (each batch fsync'd before the next), checks every
-/// vector, and returns one cached vector per item, in order.
+/// Embeds every item not in the cache and returns one cached vector per item, in order. Items are embedded in
+/// fixed chunks of `batch_size` by position, each appended and fsync'd before the next, and a chunk with any
+/// item missing is embedded whole: every text always shares a model call with the same companions, so a
+/// build resumed after a crash embeds exactly what an uninterrupted one does. Every vector is checked.
 fn embed_all(
     cache: &mut EmbeddingCache,
     embedder: &dyn Embedder,
@@ -262,15 +269,24 @@ fn embed_all(
         Role::Query => "query",
     };
     let keys: Vec<String> = items.iter().map(|item| sha256_hex(item.prompt.as_bytes())).collect();
-    let missing: Vec<usize> = (0..items.len()).filter(|&i| cache.get(role, &keys[i]).is_none()).collect();
+    let cached = keys.iter().filter(|key| cache.get(role, key).is_some()).count();
     progress.start(&format!("embedding {role_name}s"), items.len() as u64);
-    progress.advance((items.len() - missing.len()) as u64);
+    progress.skip(cached as u64);
     let dims = embedder.identity().dims;
-    for chunk in missing.chunks(batch_size.max(1)) {
+    let positions: Vec<usize> = (0..items.len()).collect();
+    for chunk in positions.chunks(batch_size.max(1)) {
+        let missing: Vec<usize> =
+            chunk.iter().copied().filter(|&i| cache.get(role, &keys[i]).is_none()).collect();
+        if missing.is_empty() {
+            continue;
+        }
         let prompts: Vec<&str> = chunk.iter().map(|&i| items[i].prompt.as_str()).collect();
         let embeddings = embedder.embed(&prompts)?;
-        let mut batch = Vec::with_capacity(chunk.len());
+        let mut batch = Vec::with_capacity(missing.len());
         for (&i, embedding) in chunk.iter().zip(embeddings) {
+            if !missing.contains(&i) {
+                continue;
+            }
             check_vector(&embedding.vector, dims).map_err(|reason| Error::InvalidVector {
                 role: role_name,
                 id: items[i].id.clone(),
@@ -285,7 +301,8 @@ fn embed_all(
             });
         }
         cache.append(batch)?;
-        progress.advance(chunk.len() as u64);
+        safe_fs::halt::point("build.embedded");
+        progress.advance(missing.len() as u64);
     }
     progress.finish();
     keys.iter()

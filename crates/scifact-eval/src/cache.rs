@@ -6,17 +6,16 @@
 //! data. A damaged line before the last means the file was changed by something else, and is refused.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use embedding::{EmbedderIdentity, Role};
 use serde::{Deserialize, Serialize};
 
+use crate::append_log::AppendLog;
 use crate::error::{Error, Result};
 
 /// The cache format this build reads and writes.
-pub const CACHE_FORMAT: &str = "scifact-embedding-cache-v1";
+pub const CACHE_FORMAT: &str = "scifact-embedding-cache-v2";
 
 #[derive(Serialize, Deserialize)]
 struct Header {
@@ -50,8 +49,7 @@ pub struct CacheReport {
 
 /// An open cache: what it holds, and the file new vectors are appended to.
 pub struct EmbeddingCache {
-    path: PathBuf,
-    file: File,
+    log: AppendLog,
     entries: HashMap<(Role, String), CachedVector>,
 }
 
@@ -62,28 +60,13 @@ impl EmbeddingCache {
     /// [`Error::Cache`] when the file belongs to another model or a line before the last is damaged;
     /// [`Error::Io`].
     pub fn open(path: &Path, model: &EmbedderIdentity) -> Result<(Self, CacheReport)> {
-        let io = |source| Error::Io { path: path.to_path_buf(), source };
         let cache_error = |reason: String| Error::Cache { path: path.to_path_buf(), reason };
-        let existing = match std::fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(source) => return Err(io(source)),
-        };
-        let mut report = CacheReport::default();
+        let opened = AppendLog::open(path, |_, reason| cache_error(reason))?;
         let mut entries = HashMap::new();
-        // Offsets of complete lines; anything after the last newline is torn.
-        let mut good_len = 0usize;
-        let complete = existing.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        let lines: Vec<&[u8]> = existing[..complete].split_inclusive(|b| *b == b'\n').collect();
-        for (index, line) in lines.iter().enumerate() {
-            let is_last = index + 1 == lines.len();
-            let body = &line[..line.len() - 1];
+        for (index, line) in opened.lines.iter().enumerate() {
             if index == 0 {
-                let header: Header = match serde_json::from_slice(body) {
-                    Ok(header) => header,
-                    Err(_) if is_last => break,
-                    Err(error) => return Err(cache_error(format!("line 1 is not a cache header: {error}"))),
-                };
+                let header: Header = serde_json::from_slice(line)
+                    .map_err(|error| cache_error(format!("line 1 is not a cache header: {error}")))?;
                 if header.cache != CACHE_FORMAT {
                     return Err(cache_error(format!("format {:?}, expected {CACHE_FORMAT:?}", header.cache)));
                 }
@@ -96,29 +79,18 @@ impl EmbeddingCache {
                         model.weights_sha256.as_deref().unwrap_or("no weight digest"),
                     )));
                 }
-            } else {
-                match serde_json::from_slice::<CachedVector>(body) {
-                    Ok(entry) => {
-                        entries.insert((entry.role, entry.prompt_sha256.clone()), entry);
-                    }
-                    Err(_) if is_last => break,
-                    Err(error) => return Err(cache_error(format!("line {} is damaged: {error}", index + 1))),
-                }
+                continue;
             }
-            good_len += line.len();
+            let entry: CachedVector = serde_json::from_slice(line)
+                .map_err(|error| cache_error(format!("line {} is damaged: {error}", index + 1)))?;
+            entries.insert((entry.role, entry.prompt_sha256.clone()), entry);
         }
-        report.loaded = entries.len();
-        report.dropped_tail_bytes = existing.len() - good_len;
-        let file =
-            OpenOptions::new().create(true).read(true).write(true).truncate(false).open(path).map_err(io)?;
-        file.set_len(good_len as u64).map_err(io)?;
-        let mut cache = EmbeddingCache { path: path.to_path_buf(), file, entries };
-        if good_len == 0 {
+        let report = CacheReport { loaded: entries.len(), dropped_tail_bytes: opened.dropped_tail_bytes };
+        let empty = opened.lines.is_empty();
+        let mut cache = EmbeddingCache { log: opened.log, entries };
+        if empty {
             let header = Header { cache: CACHE_FORMAT.into(), model: model.clone() };
-            cache.append_lines(&[serde_json::to_string(&header)?])?;
-        } else {
-            use std::io::Seek;
-            cache.file.seek(std::io::SeekFrom::End(0)).map_err(io)?;
+            cache.log.append(&[serde_json::to_string(&header)?])?;
         }
         Ok((cache, report))
     }
@@ -145,21 +117,10 @@ impl EmbeddingCache {
     pub fn append(&mut self, entries: Vec<CachedVector>) -> Result<()> {
         let lines: Vec<String> =
             entries.iter().map(serde_json::to_string).collect::<serde_json::Result<_>>()?;
-        self.append_lines(&lines)?;
+        self.log.append(&lines)?;
         for entry in entries {
             self.entries.insert((entry.role, entry.prompt_sha256.clone()), entry);
         }
         Ok(())
-    }
-
-    fn append_lines(&mut self, lines: &[String]) -> Result<()> {
-        let mut buffer = String::new();
-        for line in lines {
-            buffer.push_str(line);
-            buffer.push('\n');
-        }
-        let io = |source| Error::Io { path: self.path.clone(), source };
-        self.file.write_all(buffer.as_bytes()).map_err(io)?;
-        self.file.sync_data().map_err(io)
     }
 }

@@ -119,14 +119,23 @@ pub enum Error {
     },
     /// The store already answered a request id of this run.
     #[error(
-        "store {store} already holds a receipt for request {request_id:?}: this mode and split already ran \
-         against it; use a fresh --store-dir for each independently reportable run"
+        "store {store} already holds a receipt for request {request_id:?}: another run (in another --output-dir, \
+         or one whose journal was removed) already ran this mode and split against it; its receipts are never \
+         taken over: use a fresh --store-dir for each independently reportable run"
     )]
     RequestIdCollision {
         /// The request id.
         request_id: String,
         /// The database.
         store: PathBuf,
+    },
+    /// A run journal is damaged, belongs to another run, or disagrees with the store.
+    #[error("run journal {path}: {reason}")]
+    Journal {
+        /// The journal file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
     },
     /// The store directory holds something the runner will not resume.
     #[error("store {path}: {reason}")]
@@ -136,6 +145,9 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A file could not be written safely, or an input file is not a regular file within its cap.
+    #[error(transparent)]
+    File(#[from] safe_fs::Error),
     /// The fact store failed.
     #[error(transparent)]
     SemanticMemory(#[from] semantic_memory::Error),

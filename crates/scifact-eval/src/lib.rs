@@ -13,12 +13,14 @@
 //! trec_eval-defined [`metrics`]. The output schemas are documented in [`schema`].
 
 mod acquire;
+mod append_log;
 mod archive;
 mod beir;
 mod build;
 mod cache;
 mod error;
 mod fixture;
+mod journal;
 pub mod metrics;
 mod provenance;
 mod run;
@@ -41,13 +43,15 @@ pub use crate::fixture::{
     Counts, DigestPolicy, FIXTURE_SCHEMA, Fixture, FixtureDocument, FixtureMetadata, FixtureQrel,
     FixtureQuery, SourceMetadata, TextPolicy, to_f32,
 };
+pub use crate::journal::{Attempt, JOURNAL_SCHEMA, Journal};
 pub use crate::metrics::{LatencySummary, QueryMetrics, latency_summary, mean_metrics, query_metrics};
 pub use crate::provenance::{DirtyFile, ExecutableIdentity, GitState, HostIdentity};
 pub use crate::run::{
-    ALL_MODES, RECEIPT_CHAIN_SEED, RunOptions, RunReport, RunSummary, aggregate_file_name, api_name,
-    capabilities, claim_boundary, config_digest, rolling_digest, rows_file_name, run, statistics,
+    ALL_MODES, MAX_FIXTURE_BYTES, RECEIPT_CHAIN_SEED, RunOptions, RunReport, RunSummary, aggregate_file_name,
+    api_name, capabilities, claim_boundary, config_digest, journal_file_name, rolling_digest, rows_file_name,
+    run, statistics,
 };
-pub use crate::schema::{AGGREGATE_SCHEMA, Aggregate, QueryRow, ROW_SCHEMA};
+pub use crate::schema::{AGGREGATE_SCHEMA, Aggregate, AttemptAnswers, AttemptsBinding, QueryRow, ROW_SCHEMA};
 pub use crate::split::{
     CALIBRATION_COUNT, SPLIT_ALGORITHM, Split, request_id, select, selected_ids_digest, split_order,
 };

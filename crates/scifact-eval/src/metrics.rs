@@ -117,6 +117,8 @@ pub fn mean_metrics(queries: &[QueryMetrics]) -> QueryMetrics {
 /// Latency summary in milliseconds; percentiles by nearest rank.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct LatencySummary {
+    /// How many values it summarises (rows whose time is known).
+    pub measured: usize,
     /// Arithmetic mean.
     pub mean: f64,
     /// Nearest-rank 50th percentile.
@@ -135,6 +137,7 @@ pub fn latency_summary(values: &[f64]) -> LatencySummary {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     LatencySummary {
+        measured: values.len(),
         mean: values.iter().sum::<f64>() / values.len() as f64,
         p50: nearest_rank(&sorted, 50.0),
         p95: nearest_rank(&sorted, 95.0),

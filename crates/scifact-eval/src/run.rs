@@ -1,26 +1,29 @@
 //! The runner: fixture -> store -> one rows file and one aggregate per (mode, split).
 //!
 //! Order of work, chosen so that a refusal leaves nothing behind: read and check the fixture, apply the
-//! `all`-split guard, refuse existing outputs, build or resume the store, refuse request ids the store has
-//! already answered, then per mode run every query, write the rows atomically and the aggregate last.
+//! `all`-split guard, skip modes whose aggregate exists, build or resume the store, then per mode: open the
+//! journal, take over what earlier attempts answered (from the journal, or recovered from the store's
+//! receipts), answer the rest (each row journaled as it is answered), write the rows atomically, the
+//! aggregate last, and remove the journal. Killed at any moment, the same call finishes the run.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use semantic_memory::canonical_json::{canonical_bytes_of, sha256_digest};
-use semantic_memory::{FactStore, SearchConfig, SearchContext, SearchMode, SearchOutcome};
+use semantic_memory::{FactStore, SearchConfig, SearchContext, SearchMode, SearchReceipt};
 
 use crate::archive::sha256_hex;
 use crate::build::Progress;
 use crate::error::{Error, Result};
 use crate::fixture::{FIXTURE_SCHEMA, Fixture, to_f32};
+use crate::journal::{Attempt, JOURNAL_SCHEMA, Journal};
 use crate::metrics::{latency_summary, mean_metrics, query_metrics};
 use crate::provenance::{ExecutableIdentity, GitState, HostIdentity};
 use crate::schema::{
-    AGGREGATE_SCHEMA, Aggregate, AggregateMetrics, BackendSummary, Capability, ClaimBoundary, CorpusBinding,
-    QueryRow, QueryStatistics, ROW_SCHEMA, ReceiptsBinding, ResultDetail, RetrievalBinding, RowsBinding,
-    SourceBinding, SplitBinding, StoreBinding, TopDocument,
+    AGGREGATE_SCHEMA, Aggregate, AggregateMetrics, AttemptAnswers, AttemptsBinding, BackendSummary,
+    Capability, ClaimBoundary, CorpusBinding, QueryRow, QueryStatistics, ROW_SCHEMA, ReceiptsBinding,
+    ResultDetail, RetrievalBinding, RowsBinding, SourceBinding, SplitBinding, StoreBinding, TopDocument,
 };
 use crate::split::{CALIBRATION_COUNT, SPLIT_ALGORITHM, Split, request_id, select, selected_ids_digest};
 use crate::store::{EvalStore, Mapping, NAMESPACE, open_or_build};
@@ -53,6 +56,14 @@ pub struct RunOptions {
     pub generated_by: String,
 }
 
+/// The largest fixture the runner reads (the SciFact fixture is about 60 MB).
+pub const MAX_FIXTURE_BYTES: u64 = 1 << 30;
+
+/// The journal file name of `(mode, split)`, present only while that run is unfinished.
+pub fn journal_file_name(mode: SearchMode, split: Split) -> String {
+    format!("scifact-{}-{split}.journal.jsonl", mode.as_str())
+}
+
 /// One finished (mode, split) run.
 #[derive(Debug, Clone)]
 pub struct RunSummary {
@@ -73,8 +84,10 @@ pub struct RunReport {
     pub store_resumed_from: usize,
     /// Documents this run inserted.
     pub store_inserted: usize,
-    /// One summary per mode, in run order.
+    /// One summary per mode run now, in run order.
     pub runs: Vec<RunSummary>,
+    /// Modes asked for whose aggregate already existed: complete, left untouched.
+    pub already_complete: Vec<SearchMode>,
 }
 
 /// The rows file name of `(mode, split)`.
@@ -122,16 +135,16 @@ struct PreparedQuery {
     qrels: BTreeMap<String, i64>,
 }
 
-/// Runs `options.modes` over `options.split`.
+/// Runs `options.modes` over `options.split`, resuming whatever an interrupted call left.
 ///
 /// # Errors
 /// [`Error::Fixture`] for an unreadable or inconsistent fixture, [`Error::UnknownQuery`] for a query whose
 /// vector does not belong to its text, [`Error::SplitGuard`] for `all` before held-out receipts exist,
-/// [`Error::OutputExists`] rather than overwriting, [`Error::Store`] for a store of another fixture,
-/// [`Error::RequestIdCollision`] when the store already answered this mode and split, and I/O errors.
+/// [`Error::OutputExists`] when every mode asked for is already complete, [`Error::Store`] for a store of
+/// another fixture or one that answered a request under another configuration, [`Error::Journal`] for a
+/// damaged or foreign journal, and I/O errors.
 pub fn run(options: &RunOptions, progress: &dyn Progress) -> Result<RunReport> {
-    let fixture_bytes = std::fs::read(&options.fixture)
-        .map_err(|source| Error::Io { path: options.fixture.clone(), source })?;
+    let fixture_bytes = safe_fs::read_regular(&options.fixture, MAX_FIXTURE_BYTES)?;
     let fixture_sha256 = format!("sha256:{}", sha256_hex(&fixture_bytes));
     let fixture = parse_fixture(&options.fixture, &fixture_bytes)?;
     drop(fixture_bytes);
@@ -144,31 +157,19 @@ pub fn run(options: &RunOptions, progress: &dyn Progress) -> Result<RunReport> {
     if options.split == Split::All {
         guard_all(&options.output_dir, &options.modes, &fixture_sha256, &config_sha256)?;
     }
-    for mode in &options.modes {
-        for name in [rows_file_name(*mode, options.split), aggregate_file_name(*mode, options.split)] {
-            let path = options.output_dir.join(name);
-            if path.exists() {
-                return Err(Error::OutputExists { path });
-            }
-        }
+    let (complete, pending): (Vec<SearchMode>, Vec<SearchMode>) = options
+        .modes
+        .iter()
+        .partition(|mode| options.output_dir.join(aggregate_file_name(**mode, options.split)).exists());
+    if pending.is_empty() {
+        let path = options.output_dir.join(aggregate_file_name(options.modes[0], options.split));
+        return Err(Error::OutputExists { path });
     }
     std::fs::create_dir_all(&options.output_dir)
         .map_err(|source| Error::Io { path: options.output_dir.clone(), source })?;
 
     let eval_store = open_or_build(&options.store_dir, &fixture, &fixture_sha256, progress)?;
-    for mode in &options.modes {
-        for id in &selected {
-            let request = request_id(mode.as_str(), options.split, id);
-            if eval_store.store.receipt_for(&request)?.is_some() {
-                return Err(Error::RequestIdCollision {
-                    request_id: request,
-                    store: eval_store.store.path().to_owned(),
-                });
-            }
-        }
-    }
-
-    if options.modes.iter().any(|m| *m != SearchMode::VectorOnly)
+    if pending.iter().any(|m| *m != SearchMode::VectorOnly)
         && options.config.lexical_backend == semantic_memory::LexicalBackendKind::MemoryBm25
     {
         // Built before the first query, so no query's latency includes it.
@@ -185,10 +186,15 @@ pub fn run(options: &RunOptions, progress: &dyn Progress) -> Result<RunReport> {
         executable: ExecutableIdentity::current(),
     };
     let mut runs = Vec::new();
-    for mode in &options.modes {
-        runs.push(run_mode(&context, &eval_store, *mode, &selected, &queries, progress)?);
+    for mode in pending {
+        runs.push(run_mode(&context, &eval_store, mode, &selected, &queries, progress)?);
     }
-    Ok(RunReport { store_resumed_from: eval_store.resumed_from, store_inserted: eval_store.inserted, runs })
+    Ok(RunReport {
+        store_resumed_from: eval_store.resumed_from,
+        store_inserted: eval_store.inserted,
+        runs,
+        already_complete: complete,
+    })
 }
 
 struct RunContext<'a> {
@@ -327,41 +333,129 @@ fn run_mode(
     progress: &dyn Progress,
 ) -> Result<RunSummary> {
     let options = context.options;
-    let started_unix = unix_now();
+    let split = options.split;
+    let journal_path = options.output_dir.join(journal_file_name(mode, split));
+    if journal_path.symlink_metadata().is_err() {
+        // No attempt of this run in this output directory yet: a store that answered any of its requests was
+        // used by another run, whose receipts must not be taken over.
+        for id in selected {
+            let request = request_id(mode.as_str(), split, id);
+            if eval_store.store.receipt_for(&request)?.is_some() {
+                return Err(Error::RequestIdCollision {
+                    request_id: request,
+                    store: eval_store.store.path().to_owned(),
+                });
+            }
+        }
+    }
+    let mut journal = Journal::open(
+        &journal_path,
+        Attempt {
+            schema: JOURNAL_SCHEMA.into(),
+            attempt: 0,
+            started_unix: unix_now(),
+            mode: mode.as_str().into(),
+            split,
+            fixture_sha256: context.fixture_sha256.into(),
+            config_sha256: context.config_sha256.into(),
+        },
+    )?;
     let doc_of: HashMap<i64, &str> = doc_index(&eval_store.mapping);
-    progress.start(&format!("{} {}", mode.as_str(), options.split), selected.len() as u64);
-    let mut rows = Vec::with_capacity(selected.len());
+    let store = &eval_store.store;
+
+    // What earlier attempts answered: the store decides, the journal adds the times.
+    let mut answered: BTreeMap<String, QueryRow> = BTreeMap::new();
+    let mut recovered = Vec::new();
     for id in selected {
         let Some(query) = queries.get(id) else { continue };
-        let row = run_query(&eval_store.store, &options.config, mode, options.split, query, &doc_of)?;
-        rows.push(row);
+        let request = request_id(mode.as_str(), split, id);
+        let stored = store.receipt_for(&request)?;
+        let journaled = journal.rows.remove(id);
+        let refuse = |reason: String| Error::Journal { path: journal_path.clone(), reason };
+        let row = match (journaled, stored) {
+            (Some(row), Some(receipt)) => {
+                if row.receipt.as_ref() != Some(&receipt) {
+                    return Err(refuse(format!(
+                        "query {id:?}: the journaled receipt is not the one the store holds for {request:?}"
+                    )));
+                }
+                row
+            }
+            (Some(row), None) if row.receipt.is_none() => row,
+            (Some(_), None) => {
+                return Err(refuse(format!(
+                    "query {id:?}: journaled as answered, but the store holds no receipt for {request:?}"
+                )));
+            }
+            (None, Some(receipt)) => {
+                check_stored_receipt(store, &receipt, &request, mode, &options.config)?;
+                recovered.push(id.clone());
+                recovered_row(query, mode, split, &request, receipt, &doc_of)
+            }
+            (None, None) => continue,
+        };
+        answered.insert(id.clone(), row);
+    }
+    if let Some(stray) = journal.rows.keys().next() {
+        return Err(Error::Journal {
+            path: journal_path.clone(),
+            reason: format!("query {stray:?} is journaled but not in the {split} split"),
+        });
+    }
+
+    progress.start(&format!("{} {split}", mode.as_str()), selected.len() as u64);
+    progress.skip(answered.len() as u64);
+    for id in selected {
+        if answered.contains_key(id) {
+            continue;
+        }
+        let Some(query) = queries.get(id) else { continue };
+        let mut row = run_query(store, &options.config, mode, split, query, &doc_of)?;
+        safe_fs::halt::point("run.answered");
+        row.answered_in_attempt = Some(journal.attempt());
+        journal.record(&row)?;
+        safe_fs::halt::point("run.journaled");
+        answered.insert(id.clone(), row);
         progress.advance(1);
     }
     progress.finish();
+    let rows: Vec<QueryRow> = selected.iter().filter_map(|id| answered.remove(id)).collect();
 
-    let rows_name = rows_file_name(mode, options.split);
+    let rows_name = rows_file_name(mode, split);
     let rows_path = options.output_dir.join(&rows_name);
     let mut rows_bytes = Vec::new();
     for row in &rows {
         rows_bytes.extend(serde_json::to_vec(row)?);
         rows_bytes.push(b'\n');
     }
-    write_atomically(&rows_path, &rows_bytes)?;
+    // A rows file without its aggregate was written by an attempt killed just after: it must be this one.
+    match std::fs::read(&rows_path) {
+        Ok(existing) if existing == rows_bytes => {}
+        Ok(_) => return Err(Error::OutputExists { path: rows_path }),
+        Err(_) => safe_fs::write_atomically(&rows_path, &rows_bytes)?,
+    }
+    safe_fs::halt::point("run.rows");
 
-    let db_path = eval_store.store.path().to_owned();
+    let db_path = store.path().to_owned();
     let db_bytes = std::fs::read(&db_path).map_err(|source| Error::Io { path: db_path.clone(), source })?;
+    let summarise = |field: fn(&QueryRow) -> Option<f64>| {
+        latency_summary(&rows.iter().filter_map(field).collect::<Vec<_>>())
+    };
     let aggregate = Aggregate {
         schema: AGGREGATE_SCHEMA.into(),
         generated_by: options.generated_by.clone(),
         mode: mode.as_str().into(),
-        split: options.split,
-        started_unix,
+        split,
+        started_unix: journal.attempts.first().map_or_else(unix_now, |a| a.started_unix),
         finished_unix: unix_now(),
         metrics: AggregateMetrics {
             quality: mean_metrics(&rows.iter().map(|r| r.metrics).collect::<Vec<_>>()),
-            latency_ms: latency_summary(&rows.iter().map(|r| r.latency_ms).collect::<Vec<_>>()),
+            latency_ms: summarise(|r| r.latency_ms),
+            retrieval_ms: summarise(|r| r.retrieval_ms),
+            persistence_ms: summarise(|r| r.persistence_ms),
         },
         queries: statistics(&rows),
+        attempts: attempts_binding(&journal, &rows, recovered),
         rows: RowsBinding {
             file: rows_name,
             sha256: format!("sha256:{}", sha256_hex(&rows_bytes)),
@@ -386,7 +480,7 @@ fn run_mode(
         store: StoreBinding {
             db_path: db_path.display().to_string(),
             db_sha256_after_run: format!("sha256:{}", sha256_hex(&db_bytes)),
-            receipts_after_run: eval_store.store.receipt_count()?,
+            receipts_after_run: store.receipt_count()?,
             namespace: NAMESPACE.into(),
             mapping_path: eval_store.mapping_path.display().to_string(),
             mapping_sha256: eval_store.mapping_sha256.clone(),
@@ -422,11 +516,57 @@ fn run_mode(
         capabilities: capabilities(),
         claim_boundary: claim_boundary(),
     };
-    let aggregate_path = options.output_dir.join(aggregate_file_name(mode, options.split));
+    let aggregate_path = options.output_dir.join(aggregate_file_name(mode, split));
     let mut aggregate_bytes = serde_json::to_vec_pretty(&aggregate)?;
     aggregate_bytes.push(b'\n');
-    write_atomically(&aggregate_path, &aggregate_bytes)?;
+    safe_fs::write_atomically(&aggregate_path, &aggregate_bytes)?;
+    journal.remove()?;
     Ok(RunSummary { mode, rows_path, aggregate_path, aggregate })
+}
+
+/// Who answered what: one entry per attempt with the queries it answered, in split order.
+fn attempts_binding(journal: &Journal, rows: &[QueryRow], recovered: Vec<String>) -> AttemptsBinding {
+    let answered = journal
+        .attempts
+        .iter()
+        .map(|attempt| AttemptAnswers {
+            attempt: attempt.attempt,
+            started_unix: attempt.started_unix,
+            query_ids: rows
+                .iter()
+                .filter(|row| row.answered_in_attempt == Some(attempt.attempt))
+                .map(|row| row.query_id.clone())
+                .collect(),
+        })
+        .collect();
+    let count = journal.attempt();
+    AttemptsBinding { count, interrupted: count - 1, answered, recovered_from_store: recovered }
+}
+
+/// A stored receipt may stand in for a search only if it is intact and is this very request: same mode,
+/// namespace and configuration.
+fn check_stored_receipt(
+    store: &FactStore,
+    receipt: &SearchReceipt,
+    request: &str,
+    mode: SearchMode,
+    config: &SearchConfig,
+) -> Result<()> {
+    let same = receipt.request_id == request
+        && receipt.mode == mode
+        && receipt.namespace == NAMESPACE
+        && &receipt.config == config
+        && receipt.digest_is_valid();
+    if same {
+        return Ok(());
+    }
+    Err(Error::Store {
+        path: store.path().to_owned(),
+        reason: format!(
+            "holds a receipt for {request:?} made under another mode or configuration (or damaged); use a fresh \
+             --store-dir for each independently reportable run"
+        ),
+    })
 }
 
 fn doc_index(mapping: &Mapping) -> HashMap<i64, &str> {
@@ -452,38 +592,63 @@ fn run_query(
         }
     };
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let mut row = QueryRow {
+    match outcome {
+        Ok(outcome) => {
+            let mut row = recovered_row(query, mode, split, &request, outcome.receipt, doc_of);
+            let retrieval = outcome.timing.retrieval;
+            row.latency_ms = Some(latency_ms);
+            row.retrieval_ms = Some(retrieval.as_secs_f64() * 1000.0);
+            row.persistence_ms = Some(outcome.timing.total.saturating_sub(retrieval).as_secs_f64() * 1000.0);
+            Ok(row)
+        }
+        Err(semantic_memory::Error::RequestIdCollision { request_id }) => {
+            Err(Error::RequestIdCollision { request_id, store: store.path().to_owned() })
+        }
+        Err(error) => {
+            let mut row = empty_row(query, mode, split, &request);
+            row.latency_ms = Some(latency_ms);
+            row.error = Some(error.to_string());
+            Ok(row)
+        }
+    }
+}
+
+fn empty_row(query: &PreparedQuery, mode: SearchMode, split: Split, request: &str) -> QueryRow {
+    QueryRow {
         schema: ROW_SCHEMA.into(),
         mode: mode.as_str().into(),
         split,
         query_id: query.id.clone(),
         query_text_sha256: format!("sha256:{}", sha256_hex(query.text.as_bytes())),
-        request_id: request.clone(),
+        request_id: request.to_owned(),
         qrels: query.qrels.clone(),
         ranked_doc_ids: Vec::new(),
         results: Vec::new(),
-        latency_ms,
+        latency_ms: None,
         retrieval_ms: None,
+        persistence_ms: None,
+        answered_in_attempt: None,
         error: None,
         metrics: query_metrics(&[], &query.qrels),
         receipt: None,
-    };
-    match outcome {
-        Ok(outcome) => fill_results(&mut row, outcome, doc_of),
-        Err(semantic_memory::Error::RequestIdCollision { request_id }) => {
-            return Err(Error::RequestIdCollision { request_id, store: store.path().to_owned() });
-        }
-        Err(error) => row.error = Some(error.to_string()),
     }
-    Ok(row)
 }
 
-fn fill_results(row: &mut QueryRow, outcome: SearchOutcome, doc_of: &HashMap<i64, &str>) {
-    let mut results = Vec::with_capacity(outcome.hits().len());
-    for hit in outcome.hits() {
+/// The row of a search answered with `receipt`, without its times (a row recovered from the store has none).
+fn recovered_row(
+    query: &PreparedQuery,
+    mode: SearchMode,
+    split: Split,
+    request: &str,
+    receipt: SearchReceipt,
+    doc_of: &HashMap<i64, &str>,
+) -> QueryRow {
+    let mut row = empty_row(query, mode, split, request);
+    let mut results = Vec::with_capacity(receipt.hits.len());
+    for hit in &receipt.hits {
         let Some(doc_id) = doc_of.get(&hit.fact_id.0) else {
             row.error = Some(format!("fact {} is not in the mapping", hit.fact_id));
-            return;
+            return row;
         };
         results.push(ResultDetail {
             rank: hit.rank,
@@ -497,8 +662,8 @@ fn fill_results(row: &mut QueryRow, outcome: SearchOutcome, doc_of: &HashMap<i64
     row.ranked_doc_ids = results.iter().map(|r| r.doc_id.clone()).collect();
     row.metrics = query_metrics(&row.ranked_doc_ids, &row.qrels);
     row.results = results;
-    row.retrieval_ms = Some(outcome.timing.retrieval.as_secs_f64() * 1000.0);
-    row.receipt = Some(outcome.receipt);
+    row.receipt = Some(receipt);
+    row
 }
 
 /// Row statistics the contract asks for.
@@ -598,13 +763,6 @@ pub fn claim_boundary() -> ClaimBoundary {
             "production latency on another host",
         ]),
     }
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    embedding::write_atomically(path, bytes).map_err(|error| Error::Io {
-        path: path.to_owned(),
-        source: std::io::Error::other(error.to_string()),
-    })
 }
 
 fn unix_now() -> u64 {

@@ -6,6 +6,14 @@
 //! - `scifact-<mode>-<split>.aggregate.json`: one [`Aggregate`] (schema [`AGGREGATE_SCHEMA`]), written last and
 //!   atomically, so its presence means the rows are complete.
 //!
+//! While a run is in progress, `scifact-<mode>-<split>.journal.jsonl` records each answered query (see
+//! [`crate::Journal`]); a run killed and started again continues from it, and the aggregate's
+//! [`AttemptsBinding`] discloses every attempt and what each answered.
+//!
+//! Version 2 (this one) added, over version 1: per-row `persistence_ms` and `answered_in_attempt`, latencies
+//! that may be unknown (`null`, for a query recovered from the store), the `measured` count of each latency
+//! summary, the `retrieval_ms` and `persistence_ms` summaries beside `latency_ms`, and `attempts`.
+//!
 //! Digests are `sha256:<lowercase hex>`. Neither file holds query or document text: queries appear as ids and
 //! text digests, documents as BEIR ids and fact ids. A field change bumps the schema id.
 
@@ -21,9 +29,9 @@ use crate::provenance::{ExecutableIdentity, GitState, HostIdentity};
 use crate::split::Split;
 
 /// The row schema id.
-pub const ROW_SCHEMA: &str = "semantic-memory-scifact-query-v1";
+pub const ROW_SCHEMA: &str = "semantic-memory-scifact-query-v2";
 /// The aggregate schema id.
-pub const AGGREGATE_SCHEMA: &str = "semantic-memory-scifact-aggregate-v1";
+pub const AGGREGATE_SCHEMA: &str = "semantic-memory-scifact-aggregate-v2";
 
 /// One query of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,10 +55,18 @@ pub struct QueryRow {
     pub ranked_doc_ids: Vec<String>,
     /// One object per ranked document, in the same order.
     pub results: Vec<ResultDetail>,
-    /// Wall-clock milliseconds around the search call (including receipt persistence).
-    pub latency_ms: f64,
-    /// Milliseconds the library reports for retrieval and ranking alone; `None` for a failed search.
+    /// Wall-clock milliseconds around the search call (retrieval, then building, hashing and durably storing
+    /// the receipt): the contract's latency. `None` only for a query recovered from the store, whose answering
+    /// process was killed before it could record the time.
+    pub latency_ms: Option<f64>,
+    /// Milliseconds the library reports for retrieval and ranking alone; `None` for a failed or recovered
+    /// search.
     pub retrieval_ms: Option<f64>,
+    /// Milliseconds the library reports for building, hashing and durably storing the receipt; `None` for a
+    /// failed or recovered search.
+    pub persistence_ms: Option<f64>,
+    /// Which attempt (process) answered the query, 1-based; `None` for a query recovered from the store.
+    pub answered_in_attempt: Option<u32>,
     /// Why the search failed, or `None`.
     pub error: Option<String>,
     /// This query's metrics over `ranked_doc_ids`.
@@ -89,7 +105,8 @@ pub struct Aggregate {
     pub mode: String,
     /// The split.
     pub split: Split,
-    /// Unix seconds when the run started and finished (context only; nothing is derived from them).
+    /// Unix seconds when the run's first attempt started and its last finished (context only; nothing is
+    /// derived from them).
     pub started_unix: u64,
     /// See `started_unix`.
     pub finished_unix: u64,
@@ -97,6 +114,8 @@ pub struct Aggregate {
     pub metrics: AggregateMetrics,
     /// Counts and distributions over the rows.
     pub queries: QueryStatistics,
+    /// Every process that worked on this run, and what each answered.
+    pub attempts: AttemptsBinding,
     /// The rows file.
     pub rows: RowsBinding,
     /// The running executable.
@@ -129,8 +148,40 @@ pub struct AggregateMetrics {
     /// Quality metrics, averaged.
     #[serde(flatten)]
     pub quality: QueryMetrics,
-    /// Local latency of the search calls.
+    /// Local latency of the whole search calls (the contract's figure), over the rows whose latency is known.
     pub latency_ms: LatencySummary,
+    /// Of that, retrieval and ranking alone.
+    pub retrieval_ms: LatencySummary,
+    /// Of that, building, hashing and durably storing the receipt.
+    pub persistence_ms: LatencySummary,
+}
+
+/// The processes that worked on one run. A run killed and started again is one run of several attempts;
+/// each query is answered by exactly one of them, and nothing answered is ever asked again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttemptsBinding {
+    /// Attempts, this (completing) one included.
+    pub count: u32,
+    /// Attempts that were interrupted before writing the aggregate: all but the last.
+    pub interrupted: u32,
+    /// Per attempt, in order: when it started and the queries it answered, in split order.
+    pub answered: Vec<AttemptAnswers>,
+    /// Queries an interrupted attempt answered (the receipt is stored) without recording the row: recovered
+    /// from the stored receipt, their latency unknown. In split order.
+    pub recovered_from_store: Vec<String>,
+}
+
+/// What one attempt answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttemptAnswers {
+    /// 1-based attempt number.
+    pub attempt: u32,
+    /// Unix seconds when it started.
+    pub started_unix: u64,
+    /// The queries it answered.
+    pub query_ids: Vec<String>,
 }
 
 /// Row-level statistics.

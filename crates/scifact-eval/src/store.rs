@@ -144,7 +144,7 @@ pub fn open_or_build(
 
     check_prefix(&store, fixture, stored, &db_path)?;
     progress.start("store documents", fixture.documents.len() as u64);
-    progress.advance(stored as u64);
+    progress.skip(stored as u64);
     let mut next = stored;
     while next < fixture.documents.len() {
         let end = ((next / BATCH + 1) * BATCH).min(fixture.documents.len());
@@ -162,14 +162,14 @@ pub fn open_or_build(
             })
             .collect();
         store.insert_facts(&facts)?;
+        safe_fs::halt::point("store.batch");
         progress.advance(batch.len() as u64);
         next = end;
     }
     progress.finish();
 
     let bytes = serde_json::to_vec_pretty(&expected)?;
-    embedding::write_atomically(&mapping_path, &bytes)
-        .map_err(|error| Error::Store { path: mapping_path.clone(), reason: error.to_string() })?;
+    safe_fs::write_atomically(&mapping_path, &bytes)?;
     Ok(EvalStore {
         store,
         mapping: expected,

@@ -134,7 +134,9 @@ fn rerunning_a_split_against_the_same_store_is_a_collision_and_outputs_are_never
             .unwrap();
 
     match setup.run(&first) {
-        Err(Error::OutputExists { path }) => assert!(path.ends_with("scifact-fts_only-calibration.jsonl")),
+        Err(Error::OutputExists { path }) => {
+            assert!(path.ends_with("scifact-fts_only-calibration.aggregate.json"))
+        }
         other => panic!("expected OutputExists, got {other:?}"),
     }
     let again = setup.options("store", "out2", Split::Calibration, &[SearchMode::FtsOnly]);

@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 /// `scifact-eval`: its metrics are the second, independent implementation.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("semantic-memory", &[]),
-    ("embedding", &[]),
-    ("scifact-eval", &["semantic-memory", "embedding"]),
-    ("receipt-verify", &["embedding"]),
-    ("scifact-audit", &["semantic-memory", "embedding", "scifact-eval", "receipt-verify"]),
+    ("safe-fs", &[]),
+    ("embedding", &["safe-fs"]),
+    ("scifact-eval", &["semantic-memory", "embedding", "safe-fs"]),
+    ("receipt-verify", &["embedding", "safe-fs"]),
+    ("scifact-audit", &["semantic-memory", "embedding", "scifact-eval", "receipt-verify", "safe-fs"]),
     ("tidy", &[]),
 ];
 

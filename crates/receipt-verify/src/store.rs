@@ -1,0 +1,219 @@
+//! The evaluation store, opened as a hostile file: from the very bytes that were hashed (deserialized into
+//! memory, read-only, so nothing is created beside the file and nothing can change between hash and read),
+//! only if its header says rollback journal (a WAL database is refused, not opened), with defensive mode on,
+//! `trusted_schema` off, tight limits, a heap limit and a time limit on every statement, and only after its
+//! schema is exactly the one `semantic-memory` writes (no view, trigger or extra object can run).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use rusqlite::config::DbConfig;
+use rusqlite::limits::Limit;
+use rusqlite::{Connection, OpenFlags};
+
+/// The largest database read (the SciFact store is about 40 MB).
+pub const MAX_DATABASE_BYTES: u64 = 4 << 30;
+/// How long all statements on one database may run together.
+pub const DATABASE_TIME_LIMIT: Duration = Duration::from_secs(60);
+
+/// The store format whose schema [`EXPECTED_SCHEMA`] describes.
+pub(crate) const STORE_FORMAT: &str = "semantic-memory-store-v1";
+
+/// Every object of a `semantic-memory-store-v1` database: (type, name, table, SQL), written here from the
+/// format's definition rather than taken from the library.
+const EXPECTED_SCHEMA: [(&str, &str, &str, &str); 9] = [
+    ("index", "facts_scope", "facts", "CREATE INDEX facts_scope ON facts (namespace, source_type)"),
+    (
+        "table",
+        "facts",
+        "facts",
+        "CREATE TABLE facts (\n    id INTEGER PRIMARY KEY,\n    namespace TEXT NOT NULL,\n    source_type TEXT NOT NULL,\n    text TEXT NOT NULL,\n    metadata TEXT NOT NULL,\n    vector BLOB NOT NULL\n)",
+    ),
+    (
+        "table",
+        "facts_fts",
+        "facts_fts",
+        "CREATE VIRTUAL TABLE facts_fts USING fts5 (\n    text, content = 'facts', content_rowid = 'id', tokenize = 'porter unicode61'\n)",
+    ),
+    (
+        "table",
+        "facts_fts_config",
+        "facts_fts_config",
+        "CREATE TABLE 'facts_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID",
+    ),
+    (
+        "table",
+        "facts_fts_data",
+        "facts_fts_data",
+        "CREATE TABLE 'facts_fts_data'(id INTEGER PRIMARY KEY, block BLOB)",
+    ),
+    (
+        "table",
+        "facts_fts_docsize",
+        "facts_fts_docsize",
+        "CREATE TABLE 'facts_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB)",
+    ),
+    (
+        "table",
+        "facts_fts_idx",
+        "facts_fts_idx",
+        "CREATE TABLE 'facts_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID",
+    ),
+    ("table", "meta", "meta", "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"),
+    (
+        "table",
+        "receipts",
+        "receipts",
+        "CREATE TABLE receipts (\n    request_id TEXT PRIMARY KEY,\n    namespace TEXT NOT NULL,\n    mode TEXT NOT NULL,\n    digest TEXT NOT NULL,\n    receipt TEXT NOT NULL\n) WITHOUT ROWID",
+    ),
+];
+
+/// A read-only, in-memory image of a store's bytes.
+pub(crate) struct StoreImage {
+    conn: Connection,
+    previous_heap_limit: i64,
+}
+
+impl Drop for StoreImage {
+    fn drop(&mut self) {
+        // SAFETY: sqlite3_hard_heap_limit64 only reads and sets a process-wide integer under SQLite's mutex.
+        unsafe { rusqlite::ffi::sqlite3_hard_heap_limit64(self.previous_heap_limit) };
+    }
+}
+
+impl StoreImage {
+    /// Opens `bytes` (already hashed by the caller). `Err` says why the file is not a store this verifier
+    /// will read; the check that called it fails with that reason.
+    pub(crate) fn open(bytes: &[u8]) -> Result<StoreImage, String> {
+        check_header(bytes)?;
+        let heap_limit =
+            i64::try_from(bytes.len()).unwrap_or(i64::MAX).saturating_mul(2).saturating_add(1 << 30);
+        // SAFETY: as in Drop; the previous limit is restored when the image is dropped.
+        let previous_heap_limit = unsafe { rusqlite::ffi::sqlite3_hard_heap_limit64(heap_limit) };
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_in_memory_with_flags(flags).map_err(|e| e.to_string())?;
+        harden(&conn).map_err(|e| format!("cannot harden the connection: {e}"))?;
+        conn.deserialize_read_exact(rusqlite::MAIN_DB, bytes, bytes.len(), true)
+            .map_err(|e| format!("not a readable SQLite database: {e}"))?;
+        let deadline = Instant::now() + DATABASE_TIME_LIMIT;
+        conn.progress_handler(10_000, Some(move || Instant::now() > deadline)).map_err(|e| e.to_string())?;
+        let image = StoreImage { conn, previous_heap_limit };
+        image.check_schema()?;
+        Ok(image)
+    }
+
+    fn check_schema(&self) -> Result<(), String> {
+        let mut found: Vec<(String, String, String, Option<String>)> = self
+            .conn
+            .prepare("SELECT type, name, tbl_name, sql FROM sqlite_schema")
+            .and_then(|mut s| {
+                s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect()
+            })
+            .map_err(|e| format!("cannot read the schema: {e}"))?;
+        found.sort();
+        let expected: Vec<(String, String, String, Option<String>)> = EXPECTED_SCHEMA
+            .iter()
+            .map(|(t, n, tbl, sql)| {
+                ((*t).to_owned(), (*n).to_owned(), (*tbl).to_owned(), Some((*sql).to_owned()))
+            })
+            .collect();
+        let mut sorted = expected.clone();
+        sorted.sort();
+        if found != sorted {
+            let unexpected: Vec<String> = found
+                .iter()
+                .filter(|object| !sorted.contains(object))
+                .map(|(kind, name, _, _)| format!("{kind} {name:?}"))
+                .collect();
+            let missing: Vec<String> = sorted
+                .iter()
+                .filter(|object| !found.contains(object))
+                .map(|(kind, name, _, _)| format!("{kind} {name:?}"))
+                .collect();
+            return Err(format!(
+                "the schema is not {STORE_FORMAT}'s: unexpected or altered {unexpected:?}, missing {missing:?}"
+            ));
+        }
+        let format: String = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| r.get(0))
+            .map_err(|e| format!("meta.format: {e}"))?;
+        if format != STORE_FORMAT {
+            return Err(format!("meta.format is {format:?}, expected {STORE_FORMAT:?}"));
+        }
+        Ok(())
+    }
+
+    /// Every stored receipt's request id and digest.
+    pub(crate) fn receipts(&self) -> Result<BTreeMap<String, String>, String> {
+        self.conn
+            .prepare("SELECT request_id, digest FROM receipts")
+            .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+            .map_err(|e| format!("reading receipts: {e}"))
+    }
+
+    /// Every fact's id, namespace and metadata, by id.
+    pub(crate) fn facts(&self) -> Result<Vec<(i64, String, String)>, String> {
+        self.conn
+            .prepare("SELECT id, namespace, metadata FROM facts ORDER BY id")
+            .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
+            .map_err(|e| format!("reading facts: {e}"))
+    }
+
+    /// FTS5 `bm25()`'s top `limit` facts of `namespace` for `expression`, best first: (fact id, -bm25).
+    pub(crate) fn bm25(
+        &self,
+        expression: &str,
+        namespace: &str,
+        limit: i64,
+    ) -> Result<Vec<(i64, f64)>, String> {
+        self.conn
+            .prepare(
+                "SELECT facts.id, bm25(facts_fts) AS score FROM facts_fts JOIN facts ON facts.id = facts_fts.rowid \
+                 WHERE facts_fts MATCH ?1 AND facts.namespace = ?2 ORDER BY score ASC, facts.id ASC LIMIT ?3",
+            )
+            .and_then(|mut s| {
+                s.query_map(rusqlite::params![expression, namespace, limit], |r| {
+                    Ok((r.get(0)?, -r.get::<_, f64>(1)?))
+                })?
+                .collect()
+            })
+            .map_err(|e| format!("FTS5 failed: {e}"))
+    }
+}
+
+/// The 100-byte header: SQLite's magic, and read/write versions 1 (rollback journal). Version 2 means WAL,
+/// whose open would create `-wal` and `-shm` files and whose content may live outside this file.
+fn check_header(bytes: &[u8]) -> Result<(), String> {
+    if bytes.len() < 100 || &bytes[..16] != b"SQLite format 3\0" {
+        return Err("not a SQLite database (no SQLite header)".into());
+    }
+    match (bytes[18], bytes[19]) {
+        (1, 1) => Ok(()),
+        (2, _) | (_, 2) => Err("the database is in WAL mode; a store is one rollback-journal file".into()),
+        (write, read) => Err(format!("unknown file format versions {write}/{read}")),
+    }
+}
+
+fn harden(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_VIEW, false)?;
+    for (limit, value) in [
+        (Limit::SQLITE_LIMIT_LENGTH, 64 << 20),
+        (Limit::SQLITE_LIMIT_SQL_LENGTH, 100_000),
+        (Limit::SQLITE_LIMIT_COLUMN, 100),
+        (Limit::SQLITE_LIMIT_EXPR_DEPTH, 100),
+        (Limit::SQLITE_LIMIT_COMPOUND_SELECT, 10),
+        (Limit::SQLITE_LIMIT_VDBE_OP, 100_000),
+        (Limit::SQLITE_LIMIT_FUNCTION_ARG, 8),
+        (Limit::SQLITE_LIMIT_ATTACHED, 0),
+        (Limit::SQLITE_LIMIT_LIKE_PATTERN_LENGTH, 100),
+        (Limit::SQLITE_LIMIT_VARIABLE_NUMBER, 10),
+        (Limit::SQLITE_LIMIT_TRIGGER_DEPTH, 1),
+    ] {
+        conn.set_limit(limit, value)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,58 @@
+//! Halt points: named places in long work (an embedding batch, a store batch, a search, a bundle file) where
+//! a process can be told to stop and wait, so that the crash tests can SIGKILL it exactly there and check that
+//! rerunning the same command finishes with nothing lost.
+//!
+//! `SCIFACT_AUDIT_HALT_AT=<point>:<n>` makes the `n`-th pass (1-based; `:<n>` may be left out for the first)
+//! through [`point`]`(<point>)` print `halted at <point>:<n>` on stderr and sleep until killed. Unset, a
+//! point costs one atomic load. Nothing else in the tool reads the variable; it is for the crash tests only.
+
+use std::sync::Mutex;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The environment variable naming the halt point.
+pub const HALT_ENV: &str = "SCIFACT_AUDIT_HALT_AT";
+
+struct Target {
+    name: String,
+    pass: u64,
+    seen: AtomicU64,
+}
+
+fn target() -> Option<&'static Target> {
+    static TARGET: OnceLock<Option<Target>> = OnceLock::new();
+    TARGET
+        .get_or_init(|| {
+            let spec = std::env::var(HALT_ENV).ok().filter(|s| !s.is_empty())?;
+            let (name, pass) = match spec.rsplit_once(':') {
+                Some((name, pass)) if pass.parse::<u64>().is_ok() => (name.to_owned(), pass.parse().ok()?),
+                _ => (spec, 1),
+            };
+            Some(Target { name, pass, seen: AtomicU64::new(0) })
+        })
+        .as_ref()
+}
+
+/// Passes the halt point `name`: halts here if the environment asks for this pass.
+pub fn point(name: &str) {
+    let Some(target) = target() else { return };
+    if target.name != name {
+        return;
+    }
+    let pass = target.seen.fetch_add(1, Ordering::SeqCst) + 1;
+    if pass != target.pass {
+        return;
+    }
+    static STDERR: Mutex<()> = Mutex::new(());
+    {
+        let _guard = STDERR.lock();
+        use std::io::Write;
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "halted at {name}:{pass}");
+        let _ = err.flush();
+    }
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}

@@ -1,0 +1,126 @@
+//! Crash-safe writes: a private temp file (or directory) beside the destination, fsync'd, renamed into place,
+//! the directory fsync'd. Temp names are random and created exclusively, so nothing planted in the
+//! directory is ever written through; temp files a killed process left behind are removed by the next
+//! write of the same name.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use tempfile::{Builder, NamedTempFile, TempDir};
+
+use crate::error::{Error, Result};
+
+/// Writes `bytes` to `path`, replacing it atomically if it exists. A symlink at `path` is replaced, never
+/// followed.
+///
+/// # Errors
+/// [`Error::Io`] naming `path`.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let temp = write_temp(path, bytes)?;
+    temp.persist(path).map_err(|error| Error::io(path, error.error))?;
+    sync_parent(path);
+    Ok(())
+}
+
+/// Writes `bytes` to `path`, which must not exist: keys, signatures' first copies and other files that are
+/// never overwritten. Atomic like [`write_atomically`].
+///
+/// # Errors
+/// [`Error::Exists`] when `path` exists (even as a dangling symlink); [`Error::Io`].
+pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    if path.symlink_metadata().is_ok() {
+        return Err(Error::Exists { path: path.to_owned() });
+    }
+    let temp = write_temp(path, bytes)?;
+    match temp.persist_noclobber(path) {
+        Ok(_) => {}
+        Err(error) if error.error.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(Error::Exists { path: path.to_owned() });
+        }
+        Err(error) => return Err(Error::io(path, error.error)),
+    }
+    sync_parent(path);
+    Ok(())
+}
+
+/// A new, empty, private directory beside `destination`, to fill and then [`publish_dir`]. Staging
+/// directories that a killed process left for the same destination are removed first.
+///
+/// # Errors
+/// [`Error::Io`].
+pub fn staging_dir(destination: &Path) -> Result<TempDir> {
+    let parent = parent_of(destination);
+    std::fs::create_dir_all(&parent).map_err(|error| Error::io(&parent, error))?;
+    let prefix = hidden_prefix(destination, "staging");
+    remove_stale(&parent, &prefix);
+    Builder::new().prefix(&prefix).tempdir_in(&parent).map_err(|error| Error::io(destination, error))
+}
+
+/// Renames a filled staging directory to `destination`, which must not exist, and makes the rename durable.
+/// Every file in it must already be durable (written with [`write_atomically`] or [`write_new`]).
+///
+/// # Errors
+/// [`Error::Exists`] when `destination` exists; [`Error::Io`].
+pub fn publish_dir(staging: TempDir, destination: &Path) -> Result<()> {
+    if destination.symlink_metadata().is_ok() {
+        return Err(Error::Exists { path: destination.to_owned() });
+    }
+    let path = staging.keep();
+    if let Ok(dir) = std::fs::File::open(&path) {
+        let _ = dir.sync_all();
+    }
+    std::fs::rename(&path, destination).map_err(|error| Error::io(destination, error))?;
+    sync_parent(destination);
+    Ok(())
+}
+
+fn write_temp(path: &Path, bytes: &[u8]) -> Result<NamedTempFile> {
+    let parent = parent_of(path);
+    let prefix = hidden_prefix(path, "partial");
+    remove_stale(&parent, &prefix);
+    let mut temp =
+        Builder::new().prefix(&prefix).tempfile_in(&parent).map_err(|error| Error::io(path, error))?;
+    temp.write_all(bytes).and_then(|()| temp.as_file().sync_all()).map_err(|error| Error::io(path, error))?;
+    Ok(temp)
+}
+
+fn parent_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// `.<file name>.<what>-`: hidden, and recognisably ours.
+fn hidden_prefix(path: &Path, what: &str) -> OsString {
+    let mut prefix = OsString::from(".");
+    prefix.push(path.file_name().unwrap_or_default());
+    prefix.push(format!(".{what}-"));
+    prefix
+}
+
+/// Removes entries of `dir` whose name starts with `prefix`: temp files and staging directories of a killed
+/// writer. Symlinks are unlinked, never followed.
+fn remove_stale(dir: &Path, prefix: &OsString) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let prefix = prefix.as_encoded_bytes();
+    for entry in entries.flatten() {
+        if !entry.file_name().as_encoded_bytes().starts_with(prefix) {
+            continue;
+        }
+        let path = entry.path();
+        let _ = match entry.file_type() {
+            Ok(kind) if kind.is_dir() => std::fs::remove_dir_all(&path),
+            _ => std::fs::remove_file(&path),
+        };
+    }
+}
+
+/// Makes a rename in `path`'s directory durable; not every platform can sync a directory, so a failure is
+/// ignored.
+fn sync_parent(path: &Path) {
+    if let Ok(dir) = std::fs::File::open(parent_of(path)) {
+        let _ = dir.sync_all();
+    }
+}
