@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 mod fixture_gen;
 
 mod audit;
+mod crash;
 
 pub(crate) fn scifact_audit(args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_scifact-audit"))
@@ -26,12 +27,12 @@ pub(crate) fn scifact_audit(args: &[&str], stdin: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
-struct TinyModel {
-    dir: tempfile::TempDir,
-    sha256: String,
+pub(crate) struct TinyModel {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) sha256: String,
 }
 
-fn tiny_model() -> TinyModel {
+pub(crate) fn tiny_model() -> TinyModel {
     let dir = tempfile::tempdir().unwrap();
     embedding::testing::write_tiny_bert(dir.path(), 11).unwrap();
     let weights = std::fs::read(dir.path().join("model.safetensors")).unwrap();
@@ -151,7 +152,7 @@ fn embed_with_the_real_model_reproduces_the_reference_vectors() {
 }
 
 /// A zip in SciFact's layout and shape (5,183 documents, 300 judged queries) with generated text.
-fn synthetic_scifact_zip(dir: &std::path::Path, documents: usize) -> std::path::PathBuf {
+pub(crate) fn synthetic_scifact_zip(dir: &std::path::Path, documents: usize) -> std::path::PathBuf {
     use std::fmt::Write as _;
     let words = ["cell", "gene", "protein", "bone", "sleep", "memory", "risk", "vitamin"];
     let mut corpus = String::new();
