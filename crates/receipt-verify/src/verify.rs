@@ -455,6 +455,7 @@ fn stores(runs: &[Run], store_dir: Option<&Path>, full: Option<&FullFixture>) ->
             }
             Found::Refused(reason) => {
                 report.push(&scope, "store.format", Status::Fail, reason);
+                dependents_not_checked(&mut report, &scope, &lexical);
                 continue;
             }
         };
@@ -463,6 +464,7 @@ fn stores(runs: &[Run], store_dir: Option<&Path>, full: Option<&FullFixture>) ->
             Ok(image) => image,
             Err(reason) => {
                 report.push(&scope, "store.format", Status::Fail, format!("{live}: {reason}"));
+                dependents_not_checked(&mut report, &scope, &lexical);
                 continue;
             }
         };
@@ -491,6 +493,15 @@ fn stores(runs: &[Run], store_dir: Option<&Path>, full: Option<&FullFixture>) ->
         }
     }
     report
+}
+
+/// The checks that need a database that was refused.
+fn dependents_not_checked(report: &mut Report, scope: &str, lexical: &[&Run]) {
+    let reason = "the database was refused (see store.format)";
+    report.push(scope, "store.database", Status::NotChecked, reason);
+    for run in lexical {
+        report.push(&run.name, "lexical.exactness", Status::NotChecked, reason);
+    }
 }
 
 fn check_database(
@@ -733,16 +744,8 @@ fn re_embed(runs: &[Run], full: &FullFixture, model_dir: &Path) -> std::result::
         let refs: Vec<&str> = prompts.iter().map(String::as_str).collect();
         let embedded = embedder.embed(&refs).map_err(|e| format!("re-embedding failed: {e}"))?;
         for (item, fresh) in chosen.iter().zip(&embedded) {
-            let dot: f64 = item.vector.iter().zip(&fresh.vector).map(|(a, b)| a * f64::from(*b)).sum();
-            let norm_a: f64 = item.vector.iter().map(|a| a * a).sum::<f64>().sqrt();
-            let norm_b: f64 = fresh.vector.iter().map(|b| f64::from(*b) * f64::from(*b)).sum::<f64>().sqrt();
-            let cosine = dot / (norm_a * norm_b);
-            if !cosine.is_finite() {
-                return Err(format!(
-                    "{:?}: the cosine is {cosine} (a zero or non-finite vector in the fixture or the re-embedding)",
-                    item.id
-                ));
-            }
+            let cosine =
+                cosine(&item.vector, &fresh.vector).map_err(|why| format!("{:?}: {why}", item.id))?;
             compared += 1;
             if cosine < worst {
                 worst = cosine;
@@ -761,6 +764,23 @@ fn re_embed(runs: &[Run], full: &FullFixture, model_dir: &Path) -> std::result::
     ))
 }
 
+/// The cosine between a fixture vector and its re-embedding. A zero, NaN or infinite vector has no cosine:
+/// that is a failure, never a value that a comparison silently skips.
+fn cosine(fixture: &[f64], fresh: &[f32]) -> std::result::Result<f64, String> {
+    if fixture.len() != fresh.len() {
+        return Err(format!("{} dimensions in the fixture, {} re-embedded", fixture.len(), fresh.len()));
+    }
+    let dot: f64 = fixture.iter().zip(fresh).map(|(a, b)| a * f64::from(*b)).sum();
+    let norm_a: f64 = fixture.iter().map(|a| a * a).sum::<f64>().sqrt();
+    let norm_b: f64 = fresh.iter().map(|b| f64::from(*b) * f64::from(*b)).sum::<f64>().sqrt();
+    let cosine = dot / (norm_a * norm_b);
+    if cosine.is_finite() {
+        Ok(cosine)
+    } else {
+        Err(format!("the cosine is {cosine}: a zero or non-finite vector in the fixture or the re-embedding"))
+    }
+}
+
 /// Writes `verification.json` into `dir` and returns its path.
 ///
 /// # Errors
@@ -772,4 +792,23 @@ pub fn write_verification(dir: &Path, report: &Report) -> Result<PathBuf> {
     bytes.push(b'\n');
     safe_fs::write_atomically(&path, &bytes).map_err(Error::file)?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cosine;
+
+    #[test]
+    fn a_vector_without_a_cosine_fails_instead_of_being_skipped() {
+        assert!((cosine(&[0.6, 0.8], &[0.6, 0.8]).unwrap() - 1.0).abs() < 1e-12);
+        for (fixture, fresh) in [
+            (vec![0.0, 0.0], vec![0.6, 0.8]),
+            (vec![0.6, 0.8], vec![0.0, 0.0]),
+            (vec![f64::NAN, 0.8], vec![0.6, 0.8]),
+            (vec![0.6, 0.8], vec![f32::INFINITY, 0.8]),
+        ] {
+            assert!(cosine(&fixture, &fresh).is_err(), "{fixture:?} {fresh:?}");
+        }
+        assert!(cosine(&[1.0], &[1.0, 0.0]).is_err(), "dimension mismatch");
+    }
 }

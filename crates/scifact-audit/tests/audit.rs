@@ -434,7 +434,24 @@ fn bundles_interoperate_with_the_minisign_cli() {
         let out = minisign(&args);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let (code, stdout) = verify_bundle(&bundle, &public);
-        assert_eq!(code, Some(0), "legacy={legacy}: {stdout}");
+        if legacy {
+            assert_eq!(code, Some(1), "a legacy signature is refused by default: {stdout}");
+            assert!(stdout.contains("legacy"), "{stdout}");
+            let allowed = scifact_audit(
+                &[
+                    "verify-bundle",
+                    "--bundle-dir",
+                    path_str(&bundle),
+                    "--public-key",
+                    path_str(&public),
+                    "--allow-legacy-signature",
+                ],
+                "",
+            );
+            assert_eq!(allowed.status.code(), Some(0), "{}", String::from_utf8_lossy(&allowed.stdout));
+        } else {
+            assert_eq!(code, Some(0), "{stdout}");
+        }
         let (code, stdout) = verify_bundle(&bundle, &signed.public_key);
         assert_ne!(code, Some(0), "the wrong key must fail: {stdout}");
     }

@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 mod fixture_gen;
 
 mod audit;
+mod checks;
 mod crash;
+mod forge;
+mod hostile;
 
 pub(crate) fn scifact_audit(args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_scifact-audit"))
@@ -431,4 +434,82 @@ fn eval_runs_the_contract_end_to_end_and_a_rerun_reuses_everything() {
         "no receipt rewritten"
     );
     assert_eq!(std::fs::read_dir(work.join("runs")).unwrap().count(), 1, "the same run is resumed");
+}
+
+/// `eval` checks every input it will need before the first long stage: a missing or unreadable key, an
+/// encrypted key without a password to hand, a missing archive or model each stop it at once, naming the
+/// input, before anything is embedded.
+#[test]
+fn eval_refuses_bad_inputs_before_any_work() {
+    let model = tiny_model();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = synthetic_scifact_zip(dir.path(), 5_183);
+    let (secret, public) = (dir.path().join("enc.sec"), dir.path().join("enc.pub"));
+    let keygen = Command::new(env!("CARGO_BIN_EXE_scifact-audit"))
+        .args(["keygen", "--secret-key", path_str(&secret), "--public-key", path_str(&public)])
+        .env("MINISIGN_PASSWORD", "pw")
+        .output()
+        .unwrap();
+    assert!(keygen.status.success());
+    let work = dir.path().join("work");
+    let missing_key = dir.path().join("missing.key");
+    let not_an_archive = dir.path().join("not.zip");
+    std::fs::write(&not_an_archive, "plain text").unwrap();
+    let cases: [(&str, &Path, &Path, &str); 4] = [
+        ("a key that does not exist", &missing_key, &archive, "missing.key"),
+        ("an encrypted key and no password", &secret, &archive, "MINISIGN_PASSWORD"),
+        ("an archive that does not exist", &public, &dir.path().join("absent.zip"), "absent.zip"),
+        ("an archive that is not a zip", &public, &not_an_archive, "not a zip"),
+    ];
+    for (what, key, archive, expected) in cases {
+        let mut args = vec![
+            "eval",
+            "--work-dir",
+            path_str(&work),
+            "--archive",
+            path_str(archive),
+            "--model-dir",
+            path_str(model.dir.path()),
+            "--weights-sha256",
+            &model.sha256,
+        ];
+        // The public key is a valid path but not a secret key; use no key for the archive cases.
+        if key != public.as_path() {
+            args.extend(["--secret-key", path_str(key)]);
+        }
+        let started = Instant::now();
+        let output = scifact_audit(&args, "");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{what}: {stderr}");
+        assert!(stderr.contains(expected), "{what}: expected {expected:?} in {stderr}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{what}: took {:?}", started.elapsed());
+        assert!(!work.join("build").exists() && !work.join("fixture.json").exists(), "{what}: work started");
+    }
+}
+
+/// With stderr not a terminal, long stages print a plain line now and then, and a resumed build says how
+/// much was already done instead of counting it as fast new work.
+#[test]
+fn progress_is_plain_lines_when_stderr_is_not_a_terminal() {
+    let model = tiny_model();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = synthetic_scifact_zip(dir.path(), 5_183);
+    let out = dir.path().join("fixture.json");
+    let work = dir.path().join("work");
+    let args = build_args(&model, &archive, &out, &work);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let first = scifact_audit(&args, "");
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    for expected in [
+        "embedding documents: 5183 to do",
+        "embedding documents: done, 5183 in",
+        "embedding queries: 300 to do",
+    ] {
+        assert!(stderr.contains(expected), "missing {expected:?} in:\n{stderr}");
+    }
+    std::fs::remove_file(&out).unwrap();
+    let second = scifact_audit(&args, "");
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(stderr.contains("embedding documents: 5183 already done (resumed)"), "{stderr}");
+    assert!(stderr.contains("embedding documents: done, 0 in"), "{stderr}");
 }

@@ -264,13 +264,13 @@ fn embed_all(
     batch_size: usize,
     progress: &dyn Progress,
 ) -> Result<Vec<CachedVector>> {
-    let role_name = match role {
-        Role::Document => "document",
-        Role::Query => "query",
+    let (role_name, plural) = match role {
+        Role::Document => ("document", "documents"),
+        Role::Query => ("query", "queries"),
     };
     let keys: Vec<String> = items.iter().map(|item| sha256_hex(item.prompt.as_bytes())).collect();
     let cached = keys.iter().filter(|key| cache.get(role, key).is_some()).count();
-    progress.start(&format!("embedding {role_name}s"), items.len() as u64);
+    progress.start(&format!("embedding {plural}"), items.len() as u64);
     progress.skip(cached as u64);
     let dims = embedder.identity().dims;
     let positions: Vec<usize> = (0..items.len()).collect();

@@ -1,82 +1,62 @@
-//! Parity with pytrec_eval (trec_eval's own code): the same runs, every query, to 1e-9.
+//! Parity with pytrec_eval (trec_eval's own code) on all nine metrics, every query, to 1e-9: generated runs
+//! with ties, empty rankings, unjudged documents and queries without a relevant document
+//! (`scripts/pytrec_parity.py`). receipt-verify's metrics face the same reference in its own tests.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use scifact_eval::query_metrics;
-use serde_json::json;
+use serde_json::Value;
 
-use crate::fixture_gen::Rng;
+/// The run of one query in trec_eval's order: score descending, ties by document id descending.
+fn trec_order(scores: &BTreeMap<String, f64>) -> Vec<String> {
+    let mut docs: Vec<(&String, f64)> = scores.iter().map(|(d, s)| (d, *s)).collect();
+    docs.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(a.0)));
+    docs.into_iter().map(|(d, _)| d.clone()).collect()
+}
 
 #[test]
 #[ignore = "needs python3 with pytrec_eval (pip install pytrec-eval-terrier); CI installs it"]
-fn metrics_agree_with_pytrec_eval_on_every_query() {
-    let mut rng = Rng::new(11);
-    let mut qrels = BTreeMap::new();
-    let mut runs = BTreeMap::new();
-    for q in 0..400 {
-        let query = format!("q{q}");
-        let mut judged: BTreeMap<String, i64> = BTreeMap::new();
-        let relevant = 1 + rng.below(6);
-        for _ in 0..relevant {
-            judged.insert(format!("d{}", rng.below(40)), 1 + rng.below(3) as i64);
-        }
-        for _ in 0..rng.below(4) {
-            judged.entry(format!("d{}", rng.below(40))).or_insert(0);
-        }
-        // Rankings of 0 to 15 distinct documents, with unjudged ones among them.
-        let length = if q % 25 == 0 { 0 } else { rng.below(16) };
-        let mut ranked: Vec<String> = Vec::new();
-        while ranked.len() < length {
-            let doc = format!("d{}", rng.below(50));
-            if !ranked.contains(&doc) {
-                ranked.push(doc);
-            }
-        }
-        qrels.insert(query.clone(), judged);
-        runs.insert(query, ranked);
-    }
-
-    // Strictly decreasing scores, so trec_eval's sort reproduces the ranking as returned.
-    let run_json: BTreeMap<&String, BTreeMap<&String, f64>> = runs
-        .iter()
-        .map(|(q, ranked)| (q, ranked.iter().enumerate().map(|(i, d)| (d, 100.0 - i as f64)).collect()))
-        .collect();
-    let input = json!({ "qrels": qrels, "run": run_json });
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/pytrec_parity.py");
-    let mut child = Command::new("python3")
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 runs");
-    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
-    let output = child.wait_with_output().unwrap();
+fn all_nine_metrics_agree_with_pytrec_eval_on_every_query() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/pytrec_parity.py");
+    let output = Command::new("python3").args([script, "11", "500"]).output().expect("python3 runs");
     assert!(output.status.success(), "pytrec_eval failed: {}", String::from_utf8_lossy(&output.stderr));
-    let reference: BTreeMap<String, BTreeMap<String, f64>> = serde_json::from_slice(&output.stdout).unwrap();
+    let data: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let qrels: BTreeMap<String, BTreeMap<String, i64>> =
+        serde_json::from_value(data["qrels"].clone()).unwrap();
+    let runs: BTreeMap<String, BTreeMap<String, f64>> = serde_json::from_value(data["run"].clone()).unwrap();
+    let reference = &data["reference"];
 
-    let mut compared = 0;
-    for (query, ranked) in &runs {
-        let ours = query_metrics(ranked, &qrels[query]);
-        let Some(theirs) = reference.get(query) else {
+    let (mut compared, mut tied, mut empty) = (0, 0, 0);
+    for (query, scores) in &runs {
+        let ranked = trec_order(scores);
+        let ours = query_metrics(&ranked, &qrels[query]);
+        let theirs = &reference[query];
+        if theirs.is_null() {
             // pytrec_eval leaves out queries with an empty run; ours scores them 0.
             assert!(ranked.is_empty(), "pytrec_eval skipped {query}");
-            assert_eq!(ours.ndcg_10 + ours.recall_10 + ours.map_10, 0.0);
+            assert_eq!(ours, scifact_eval::QueryMetrics::default());
+            empty += 1;
             continue;
-        };
+        }
         for (name, value) in [
             ("ndcg_cut_10", ours.ndcg_10),
             ("recall_1", ours.recall_1),
             ("recall_5", ours.recall_5),
             ("recall_10", ours.recall_10),
+            ("recip_rank_cut_10", ours.mrr_10),
             ("map_cut_10", ours.map_10),
+            ("success_1", ours.success_1),
+            ("success_5", ours.success_5),
+            ("success_10", ours.success_10),
         ] {
-            let expected = theirs[name];
+            let expected = theirs[name].as_f64().unwrap_or_else(|| panic!("{query}: no {name}"));
             assert!((value - expected).abs() <= 1e-9, "{query} {name}: ours {value}, pytrec_eval {expected}");
         }
+        let distinct: std::collections::BTreeSet<u64> = scores.values().map(|s| s.to_bits()).collect();
+        tied += usize::from(distinct.len() < scores.len());
+        empty += usize::from(ranked.is_empty());
         compared += 1;
     }
-    assert!(compared >= 380, "compared {compared} queries");
+    assert!(compared >= 450 && tied >= 300 && empty >= 15, "compared {compared}, tied {tied}, empty {empty}");
 }

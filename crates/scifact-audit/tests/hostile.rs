@@ -1,0 +1,435 @@
+//! Hostile inputs for `verify-bundle` and `verify`: every case ends in its expected outcome (a named failed
+//! check, or a clean error), within a time bound and under a memory bound, and prints nothing raw from the
+//! input.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::audit::{Signed, signed_run};
+use crate::forge::{copy_dir, edit_aggregate, read_json, sha256, write_json};
+use crate::path_str;
+
+/// Each case must finish within this.
+const TIME_BOUND: Duration = Duration::from_secs(20);
+/// And within this much address space.
+const MEMORY_BOUND: u64 = 1 << 30;
+
+struct Bounded {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the binary with its address space capped at [`MEMORY_BOUND`], killing it past [`TIME_BOUND`].
+fn bounded(args: &[&str]) -> Bounded {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_scifact-audit"));
+    command
+        .args(args)
+        .env_remove("SCIFACT_MODEL_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe and touches only the child about to exec.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: MEMORY_BOUND, rlim_max: MEMORY_BOUND };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let mut child = command.spawn().unwrap();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if started.elapsed() > TIME_BOUND {
+            child.kill().unwrap();
+            panic!("{args:?} ran past {TIME_BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        !stdout.contains('\u{1b}') && !stderr.contains('\u{1b}'),
+        "{args:?} printed a raw escape character:\n{stdout}\n{stderr}"
+    );
+    assert!(output.status.signal_free(), "{args:?} died: {:?}\n{stderr}", output.status);
+    Bounded { code: output.status.code(), stdout, stderr }
+}
+
+trait SignalFree {
+    fn signal_free(&self) -> bool;
+}
+
+impl SignalFree for std::process::ExitStatus {
+    fn signal_free(&self) -> bool {
+        use std::os::unix::process::ExitStatusExt;
+        self.signal().is_none()
+    }
+}
+
+fn mkfifo(path: &Path) {
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+fn replace_with_fifo(path: &Path) {
+    std::fs::remove_file(path).unwrap();
+    mkfifo(path);
+}
+
+fn replace_with_symlink(path: &Path, target: &Path) {
+    std::fs::remove_file(path).unwrap();
+    std::os::unix::fs::symlink(target, path).unwrap();
+}
+
+/// The failed checks of a `--json` report, as `name: evidence`.
+fn failed(bounded: &Bounded) -> Vec<(String, String)> {
+    let report: Value = serde_json::from_str(&bounded.stdout)
+        .unwrap_or_else(|e| panic!("no JSON report ({e}): {}\n{}", bounded.stdout, bounded.stderr));
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "fail")
+        .map(|c| (c["name"].as_str().unwrap().to_owned(), c["evidence"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+fn resign(bundle: &Path, signed: &Signed) {
+    let _ = std::fs::remove_file(bundle.join("manifest.json.minisig"));
+    let output = crate::scifact_audit(
+        &["sign", "--bundle-dir", path_str(bundle), "--secret-key", path_str(&signed.secret_key)],
+        "",
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+const HYBRID: &str = "scifact-hybrid-heldout.aggregate.json";
+const MAPPING: &str = "scifact.mapping.json";
+
+#[test]
+fn hostile_bundles_fail_fast_and_clean() {
+    let signed = signed_run(41);
+    let verify = |bundle: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "verify-bundle",
+            "--bundle-dir",
+            path_str(bundle),
+            "--public-key",
+            path_str(&signed.public_key),
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        bounded(&args)
+    };
+    let clean = verify(&signed.bundle, &[]);
+    assert_eq!(clean.code, Some(0), "{}", clean.stdout);
+    assert!(clean.stdout.contains("signed by key id"), "the key id that verified is reported");
+
+    type Case = (&'static str, &'static str, &'static str, fn(&Path, &Signed));
+    let cases: Vec<Case> = vec![
+        (
+            "a failed signature stops everything, even beside a FIFO",
+            "signature",
+            "nothing else in the bundle was read",
+            |b, _| {
+                let path = b.join("manifest.json");
+                let text = std::fs::read_to_string(&path).unwrap().replacen('{', "{ ", 1);
+                std::fs::write(path, text).unwrap();
+                replace_with_fifo(&b.join(HYBRID));
+            },
+        ),
+        ("a FIFO named manifest.json", "signature", "FIFO", |b, _| {
+            replace_with_fifo(&b.join("manifest.json"))
+        }),
+        ("a FIFO named like the signature", "signature", "FIFO", |b, _| {
+            replace_with_fifo(&b.join("manifest.json.minisig"))
+        }),
+        ("a manifest over its cap", "signature", "exceed the cap", |b, _| {
+            let file = std::fs::OpenOptions::new().append(true).open(b.join("manifest.json")).unwrap();
+            file.set_len(5 << 20).unwrap();
+        }),
+        ("an extra line in the signature file", "signature", "lines", |b, _| {
+            let path = b.join("manifest.json.minisig");
+            let text = std::fs::read_to_string(&path).unwrap() + "trailing junk\n";
+            std::fs::write(path, text).unwrap();
+        }),
+        ("a signed manifest whose subject is a FIFO", "subjects", "FIFO", |b, _| {
+            replace_with_fifo(&b.join(HYBRID))
+        }),
+        ("a subject that is a symlink to /dev/zero", "subjects", "symbolic link", |b, _| {
+            replace_with_symlink(&b.join(MAPPING), Path::new("/dev/zero"))
+        }),
+        ("a subject that is a symlink to its own bytes elsewhere", "subjects", "symbolic link", |b, _| {
+            let elsewhere = b.with_file_name("elsewhere.json");
+            std::fs::copy(b.join(MAPPING), &elsewhere).unwrap();
+            replace_with_symlink(&b.join(MAPPING), &elsewhere);
+        }),
+        ("a subject that is a directory", "subjects", "directory", |b, _| {
+            std::fs::remove_file(b.join(MAPPING)).unwrap();
+            std::fs::create_dir(b.join(MAPPING)).unwrap();
+        }),
+        ("a 2 GB subject", "subjects", "exceed the cap", |b, _| {
+            std::fs::OpenOptions::new().write(true).open(b.join(MAPPING)).unwrap().set_len(2 << 30).unwrap();
+        }),
+        ("one large file listed 2,000 times, signed", "subjects", "listed twice", |b, signed| {
+            let path = b.join("manifest.json");
+            let mut manifest = read_json(&path);
+            let first = manifest["subject"][0].clone();
+            manifest["subject"] = Value::Array(vec![first; 2000]);
+            write_json(&path, &manifest);
+            resign(b, signed);
+        }),
+        ("5,000 subjects, signed", "subjects", "more than 4096", |b, signed| {
+            let path = b.join("manifest.json");
+            let mut manifest = read_json(&path);
+            manifest["subject"] = Value::Array(
+                (0..5000).map(|i| serde_json::json!({"name": format!("f{i}"), "digest": {"sha256": "0".repeat(64)}})).collect(),
+            );
+            write_json(&path, &manifest);
+            resign(b, signed);
+        }),
+        ("subject names that escape or hide, signed", "subjects", "not a plain file name", |b, signed| {
+            let path = b.join("manifest.json");
+            let mut manifest = read_json(&path);
+            manifest["subject"][0]["name"] = Value::from("../../etc/passwd");
+            write_json(&path, &manifest);
+            resign(b, signed);
+        }),
+        ("a subject name with terminal escapes, signed", "subjects", "not a plain file name", |b, signed| {
+            let path = b.join("manifest.json");
+            let mut manifest = read_json(&path);
+            manifest["subject"][0]["name"] = Value::from("x\u{1b}[2K\rverdict: publishable");
+            write_json(&path, &manifest);
+            resign(b, signed);
+        }),
+        ("an aggregate nested 100,000 deep, re-hashed and signed", "aggregates", "recursion", |b, signed| {
+            let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+            std::fs::write(b.join(HYBRID), &deep).unwrap();
+            let path = b.join("manifest.json");
+            let mut manifest = read_json(&path);
+            for subject in manifest["subject"].as_array_mut().unwrap() {
+                if subject["name"] == HYBRID {
+                    subject["digest"]["sha256"] =
+                        Value::from(sha256(deep.as_bytes()).trim_start_matches("sha256:").to_owned());
+                }
+            }
+            write_json(&path, &manifest);
+            resign(b, signed);
+        }),
+        (
+            "escape codes inside a JSON string, re-hashed and signed",
+            "aggregate.schema",
+            "\\u{1b}",
+            |b, signed| {
+                let path = b.join(HYBRID);
+                let mut aggregate = read_json(&path);
+                aggregate["schema"] = Value::from("\u{1b}[2K\rverdict: publishable\u{1b}[8m");
+                write_json(&path, &aggregate);
+                let bytes = std::fs::read(&path).unwrap();
+                let manifest_path = b.join("manifest.json");
+                let mut manifest = read_json(&manifest_path);
+                for subject in manifest["subject"].as_array_mut().unwrap() {
+                    if subject["name"] == HYBRID {
+                        subject["digest"]["sha256"] =
+                            Value::from(sha256(&bytes).trim_start_matches("sha256:").to_owned());
+                    }
+                }
+                write_json(&manifest_path, &manifest);
+                resign(b, signed);
+            },
+        ),
+    ];
+    for (i, (what, check, evidence, mutate)) in cases.iter().enumerate() {
+        let bundle = signed.dir.path().join(format!("hostile-{i}"));
+        copy_dir(&signed.bundle, &bundle);
+        mutate(&bundle, &signed);
+        let outcome = verify(&bundle, &[]);
+        assert_eq!(
+            outcome.code,
+            Some(1),
+            "{what}: exit {:?}\n{}\n{}",
+            outcome.code,
+            outcome.stdout,
+            outcome.stderr
+        );
+        let failures = failed(&outcome);
+        assert!(
+            failures.iter().any(|(name, text)| name == check && text.contains(evidence)),
+            "{what}: expected {check} failing with {evidence:?}, got {failures:?}"
+        );
+        if *check == "signature" {
+            assert_eq!(failures.len(), 1, "{what}: nothing past the signature is checked");
+        }
+        // The human summary of the same bundle escapes what it prints.
+        let summary = bounded(&[
+            "verify-bundle",
+            "--bundle-dir",
+            path_str(&bundle),
+            "--public-key",
+            path_str(&signed.public_key),
+        ]);
+        assert_eq!(
+            summary.stdout.lines().filter(|l| l.starts_with("verdict:")).count(),
+            1,
+            "{what}: {}",
+            summary.stdout
+        );
+    }
+
+    // Keys parsed strictly: an extra line is a clean error, not a silently ignored one.
+    let key = signed.dir.path().join("extra-line.pub");
+    std::fs::write(&key, std::fs::read_to_string(&signed.public_key).unwrap() + "another key\n").unwrap();
+    let outcome =
+        bounded(&["verify-bundle", "--bundle-dir", path_str(&signed.bundle), "--public-key", path_str(&key)]);
+    assert_eq!(outcome.code, Some(2), "{}", outcome.stderr);
+    assert!(outcome.stderr.contains("lines"), "{}", outcome.stderr);
+    let fifo = signed.dir.path().join("fifo.pub");
+    mkfifo(&fifo);
+    let outcome = bounded(&[
+        "verify-bundle",
+        "--bundle-dir",
+        path_str(&signed.bundle),
+        "--public-key",
+        path_str(&fifo),
+    ]);
+    assert_eq!(outcome.code, Some(2), "{}", outcome.stderr);
+    // A missing bundle directory is a clean error.
+    let outcome = bounded(&[
+        "verify-bundle",
+        "--bundle-dir",
+        "/nonexistent/bundle",
+        "--public-key",
+        path_str(&signed.public_key),
+    ]);
+    assert_eq!(outcome.code, Some(1), "{}", outcome.stdout);
+    // Lower caps are honoured and stated.
+    let outcome = verify(&signed.bundle, &["--max-file-bytes", "1000"]);
+    assert!(failed(&outcome).iter().any(|(name, text)| name == "subjects" && text.contains("cap of 1000")));
+}
+
+#[test]
+fn hostile_output_directories_and_stores_fail_fast_and_clean() {
+    let signed = signed_run(42);
+    let verify = |out: &Path, store: Option<&Path>| {
+        let mut args = vec!["verify", "--output-dir", path_str(out), "--json"];
+        if let Some(store) = store {
+            args.extend(["--store-dir", path_str(store)]);
+        }
+        bounded(&args)
+    };
+    let fresh = |name: &str| {
+        let out = signed.dir.path().join(name);
+        let store = signed.dir.path().join(format!("{name}-store"));
+        copy_dir(&signed.out, &out);
+        copy_dir(&signed.store, &store);
+        (out, store)
+    };
+    let expect = |outcome: &Bounded, check: &str, evidence: &str| {
+        assert_eq!(outcome.code, Some(1), "{check}: {}\n{}", outcome.stdout, outcome.stderr);
+        let failures = failed(outcome);
+        assert!(
+            failures.iter().any(|(name, text)| name == check && text.contains(evidence)),
+            "expected {check} failing with {evidence:?}, got {failures:?}"
+        );
+    };
+
+    // A symlink planted where the report goes is replaced, never written through.
+    let (out, store) = fresh("planted");
+    let victim = signed.dir.path().join("victim.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    std::fs::remove_file(out.join("verification.json")).unwrap();
+    std::os::unix::fs::symlink(&victim, out.join("verification.json")).unwrap();
+    std::os::unix::fs::symlink(&victim, out.join("verification.json.partial")).unwrap();
+    let outcome = verify(&out, Some(&store));
+    assert_eq!(outcome.code, Some(0), "{}", outcome.stderr);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(out.join("verification.json").symlink_metadata().unwrap().is_file());
+
+    // Recorded paths that are not regular files are never read.
+    let (out, _) = fresh("dev-zero-executable");
+    edit_aggregate(&out, HYBRID, |a| a["executable"]["path"] = Value::from("/dev/zero"));
+    expect(&verify(&out, None), "executable.hash", "character device");
+    let (out, _) = fresh("fifo-fixture");
+    let fifo = signed.dir.path().join("fixture.fifo");
+    mkfifo(&fifo);
+    for name in
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    {
+        if name.ends_with(".aggregate.json") {
+            edit_aggregate(&out, &name, |a| a["corpus"]["fixture_path"] = Value::from(path_str(&fifo)));
+        }
+    }
+    expect(&verify(&out, None), "corpus.file", "FIFO");
+    let (out, _) = fresh("dev-zero-database");
+    for name in
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    {
+        if name.ends_with(".aggregate.json") {
+            edit_aggregate(&out, &name, |a| a["store"]["db_path"] = Value::from("/dev/zero"));
+        }
+    }
+    expect(&verify(&out, None), "store.format", "character device");
+
+    // Crafted databases: a recursive view, WAL mode, a trigger, not SQLite at all.
+    type Craft = (&'static str, &'static str, fn(&rusqlite::Connection));
+    let crafts: Vec<Craft> = vec![
+        ("receipts as a recursive view", "unexpected or altered", |conn| {
+            conn.execute_batch(
+                "DROP TABLE receipts; CREATE VIEW receipts AS WITH RECURSIVE r(request_id, digest) AS \
+                 (SELECT 'a', 'b' UNION ALL SELECT request_id || 'x', digest FROM r) SELECT * FROM r;",
+            )
+            .unwrap()
+        }),
+        ("a trigger", "unexpected or altered", |conn| {
+            conn.execute_batch("CREATE TRIGGER t AFTER INSERT ON meta BEGIN SELECT 1; END;").unwrap()
+        }),
+        ("WAL mode", "WAL", |conn| {
+            let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).unwrap();
+            assert_eq!(mode, "wal");
+        }),
+    ];
+    for (what, evidence, craft) in crafts {
+        let (out, store) = fresh(&format!("craft-{}", what.replace(' ', "-")));
+        let db = store.join("scifact.db");
+        craft(&rusqlite::Connection::open(&db).unwrap());
+        let before: Vec<String> = std::fs::read_dir(&store)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        expect(&verify(&out, Some(&store)), "store.format", evidence);
+        let after: Vec<String> = std::fs::read_dir(&store)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(before, after, "{what}: verifying created files beside the database");
+    }
+    let (out, store) = fresh("not-sqlite");
+    std::fs::write(store.join("scifact.db"), vec![0x5a; 8192]).unwrap();
+    expect(&verify(&out, Some(&store)), "store.format", "not a SQLite database");
+
+    // A mapping over its cap, a rows file that is a symlink, an aggregate that is a FIFO.
+    let (out, store) = fresh("huge-mapping");
+    std::fs::OpenOptions::new().write(true).open(store.join(MAPPING)).unwrap().set_len(3 << 30).unwrap();
+    expect(&verify(&out, Some(&store)), "mapping.hash", "exceed the cap");
+    let (out, store) = fresh("symlinked-rows");
+    let rows = out.join("scifact-hybrid-heldout.jsonl");
+    let elsewhere = signed.dir.path().join("rows-elsewhere.jsonl");
+    std::fs::copy(&rows, &elsewhere).unwrap();
+    replace_with_symlink(&rows, &elsewhere);
+    expect(&verify(&out, Some(&store)), "rows.file", "symbolic link");
+    let (out, store) = fresh("fifo-aggregate");
+    replace_with_fifo(&out.join(HYBRID));
+    let outcome = verify(&out, Some(&store));
+    assert_eq!(outcome.code, Some(2), "{}", outcome.stderr);
+    assert!(outcome.stderr.contains("FIFO"), "{}", outcome.stderr);
+}
