@@ -21,7 +21,8 @@ pub struct EmbedderIdentity {
     pub pooling: String,
     /// Normalisation applied to the pooled vector: `l2`.
     pub normalization: String,
-    /// Backend that ran the model: `candle` or `ollama`.
+    /// Backend that ran the model: `scifact-audit-bert` (this crate's forward pass), `ollama`, or `candle` in
+    /// fixtures made before the forward pass was this crate's.
     pub backend: String,
     /// Backend version.
     pub backend_version: String,

@@ -1,13 +1,12 @@
-//! `MiniLm`: all-MiniLM-L6-v2 (a 6-layer BERT) run in-process on candle, pooled and normalised exactly as
-//! sentence-transformers does: truncation at 256 tokens, mean over non-padding tokens, L2 normalisation.
+//! `MiniLm`: all-MiniLM-L6-v2 (a 6-layer BERT) run in-process by this crate's own forward pass (`bert`),
+//! pooled and normalised exactly as sentence-transformers does: truncation at 256 tokens, mean over the
+//! sequence's tokens, L2 normalisation. A text's vector does not depend on what it is batched with.
 
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config, HiddenAct};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
+use crate::bert::{BACKEND, BACKEND_VERSION, Bert, Config, Kernels};
 use crate::error::{Error, Result};
 use crate::identity::{Embedder, EmbedderIdentity, Embedding, normalize};
 use crate::sha256_hex;
@@ -19,8 +18,6 @@ pub const ALL_MINILM_L6_V2_WEIGHTS_SHA256: &str =
     "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db";
 /// sentence-transformers' `max_seq_length` for this model.
 pub const MAX_TOKENS: usize = 256;
-/// The candle version this crate is built against, recorded in identities.
-pub const CANDLE_VERSION: &str = "0.11";
 
 /// Which weights a directory must hold before they are used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,12 +30,13 @@ pub enum WeightPin {
     Unpinned,
 }
 
-/// A BERT sentence embedder on candle's CPU backend.
+/// A BERT sentence embedder on this crate's CPU forward pass.
 pub struct MiniLm {
-    model: BertModel,
+    model: Bert,
+    config: Config,
+    weights: Vec<u8>,
     tokenizer: Tokenizer,
     identity: EmbedderIdentity,
-    device: Device,
     batch_size: usize,
 }
 
@@ -74,7 +72,7 @@ impl MiniLm {
         let config_path = dir.join("config.json");
         let config: Config =
             serde_json::from_slice(&read(&config_path)?).map_err(|error| invalid(&config_path, error))?;
-        if config.hidden_act != HiddenAct::Gelu {
+        if config.hidden_act != "gelu" {
             // The tanh approximation is measurably not the model's GELU (cosine 0.9999972 vs 1 - 1e-12).
             return Err(invalid(&config_path, "hidden_act must be \"gelu\" (exact erf GELU)"));
         }
@@ -94,10 +92,8 @@ impl MiniLm {
             }))
             .map_err(|error| invalid(&tokenizer_path, error))?;
         tokenizer.with_padding(None);
-        let device = Device::Cpu;
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
+        let bert = Bert::load(config.clone(), &weights, Kernels::best())
             .map_err(|error| invalid(&weights_path, error))?;
-        let bert = BertModel::load(vb, &config).map_err(|error| invalid(&weights_path, error))?;
         let identity = EmbedderIdentity {
             model: model.to_owned(),
             dims: config.hidden_size,
@@ -106,11 +102,33 @@ impl MiniLm {
             max_tokens,
             pooling: "mean".into(),
             normalization: "l2".into(),
-            backend: "candle".into(),
-            backend_version: CANDLE_VERSION.into(),
+            backend: BACKEND.into(),
+            backend_version: BACKEND_VERSION.into(),
             overlong_policy: format!("truncate to {max_tokens} tokens"),
         };
-        Ok(MiniLm { model: bert, tokenizer, identity, device, batch_size: 16 })
+        Ok(MiniLm { model: bert, config, weights, tokenizer, identity, batch_size: 64 })
+    }
+
+    /// Runs the forward pass with `kernels` instead of the fastest this CPU has. Every kind gives the same
+    /// bits; this exists to show it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidModelFile`] when this CPU cannot run `kernels`.
+    pub fn use_kernels(&mut self, kernels: Kernels) -> Result<()> {
+        if !Kernels::available().contains(&kernels) {
+            return Err(Error::InvalidModelFile {
+                path: PathBuf::from("model.safetensors"),
+                reason: format!("this CPU cannot run the {kernels:?} kernels"),
+            });
+        }
+        self.model = Bert::load(self.config.clone(), &self.weights, kernels)
+            .map_err(|reason| Error::InvalidModelFile { path: PathBuf::from("model.safetensors"), reason })?;
+        Ok(())
+    }
+
+    /// The kernels the forward pass runs on.
+    pub fn kernels(&self) -> Kernels {
+        self.model.kernels()
     }
 
     /// Loads all-MiniLM-L6-v2 from `dir`, pinned to its published weights.
@@ -121,8 +139,8 @@ impl MiniLm {
         MiniLm::load(dir, ALL_MINILM_L6_V2, WeightPin::AllMiniLmL6V2)
     }
 
-    /// Sets how many texts run through the model together (default 16). Results do not depend on it beyond
-    /// float rounding (1e-6).
+    /// Sets how many texts run through the model together (default 64). Results do not depend on it, to the
+    /// bit: only speed and memory do.
     pub fn set_batch_size(&mut self, batch_size: usize) {
         self.batch_size = batch_size.max(1);
     }
@@ -136,39 +154,6 @@ impl MiniLm {
             self.tokenizer.encode(text, true).map_err(|error| Error::Tokenizer(error.to_string()))?;
         Ok(encoding.get_ids().to_vec())
     }
-
-    fn forward(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
-        let longest = batch.iter().map(|ids| ids.len()).max().unwrap_or(0);
-        let mut ids = Vec::with_capacity(batch.len() * longest);
-        let mut mask = Vec::with_capacity(batch.len() * longest);
-        for row in batch {
-            ids.extend_from_slice(row);
-            ids.resize(ids.len() + longest - row.len(), 0);
-            mask.extend(std::iter::repeat_n(1u32, row.len()));
-            mask.resize(mask.len() + longest - row.len(), 0);
-        }
-        let shape = (batch.len(), longest);
-        let input_ids = Tensor::from_vec(ids, shape, &self.device)?;
-        let token_type_ids = Tensor::zeros(shape, DType::U32, &self.device)?;
-        let attention_mask = Tensor::from_vec(mask, shape, &self.device)?;
-        let states = self.model.forward(&input_ids, &token_type_ids, Some(&attention_mask))?;
-        let states: Vec<Vec<Vec<f32>>> = states.to_vec3()?;
-        Ok(states
-            .into_iter()
-            .zip(batch)
-            .map(|(tokens, row)| {
-                let mut pooled = vec![0.0f32; self.identity.dims];
-                for token in tokens.iter().take(row.len()) {
-                    for (sum, x) in pooled.iter_mut().zip(token) {
-                        *sum += x;
-                    }
-                }
-                let count = (row.len() as f32).max(1e-9);
-                pooled.iter_mut().for_each(|x| *x /= count);
-                pooled
-            })
-            .collect())
-    }
 }
 
 impl Embedder for MiniLm {
@@ -181,13 +166,13 @@ impl Embedder for MiniLm {
         for text in texts {
             encoded.push(self.input_ids(text)?);
         }
-        // Batches of similar length waste little on padding; results go back to the caller's order.
+        // Batches of similar length keep the work per batch even; results go back to the caller's order.
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&index| (std::cmp::Reverse(encoded[index].len()), index));
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
         for chunk in order.chunks(self.batch_size) {
             let batch: Vec<&[u32]> = chunk.iter().map(|&index| encoded[index].as_slice()).collect();
-            for (&index, vector) in chunk.iter().zip(self.forward(&batch)?) {
+            for (&index, vector) in chunk.iter().zip(self.model.pooled(&batch)?) {
                 vectors[index] = Some(vector);
             }
         }

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use candle_core::{DType, Device, Tensor};
+use safetensors::Dtype;
+use safetensors::tensor::TensorView;
 use tokenizers::Tokenizer;
 use tokenizers::models::wordpiece::WordPiece;
 use tokenizers::normalizers::BertNormalizer;
@@ -59,7 +60,7 @@ pub fn write_tiny_bert(dir: &Path, seed: u64) -> Result<()> {
     write("config.json", config.to_string().as_bytes())?;
 
     let mut state = seed;
-    let mut random = |shape: &[usize], scale: f32| -> Result<Tensor> {
+    let mut random = |shape: &[usize], scale: f32| -> (Vec<usize>, Vec<f32>) {
         let count: usize = shape.iter().product();
         let values: Vec<f32> = (0..count)
             .map(|_| {
@@ -67,17 +68,17 @@ pub fn write_tiny_bert(dir: &Path, seed: u64) -> Result<()> {
                 ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 2.0 * scale
             })
             .collect();
-        Ok(Tensor::from_vec(values, shape, &Device::Cpu)?)
+        (shape.to_vec(), values)
     };
     let h = TINY_HIDDEN;
-    let mut tensors: HashMap<String, Tensor> = HashMap::new();
-    tensors.insert("embeddings.word_embeddings.weight".into(), random(&[vocab_size, h], 0.5)?);
-    tensors.insert("embeddings.position_embeddings.weight".into(), random(&[TINY_MAX_POSITIONS, h], 0.1)?);
-    tensors.insert("embeddings.token_type_embeddings.weight".into(), random(&[2, h], 0.1)?);
-    let ones = |n: usize| Tensor::ones(n, DType::F32, &Device::Cpu);
-    let zeros = |n: usize| Tensor::zeros(n, DType::F32, &Device::Cpu);
-    tensors.insert("embeddings.LayerNorm.weight".into(), ones(h)?);
-    tensors.insert("embeddings.LayerNorm.bias".into(), zeros(h)?);
+    let mut tensors: HashMap<String, (Vec<usize>, Vec<f32>)> = HashMap::new();
+    tensors.insert("embeddings.word_embeddings.weight".into(), random(&[vocab_size, h], 0.5));
+    tensors.insert("embeddings.position_embeddings.weight".into(), random(&[TINY_MAX_POSITIONS, h], 0.1));
+    tensors.insert("embeddings.token_type_embeddings.weight".into(), random(&[2, h], 0.1));
+    let ones = |n: usize| (vec![n], vec![1.0f32; n]);
+    let zeros = |n: usize| (vec![n], vec![0.0f32; n]);
+    tensors.insert("embeddings.LayerNorm.weight".into(), ones(h));
+    tensors.insert("embeddings.LayerNorm.bias".into(), zeros(h));
     for layer in 0..2 {
         let prefix = format!("encoder.layer.{layer}");
         for (name, rows, cols) in [
@@ -88,15 +89,25 @@ pub fn write_tiny_bert(dir: &Path, seed: u64) -> Result<()> {
             ("intermediate.dense", 64, h),
             ("output.dense", h, 64),
         ] {
-            tensors.insert(format!("{prefix}.{name}.weight"), random(&[rows, cols], 0.3)?);
-            tensors.insert(format!("{prefix}.{name}.bias"), random(&[rows], 0.05)?);
+            tensors.insert(format!("{prefix}.{name}.weight"), random(&[rows, cols], 0.3));
+            tensors.insert(format!("{prefix}.{name}.bias"), random(&[rows], 0.05));
         }
         for name in ["attention.output.LayerNorm", "output.LayerNorm"] {
-            tensors.insert(format!("{prefix}.{name}.weight"), ones(h)?);
-            tensors.insert(format!("{prefix}.{name}.bias"), zeros(h)?);
+            tensors.insert(format!("{prefix}.{name}.weight"), ones(h));
+            tensors.insert(format!("{prefix}.{name}.bias"), zeros(h));
         }
     }
-    candle_core::safetensors::save(&tensors, dir.join("model.safetensors"))?;
+    let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = tensors
+        .into_iter()
+        .map(|(name, (shape, values))| (name, shape, values.iter().flat_map(|v| v.to_le_bytes()).collect()))
+        .collect();
+    let views = bytes
+        .iter()
+        .map(|(name, shape, data)| Ok((name.clone(), TensorView::new(Dtype::F32, shape.clone(), data)?)))
+        .collect::<std::result::Result<Vec<_>, safetensors::SafeTensorError>>()
+        .map_err(|error| Error::Model(error.to_string()))?;
+    let file = safetensors::serialize(views, None).map_err(|error| Error::Model(error.to_string()))?;
+    write("model.safetensors", &file)?;
 
     let tokenizer_error =
         |error: Box<dyn std::error::Error + Send + Sync>| Error::Tokenizer(error.to_string());

@@ -59,9 +59,28 @@ fn check_against_reference(model: &MiniLm) -> (f64, f64) {
 #[ignore = "needs SCIFACT_MODEL_DIR (or ../shared/models) and ../shared/reference"]
 fn matches_sentence_transformers_on_all_48_reference_texts() {
     let mut model = MiniLm::all_minilm_l6_v2(&model_dir()).unwrap();
-    for batch_size in [1, 16] {
-        model.set_batch_size(batch_size);
-        let (cosine, diff) = check_against_reference(&model);
-        eprintln!("batch size {batch_size}: worst cosine {cosine:.12}, worst max abs diff {diff:.3e}");
+    let mut runs = Vec::new();
+    for kernels in embedding::Kernels::available().into_iter().filter(|k| *k != embedding::Kernels::Scalar) {
+        model.use_kernels(kernels).unwrap();
+        for batch_size in [1, 16, 64] {
+            model.set_batch_size(batch_size);
+            let (cosine, diff) = check_against_reference(&model);
+            eprintln!(
+                "{kernels:?}, batch size {batch_size}: worst cosine {cosine:.12}, worst max abs diff {diff:.3e}"
+            );
+            runs.push(vectors(&model));
+        }
     }
+    assert!(
+        runs.windows(2).all(|w| w[0] == w[1]),
+        "the real model's vectors depend on batch size or kernels"
+    );
+}
+
+/// Every reference text's vector bits, embedded together.
+fn vectors(model: &MiniLm) -> Vec<Vec<u32>> {
+    let reference = reference();
+    let texts: Vec<&str> =
+        reference["items"].as_array().unwrap().iter().map(|i| i["text"].as_str().unwrap()).collect();
+    model.embed(&texts).unwrap().iter().map(|e| e.vector.iter().map(|x| x.to_bits()).collect()).collect()
 }

@@ -40,20 +40,51 @@ fn embeds_to_unit_vectors_of_the_model_dimension() {
     assert_eq!(embeddings[3].tokens, 2, "the empty text is [CLS] [SEP]");
 }
 
+/// A text's vector is bit-identical whether it is embedded alone, in a batch of 8 or 64, among other
+/// companions and in another order, on 1, 2 or 3 threads, and with every kind of kernel this CPU runs.
 #[test]
-fn batched_padded_encoding_equals_one_by_one_in_the_callers_order() {
+fn a_vector_does_not_depend_on_its_batch_companions_threads_or_kernels() {
     let (_dir, mut model) = tiny(2);
-    model.set_batch_size(1);
-    let single = model.embed(&TEXTS).unwrap();
-    model.set_batch_size(16);
-    let batched = model.embed(&TEXTS).unwrap();
-    for (a, b) in single.iter().zip(&batched) {
-        let diff = a.vector.iter().zip(&b.vector).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
-        assert!(diff <= 1e-5, "batched differs by {diff}");
-        assert_eq!(a.tokens, b.tokens);
+    let words = ["cell", "gene", "protein", "bone", "sleep", "memory", "the", "of", "risk", "zzz", ",", "-"];
+    let mut state = 7u64;
+    let mut next = |n: usize| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 33) as usize % n
+    };
+    // Lengths from 2 tokens to past the position table (truncated), so batches mix very different lengths.
+    let texts: Vec<String> = (0..100)
+        .map(|_| (0..next(80)).map(|_| words[next(words.len())]).collect::<Vec<_>>().join(" "))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let bits = |embeddings: &[embedding::Embedding]| -> Vec<Vec<u32>> {
+        embeddings.iter().map(|e| e.vector.iter().map(|x| x.to_bits()).collect()).collect()
+    };
+    let alone: Vec<Vec<u32>> = refs.iter().map(|t| bits(&model.embed(&[*t]).unwrap())[0].clone()).collect();
+    for batch_size in [8, 64] {
+        model.set_batch_size(batch_size);
+        assert_eq!(bits(&model.embed(&refs).unwrap()), alone, "batch size {batch_size}");
     }
-    // Different texts give different vectors (the order really is restored, not just similar).
-    assert!(single[0].vector != single[1].vector);
+    let mut shuffled: Vec<usize> = (0..refs.len()).collect();
+    shuffled.reverse();
+    shuffled.rotate_left(37);
+    let others: Vec<&str> = shuffled.iter().step_by(3).map(|&i| refs[i]).collect();
+    let embedded = bits(&model.embed(&others).unwrap());
+    for (k, &i) in shuffled.iter().step_by(3).enumerate() {
+        assert_eq!(embedded[k], alone[i], "text {i} among other companions");
+    }
+    for threads in [1, 2, 3] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let on_pool = pool.install(|| model.embed(&refs).unwrap());
+        assert_eq!(bits(&on_pool), alone, "{threads} threads");
+    }
+    let available = embedding::Kernels::available();
+    assert!(available.contains(&embedding::Kernels::Scalar));
+    for kernels in available {
+        model.use_kernels(kernels).unwrap();
+        assert_eq!(model.kernels(), kernels);
+        assert_eq!(bits(&model.embed(&refs).unwrap()), alone, "{kernels:?} kernels");
+    }
+    assert!(alone[0] != alone[1], "different texts give different vectors");
 }
 
 #[test]
@@ -84,7 +115,10 @@ fn the_identity_binds_the_weight_and_tokenizer_digests() {
     assert_eq!(identity.weights_sha256.as_deref(), Some(format!("sha256:{hex}").as_str()));
     assert!(identity.tokenizer_sha256.as_deref().unwrap().starts_with("sha256:"));
     assert_eq!((identity.pooling.as_str(), identity.normalization.as_str()), ("mean", "l2"));
-    assert_eq!(identity.backend, "candle");
+    assert_eq!(
+        (identity.backend.as_str(), identity.backend_version.as_str()),
+        (embedding::BACKEND, embedding::BACKEND_VERSION)
+    );
     // Pinned to that digest, it loads; pinned to the real model's digest, it is refused.
     MiniLm::load(dir.path(), "tiny-bert", WeightPin::Sha256(hex.clone())).unwrap();
     match MiniLm::all_minilm_l6_v2(dir.path()) {

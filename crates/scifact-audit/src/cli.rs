@@ -68,7 +68,7 @@ pub(crate) enum Command {
 /// Which embedder runs the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum EmbedderKind {
-    /// all-MiniLM-L6-v2 in-process on candle (no server needed).
+    /// all-MiniLM-L6-v2 in-process on this project's own BERT forward pass (no server needed).
     Minilm,
     /// A local Ollama server (`OLLAMA_HOST`, default 127.0.0.1:11434).
     Ollama,

@@ -153,7 +153,7 @@ pub fn build_fixture(
 
     std::fs::create_dir_all(&options.work_dir)
         .map_err(|source| Error::Io { path: options.work_dir.clone(), source })?;
-    let cache_path = options.work_dir.join("embedding-cache.jsonl");
+    let cache_path = options.work_dir.join(crate::cache::cache_file_name(embedder.identity()));
     let (mut cache, report) = EmbeddingCache::open(&cache_path, embedder.identity())?;
     let before = report.loaded;
     let doc_vectors =

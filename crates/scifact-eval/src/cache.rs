@@ -14,6 +14,13 @@ use serde::{Deserialize, Serialize};
 use crate::append_log::AppendLog;
 use crate::error::{Error, Result};
 
+/// The cache file for `model` in a work directory: one per embedder identity, so vectors of another model,
+/// backend or version are never mixed in (and an older cache is left as it was).
+pub fn cache_file_name(model: &EmbedderIdentity) -> String {
+    let identity = serde_json::to_vec(model).unwrap_or_default();
+    format!("embedding-cache-{}.jsonl", &crate::archive::sha256_hex(&identity)[..16])
+}
+
 /// The cache format this build reads and writes.
 pub const CACHE_FORMAT: &str = "scifact-embedding-cache-v2";
 

@@ -37,7 +37,7 @@ pub use crate::beir::{
     BeirCorpus, Document, Profile, Qrel, Query, assemble, parse_corpus, parse_qrels, parse_queries,
 };
 pub use crate::build::{BuildOptions, BuildSummary, NoProgress, Progress, SCIFACT_URL, build_fixture};
-pub use crate::cache::{CACHE_FORMAT, CacheReport, CachedVector, EmbeddingCache};
+pub use crate::cache::{CACHE_FORMAT, CacheReport, CachedVector, EmbeddingCache, cache_file_name};
 pub use crate::error::{Error, Result};
 pub use crate::fixture::{
     Counts, DigestPolicy, FIXTURE_SCHEMA, Fixture, FixtureDocument, FixtureMetadata, FixtureQrel,

@@ -77,7 +77,8 @@ fn a_build_killed_midway_resumes_to_the_identical_fixture() {
     assert!(!resumed.exists(), "no fixture after a failed build");
     // The power also went out mid-line.
     use std::io::Write;
-    let cache = work.join("embedding-cache.jsonl");
+    let cache =
+        work.join(scifact_eval::cache_file_name(embedding::Embedder::identity(&FakeEmbedder::new("fake"))));
     std::fs::OpenOptions::new().append(true).open(&cache).unwrap().write_all(b"{\"role\":\"doc").unwrap();
 
     let embedder = FakeEmbedder::new("fake");

@@ -1,0 +1,325 @@
+//! A BERT encoder forward pass over packed batches, written for this project: all-MiniLM-L6-v2 (and any BERT
+//! of the same shape) on the CPU, with runtime-chosen kernels and no padding ever computed.
+//!
+//! The real tokens of a batch are packed into one matrix for every per-token operation (embeddings, the six
+//! linear layers of each block, layer norms, GELU, residuals); attention runs per sequence at its own length.
+//! Nothing a token's computation reads depends on the other sequences of its batch, and every operation's
+//! order is fixed by the source (see `gemm` and `ops`), so a text's vector is bit-identical whether it is
+//! embedded alone or with any companions, on any number of threads, with AVX-512, AVX2 or portable kernels.
+
+mod gemm;
+mod ops;
+
+use rayon::prelude::*;
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// The backend name recorded in identities.
+pub const BACKEND: &str = "scifact-audit-bert";
+/// Its version: bumped whenever an operation's order or approximation changes (the vectors change).
+pub const BACKEND_VERSION: &str = "1";
+
+/// Which kernels run the forward pass. All give the same bits; they differ only in speed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernels {
+    /// AVX-512F with FMA: 12 × 32 tiles.
+    Avx512,
+    /// AVX2 with FMA: 6 × 16 tiles.
+    Avx2,
+    /// Portable Rust (`f32::mul_add`): for CPUs without either.
+    Scalar,
+}
+
+impl Kernels {
+    /// The fastest kernels this CPU can run.
+    pub fn best() -> Kernels {
+        Kernels::available()[0]
+    }
+
+    /// Every kind of kernel this CPU can run, fastest first.
+    pub fn available() -> Vec<Kernels> {
+        let mut found = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma") {
+                found.push(Kernels::Avx512);
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                found.push(Kernels::Avx2);
+            }
+        }
+        found.push(Kernels::Scalar);
+        found
+    }
+
+    /// Columns per packed weight panel.
+    fn panel_width(self) -> usize {
+        match self {
+            Kernels::Avx512 => 32,
+            Kernels::Avx2 => 16,
+            Kernels::Scalar => gemm::scalar::WIDTH,
+        }
+    }
+}
+
+/// The parts of a BERT `config.json` the forward pass needs.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Config {
+    pub(crate) hidden_size: usize,
+    pub(crate) num_hidden_layers: usize,
+    pub(crate) num_attention_heads: usize,
+    pub(crate) intermediate_size: usize,
+    pub(crate) max_position_embeddings: usize,
+    pub(crate) vocab_size: usize,
+    #[serde(default = "default_eps")]
+    pub(crate) layer_norm_eps: f64,
+    pub(crate) hidden_act: String,
+}
+
+fn default_eps() -> f64 {
+    1e-12
+}
+
+struct Norm {
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+}
+
+struct Layer {
+    /// Query, key and value in one (3 × hidden outputs), the query rows scaled by 1/√head_dim.
+    qkv: gemm::Packed,
+    output: gemm::Packed,
+    attention_norm: Norm,
+    intermediate: gemm::Packed,
+    down: gemm::Packed,
+    output_norm: Norm,
+}
+
+/// The encoder's weights, packed for one kind of kernel.
+pub(crate) struct Bert {
+    config: Config,
+    kernels: Kernels,
+    eps: f32,
+    words: Vec<f32>,
+    positions: Vec<f32>,
+    token_type: Vec<f32>,
+    embedding_norm: Norm,
+    layers: Vec<Layer>,
+}
+
+/// Reads a safetensors file's tensors by name (with or without a `bert.` prefix) as f32.
+struct Tensors<'a> {
+    file: safetensors::SafeTensors<'a>,
+}
+
+impl Tensors<'_> {
+    fn get(&self, name: &str, shape: &[usize]) -> std::result::Result<Vec<f32>, String> {
+        let view = self
+            .file
+            .tensor(name)
+            .or_else(|_| self.file.tensor(&format!("bert.{name}")))
+            .map_err(|_| format!("no tensor {name}"))?;
+        if view.dtype() != safetensors::Dtype::F32 {
+            return Err(format!("{name} is {:?}, not F32", view.dtype()));
+        }
+        if view.shape() != shape {
+            return Err(format!("{name} has shape {:?}, expected {shape:?}", view.shape()));
+        }
+        Ok(view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+    }
+
+    fn norm(&self, prefix: &str, width: usize) -> std::result::Result<Norm, String> {
+        Ok(Norm {
+            gamma: self.get(&format!("{prefix}.weight"), &[width])?,
+            beta: self.get(&format!("{prefix}.bias"), &[width])?,
+        })
+    }
+}
+
+impl Bert {
+    /// Loads the weights of `config`'s shape from safetensors `bytes`, packed for `kernels`.
+    pub(crate) fn load(config: Config, bytes: &[u8], kernels: Kernels) -> std::result::Result<Bert, String> {
+        let (h, i) = (config.hidden_size, config.intermediate_size);
+        if config.hidden_act != "gelu" {
+            // The tanh approximation is measurably not the model's GELU (cosine 0.9999972 vs 1 - 1e-12).
+            return Err("hidden_act must be \"gelu\" (exact erf GELU)".into());
+        }
+        if config.num_attention_heads == 0 || h % config.num_attention_heads != 0 {
+            return Err(format!("hidden_size {h} is not a multiple of {} heads", config.num_attention_heads));
+        }
+        let file = safetensors::SafeTensors::deserialize(bytes).map_err(|e| e.to_string())?;
+        let tensors = Tensors { file };
+        let scale = 1.0 / ((h / config.num_attention_heads) as f32).sqrt();
+        let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        for layer in 0..config.num_hidden_layers {
+            let at = |name: &str| format!("encoder.layer.{layer}.{name}");
+            let mut weight = Vec::with_capacity(3 * h * h);
+            let mut bias = Vec::with_capacity(3 * h);
+            for (part, factor) in [("query", scale), ("key", 1.0), ("value", 1.0)] {
+                let w = tensors.get(&at(&format!("attention.self.{part}.weight")), &[h, h])?;
+                let b = tensors.get(&at(&format!("attention.self.{part}.bias")), &[h])?;
+                weight.extend(w.iter().map(|x| x * factor));
+                bias.extend(b.iter().map(|x| x * factor));
+            }
+            let packed = |name: &str, n: usize, k: usize| -> std::result::Result<gemm::Packed, String> {
+                let w = tensors.get(&at(&format!("{name}.weight")), &[n, k])?;
+                let b = tensors.get(&at(&format!("{name}.bias")), &[n])?;
+                Ok(gemm::Packed::new(&w, &b, n, k, kernels))
+            };
+            layers.push(Layer {
+                qkv: gemm::Packed::new(&weight, &bias, 3 * h, h, kernels),
+                output: packed("attention.output.dense", h, h)?,
+                attention_norm: tensors.norm(&at("attention.output.LayerNorm"), h)?,
+                intermediate: packed("intermediate.dense", i, h)?,
+                down: packed("output.dense", h, i)?,
+                output_norm: tensors.norm(&at("output.LayerNorm"), h)?,
+            });
+        }
+        Ok(Bert {
+            words: tensors.get("embeddings.word_embeddings.weight", &[config.vocab_size, h])?,
+            positions: tensors
+                .get("embeddings.position_embeddings.weight", &[config.max_position_embeddings, h])?,
+            token_type: tensors.get("embeddings.token_type_embeddings.weight", &[2, h])?[..h].to_vec(),
+            embedding_norm: tensors.norm("embeddings.LayerNorm", h)?,
+            eps: config.layer_norm_eps as f32,
+            config,
+            kernels,
+            layers,
+        })
+    }
+
+    /// The kernels the weights are packed for.
+    pub(crate) fn kernels(&self) -> Kernels {
+        self.kernels
+    }
+
+    /// The mean of the last hidden states over each sequence's tokens (not yet normalised), one vector per
+    /// sequence of `batch` (token ids, special tokens included, already truncated).
+    ///
+    /// # Errors
+    /// [`Error::Tokenizer`] for an empty sequence, a sequence longer than the position table or a token id
+    /// outside the vocabulary.
+    pub(crate) fn pooled(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        let h = self.config.hidden_size;
+        for ids in batch {
+            if ids.is_empty() || ids.len() > self.config.max_position_embeddings {
+                return Err(Error::Tokenizer(format!(
+                    "a sequence of {} tokens does not fit 1..={} positions",
+                    ids.len(),
+                    self.config.max_position_embeddings
+                )));
+            }
+            if let Some(id) = ids.iter().find(|id| **id as usize >= self.config.vocab_size) {
+                return Err(Error::Tokenizer(format!("token id {id} is outside the vocabulary")));
+            }
+        }
+        let lengths: Vec<usize> = batch.iter().map(|ids| ids.len()).collect();
+        let tokens: usize = lengths.iter().sum();
+        let mut x = vec![0.0f32; tokens * h];
+        for (row, (position, id)) in
+            x.chunks_exact_mut(h).zip(batch.iter().flat_map(|ids| ids.iter().enumerate()))
+        {
+            let word = &self.words[*id as usize * h..(*id as usize + 1) * h];
+            let place = &self.positions[position * h..(position + 1) * h];
+            for (((value, w), p), t) in row.iter_mut().zip(word).zip(place).zip(&self.token_type) {
+                *value = (*w + *p) + *t;
+            }
+        }
+        self.norm_rows(&mut x, &self.embedding_norm);
+        let mut buffers = Buffers::new(tokens, h, self.config.intermediate_size);
+        for layer in &self.layers {
+            self.block(layer, &mut x, &lengths, &mut buffers);
+        }
+        Ok(split(&x, h, &lengths)
+            .map(|rows| {
+                let mut sum = vec![0.0f32; h];
+                for row in rows.chunks_exact(h) {
+                    for (s, v) in sum.iter_mut().zip(row) {
+                        *s += *v;
+                    }
+                }
+                let count = (rows.len() / h) as f32;
+                sum.iter().map(|s| s / count).collect()
+            })
+            .collect())
+    }
+
+    /// One transformer block, post-norm as BERT: attention, residual, norm; feed-forward, residual, norm.
+    fn block(&self, layer: &Layer, x: &mut [f32], lengths: &[usize], buffers: &mut Buffers) {
+        let (h, k) = (self.config.hidden_size, self.kernels);
+        let tokens = x.len() / h;
+        gemm::linear(k, x, tokens, &layer.qkv, &mut buffers.qkv);
+        let heads = self.config.num_attention_heads;
+        let head_dim = h / heads;
+        // Each sequence's context rows are its own: hand them out by length.
+        let mut jobs = Vec::with_capacity(lengths.len());
+        let (mut qkv_rest, mut ctx_rest) = (&buffers.qkv[..], &mut buffers.context[..]);
+        for len in lengths {
+            let (qkv, q_next) = qkv_rest.split_at(len * 3 * h);
+            let (ctx, c_next) = std::mem::take(&mut ctx_rest).split_at_mut(len * h);
+            jobs.push((*len, qkv, ctx));
+            (qkv_rest, ctx_rest) = (q_next, c_next);
+        }
+        jobs.into_par_iter().for_each(|(len, qkv, ctx)| {
+            let mut scratch = vec![0.0f32; head_dim * len + len];
+            ops::attention(k, qkv, len, h, heads, ctx, &mut scratch);
+        });
+        gemm::linear(k, &buffers.context, tokens, &layer.output, &mut buffers.projected);
+        add_into(&mut buffers.projected, x);
+        self.norm_rows(&mut buffers.projected, &layer.attention_norm);
+        gemm::linear(k, &buffers.projected, tokens, &layer.intermediate, &mut buffers.intermediate);
+        let i = self.config.intermediate_size;
+        buffers.intermediate.par_chunks_mut(ROWS_PER_TASK * i).for_each(|rows| ops::gelu(k, rows));
+        gemm::linear(k, &buffers.intermediate, tokens, &layer.down, x);
+        add_into(x, &buffers.projected);
+        self.norm_rows(x, &layer.output_norm);
+    }
+
+    fn norm_rows(&self, rows: &mut [f32], norm: &Norm) {
+        let (h, k, eps) = (self.config.hidden_size, self.kernels, self.eps);
+        rows.par_chunks_mut(ROWS_PER_TASK * h)
+            .for_each(|rows| ops::layer_norm(k, rows, &norm.gamma, &norm.beta, eps));
+    }
+}
+
+/// Rows per parallel task of the row-wise operations.
+const ROWS_PER_TASK: usize = 64;
+
+/// The activations of one forward pass, reused by every layer.
+struct Buffers {
+    qkv: Vec<f32>,
+    context: Vec<f32>,
+    projected: Vec<f32>,
+    intermediate: Vec<f32>,
+}
+
+impl Buffers {
+    fn new(tokens: usize, hidden: usize, intermediate: usize) -> Buffers {
+        Buffers {
+            qkv: vec![0.0; tokens * 3 * hidden],
+            context: vec![0.0; tokens * hidden],
+            projected: vec![0.0; tokens * hidden],
+            intermediate: vec![0.0; tokens * intermediate],
+        }
+    }
+}
+
+/// `target += addend`, element by element (exact order-free: one addition per element).
+fn add_into(target: &mut [f32], addend: &[f32]) {
+    target.par_chunks_mut(1 << 14).zip(addend.par_chunks(1 << 14)).for_each(|(t, a)| {
+        for (t, a) in t.iter_mut().zip(a) {
+            *t += *a;
+        }
+    });
+}
+
+/// The rows of each sequence.
+fn split<'a>(x: &'a [f32], hidden: usize, lengths: &'a [usize]) -> impl Iterator<Item = &'a [f32]> + 'a {
+    let mut start = 0;
+    lengths.iter().map(move |len| {
+        let rows = &x[start * hidden..(start + len) * hidden];
+        start += len;
+        rows
+    })
+}

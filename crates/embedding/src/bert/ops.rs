@@ -1,0 +1,296 @@
+//! The per-row and per-sequence operations of the encoder besides the linear layers: layer norm, exact-erf
+//! GELU, and attention with its softmax. Written once in plain Rust and compiled for each instruction set
+//! (`dispatch!`): every result is defined by the source's operation order, which LLVM keeps (no reassociation,
+//! no contraction), so the AVX-512, AVX2 and portable builds give the same bits.
+//!
+//! Sums over a row use 16 partial sums (element i goes to partial i mod 16, in increasing i), added in a fixed
+//! tree: the same order whatever the vector width. Nothing here looks beyond its row or its sequence.
+
+use super::Kernels;
+
+const LOG2E: f32 = std::f32::consts::LOG2_E;
+const LN2_HI: f32 = 0.693_359_4;
+const LN2_LO: f32 = -2.121_944_4e-4;
+
+/// The sum of `x` in the fixed 16-partial order.
+#[inline(always)]
+fn sum16(x: &[f32]) -> f32 {
+    let mut partial = [0.0f32; 16];
+    let chunks = x.chunks_exact(16);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (p, v) in partial.iter_mut().zip(chunk) {
+            *p += *v;
+        }
+    }
+    for (p, v) in partial.iter_mut().zip(rest) {
+        *p += *v;
+    }
+    tree(partial)
+}
+
+/// The sum of squared deviations from `mean`, in the same order as [`sum16`].
+#[inline(always)]
+fn squares16(x: &[f32], mean: f32) -> f32 {
+    let mut partial = [0.0f32; 16];
+    let chunks = x.chunks_exact(16);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (p, v) in partial.iter_mut().zip(chunk) {
+            let d = *v - mean;
+            *p = d.mul_add(d, *p);
+        }
+    }
+    for (p, v) in partial.iter_mut().zip(rest) {
+        let d = *v - mean;
+        *p = d.mul_add(d, *p);
+    }
+    tree(partial)
+}
+
+#[inline(always)]
+fn tree(mut partial: [f32; 16]) -> f32 {
+    for width in [8, 4, 2, 1] {
+        for l in 0..width {
+            partial[l] += partial[l + width];
+        }
+    }
+    partial[0]
+}
+
+/// `e^x` to within 2 ulp for x in [-87, 88] (clamped outside): Cephes' reduction `x = n ln 2 + r` and its
+/// degree-6 polynomial, every step an explicit multiply, add or fused multiply-add.
+#[inline(always)]
+fn exp(x: f32) -> f32 {
+    let x = x.clamp(-87.0, 88.0);
+    let n = (x * LOG2E + 0.5).floor();
+    let r = n.mul_add(-LN2_HI, x);
+    let r = n.mul_add(-LN2_LO, r);
+    let mut p = 1.987_569_1e-4f32;
+    p = p.mul_add(r, 1.398_199_9e-3);
+    p = p.mul_add(r, 8.333_452e-3);
+    p = p.mul_add(r, 4.166_579_6e-2);
+    p = p.mul_add(r, 1.666_666_5e-1);
+    p = p.mul_add(r, 0.5);
+    let e = (p * r).mul_add(r, r) + 1.0;
+    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    e * scale
+}
+
+/// `erf(x)` within 4e-7 absolute (3e-7 at worst, near |x| = 3.9; 1e-7 below |x| = 3): Eigen's rational
+/// approximation on [-4, 4], where erf is within 2e-8 of ±1.
+#[inline(always)]
+fn erf(x: f32) -> f32 {
+    let x = x.clamp(-4.0, 4.0);
+    let x2 = x * x;
+    let mut p = -2.726_142_3e-10f32;
+    p = p.mul_add(x2, 2.770_681_4e-8);
+    p = p.mul_add(x2, -2.101_024e-6);
+    p = p.mul_add(x2, -5.692_506_4e-5);
+    p = p.mul_add(x2, -7.349_906_3e-4);
+    p = p.mul_add(x2, -2.954_600_1e-3);
+    p = p.mul_add(x2, -1.609_603_3e-2);
+    let mut q = -1.456_607_2e-5f32;
+    q = q.mul_add(x2, -2.133_740_6e-4);
+    q = q.mul_add(x2, -1.682_827e-3);
+    q = q.mul_add(x2, -7.373_329e-3);
+    q = q.mul_add(x2, -1.426_474e-2);
+    x * p / q
+}
+
+/// Layer norm of each row of `rows` (rows of `gamma.len()`), in place: mean, then the mean of squared
+/// deviations, as PyTorch's LayerNorm defines them.
+#[inline(always)]
+fn layer_norm_body(rows: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+    let width = gamma.len();
+    let n = width as f32;
+    for row in rows.chunks_exact_mut(width) {
+        let mean = sum16(row) / n;
+        let variance = squares16(row, mean) / n;
+        let inverse = 1.0 / (variance + eps).sqrt();
+        for ((x, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+            *x = ((*x - mean) * inverse).mul_add(*g, *b);
+        }
+    }
+}
+
+/// `x · ½ · (1 + erf(x / √2))`, the model's exact GELU, in place.
+#[inline(always)]
+fn gelu_body(values: &mut [f32]) {
+    for x in values {
+        *x = *x * 0.5 * (1.0 + erf(*x * std::f32::consts::FRAC_1_SQRT_2));
+    }
+}
+
+/// Self-attention of one sequence, every head. `qkv` holds its `len` rows of `[q | k | v]` (each `hidden`
+/// wide, q already scaled by 1/√head_dim); the context rows go to `out` (`len` × `hidden`). `scratch` is
+/// reused: at least `head_dim × len + len` floats.
+#[inline(always)]
+fn attention_body(
+    qkv: &[f32],
+    len: usize,
+    hidden: usize,
+    heads: usize,
+    out: &mut [f32],
+    scratch: &mut [f32],
+) {
+    let head_dim = hidden / heads;
+    let stride = 3 * hidden;
+    let (keys, scores) = scratch.split_at_mut(head_dim * len);
+    let scores = &mut scores[..len];
+    for head in 0..heads {
+        let (q_at, k_at, v_at) = (head * head_dim, hidden + head * head_dim, 2 * hidden + head * head_dim);
+        // Keys transposed (head_dim × len), so each query's scores are one contiguous pass per dimension.
+        for j in 0..len {
+            for d in 0..head_dim {
+                keys[d * len + j] = qkv[j * stride + k_at + d];
+            }
+        }
+        for i in 0..len {
+            scores.fill(0.0);
+            for d in 0..head_dim {
+                let q = qkv[i * stride + q_at + d];
+                for (s, k) in scores.iter_mut().zip(&keys[d * len..(d + 1) * len]) {
+                    *s = q.mul_add(*k, *s);
+                }
+            }
+            softmax(scores);
+            let context = &mut out[i * hidden + q_at..i * hidden + q_at + head_dim];
+            context.fill(0.0);
+            for (j, p) in scores.iter().enumerate() {
+                let value = &qkv[j * stride + v_at..j * stride + v_at + head_dim];
+                for (c, v) in context.iter_mut().zip(value) {
+                    *c = p.mul_add(*v, *c);
+                }
+            }
+        }
+    }
+}
+
+/// Softmax of one row of scores, in place (no mask: a packed sequence has no padding).
+#[inline(always)]
+fn softmax(scores: &mut [f32]) {
+    let mut partial = [f32::NEG_INFINITY; 16];
+    for chunk in scores.chunks(16) {
+        for (p, s) in partial.iter_mut().zip(chunk) {
+            if *s > *p {
+                *p = *s;
+            }
+        }
+    }
+    let max = partial.iter().fold(f32::NEG_INFINITY, |m, p| if *p > m { *p } else { m });
+    for s in scores.iter_mut() {
+        *s = exp(*s - max);
+    }
+    let inverse = 1.0 / sum16(scores);
+    for s in scores.iter_mut() {
+        *s *= inverse;
+    }
+}
+
+/// Generates, per instruction set, wrappers that compile the bodies above with its features.
+macro_rules! dispatch {
+    ($($name:ident => $body:ident ($($arg:ident: $ty:ty),*);)*) => {
+        #[cfg(target_arch = "x86_64")]
+        mod avx512 {
+            use super::*;
+            $(
+                #[target_feature(enable = "avx512f,avx2,fma")]
+                pub(super) unsafe fn $name($($arg: $ty),*) { $body($($arg),*) }
+            )*
+        }
+        #[cfg(target_arch = "x86_64")]
+        mod avx2 {
+            use super::*;
+            $(
+                #[target_feature(enable = "avx2,fma")]
+                pub(super) unsafe fn $name($($arg: $ty),*) { $body($($arg),*) }
+            )*
+        }
+        $(
+            pub(crate) fn $name(kernels: Kernels, $($arg: $ty),*) {
+                match kernels {
+                    // SAFETY: these kernels are only chosen on a CPU that has their features.
+                    #[cfg(target_arch = "x86_64")]
+                    Kernels::Avx512 => unsafe { avx512::$name($($arg),*) },
+                    #[cfg(target_arch = "x86_64")]
+                    Kernels::Avx2 => unsafe { avx2::$name($($arg),*) },
+                    _ => $body($($arg),*),
+                }
+            }
+        )*
+    };
+}
+
+dispatch! {
+    layer_norm => layer_norm_body(rows: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32);
+    gelu => gelu_body(values: &mut [f32]);
+    attention => attention_body(qkv: &[f32], len: usize, hidden: usize, heads: usize, out: &mut [f32], scratch: &mut [f32]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_and_erf_are_accurate() {
+        let mut worst_exp = 0.0f64;
+        let mut worst_erf = 0.0f64;
+        for i in -87_000..=20_000 {
+            let x = i as f32 / 1000.0;
+            let relative = ((f64::from(exp(x)) - f64::from(x).exp()) / f64::from(x).exp()).abs();
+            worst_exp = worst_exp.max(relative);
+        }
+        let mut worst_at = 0.0;
+        for i in -6_000..=6_000 {
+            let x = i as f32 / 1000.0;
+            let reference = erf_reference(f64::from(x));
+            let error = (f64::from(erf(x)) - reference).abs();
+            if error > worst_erf {
+                (worst_erf, worst_at) = (error, x);
+            }
+        }
+        assert!(worst_exp < 3e-7, "exp relative error {worst_exp}");
+        assert!(worst_erf < 4e-7, "erf absolute error {worst_erf} at {worst_at}");
+    }
+
+    /// erf by its Taylor series (|x| < 3) and continued-fraction complement (beyond), in f64.
+    fn erf_reference(x: f64) -> f64 {
+        if x.abs() >= 3.0 {
+            let t = x.abs();
+            let mut fraction = 0.0;
+            for n in (1..60).rev() {
+                fraction = f64::from(n) / 2.0 / (t + fraction);
+            }
+            let complement = (-t * t).exp() / std::f64::consts::PI.sqrt() / (t + fraction);
+            return (1.0 - complement).copysign(x);
+        }
+        let mut term = x;
+        let mut sum = x;
+        for n in 1..200 {
+            term *= -x * x / f64::from(n);
+            sum += term / f64::from(2 * n + 1);
+        }
+        sum * 2.0 / std::f64::consts::PI.sqrt()
+    }
+
+    #[test]
+    fn row_sums_do_not_depend_on_the_vector_width() {
+        let row: Vec<f32> = (0..384).map(|i| ((i * 7919) % 1000) as f32 / 997.0 - 0.5).collect();
+        let mut expected = [0.0f32; 16];
+        for (i, v) in row.iter().enumerate() {
+            expected[i % 16] += *v;
+        }
+        assert_eq!(sum16(&row).to_bits(), tree(expected).to_bits());
+        let gamma = vec![1.0f32; 384];
+        let beta = vec![0.0f32; 384];
+        let mut by_kernels = Vec::new();
+        for kernels in Kernels::available() {
+            let mut copy = row.clone();
+            layer_norm(kernels, &mut copy, &gamma, &beta, 1e-12);
+            gelu(kernels, &mut copy);
+            by_kernels.push(copy.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+        }
+        assert!(by_kernels.windows(2).all(|w| w[0] == w[1]), "kernels disagree");
+    }
+}
