@@ -99,8 +99,8 @@ pub(crate) struct ModelArgs {
     /// Accept a BERT checkpoint with this weights sha256 (hex) instead of all-MiniLM-L6-v2's published one
     #[arg(long, value_name = "HEX")]
     pub(crate) weights_sha256: Option<String>,
-    /// Texts embedded per model call
-    #[arg(long, default_value_t = 16)]
+    /// Texts run through the model together (the vectors do not depend on it; speed and memory do)
+    #[arg(long, default_value_t = 64)]
     pub(crate) batch_size: usize,
 }
 

@@ -507,9 +507,22 @@ fn progress_is_plain_lines_when_stderr_is_not_a_terminal() {
     ] {
         assert!(stderr.contains(expected), "missing {expected:?} in:\n{stderr}");
     }
+    assert!(first.status.success(), "{stderr}");
     std::fs::remove_file(&out).unwrap();
     let second = scifact_audit(&args, "");
     let stderr = String::from_utf8_lossy(&second.stderr);
-    assert!(stderr.contains("embedding documents: 5183 already done (resumed)"), "{stderr}");
-    assert!(stderr.contains("embedding documents: done, 0 in"), "{stderr}");
+    let listing: Vec<String> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            format!("{} {}", e.file_name().to_string_lossy(), e.metadata().unwrap().len())
+        })
+        .collect();
+    let context = format!(
+        "{stderr}\nfirst stdout: {}\nsecond stdout: {}\nwork: {listing:?}",
+        String::from_utf8_lossy(&first.stdout),
+        String::from_utf8_lossy(&second.stdout)
+    );
+    assert!(stderr.contains("embedding documents: 5183 already done (resumed)"), "{context}");
+    assert!(stderr.contains("embedding documents: done, 0 in"), "{context}");
 }

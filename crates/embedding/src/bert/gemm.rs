@@ -49,35 +49,66 @@ impl Packed {
     }
 }
 
-/// `out (m × n) = bias + a (m × k) · wᵀ`, rows split among the threads in blocks.
+/// `m` rows of `k` floats in memory, `stride` apart (a view into a wider matrix, such as one head's queries).
+#[derive(Clone, Copy)]
+pub(crate) struct Rows<'a> {
+    pub(crate) data: &'a [f32],
+    pub(crate) m: usize,
+    pub(crate) stride: usize,
+}
+
+/// `out (m × n) = bias + a (m × k) · wᵀ` for contiguous matrices.
 pub(crate) fn linear(kernels: Kernels, a: &[f32], m: usize, w: &Packed, out: &mut [f32]) {
     debug_assert_eq!(a.len(), m * w.k);
     debug_assert_eq!(out.len(), m * w.n);
+    product(kernels, Rows { data: a, m, stride: w.k }, w, out, w.n);
+}
+
+/// `out = bias + a · wᵀ`, where row i of the result is written at `out[i * out_stride..][..n]`; rows split
+/// among the threads in blocks.
+pub(crate) fn product(kernels: Kernels, a: Rows<'_>, w: &Packed, out: &mut [f32], out_stride: usize) {
     debug_assert_eq!(w.width, kernels.panel_width());
-    out.par_chunks_mut(ROW_BLOCK * w.n).zip(a.par_chunks(ROW_BLOCK * w.k)).for_each(|(out, a)| {
-        let rows = a.len() / w.k;
+    debug_assert!(a.m == 0 || a.data.len() >= (a.m - 1) * a.stride + w.k);
+    debug_assert!(a.m == 0 || out.len() >= (a.m - 1) * out_stride + w.n);
+    out.par_chunks_mut(ROW_BLOCK * out_stride).enumerate().for_each(|(block, out)| {
+        let first = block * ROW_BLOCK;
+        let rows = ROW_BLOCK.min(a.m - first);
+        let block = Rows { data: &a.data[first * a.stride..], m: rows, stride: a.stride };
         match kernels {
             // SAFETY: Kernels::Avx512 and Avx2 are only constructed after the CPU was found to have them.
-            Kernels::Avx512 => unsafe { avx512::block(a, rows, w, out) },
-            Kernels::Avx2 => unsafe { avx2::block(a, rows, w, out) },
-            Kernels::Scalar => scalar::block(a, rows, w, out),
+            Kernels::Avx512 => unsafe { avx512::block(block, w, out, out_stride) },
+            Kernels::Avx2 => unsafe { avx2::block(block, w, out, out_stride) },
+            Kernels::Scalar => scalar::block(block, w, out, out_stride),
         }
     });
 }
 
-/// One block of rows through every panel: the driver each kernel set shares. `tile(a, rows, panel, bias, c,
-/// ldc)` computes up to `mr` rows of one panel into `c`.
+/// One block of rows through every panel: the driver each kernel set shares. The block's rows are first
+/// repacked tile by tile (for each k, the tile's rows side by side), so each step's broadcasts share a cache
+/// line; `tile(a, rows, panel, bias, c, ldc)` then computes up to `mr` rows of one panel into `c`.
 #[inline(always)]
 fn drive(
-    a: &[f32],
-    rows: usize,
+    a: Rows<'_>,
     w: &Packed,
     out: &mut [f32],
+    ldc: usize,
     mr: usize,
     mut tile: impl FnMut(&[f32], usize, &[f32], &[f32], &mut [f32], usize),
 ) {
-    let (k, n, width) = (w.k, w.n, w.width);
+    let (k, n, width, rows) = (w.k, w.n, w.width, a.m);
     let mut scratch = vec![0.0f32; mr * width];
+    let mut packed = vec![0.0f32; rows * k];
+    let mut row = 0;
+    while row < rows {
+        let take = mr.min(rows - row);
+        let tile = &mut packed[row * k..(row + take) * k];
+        for p in 0..k {
+            for r in 0..take {
+                tile[p * take + r] = a.data[(row + r) * a.stride + p];
+            }
+        }
+        row += take;
+    }
     for panel in 0..n.div_ceil(width) {
         let weights = &w.data[panel * k * width..(panel + 1) * k * width];
         let bias = &w.bias[panel * width..(panel + 1) * width];
@@ -86,15 +117,15 @@ fn drive(
         let mut row = 0;
         while row < rows {
             let take = mr.min(rows - row);
-            let a_tile = &a[row * k..(row + take) * k];
+            let a_tile = &packed[row * k..(row + take) * k];
             if full {
-                tile(a_tile, take, weights, bias, &mut out[row * n + first..], n);
+                tile(a_tile, take, weights, bias, &mut out[row * ldc + first..], ldc);
             } else {
                 // The last, partial panel goes through a scratch tile; only its real columns are kept.
                 tile(a_tile, take, weights, bias, &mut scratch, width);
+                let kept = n - first;
                 for r in 0..take {
-                    let kept = n - first;
-                    out[(row + r) * n + first..(row + r) * n + n]
+                    out[(row + r) * ldc + first..(row + r) * ldc + n]
                         .copy_from_slice(&scratch[r * width..r * width + kept]);
                 }
             }
@@ -107,7 +138,7 @@ mod avx512 {
     #[cfg(target_arch = "x86_64")]
     use std::arch::x86_64::*;
 
-    use super::{Packed, drive};
+    use super::{Packed, Rows, drive};
 
     const MR: usize = 12;
 
@@ -115,8 +146,8 @@ mod avx512 {
     /// The CPU must support AVX-512F.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn block(a: &[f32], rows: usize, w: &Packed, out: &mut [f32]) {
-        drive(a, rows, w, out, MR, |a, take, b, bias, c, ldc| {
+    pub(super) unsafe fn block(a: Rows<'_>, w: &Packed, out: &mut [f32], ldc: usize) {
+        drive(a, w, out, ldc, MR, |a, take, b, bias, c, ldc| {
             // SAFETY: the slices hold `take` rows of k, k panels of 32 weights, 32 biases and `take` rows
             // of at least 32 outputs, `ldc` apart; the CPU has AVX-512F (this function's precondition).
             unsafe {
@@ -154,7 +185,7 @@ mod avx512 {
                 let w0 = _mm512_loadu_ps(b.add(p * 32));
                 let w1 = _mm512_loadu_ps(b.add(p * 32 + 16));
                 for (r, row) in acc.iter_mut().enumerate() {
-                    let x = _mm512_set1_ps(*a.add(r * k + p));
+                    let x = _mm512_set1_ps(*a.add(p * R + r));
                     row[0] = _mm512_fmadd_ps(x, w0, row[0]);
                     row[1] = _mm512_fmadd_ps(x, w1, row[1]);
                 }
@@ -167,8 +198,8 @@ mod avx512 {
     }
 
     #[cfg(not(target_arch = "x86_64"))]
-    pub(super) unsafe fn block(a: &[f32], rows: usize, w: &Packed, out: &mut [f32]) {
-        super::scalar::block(a, rows, w, out)
+    pub(super) unsafe fn block(a: Rows<'_>, w: &Packed, out: &mut [f32], ldc: usize) {
+        super::scalar::block(a, w, out, ldc)
     }
 }
 
@@ -176,7 +207,7 @@ mod avx2 {
     #[cfg(target_arch = "x86_64")]
     use std::arch::x86_64::*;
 
-    use super::{Packed, drive};
+    use super::{Packed, Rows, drive};
 
     const MR: usize = 6;
 
@@ -184,8 +215,8 @@ mod avx2 {
     /// The CPU must support AVX2 and FMA.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn block(a: &[f32], rows: usize, w: &Packed, out: &mut [f32]) {
-        drive(a, rows, w, out, MR, |a, take, b, bias, c, ldc| {
+    pub(super) unsafe fn block(a: Rows<'_>, w: &Packed, out: &mut [f32], ldc: usize) {
+        drive(a, w, out, ldc, MR, |a, take, b, bias, c, ldc| {
             // SAFETY: as in the AVX-512 block, with panels of 16; the CPU has AVX2 and FMA.
             unsafe {
                 match take {
@@ -216,7 +247,7 @@ mod avx2 {
                 let w0 = _mm256_loadu_ps(b.add(p * 16));
                 let w1 = _mm256_loadu_ps(b.add(p * 16 + 8));
                 for (r, row) in acc.iter_mut().enumerate() {
-                    let x = _mm256_set1_ps(*a.add(r * k + p));
+                    let x = _mm256_set1_ps(*a.add(p * R + r));
                     row[0] = _mm256_fmadd_ps(x, w0, row[0]);
                     row[1] = _mm256_fmadd_ps(x, w1, row[1]);
                 }
@@ -229,27 +260,27 @@ mod avx2 {
     }
 
     #[cfg(not(target_arch = "x86_64"))]
-    pub(super) unsafe fn block(a: &[f32], rows: usize, w: &Packed, out: &mut [f32]) {
-        super::scalar::block(a, rows, w, out)
+    pub(super) unsafe fn block(a: Rows<'_>, w: &Packed, out: &mut [f32], ldc: usize) {
+        super::scalar::block(a, w, out, ldc)
     }
 }
 
 /// Portable kernels: the same chain with `f32::mul_add` (a single rounding, like the vector FMAs).
 pub(super) mod scalar {
-    use super::{Packed, drive};
+    use super::{Packed, Rows, drive};
 
     const MR: usize = 4;
     /// Columns per panel.
     pub(crate) const WIDTH: usize = 8;
 
-    pub(crate) fn block(a: &[f32], rows: usize, w: &Packed, out: &mut [f32]) {
-        drive(a, rows, w, out, MR, |a, take, b, bias, c, ldc| {
+    pub(crate) fn block(a: Rows<'_>, w: &Packed, out: &mut [f32], ldc: usize) {
+        drive(a, w, out, ldc, MR, |a, take, b, bias, c, ldc| {
             let k = a.len() / take;
             for r in 0..take {
                 let mut acc = [0.0f32; WIDTH];
                 acc.copy_from_slice(&bias[..WIDTH]);
                 for p in 0..k {
-                    let x = a[r * k + p];
+                    let x = a[p * take + r];
                     for (j, value) in acc.iter_mut().enumerate() {
                         *value = x.mul_add(b[p * WIDTH + j], *value);
                     }
@@ -257,5 +288,47 @@ pub(super) mod scalar {
                 c[r * ldc..r * ldc + WIDTH].copy_from_slice(&acc);
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random(n: usize, seed: u64) -> Vec<f32> {
+        let mut state = seed;
+        (0..n)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+            })
+            .collect()
+    }
+
+    /// Every kernel computes each element as `bias + Σ a·w` by one fma chain in k order, whatever the shape.
+    #[test]
+    fn every_kernel_gives_the_fma_chain_bits_for_every_shape() {
+        for (m, n, k) in [(1, 8, 3), (5, 40, 17), (13, 96, 32), (100, 33, 64), (25, 1152, 384)] {
+            let a = random(m * k, 1);
+            let w = random(n * k, 2);
+            let bias = random(n, 3);
+            let expected: Vec<u32> = (0..m * n)
+                .map(|at| {
+                    let (i, j) = (at / n, at % n);
+                    let mut acc = bias[j];
+                    for p in 0..k {
+                        acc = a[i * k + p].mul_add(w[j * k + p], acc);
+                    }
+                    acc.to_bits()
+                })
+                .collect();
+            for kernels in Kernels::available() {
+                let packed = Packed::new(&w, &bias, n, k, kernels);
+                let mut out = vec![0.0f32; m * n];
+                linear(kernels, &a, m, &packed, &mut out);
+                let bits: Vec<u32> = out.iter().map(|x| x.to_bits()).collect();
+                assert_eq!(bits, expected, "{kernels:?} at {m}x{n}x{k}");
+            }
+        }
     }
 }

@@ -261,10 +261,7 @@ impl Bert {
             jobs.push((*len, qkv, ctx));
             (qkv_rest, ctx_rest) = (q_next, c_next);
         }
-        jobs.into_par_iter().for_each(|(len, qkv, ctx)| {
-            let mut scratch = vec![0.0f32; head_dim * len + len];
-            ops::attention(k, qkv, len, h, heads, ctx, &mut scratch);
-        });
+        jobs.into_par_iter().for_each(|(len, qkv, ctx)| attention(k, qkv, len, h, heads, head_dim, ctx));
         gemm::linear(k, &buffers.context, tokens, &layer.output, &mut buffers.projected);
         add_into(&mut buffers.projected, x);
         self.norm_rows(&mut buffers.projected, &layer.attention_norm);
@@ -280,6 +277,44 @@ impl Bert {
         let (h, k, eps) = (self.config.hidden_size, self.kernels, self.eps);
         rows.par_chunks_mut(ROWS_PER_TASK * h)
             .for_each(|rows| ops::layer_norm(k, rows, &norm.gamma, &norm.beta, eps));
+    }
+}
+
+/// Self-attention of one sequence, every head: `qkv` holds its `len` rows of `[q | k | v]` (each `hidden` wide,
+/// q already scaled by 1/√head_dim); the context rows go to `out` (`len` × `hidden`). The two products,
+/// scores = q·kᵀ and context = softmax(scores)·v, run on the linear layers' kernels with a zero bias, so each
+/// score and each context value is one fused multiply-add chain (over the head's dimensions, then over the
+/// keys in order), as in `gemm`.
+fn attention(
+    k: Kernels,
+    qkv: &[f32],
+    len: usize,
+    hidden: usize,
+    heads: usize,
+    head_dim: usize,
+    out: &mut [f32],
+) {
+    let stride = 3 * hidden;
+    let mut keys = vec![0.0f32; len * head_dim];
+    let mut values_t = vec![0.0f32; head_dim * len];
+    let mut scores = vec![0.0f32; len * len];
+    let (no_bias_keys, no_bias_dims) = (vec![0.0f32; len], vec![0.0f32; head_dim]);
+    for head in 0..heads {
+        let (q_at, k_at, v_at) = (head * head_dim, hidden + head * head_dim, 2 * hidden + head * head_dim);
+        for j in 0..len {
+            let row = &qkv[j * stride..(j + 1) * stride];
+            keys[j * head_dim..(j + 1) * head_dim].copy_from_slice(&row[k_at..k_at + head_dim]);
+            for d in 0..head_dim {
+                values_t[d * len + j] = row[v_at + d];
+            }
+        }
+        let queries = gemm::Rows { data: &qkv[q_at..], m: len, stride };
+        let key_panels = gemm::Packed::new(&keys, &no_bias_keys, len, head_dim, k);
+        gemm::product(k, queries, &key_panels, &mut scores, len);
+        ops::softmax_rows(k, &mut scores, len);
+        let value_panels = gemm::Packed::new(&values_t, &no_bias_dims, head_dim, len, k);
+        let probabilities = gemm::Rows { data: &scores, m: len, stride: len };
+        gemm::product(k, probabilities, &value_panels, &mut out[q_at..], hidden);
     }
 }
 

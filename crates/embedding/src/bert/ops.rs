@@ -1,10 +1,10 @@
-//! The per-row and per-sequence operations of the encoder besides the linear layers: layer norm, exact-erf
-//! GELU, and attention with its softmax. Written once in plain Rust and compiled for each instruction set
+//! The per-row operations of the encoder besides the matrix products: layer norm, exact-erf GELU, and the
+//! softmax of attention scores. Written once in plain Rust and compiled for each instruction set
 //! (`dispatch!`): every result is defined by the source's operation order, which LLVM keeps (no reassociation,
 //! no contraction), so the AVX-512, AVX2 and portable builds give the same bits.
 //!
 //! Sums over a row use 16 partial sums (element i goes to partial i mod 16, in increasing i), added in a fixed
-//! tree: the same order whatever the vector width. Nothing here looks beyond its row or its sequence.
+//! tree: the same order whatever the vector width. Nothing here looks beyond its row.
 
 use super::Kernels;
 
@@ -73,7 +73,9 @@ fn exp(x: f32) -> f32 {
     p = p.mul_add(r, 1.666_666_5e-1);
     p = p.mul_add(r, 0.5);
     let e = (p * r).mul_add(r, r) + 1.0;
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    // 2^n from n's bits: adding 1.5 · 2^23 puts the integer n (|n| ≤ 127) in the low mantissa bits, exactly.
+    let shifted = (n + 12_582_912.0).to_bits().wrapping_sub(0x4B40_0000);
+    let scale = f32::from_bits(shifted.wrapping_add(127) << 23);
     e * scale
 }
 
@@ -122,48 +124,11 @@ fn gelu_body(values: &mut [f32]) {
     }
 }
 
-/// Self-attention of one sequence, every head. `qkv` holds its `len` rows of `[q | k | v]` (each `hidden`
-/// wide, q already scaled by 1/√head_dim); the context rows go to `out` (`len` × `hidden`). `scratch` is
-/// reused: at least `head_dim × len + len` floats.
+/// Softmax of each row of `scores` (rows of `width`), in place.
 #[inline(always)]
-fn attention_body(
-    qkv: &[f32],
-    len: usize,
-    hidden: usize,
-    heads: usize,
-    out: &mut [f32],
-    scratch: &mut [f32],
-) {
-    let head_dim = hidden / heads;
-    let stride = 3 * hidden;
-    let (keys, scores) = scratch.split_at_mut(head_dim * len);
-    let scores = &mut scores[..len];
-    for head in 0..heads {
-        let (q_at, k_at, v_at) = (head * head_dim, hidden + head * head_dim, 2 * hidden + head * head_dim);
-        // Keys transposed (head_dim × len), so each query's scores are one contiguous pass per dimension.
-        for j in 0..len {
-            for d in 0..head_dim {
-                keys[d * len + j] = qkv[j * stride + k_at + d];
-            }
-        }
-        for i in 0..len {
-            scores.fill(0.0);
-            for d in 0..head_dim {
-                let q = qkv[i * stride + q_at + d];
-                for (s, k) in scores.iter_mut().zip(&keys[d * len..(d + 1) * len]) {
-                    *s = q.mul_add(*k, *s);
-                }
-            }
-            softmax(scores);
-            let context = &mut out[i * hidden + q_at..i * hidden + q_at + head_dim];
-            context.fill(0.0);
-            for (j, p) in scores.iter().enumerate() {
-                let value = &qkv[j * stride + v_at..j * stride + v_at + head_dim];
-                for (c, v) in context.iter_mut().zip(value) {
-                    *c = p.mul_add(*v, *c);
-                }
-            }
-        }
+fn softmax_body(scores: &mut [f32], width: usize) {
+    for row in scores.chunks_exact_mut(width) {
+        softmax(row);
     }
 }
 
@@ -225,7 +190,7 @@ macro_rules! dispatch {
 dispatch! {
     layer_norm => layer_norm_body(rows: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32);
     gelu => gelu_body(values: &mut [f32]);
-    attention => attention_body(qkv: &[f32], len: usize, hidden: usize, heads: usize, out: &mut [f32], scratch: &mut [f32]);
+    softmax_rows => softmax_body(scores: &mut [f32], width: usize);
 }
 
 #[cfg(test)]
