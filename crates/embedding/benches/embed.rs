@@ -4,14 +4,15 @@
 //! Needs the model (`SCIFACT_MODEL_DIR`, default `../shared/models/all-MiniLM-L6-v2`) and texts: by default the
 //! 32 document texts of `../shared/reference/minilm-reference.json` (SciFact documents under the contract's
 //! 700-character policy with their prefix), cycled to `--docs` (default 1,000). `--texts FILE` takes one JSON
-//! string per line instead. Run: `cargo bench -p embedding --bench embed -- --batch-sizes 8,32`.
+//! string per line instead. Every vector kernel this CPU has (AVX-512, AVX2) is measured, and the vectors of
+//! each are required to be the same bits. Run: `cargo bench -p embedding --bench embed -- --batch-sizes 8,64`.
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use embedding::{Embedder, MiniLm};
+use embedding::{Embedder, Kernels, MiniLm};
 
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
@@ -62,21 +63,33 @@ fn main() {
     let texts: Vec<&str> = source.iter().cycle().take(docs).map(String::as_str).collect();
     let mut model = MiniLm::all_minilm_l6_v2(&model_dir).unwrap();
     let tokens: usize = texts.iter().map(|t| model.input_ids(t).unwrap().len()).sum();
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let threads = rayon::current_num_threads();
     println!("{docs} docs, mean {:.1} tokens, {threads} threads", tokens as f64 / docs as f64);
     let mut results = Vec::new();
-    for batch_size in batch_sizes {
-        model.set_batch_size(batch_size);
-        let started = Instant::now();
-        let embeddings = model.embed(&texts).unwrap();
-        let seconds = started.elapsed().as_secs_f64();
-        assert_eq!(embeddings.len(), docs);
-        let rate = docs as f64 / seconds;
-        println!("batch {batch_size:>3}: {rate:>6.1} docs/s ({seconds:.1} s)");
-        results.push(serde_json::json!({ "batch_size": batch_size, "docs_per_s": rate, "seconds": seconds }));
+    let mut first: Option<Vec<embedding::Embedding>> = None;
+    let kernels = Kernels::available().into_iter().filter(|k| *k != Kernels::Scalar);
+    for kernels in kernels {
+        model.use_kernels(kernels).unwrap();
+        for &batch_size in &batch_sizes {
+            model.set_batch_size(batch_size);
+            let started = Instant::now();
+            let embeddings = model.embed(&texts).unwrap();
+            let seconds = started.elapsed().as_secs_f64();
+            assert_eq!(embeddings.len(), docs);
+            assert!(
+                first.get_or_insert_with(|| embeddings.clone()) == &embeddings,
+                "vectors changed with {kernels:?}"
+            );
+            let rate = docs as f64 / seconds;
+            println!("{kernels:?} batch {batch_size:>3}: {rate:>6.1} docs/s ({seconds:.1} s)");
+            results.push(serde_json::json!({
+                "kernels": format!("{kernels:?}"), "batch_size": batch_size, "docs_per_s": rate, "seconds": seconds,
+            }));
+        }
     }
     let report = serde_json::json!({
-        "benchmark": "embedding-minilm-v1",
+        "benchmark": "embedding-minilm-v2",
+        "backend": format!("{} {}", embedding::BACKEND, embedding::BACKEND_VERSION),
         "docs": docs,
         "mean_tokens": tokens as f64 / docs as f64,
         "threads": threads,
