@@ -20,7 +20,7 @@ use crate::fixture::FixtureView;
 use crate::report::{Report, Status};
 use crate::sign::{MAX_KEY_FILE_BYTES, SIGNATURE_FILE, TRUSTED_COMMENT_PREFIX, VerifyingKey, verify_bytes};
 use crate::validate::{Evidence, Input, validate};
-use crate::verify::{Found, MAX_FIXTURE_BYTES, MAX_SIDECAR_BYTES, gaps, hash_executable};
+use crate::verify::{Found, MAX_FIXTURE_BYTES, MAX_SIDECAR_BYTES, answered_by_bound, gaps, hash_executable};
 
 /// The manifest file.
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -308,8 +308,32 @@ pub fn verify_bundle(check: &BundleCheck) -> Result<Report> {
         };
         report.extend(validate(run, Evidence { fixture: view.as_ref(), mapping, executable_sha256 }));
         report.extend(gaps(run, frozen.as_ref()));
+        if run.str_at("/mode") != "fts_only" {
+            report.record(&run.name, "vector.exactness", recorded_recheck(run, &verification));
+        }
     }
     Ok(report)
+}
+
+/// A bundle carries no vectors to rescan: answers by bound are accepted only if the bundle's own (signed)
+/// verification report shows them re-checked by full scans when it was made.
+fn recorded_recheck(run: &Run, verification: &Value) -> std::result::Result<String, String> {
+    if !answered_by_bound(run) {
+        return Ok("every exact vector answer is a full scan (brute_force): exact by construction".into());
+    }
+    let recheck = verification["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["scope"] == run.name.as_str() && c["name"] == "vector.exactness");
+    match recheck {
+        Some(check) if check["status"] == "pass" => Ok(format!(
+            "answers by bound, re-checked by full scans when the bundle was verified: {}",
+            check["evidence"].as_str().unwrap_or("")
+        )),
+        Some(check) => Err(format!("verification.json's vector.exactness is {}", check["status"])),
+        None => Err("answers by bound, but verification.json records no vector.exactness re-check".into()),
+    }
 }
 
 /// Checks that `dir` is a complete bundle: its manifest parses and every subject it lists is present, a

@@ -44,6 +44,6 @@ pub use crate::store::{DATABASE_TIME_LIMIT, MAX_DATABASE_BYTES};
 pub use crate::validate::{Evidence, Input, METRIC_TOLERANCE, draw_split, validate};
 pub use crate::verify::{
     EMBEDDING_MIN_COSINE, EMBEDDING_SAMPLE, LEXICAL_SAMPLE, MAX_EXECUTABLE_BYTES, MAX_FIXTURE_BYTES,
-    MAX_SIDECAR_BYTES, Verification, VerifyOptions, frozen_baseline, gaps, is_frozen_baseline, verify,
-    write_verification,
+    MAX_SIDECAR_BYTES, VECTOR_SAMPLE, Verification, VerifyOptions, frozen_baseline, gaps, is_frozen_baseline,
+    verify, write_verification,
 };

@@ -99,6 +99,7 @@ impl Verification {
                 "embedding_sample_queries": EMBEDDING_SAMPLE,
                 "embedding_min_cosine": EMBEDDING_MIN_COSINE,
                 "lexical_sample_queries": LEXICAL_SAMPLE,
+                "vector_sample_queries": VECTOR_SAMPLE,
                 "lexical_max_relative_score_difference": 1e-9,
             }),
             checks: report.checks.clone(),
@@ -218,6 +219,7 @@ pub fn verify(options: &VerifyOptions) -> Result<Report> {
         report.extend(gaps(run, frozen.as_ref()));
     }
     report.extend(stores(&runs, options.store_dir.as_deref(), full.as_ref()));
+    report.extend(vector_rechecks(&runs, full.as_ref()));
     report.extend(embedding_values(&runs, full.as_ref(), options.model_dir.as_deref()));
     Ok(report)
 }
@@ -245,7 +247,7 @@ pub fn gaps(run: &Run, frozen: Option<&Value>) -> Report {
 
 fn exactness(run: &Run, rows: &[Value]) -> std::result::Result<String, String> {
     let mode = run.str_at("/mode");
-    let mut exact = 0;
+    let (mut exact, mut bounded) = (0, 0);
     for row in rows.iter().filter(|r| !r["receipt"].is_null()) {
         let id = row["query_id"].as_str().unwrap_or("");
         let receipt = &row["receipt"];
@@ -282,15 +284,148 @@ fn exactness(run: &Run, rows: &[Value]) -> std::result::Result<String, String> {
             other => return Err(format!("query {id:?}: unknown exactness profile {other:?}")),
         }
         if is_exact {
-            if backend != "brute_force" || scanned != size || size.is_none() {
+            if scanned != size || size.is_none() {
                 return Err(format!(
                     "query {id:?}: exact claim by {backend} scanned {scanned:?} of {size:?}"
                 ));
             }
+            match backend {
+                "brute_force" => {}
+                // Exact by bound: its claim is structural here, and `vector.exactness` re-checks it by full scans.
+                BOUNDED => {
+                    let rescored = vector["vectors_rescored"].as_u64();
+                    let returned = vector["returned"].as_u64().unwrap_or(u64::MAX);
+                    if !rescored.is_some_and(|r| r >= returned && Some(r) <= scanned) {
+                        return Err(format!(
+                            "query {id:?}: {backend} rescored {rescored:?} of {scanned:?} and returned {returned}"
+                        ));
+                    }
+                    bounded += 1;
+                }
+                other => {
+                    return Err(format!(
+                        "query {id:?}: exact claim by {other}, which is not an exact backend"
+                    ));
+                }
+            }
             exact += 1;
         }
     }
-    Ok(format!("{exact} exact vector answers; every receipt's backend fits its profile and mode {mode}"))
+    Ok(format!(
+        "{exact} exact vector answers ({bounded} by bound, re-checked under vector.exactness); every receipt's \
+         backend fits its profile and mode {mode}"
+    ))
+}
+
+/// The exact-by-bound vector backend's name in receipts.
+pub(crate) const BOUNDED: &str = "int8_bound_exact";
+
+/// The library's inner product, rewritten here from its definition: lane i (of 16) adds the products of
+/// elements j ≡ i (mod 16), each product rounded to f32 before it is added, then the lanes are added
+/// pairwise (8, 4, 2, 1). The same bits as the library's whatever it runs on.
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 16];
+    for (j, (x, y)) in a.iter().zip(b).enumerate() {
+        lanes[j % 16] += x * y;
+    }
+    for width in [8, 4, 2, 1] {
+        for lane in 0..width {
+            lanes[lane] += lanes[lane + width];
+        }
+    }
+    lanes[0]
+}
+
+/// Queries per aggregate whose vector answers are recomputed by a full scan of the fixture's vectors.
+pub const VECTOR_SAMPLE: usize = 10;
+
+/// Whether any receipt of `run` was answered by bound (and so needs `vector.exactness` re-checked).
+pub(crate) fn answered_by_bound(run: &Run) -> bool {
+    run.rows.as_deref().unwrap_or_default().iter().any(|r| r["receipt"]["vector"]["backend"] == BOUNDED)
+}
+
+/// For a sample of queries, scans every document vector of the fixture with [`dot`] and requires the receipts'
+/// vector answers to be that scan's: vector_only hits (ids, order, score bits) are its top k; a hybrid hit's
+/// vector component is the fact's rank and score in it.
+fn vector_exactness(run: &Run, full: &FullFixture) -> std::result::Result<String, String> {
+    let rows = run.rows.as_ref().map_err(Clone::clone)?;
+    let queries: BTreeMap<&str, &FixtureText> = full.queries.iter().map(|q| (q.id.as_str(), q)).collect();
+    let documents: Vec<Vec<f32>> =
+        full.documents.iter().map(|d| d.vector.iter().map(|x| *x as f32).collect()).collect();
+    let mut chosen: Vec<(String, &Value)> = rows
+        .iter()
+        .filter(|r| !r["receipt"]["vector"].is_null())
+        .map(|r| (sha256_hex(r["query_id"].as_str().unwrap_or("").as_bytes()), r))
+        .collect();
+    chosen.sort_by(|a, b| a.0.cmp(&b.0));
+    chosen.truncate(VECTOR_SAMPLE);
+    let vector_only = run.str_at("/mode") == "vector_only";
+    let mut backends = BTreeMap::<String, usize>::new();
+    for (_, row) in &chosen {
+        let id = row["query_id"].as_str().unwrap_or("");
+        let query = queries.get(id).ok_or_else(|| format!("query {id:?} is not in the fixture"))?;
+        let query: Vec<f32> = query.vector.iter().map(|x| *x as f32).collect();
+        let receipt = &row["receipt"];
+        *backends.entry(receipt["vector"]["backend"].as_str().unwrap_or("?").to_owned()).or_default() += 1;
+        let mut scan: Vec<(i64, f64)> = documents
+            .iter()
+            .enumerate()
+            .map(|(i, document)| (i as i64 + 1, f64::from(dot(&query, document))))
+            .collect();
+        scan.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let rank_of: BTreeMap<i64, (usize, f64)> =
+            scan.iter().enumerate().map(|(rank, (fact, score))| (*fact, (rank + 1, *score))).collect();
+        for (position, hit) in receipt["hits"].as_array().into_iter().flatten().enumerate() {
+            let fact =
+                hit["fact_id"].as_i64().ok_or_else(|| format!("query {id:?}: a hit has no fact id"))?;
+            let (rank, score) = if vector_only {
+                (position + 1, hit["score"].as_f64())
+            } else if hit["vector"].is_null() {
+                continue;
+            } else {
+                (hit["vector"]["rank"].as_u64().unwrap_or(0) as usize, hit["vector"]["score"].as_f64())
+            };
+            let expected = rank_of
+                .get(&fact)
+                .copied()
+                .ok_or_else(|| format!("query {id:?}: fact {fact} is not a document"))?;
+            if vector_only && scan.get(position).map(|s| s.0) != Some(fact) {
+                return Err(format!(
+                    "query {id:?} rank {rank}: receipt has fact {fact}, the full scan {:?}",
+                    scan.get(position)
+                ));
+            }
+            if expected.0 != rank || score.map(f64::to_bits) != Some(expected.1.to_bits()) {
+                return Err(format!(
+                    "query {id:?}: fact {fact} is at rank {rank} with score {score:?} in the receipt, at rank {} with score {} in a full scan",
+                    expected.0, expected.1
+                ));
+            }
+        }
+    }
+    Ok(format!(
+        "{} sampled queries rescanned in full over {} document vectors: every vector rank, fact and score bit equal; answered by {backends:?}",
+        chosen.len(),
+        documents.len()
+    ))
+}
+
+/// `vector.exactness` for every aggregate with vector answers: re-computed by full scans when the fixture's
+/// vectors are here.
+fn vector_rechecks(runs: &[Run], full: Option<&FullFixture>) -> Report {
+    let mut report = Report::default();
+    for run in runs.iter().filter(|r| r.str_at("/mode") != "fts_only") {
+        match full {
+            Some(full) => report.record(&run.name, "vector.exactness", vector_exactness(run, full)),
+            None => report.push(
+                &run.name,
+                "vector.exactness",
+                Status::NotChecked,
+                "no fixture with vectors (pass --corpus)",
+            ),
+        }
+    }
+    report
 }
 
 fn receipt_digest(receipt: &Value) -> String {

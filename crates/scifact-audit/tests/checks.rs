@@ -163,6 +163,23 @@ fn verify_mutations() -> Vec<Mutation> {
             let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).unwrap();
             assert_eq!(mode, "wal");
         }),
+        ("nudge a vector score by one bit in a receipt, everything re-hashed", "vector.exactness", |d| {
+            let rows_path = d.join(read_json(&d.join(VECTOR))["rows"]["file"].as_str().unwrap());
+            let rows: Vec<Value> = std::fs::read_to_string(rows_path)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            let index = (0..rows.len())
+                .min_by_key(|&i| sha256(rows[i]["query_id"].as_str().unwrap().as_bytes()))
+                .unwrap();
+            forge_receipt(d, &store_of(d).join("scifact.db"), VECTOR, index, |row| {
+                let score = row["receipt"]["hits"][0]["score"].as_f64().unwrap();
+                let nudged = f64::from(f32::from_bits((score as f32).to_bits() + 1));
+                row["receipt"]["hits"][0]["score"] = Value::from(nudged);
+                row["results"][0]["score"] = Value::from(nudged);
+            })
+        }),
         ("nudge a lexical score in a receipt, everything re-hashed", "lexical.exactness", |d| {
             let rows_path = d.join(read_json(&d.join(FTS))["rows"]["file"].as_str().unwrap());
             let rows: Vec<Value> = std::fs::read_to_string(rows_path)
@@ -189,7 +206,7 @@ fn each_verify_check_fails_alone() {
     let tried = each_fails_alone(&signed, &verify_mutations(), |out, store| {
         ["verify", "--output-dir", path_str(out), "--store-dir", path_str(store)].map(str::to_owned).to_vec()
     });
-    assert_eq!(tried, 8);
+    assert_eq!(tried, 9);
 
     // git.clean is a publication gate: a dirty worktree is not publishable, a clean one passes.
     let out = signed.dir.path().join("git");
@@ -305,7 +322,23 @@ fn each_bundle_check_fails_alone() {
             m["predicate"]["verification_verdict"] = Value::from("failed");
         });
     });
-    assert_eq!(tried, 6);
+    case(
+        "a verification report whose re-check of answers by bound failed, re-hashed and re-signed",
+        "vector.exactness",
+        &|b| {
+            let path = b.join("verification.json");
+            let mut report = read_json(&path);
+            for check in report["checks"].as_array_mut().unwrap() {
+                if check["name"] == "vector.exactness" && check["scope"] == VECTOR {
+                    check["status"] = Value::from("fail");
+                }
+            }
+            write_json(&path, &report);
+            let bytes = std::fs::read(&path).unwrap();
+            resign(b, &signed, |m| rehash(m, "verification.json", &bytes));
+        },
+    );
+    assert_eq!(tried, 7);
 }
 
 /// The embedding check, on a run embedded by the tiny model: a model directory whose configuration differs

@@ -437,6 +437,8 @@ fn run_mode(
     safe_fs::halt::point("run.rows");
 
     let db_path = store.path().to_owned();
+    // Everything in the database file itself, so its digest is the whole store's.
+    store.seal()?;
     let db_bytes = std::fs::read(&db_path).map_err(|source| Error::Io { path: db_path.clone(), source })?;
     let summarise = |field: fn(&QueryRow) -> Option<f64>| {
         latency_summary(&rows.iter().filter_map(field).collect::<Vec<_>>())

@@ -99,7 +99,7 @@ fn calibration_writes_rows_and_aggregates_that_agree_with_each_other() {
         assert_eq!(aggregate.receipts.rolling_digest, chain);
         if *mode == SearchMode::VectorOnly {
             assert_eq!(aggregate.retrieval.backends.vector_exact, 100, "PreferExact answers exactly");
-            assert_eq!(aggregate.retrieval.backends.vector.get("brute_force"), Some(&100));
+            assert_eq!(aggregate.retrieval.backends.vector.get("int8_bound_exact"), Some(&100));
         }
         assert!(aggregate.retrieval.baseline);
         assert_eq!(aggregate.store.namespace, "beir-scifact");

@@ -12,7 +12,7 @@ use crate::store::FactId;
 use crate::vector::HnswOptions;
 
 /// The receipt schema this build writes. A field change bumps it.
-pub const RECEIPT_SCHEMA: &str = "semantic-memory-search-receipt-v2";
+pub const RECEIPT_SCHEMA: &str = "semantic-memory-search-receipt-v3";
 
 /// Which search API produced a receipt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -102,7 +102,8 @@ pub struct LexicalEvidence {
 /// How the vector list was produced, and whether it was exact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VectorEvidence {
-    /// Backend that answered: `brute_force` or `usearch_hnsw`.
+    /// Backend that answered: `int8_bound_exact` (exact by bound, the default exact backend), `brute_force`
+    /// (a full scan, in receipts of schema v2) or `usearch_hnsw`.
     pub backend: String,
     /// Returns true if and only if the answering backend is exact.
     pub exact: bool,
@@ -118,6 +119,11 @@ pub struct VectorEvidence {
     pub index_size: usize,
     /// Vectors compared with the query (exact backend), or `None` when the graph walk does not say (HNSW).
     pub vectors_scanned: Option<usize>,
+    /// Of the vectors scanned, how many were scored exactly after their bound could not rule them out (the
+    /// bounded backend); `None` for a backend that scores every vector it scans, or does not say.
+    pub vectors_rescored: Option<usize>,
+    /// Why an exact answer is exact, in one sentence; `None` for an approximate one.
+    pub exactness: Option<String>,
     /// HNSW parameters, when HNSW answered.
     #[cfg(feature = "usearch")]
     pub hnsw: Option<HnswOptions>,

@@ -194,15 +194,7 @@ impl FactStore {
         if context.namespace.is_empty() {
             return Err(Error::InvalidContext { reason: "namespace is empty" });
         }
-        let used: i64 = self
-            .conn
-            .query_row("SELECT count(*) FROM receipts WHERE request_id = ?1", [&context.request_id], |row| {
-                row.get(0)
-            })
-            .map_err(|source| self.sql_error(source))?;
-        if used > 0 {
-            return Err(Error::RequestIdCollision { request_id: context.request_id.clone() });
-        }
+        // A request id used before is refused when the receipt is stored (its primary key): no lookup here.
         Ok(Instant::now())
     }
 
@@ -311,6 +303,8 @@ impl FactStore {
             fallback_reason,
             index_size: backend.len(),
             vectors_scanned: answer.scanned,
+            vectors_rescored: answer.rescored,
+            exactness: backend.exactness().map(str::to_owned),
             #[cfg(feature = "usearch")]
             hnsw: if backend.is_exact() { None } else { self.hnsw.as_ref().map(|index| index.options()) },
             limit,
@@ -371,16 +365,21 @@ impl FactStore {
         retrieval: Duration,
     ) -> Result<SearchOutcome> {
         let body = serde_json::to_string(&receipt)?;
-        let inserted = self.conn.execute(
-            "INSERT INTO receipts (request_id, namespace, mode, digest, receipt) VALUES (?1, ?2, ?3, ?4, ?5)",
-            rusqlite::params![
-                receipt.request_id,
-                receipt.namespace,
-                receipt.mode.as_str(),
-                receipt.digest,
-                body
-            ],
-        );
+        self.write_ahead()?;
+        let inserted = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO receipts (request_id, namespace, mode, digest, receipt) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut insert| {
+                insert.execute(rusqlite::params![
+                    receipt.request_id,
+                    receipt.namespace,
+                    receipt.mode.as_str(),
+                    receipt.digest,
+                    body
+                ])
+            });
         match inserted {
             Ok(_) => {}
             Err(rusqlite::Error::SqliteFailure(failure, _))

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::canonical_json::to_canonical_bytes;
 use crate::error::{Error, Result};
-use crate::vector::{BruteForce, VectorBackend, check_unit_vector};
+use crate::vector::{Bounded, VectorBackend, check_unit_vector};
 #[cfg(feature = "usearch")]
 use crate::vector::{HnswOptions, Usearch};
 
@@ -87,7 +87,7 @@ pub struct FactStore {
     pub(crate) conn: Connection,
     pub(crate) path: PathBuf,
     pub(crate) dims: usize,
-    pub(crate) exact: Option<BruteForce>,
+    pub(crate) exact: Option<Bounded>,
     #[cfg(feature = "usearch")]
     pub(crate) hnsw: Option<Usearch>,
     /// `tags[id - 1]` is fact `id`'s interned namespace and source type.
@@ -95,6 +95,8 @@ pub struct FactStore {
     pub(crate) interned: Interner,
     /// The in-memory BM25 index, built on first use and dropped whenever facts are inserted.
     pub(crate) bm25: std::cell::OnceCell<crate::bm25::MemoryBm25>,
+    /// Whether the database is in write-ahead-log mode (while receipts are being stored).
+    pub(crate) wal: std::cell::Cell<bool>,
 }
 
 #[derive(Debug, Default)]
@@ -150,7 +152,8 @@ impl FactStore {
         }
         let sql = |source| Error::Sqlite { path: path.clone(), source };
         let conn = Connection::open(&path).map_err(sql)?;
-        // A rollback journal (not WAL) leaves one self-contained file whose bytes can be hashed after close.
+        // At rest the store is one rollback-journal file whose bytes can be hashed. A write-ahead log left by a
+        // process that died while storing receipts is replayed into it here: nothing it committed is lost.
         conn.pragma_update(None, "journal_mode", "DELETE").map_err(sql)?;
         conn.pragma_update(None, "synchronous", "FULL").map_err(sql)?;
         // The in-memory BM25 index keeps its scratch tables in the temp schema; they never need a file.
@@ -192,12 +195,13 @@ impl FactStore {
             conn,
             path,
             dims,
-            exact: (!options.without_exact_backend).then(|| BruteForce::new(dims)),
+            exact: (!options.without_exact_backend).then(|| Bounded::new(dims)),
             #[cfg(feature = "usearch")]
             hnsw: None,
             tags: Vec::new(),
             interned: Interner::default(),
             bm25: std::cell::OnceCell::new(),
+            wal: std::cell::Cell::new(false),
         };
         store.load_vectors()?;
         #[cfg(feature = "usearch")]
@@ -208,6 +212,37 @@ impl FactStore {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Writes everything into the database file itself and leaves it a single rollback-journal file, so that
+    /// its bytes are the whole store: call before hashing or copying it. Searches after this switch back to the
+    /// write-ahead log by themselves. Dropping the store seals it too.
+    ///
+    /// Durability does not depend on it: a receipt is on disk (in the log, fsync'd) before its search returns.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`].
+    pub fn seal(&self) -> Result<()> {
+        if !self.wal.get() {
+            return Ok(());
+        }
+        self.conn
+            .pragma_update(None, "wal_checkpoint", "TRUNCATE")
+            .map_err(|source| self.sql_error(source))?;
+        self.conn.pragma_update(None, "journal_mode", "DELETE").map_err(|source| self.sql_error(source))?;
+        self.wal.set(false);
+        settle_change_counter(&self.path)
+    }
+
+    /// Switches to the write-ahead log before a receipt is stored: one append and one fsync per receipt instead
+    /// of a rollback journal's several, with `synchronous = FULL` so a committed receipt survives a crash.
+    pub(crate) fn write_ahead(&self) -> Result<()> {
+        if self.wal.get() {
+            return Ok(());
+        }
+        self.conn.pragma_update(None, "journal_mode", "WAL").map_err(|source| self.sql_error(source))?;
+        self.wal.set(true);
+        Ok(())
     }
 
     /// The vector dimension fixed at creation.
@@ -468,6 +503,31 @@ impl FactStore {
             .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0))
             .optional()
             .map_err(|source| self.sql_error(source))
+    }
+}
+
+/// Sets the header's file change counter (bytes 24..28) and its version-valid-for copy (92..96) to 1.
+///
+/// Each passage from the write-ahead log back to the rollback journal bumps the counter, so a run that was
+/// killed and resumed (more passages) would otherwise leave different bytes than an uninterrupted one, with the
+/// same content. The counter only tells other connections that the file changed: a connection that cached
+/// pages rereads them when it differs, and the two fields stay equal so the in-header size stays trusted. It is
+/// written between transactions, when SQLite holds no lock and has nothing pending.
+fn settle_change_counter(path: &Path) -> Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    let io = |source| Error::Io { path: path.to_owned(), source };
+    let mut file = std::fs::OpenOptions::new().write(true).open(path).map_err(io)?;
+    for offset in [24, 92] {
+        file.seek(SeekFrom::Start(offset)).map_err(io)?;
+        file.write_all(&1u32.to_be_bytes()).map_err(io)?;
+    }
+    file.sync_all().map_err(io)
+}
+
+impl Drop for FactStore {
+    fn drop(&mut self) {
+        // Best effort: a store that cannot be sealed here is sealed by the next open.
+        let _ = self.seal();
     }
 }
 

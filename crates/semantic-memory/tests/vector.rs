@@ -1,6 +1,6 @@
 //! Vector search: the exact backend against a naive reference, HNSW recall and persistence, exactness policy.
 
-use semantic_memory::vector::{BruteForce, VectorBackend};
+use semantic_memory::vector::{Bounded, BruteForce, VectorBackend};
 use semantic_memory::{
     Error, ExactnessProfile, FactId, FactStore, NewFact, SearchConfig, SearchContext, StoreOptions,
 };
@@ -53,6 +53,67 @@ fn brute_force_breaks_exact_ties_by_fact_id() {
     let got: Vec<i64> =
         exact.search(&[1.0, 0.0], 3, &|_| true).unwrap().candidates.iter().map(|s| s.fact_id.0).collect();
     assert_eq!(got, vec![1, 3, 5]);
+}
+
+/// Bits of a ranking: ids and score bits, best first.
+fn bits(candidates: &[semantic_memory::vector::ScoredFact]) -> Vec<(i64, u64)> {
+    candidates.iter().map(|c| (c.fact_id.0, c.score.to_bits())).collect()
+}
+
+/// The bounded search equals the full scan in ids, order and score bits: random data, near-ties one bit
+/// apart, exact duplicates, tiny and huge k, and filters that leave few or no rows.
+#[test]
+fn search_by_bound_equals_the_full_scan_in_every_case() {
+    let dims = 96;
+    let mut rng = Rng::new(31);
+    let mut vectors = random_matrix(1_500, dims, 32);
+    // Duplicates of earlier rows, and near-duplicates that differ in one component's last bit.
+    for i in 0..200 {
+        let mut copy = vectors[i * 3].clone();
+        if i % 2 == 1 {
+            let at = i % dims;
+            copy[at] = f32::from_bits(copy[at].to_bits() + 1);
+        }
+        vectors.push(copy);
+    }
+    // A cluster of vectors all nearly equal to one direction, so the top is crowded with near-ties.
+    let centre = unit_vector(&mut rng, dims);
+    for _ in 0..300 {
+        let noisy: Vec<f32> = centre.iter().map(|x| x + (rng.next_f64() as f32 - 0.5) * 1e-4).collect();
+        let norm = noisy.iter().map(|x| x * x).sum::<f32>().sqrt();
+        vectors.push(noisy.iter().map(|x| x / norm).collect());
+    }
+    let mut bounded = Bounded::new(dims);
+    for (i, v) in vectors.iter().enumerate() {
+        bounded.add(FactId(i as i64 + 1), v).unwrap();
+    }
+    let n = vectors.len();
+    let mut queries = random_matrix(40, dims, 33);
+    queries.push(centre.clone());
+    queries.push(vectors[3].clone());
+    queries.push(vectors[n - 1].clone());
+    type Filter = Box<dyn Fn(FactId) -> bool>;
+    let filters: Vec<(&str, Filter)> = vec![
+        ("all", Box::new(|_| true)),
+        ("odd", Box::new(|id: FactId| id.0 % 2 == 1)),
+        ("one in 97", Box::new(|id: FactId| id.0 % 97 == 0)),
+        ("none", Box::new(|_| false)),
+    ];
+    let mut rescored_total = 0;
+    for (q, query) in queries.iter().enumerate() {
+        for k in [1, 2, 10, 100, 1_000, n - 1, n, n + 5] {
+            for (name, keep) in &filters {
+                let reference = bounded.full_scan(query, k, keep.as_ref()).unwrap().candidates;
+                let (got, work) = bounded.search_bounded(query, k, keep.as_ref());
+                assert_eq!(bits(&got), bits(&reference), "query {q}, k {k}, filter {name}");
+                assert!(work.rescored >= got.len() && work.rescored <= work.bounded);
+                if k == 10 && *name == "all" {
+                    rescored_total += work.rescored;
+                }
+            }
+        }
+    }
+    assert!(rescored_total < 43 * n / 2, "the bound rules out most rows: {rescored_total} rescored");
 }
 
 #[cfg(feature = "usearch")]
@@ -110,9 +171,12 @@ fn prefer_exact_uses_the_exact_backend_when_present() {
     let store = vector_store(&dir.path().join("f.db"), &options, &vectors);
     let outcome = search(&store, &vectors[7], ExactnessProfile::PreferExact, "a").unwrap();
     let evidence = outcome.receipt.vector.clone().unwrap();
-    assert_eq!(evidence.backend, "brute_force");
+    assert_eq!(evidence.backend, "int8_bound_exact");
     assert!(evidence.exact);
     assert_eq!(evidence.vectors_scanned, Some(50));
+    let rescored = evidence.vectors_rescored.unwrap();
+    assert!((10..=50).contains(&rescored), "{rescored} rescored");
+    assert!(evidence.exactness.as_deref().is_some_and(|why| why.contains("full scan")));
     assert_eq!(evidence.fallback_reason, None);
     assert_eq!(outcome.hits()[0].fact_id, FactId(8));
     let evidence =

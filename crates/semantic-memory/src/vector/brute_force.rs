@@ -23,6 +23,21 @@ impl BruteForce {
         self.ids.reserve(additional);
         self.matrix.reserve(additional * self.dims);
     }
+
+    /// The vector dimension.
+    pub(crate) fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// The fact ids, in row order.
+    pub(crate) fn ids(&self) -> &[FactId] {
+        &self.ids
+    }
+
+    /// The vector of row `row`.
+    pub(crate) fn row(&self, row: usize) -> &[f32] {
+        &self.matrix[row * self.dims..(row + 1) * self.dims]
+    }
 }
 
 impl VectorBackend for BruteForce {
@@ -32,6 +47,10 @@ impl VectorBackend for BruteForce {
 
     fn is_exact(&self) -> bool {
         true
+    }
+
+    fn exactness(&self) -> Option<&'static str> {
+        Some("exact: a full scan, every vector in scope scored with the dot product")
     }
 
     fn len(&self) -> usize {
@@ -56,6 +75,6 @@ impl VectorBackend for BruteForce {
                 top.offer(ScoredFact { fact_id: *fact_id, score: f64::from(*score) });
             }
         }
-        Ok(VectorAnswer { candidates: top.into_sorted(), scanned: Some(scanned) })
+        Ok(VectorAnswer { candidates: top.into_sorted(), scanned: Some(scanned), rescored: None })
     }
 }

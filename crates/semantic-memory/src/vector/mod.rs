@@ -1,6 +1,7 @@
 //! Vector search: the `VectorBackend` seam, the deterministic dot product both backends are judged by, and
 //! top-k selection with a stable tie-break.
 
+pub(crate) mod bounded;
 pub(crate) mod brute_force;
 #[cfg(feature = "usearch")]
 pub(crate) mod usearch;
@@ -10,6 +11,7 @@ use std::cmp::Ordering;
 use crate::error::{Error, Result};
 use crate::store::FactId;
 
+pub use bounded::{Bounded, BoundedWork};
 pub use brute_force::BruteForce;
 #[cfg(feature = "usearch")]
 pub use usearch::{HnswOptions, Usearch};
@@ -29,6 +31,10 @@ pub trait VectorBackend {
     fn name(&self) -> &'static str;
     /// Returns true if and only if every answer is the true top-k by inner product.
     fn is_exact(&self) -> bool;
+    /// For an exact backend, why its answers are exact, in one sentence (receipts carry it).
+    fn exactness(&self) -> Option<&'static str> {
+        None
+    }
     /// How many vectors the index holds.
     fn len(&self) -> usize;
     /// Returns true if and only if the index holds no vector.
@@ -52,8 +58,11 @@ pub trait VectorBackend {
 pub struct VectorAnswer {
     /// Best first.
     pub candidates: Vec<ScoredFact>,
-    /// Vectors in scope compared with the query, or `None` when the backend does not know (HNSW).
+    /// Vectors in scope compared with the query (scored, or bounded), or `None` when the backend does not
+    /// know (HNSW).
     pub scanned: Option<usize>,
+    /// Of those, the ones scored exactly after a bound could not rule them out (the bounded backend only).
+    pub rescored: Option<usize>,
 }
 
 /// Checks that `vector` has `dims` finite components and unit length (within 1e-3).

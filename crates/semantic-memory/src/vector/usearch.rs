@@ -124,7 +124,7 @@ impl VectorBackend for Usearch {
 
     fn search(&self, query: &[f32], k: usize, keep: &dyn Fn(FactId) -> bool) -> Result<VectorAnswer> {
         if self.index.size() == 0 || k == 0 {
-            return Ok(VectorAnswer { candidates: Vec::new(), scanned: None });
+            return Ok(VectorAnswer { candidates: Vec::new(), scanned: None, rescored: None });
         }
         let filter = |key: u64| i64::try_from(key).is_ok_and(|id| keep(FactId(id)));
         let matches = self.index.filtered_search(query, k, filter).map_err(usearch_error)?;
@@ -139,6 +139,6 @@ impl VectorBackend for Usearch {
             })
             .collect();
         scored.sort_by(rank_order);
-        Ok(VectorAnswer { candidates: scored, scanned: None })
+        Ok(VectorAnswer { candidates: scored, scanned: None, rescored: None })
     }
 }
