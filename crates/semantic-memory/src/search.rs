@@ -80,6 +80,59 @@ struct VectorRun {
     evidence: VectorEvidence,
 }
 
+/// The facts a search may return: one namespace and, optionally, some source types. Plain data, so a vector
+/// search on another thread can consult it.
+struct InScope<'a> {
+    tags: &'a [crate::store::Tag],
+    namespace: Option<u32>,
+    source_types: Option<Vec<u32>>,
+}
+
+impl InScope<'_> {
+    fn contains(&self, fact_id: FactId) -> bool {
+        let Some(tag) = usize::try_from(fact_id.0 - 1).ok().and_then(|index| self.tags.get(index)) else {
+            return false;
+        };
+        Some(tag.namespace) == self.namespace
+            && self.source_types.as_ref().is_none_or(|allowed| allowed.contains(&tag.source_type))
+    }
+}
+
+/// A vector backend chosen for a search, with what the receipt says about the choice.
+struct VectorPlan<'a> {
+    backend: &'a dyn VectorBackend,
+    profile: ExactnessProfile,
+    fallback_reason: Option<String>,
+    exact_available: bool,
+    approximate_available: bool,
+    #[cfg(feature = "usearch")]
+    hnsw: Option<crate::vector::HnswOptions>,
+}
+
+impl VectorPlan<'_> {
+    fn run(&self, query: &[f32], limit: usize, scope: &InScope<'_>) -> Result<VectorRun> {
+        let answer = self.backend.search(query, limit, &|fact_id| scope.contains(fact_id))?;
+        let candidates = answer.candidates;
+        let evidence = VectorEvidence {
+            backend: self.backend.name().to_owned(),
+            exact: self.backend.is_exact(),
+            profile: self.profile,
+            exact_available: self.exact_available,
+            approximate_available: self.approximate_available,
+            fallback_reason: self.fallback_reason.clone(),
+            index_size: self.backend.len(),
+            vectors_scanned: answer.scanned,
+            vectors_rescored: answer.rescored,
+            exactness: self.backend.exactness().map(str::to_owned),
+            #[cfg(feature = "usearch")]
+            hnsw: self.hnsw,
+            limit,
+            returned: candidates.len(),
+        };
+        Ok(VectorRun { candidates, evidence })
+    }
+}
+
 impl FactStore {
     /// Lexical search: FTS5 `bm25()` over the tokens of `query`, top `config.top_k`.
     ///
@@ -141,8 +194,16 @@ impl FactStore {
         check_unit_vector(query_vector, self.dims)?;
         let started = self.begin(config, context)?;
         let fts = FtsQuery::from_text(query);
-        let lexical = self.lexical(&fts, config, context, config.lexical_candidates)?;
-        let run = self.vector(query_vector, config.exactness, context, config.vector_candidates)?;
+        // The two components run at once: the vector search on a pool thread (it reads only plain data), the
+        // lexical one here (it needs the connection).
+        let plan = self.vector_plan(config.exactness)?;
+        let scope = self.scope(context);
+        let mut vector = None;
+        let lexical = rayon::in_place_scope(|threads| {
+            threads.spawn(|_| vector = Some(plan.run(query_vector, config.vector_candidates, &scope)));
+            self.lexical(&fts, config, context, config.lexical_candidates)
+        })?;
+        let run = vector.ok_or(Error::InvalidContext { reason: "the vector search did not run" })??;
         let hits = fuse(&lexical.candidates, &run.candidates, config);
         let retrieval = started.elapsed();
         let query = query_evidence(Some((query, &fts)), Some(query_vector));
@@ -274,6 +335,12 @@ impl FactStore {
         context: &SearchContext,
         limit: usize,
     ) -> Result<VectorRun> {
+        let scope = self.scope(context);
+        self.vector_plan(profile)?.run(query, limit, &scope)
+    }
+
+    /// Which vector backend answers under `profile`, and why, decided before any work.
+    fn vector_plan(&self, profile: ExactnessProfile) -> Result<VectorPlan<'_>> {
         let exact: Option<&dyn VectorBackend> = self.exact.as_ref().map(|b| b as &dyn VectorBackend);
         #[cfg(feature = "usearch")]
         let approximate: Option<&dyn VectorBackend> = self.hnsw.as_ref().map(|b| b as &dyn VectorBackend);
@@ -291,40 +358,31 @@ impl FactStore {
             }
             (_, None, None) => return Err(Error::ExactBackendUnavailable),
         };
-        let keep = self.scope_filter(context);
-        let answer = backend.search(query, limit, &keep)?;
-        let candidates = answer.candidates;
-        let evidence = VectorEvidence {
-            backend: backend.name().to_owned(),
-            exact: backend.is_exact(),
+        Ok(VectorPlan {
+            backend,
             profile,
+            fallback_reason,
             exact_available: exact.is_some(),
             approximate_available: approximate.is_some(),
-            fallback_reason,
-            index_size: backend.len(),
-            vectors_scanned: answer.scanned,
-            vectors_rescored: answer.rescored,
-            exactness: backend.exactness().map(str::to_owned),
             #[cfg(feature = "usearch")]
             hnsw: if backend.is_exact() { None } else { self.hnsw.as_ref().map(|index| index.options()) },
-            limit,
-            returned: candidates.len(),
-        };
-        Ok(VectorRun { candidates, evidence })
+        })
+    }
+
+    /// The facts in the context's namespace and source types.
+    fn scope(&self, context: &SearchContext) -> InScope<'_> {
+        InScope {
+            tags: &self.tags,
+            namespace: self.interned.code(&context.namespace),
+            source_types: (!context.source_types.is_empty())
+                .then(|| context.source_types.iter().filter_map(|name| self.interned.code(name)).collect()),
+        }
     }
 
     /// A predicate over fact ids that holds for facts in the context's namespace and source types.
     fn scope_filter(&self, context: &SearchContext) -> impl Fn(FactId) -> bool + '_ {
-        let namespace = self.interned.code(&context.namespace);
-        let source_types: Option<Vec<u32>> = (!context.source_types.is_empty())
-            .then(|| context.source_types.iter().filter_map(|name| self.interned.code(name)).collect());
-        move |fact_id: FactId| {
-            let Some(tag) = usize::try_from(fact_id.0 - 1).ok().and_then(|index| self.tags.get(index)) else {
-                return false;
-            };
-            Some(tag.namespace) == namespace
-                && source_types.as_ref().is_none_or(|allowed| allowed.contains(&tag.source_type))
-        }
+        let scope = self.scope(context);
+        move |fact_id| scope.contains(fact_id)
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -1,59 +1,68 @@
 //! `Bounded`: exact inner-product search that reads a quarter of the memory a full scan reads.
 //!
-//! Each row x is also kept as int8 codes q with a scale s (x ≈ s·q), its residual norm ‖x − s·q‖ and ‖s·q‖.
-//! The query y is quantized the same way (y ≈ t·p, error e). A first pass computes, for every row in scope,
-//! the exact integer q·p and from it an approximate score s·t·(q·p) with a rigorous bound on its distance to
-//! the score the full scan computes:
+//! Each row x is also kept as int8 codes q with a scale s (x ≈ s·q), with upper bounds of its residual norm
+//! ‖x − s·q‖, of ‖s·q‖ and of ‖x‖. The query y is quantized the same way (y ≈ t·p, error e). A first pass
+//! computes, for every row, the exact integer q·p and from it an approximate score s·t·(q·p) with a rigorous
+//! bound on its distance to the score the full scan computes:
 //!
 //! ```text
-//! |dot(x, y) − s·t·(q·p)| ≤ ‖x − s·q‖·‖y‖ + ‖s·q‖·‖e‖ + γ·‖x‖·‖y‖
+//! |dot(x, y) − s·t·(q·p)| ≤ (‖x − s·q‖ + γ·‖x‖)·‖y‖ + ‖s·q‖·‖e‖ + margin
 //! ```
 //!
 //! (Cauchy–Schwarz for the two quantization errors; γ = n·u/(1 − n·u), n = dims + 1, bounds the rounding of
-//! the f32 `dot` whatever its summation order; every term is rounded up.) The k-th largest lower bound τ is a
-//! floor under the k-th best exact score, so a row whose upper bound is below τ cannot be in the top k. Every
-//! other row is rescored exactly with [`dot`] and ranked as the full scan ranks: the ids, their order and the
-//! score bits equal the full scan's in every case, ties included. [`Bounded::full_scan`] is that reference.
+//! the f32 `dot` whatever its summation order; the margin covers the f32 rounding of the bound arithmetic
+//! itself; every stored term is rounded up.) The k-th largest lower bound τ among the rows in scope is a floor
+//! under the k-th best exact score, so a row whose upper bound is below τ cannot be in the top k. Every other
+//! row in scope is rescored exactly with [`dot`] and ranked as the full scan ranks: the ids, their order and
+//! the score bits equal the full scan's in every case, ties included. [`Bounded::full_scan`] is that reference.
+//!
+//! Codes are laid out for the first pass: rows in blocks of 16, and within a block, for each group of four
+//! dimensions, the 16 rows' four bytes side by side, so one 512-bit multiply-accumulate advances 16 rows.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::error::Result;
 use crate::store::FactId;
-use crate::vector::{BruteForce, ScoredFact, TopK, VectorAnswer, VectorBackend, dot};
+use crate::vector::{BruteForce, ScoredFact, VectorAnswer, VectorBackend, dot_each, rank_order};
 
 /// The largest code magnitude.
 const LEVELS: f32 = 127.0;
-/// Codes are stored in rows of a multiple of this many bytes (zero-padded), one 512-bit load each.
-const BLOCK: usize = 64;
+/// Rows per block of codes.
+const ROWS: usize = 16;
+/// Dimensions per group (one 32-bit lane holds a row's four codes of a group).
+const GROUP: usize = 4;
+/// Covers the f32 rounding of `s·t·(q·p)` and of the bound's own sums for scores of magnitude up to 8
+/// (vectors are unit length, so scores are at most about 1).
+const MARGIN: f32 = 1e-5;
 
 /// Exact search by bound over an int8 copy, with the f32 rows kept for rescoring and as the reference.
 #[derive(Debug, Clone)]
 pub struct Bounded {
     full: BruteForce,
-    /// Bytes per row of `codes`: dims rounded up to [`BLOCK`].
-    stride: usize,
-    /// Per row: q + 128 as u8 (so that unsigned × signed products run on VNNI), padding 128 (q = 0).
+    /// Groups per row: dims / 4, rounded up.
+    groups: usize,
+    /// Block by block: q + 128 as u8 (unsigned × signed products run on VNNI); padding is 128 (q = 0).
     codes: Vec<u8>,
-    scale: Vec<f64>,
-    /// Upper bounds of ‖x − s·q‖, ‖s·q‖ and ‖x‖.
-    residual: Vec<f64>,
-    coded_norm: Vec<f64>,
-    norm: Vec<f64>,
+    /// Per row, padded to whole blocks with zeros: s, (‖x − s·q‖ + γ‖x‖) and ‖s·q‖, rounded up.
+    scale: Vec<f32>,
+    spread: Vec<f32>,
+    coded_norm: Vec<f32>,
 }
 
 /// What a bounded search did, for the receipt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BoundedWork {
-    /// Rows in scope whose bound was computed.
+    /// Rows whose bound was computed: every row of the index (the first pass does not consult the scope).
     pub bounded: usize,
     /// Rows whose upper bound reached the k-th lower bound, rescored exactly.
     pub rescored: usize,
 }
 
-fn up(value: f64) -> f64 {
-    // A relative and an absolute margin over the f64 rounding of the bound's own arithmetic.
-    value * (1.0 + 1e-12) + 1e-30
+/// `value` as f32, rounded up.
+fn f32_up(value: f64) -> f32 {
+    let rounded = value as f32;
+    if f64::from(rounded) < value { rounded.next_up() } else { rounded }
 }
 
 impl Bounded {
@@ -61,19 +70,18 @@ impl Bounded {
     pub fn new(dims: usize) -> Self {
         Bounded {
             full: BruteForce::new(dims),
-            stride: dims.div_ceil(BLOCK).max(1) * BLOCK,
+            groups: dims.div_ceil(GROUP).max(1),
             codes: Vec::new(),
             scale: Vec::new(),
-            residual: Vec::new(),
+            spread: Vec::new(),
             coded_norm: Vec::new(),
-            norm: Vec::new(),
         }
     }
 
     /// Reserves room for `additional` more vectors.
     pub fn reserve(&mut self, additional: usize) {
         self.full.reserve(additional);
-        self.codes.reserve(additional * self.stride);
+        self.codes.reserve(additional * self.groups * GROUP);
     }
 
     /// The reference: the full scan, every row scored with [`dot`].
@@ -91,54 +99,47 @@ impl Bounded {
         k: usize,
         keep: &dyn Fn(FactId) -> bool,
     ) -> (Vec<ScoredFact>, BoundedWork) {
-        let dims = self.full.dims();
-        let Some((codes, step, code_sum, query_error, query_norm)) = quantize_query(query, self.stride)
-        else {
+        let ids = self.full.ids();
+        let rows = ids.len();
+        let Some(coded_query) = QueryCodes::of(query, self.groups, self.full.dims()) else {
             return (Vec::new(), BoundedWork { bounded: 0, rescored: 0 });
         };
-        let gamma = rounding_gamma(dims);
-        let ids = self.full.ids();
-        let mut upper = Vec::with_capacity(ids.len());
-        let mut floors: BinaryHeap<Reverse<OrderedBound>> = BinaryHeap::with_capacity(k + 1);
-        let products = integer_dots(&self.codes, self.stride, &codes, code_sum);
-        for (row, fact_id) in ids.iter().enumerate() {
-            if !keep(*fact_id) {
-                upper.push(f64::NEG_INFINITY);
-                continue;
-            }
-            let approximate = self.scale[row] * step * f64::from(products[row]);
-            let error = up(self.residual[row] * query_norm
-                + self.coded_norm[row] * query_error
-                + gamma * self.norm[row] * query_norm);
-            let (low, high) = (approximate - error, approximate + error);
-            upper.push(high);
-            if k == 0 {
-                continue;
-            }
-            if floors.len() < k {
-                floors.push(Reverse(OrderedBound(low)));
-            } else if floors.peek().is_some_and(|Reverse(least)| low > least.0) {
-                floors.pop();
-                floors.push(Reverse(OrderedBound(low)));
+        let padded = self.scale.len();
+        let mut lower = vec![0.0f32; padded];
+        let mut upper = vec![0.0f32; padded];
+        bounds(self, &coded_query, &mut lower, &mut upper);
+        // τ: the k-th largest lower bound among the rows in scope; the scope is asked only of rows that could
+        // change it.
+        let mut floors: BinaryHeap<Reverse<Bound>> = BinaryHeap::with_capacity(k + 1);
+        let mut in_scope = vec![None; rows];
+        let mut scope = |row: usize| *in_scope[row].get_or_insert_with(|| keep(ids[row]));
+        if k > 0 {
+            for (row, low) in lower[..rows].iter().enumerate() {
+                let enters = floors.len() < k || floors.peek().is_some_and(|Reverse(least)| *low > least.0);
+                if enters && scope(row) {
+                    if floors.len() == k {
+                        floors.pop();
+                    }
+                    floors.push(Reverse(Bound(*low)));
+                }
             }
         }
-        let bounded = upper.iter().filter(|u| u.is_finite()).count();
-        // With fewer than k rows in scope every one of them is in the answer.
+        // With fewer than k rows in scope, every one of them is in the answer.
         let floor = if floors.len() < k {
-            f64::NEG_INFINITY
+            f32::NEG_INFINITY
         } else {
-            floors.peek().map_or(f64::NEG_INFINITY, |r| r.0.0)
+            floors.peek().map_or(f32::NEG_INFINITY, |r| r.0.0)
         };
-        let mut top = TopK::new(k);
-        let mut rescored = 0;
-        for (row, high) in upper.iter().enumerate() {
-            if high.is_finite() && *high >= floor {
-                rescored += 1;
-                let score = dot(query, self.full.row(row));
-                top.offer(ScoredFact { fact_id: ids[row], score: f64::from(score) });
-            }
-        }
-        (top.into_sorted(), BoundedWork { bounded, rescored })
+        let candidates: Vec<usize> = (0..rows).filter(|&row| upper[row] >= floor && scope(row)).collect();
+        let rescored = candidates.len();
+        let mut scored: Vec<ScoredFact> = candidates
+            .iter()
+            .zip(dot_each(query, candidates.iter().map(|&row| self.full.row(row))))
+            .map(|(&row, score)| ScoredFact { fact_id: ids[row], score: f64::from(score) })
+            .collect();
+        scored.sort_unstable_by(rank_order);
+        scored.truncate(k);
+        (scored, BoundedWork { bounded: rows, rescored })
     }
 }
 
@@ -146,30 +147,31 @@ impl Bounded {
 /// relative rounding error (times Σ|xᵢyᵢ| ≤ ‖x‖‖y‖) for any order of summation.
 fn rounding_gamma(dims: usize) -> f64 {
     let nu = (dims as f64 + 1.0) * f64::from(f32::EPSILON) / 2.0;
-    up(nu / (1.0 - nu))
+    nu / (1.0 - nu)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct OrderedBound(f64);
+struct Bound(f32);
 
-impl Eq for OrderedBound {}
+impl Eq for Bound {}
 
-impl PartialOrd for OrderedBound {
+impl PartialOrd for Bound {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for OrderedBound {
+impl Ord for Bound {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         self.0.total_cmp(&other.0)
     }
 }
 
-/// The codes of one row (or query): q = round(x / s) with s = max|x| / 127, and the bounds that go with them.
+/// The codes of one row (or query): q = round(x / s) with s = max|x| / 127, and the norms that go with them,
+/// computed in f64.
 struct Coded {
     codes: Vec<i8>,
-    scale: f64,
+    scale: f32,
     residual: f64,
     coded_norm: f64,
     norm: f64,
@@ -177,21 +179,145 @@ struct Coded {
 
 fn code(vector: &[f32]) -> Coded {
     let largest = vector.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-    if largest == 0.0 {
+    let scale = largest / LEVELS;
+    if scale == 0.0 {
         return Coded { codes: vec![0; vector.len()], scale: 0.0, residual: 0.0, coded_norm: 0.0, norm: 0.0 };
     }
-    let scale = f64::from(largest / LEVELS);
+    let s = f64::from(scale);
     let mut codes = Vec::with_capacity(vector.len());
     let (mut residual, mut coded, mut norm) = (0.0f64, 0.0f64, 0.0f64);
     for x in vector {
         let x = f64::from(*x);
-        let q = (x / scale).round().clamp(-f64::from(LEVELS), f64::from(LEVELS));
+        let q = (x / s).round().clamp(-f64::from(LEVELS), f64::from(LEVELS));
         codes.push(q as i8);
-        residual += (x - scale * q) * (x - scale * q);
-        coded += (scale * q) * (scale * q);
+        residual += (x - s * q) * (x - s * q);
+        coded += (s * q) * (s * q);
         norm += x * x;
     }
-    Coded { codes, scale, residual: up(residual.sqrt()), coded_norm: up(coded.sqrt()), norm: up(norm.sqrt()) }
+    // f64 sums of a few hundred terms are exact to far below the f32 rounding applied next.
+    let up = |v: f64| v.sqrt() * (1.0 + 1e-12);
+    Coded { codes, scale, residual: up(residual), coded_norm: up(coded), norm: up(norm) }
+}
+
+/// A query's codes, one i32 per group of four (the four bytes of the group), and its bound terms.
+struct QueryCodes {
+    groups: Vec<i32>,
+    sum: i32,
+    scale: f32,
+    norm: f32,
+    error: f32,
+}
+
+impl QueryCodes {
+    fn of(query: &[f32], groups: usize, dims: usize) -> Option<QueryCodes> {
+        let coded = code(query);
+        if coded.scale == 0.0 {
+            return None;
+        }
+        let mut bytes = coded.codes;
+        bytes.resize(groups * GROUP, 0);
+        let packed = bytes
+            .chunks_exact(GROUP)
+            .map(|g| i32::from_le_bytes([g[0] as u8, g[1] as u8, g[2] as u8, g[3] as u8]))
+            .collect();
+        debug_assert!(dims <= groups * GROUP);
+        Some(QueryCodes {
+            groups: packed,
+            sum: bytes.iter().map(|c| i32::from(*c)).sum(),
+            scale: coded.scale,
+            norm: f32_up(coded.norm),
+            error: f32_up(coded.residual),
+        })
+    }
+}
+
+/// Fills `lower` and `upper` (one per padded row) with the bounds of every row's score.
+fn bounds(index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if vnni() {
+            // SAFETY: the features were detected at run time on this CPU.
+            unsafe { bounds_vnni(index, query, lower, upper) };
+            return;
+        }
+    }
+    let block_bytes = index.groups * GROUP * ROWS;
+    for (block, codes) in index.codes.chunks_exact(block_bytes).enumerate() {
+        let products = block_products_portable(codes, &query.groups, query.sum);
+        let at = block * ROWS;
+        for lane in 0..ROWS {
+            let (low, high) = bound(index, query, at + lane, products[lane]);
+            lower[at + lane] = low;
+            upper[at + lane] = high;
+        }
+    }
+}
+
+/// The bounds of one row's score from its product q·p: the arithmetic every path performs, lane by lane.
+#[inline(always)]
+fn bound(index: &Bounded, query: &QueryCodes, row: usize, product: i32) -> (f32, f32) {
+    let approximate = index.scale[row] * (query.scale * product as f32);
+    let error = index.spread[row].mul_add(query.norm, index.coded_norm[row] * query.error) + MARGIN;
+    (approximate - error, approximate + error)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn vnni() -> bool {
+    static VNNI: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *VNNI.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx512vnni") && std::arch::is_x86_feature_detected!("avx512f")
+    })
+}
+
+/// q·p for the 16 rows of a block: the unsigned codes (q + 128) times the query's signed codes, minus 128·Σp.
+/// Exact in i32 (|q·p| ≤ dims · 127², and below 2²⁴, so exact in f32 too).
+fn block_products_portable(codes: &[u8], query: &[i32], query_sum: i32) -> [i32; ROWS] {
+    let mut sums = [0i32; ROWS];
+    for (group, lanes) in codes.chunks_exact(GROUP * ROWS).zip(query) {
+        let p = lanes.to_le_bytes().map(|b| i32::from(b as i8));
+        for (row, bytes) in group.chunks_exact(GROUP).enumerate() {
+            sums[row] += bytes.iter().zip(&p).map(|(u, p)| i32::from(*u) * p).sum::<i32>();
+        }
+    }
+    sums.map(|s| s - 128 * query_sum)
+}
+
+/// The first pass on AVX-512 VNNI: per block, one multiply-accumulate per group advances 16 rows, then the
+/// same bound arithmetic as [`bound`] on 16 lanes at once (multiplies, one fused multiply-add, adds: the same
+/// roundings lane by lane).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vnni")]
+fn bounds_vnni(index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
+    use std::arch::x86_64::{
+        _mm512_add_ps, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32, _mm512_fmadd_ps, _mm512_loadu_ps,
+        _mm512_loadu_si512, _mm512_mul_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_si512,
+        _mm512_storeu_ps, _mm512_sub_epi32, _mm512_sub_ps,
+    };
+    let block_bytes = index.groups * GROUP * ROWS;
+    let correction = _mm512_set1_epi32(128 * query.sum);
+    let (step, norm, error) =
+        (_mm512_set1_ps(query.scale), _mm512_set1_ps(query.norm), _mm512_set1_ps(query.error));
+    let margin = _mm512_set1_ps(MARGIN);
+    for (block, codes) in index.codes.chunks_exact(block_bytes).enumerate() {
+        let mut acc = _mm512_setzero_si512();
+        for (group, lanes) in codes.chunks_exact(GROUP * ROWS).zip(&query.groups) {
+            // SAFETY: each group is 64 bytes, exactly one 512-bit load.
+            let block = unsafe { _mm512_loadu_si512(group.as_ptr().cast()) };
+            acc = _mm512_dpbusd_epi32(acc, block, _mm512_set1_epi32(*lanes));
+        }
+        let products = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, correction));
+        let at = block * ROWS;
+        // SAFETY: every per-row array holds whole blocks of 16, and `lower`/`upper` are as long.
+        unsafe {
+            let scale = _mm512_loadu_ps(index.scale.as_ptr().add(at));
+            let spread = _mm512_loadu_ps(index.spread.as_ptr().add(at));
+            let coded = _mm512_loadu_ps(index.coded_norm.as_ptr().add(at));
+            let approximate = _mm512_mul_ps(scale, _mm512_mul_ps(step, products));
+            let bound = _mm512_add_ps(_mm512_fmadd_ps(spread, norm, _mm512_mul_ps(coded, error)), margin);
+            _mm512_storeu_ps(lower.as_mut_ptr().add(at), _mm512_sub_ps(approximate, bound));
+            _mm512_storeu_ps(upper.as_mut_ptr().add(at), _mm512_add_ps(approximate, bound));
+        }
+    }
 }
 
 impl VectorBackend for Bounded {
@@ -205,10 +331,10 @@ impl VectorBackend for Bounded {
 
     fn exactness(&self) -> Option<&'static str> {
         Some(
-            "exact: every vector in scope was bounded from its int8 codes (|score - approximation| <= residual norm \
-             x |query| + coded norm x query error + f32 rounding, each rounded up); every vector whose upper bound \
-             reached the k-th lower bound was rescored with the full scan's dot product, so ids, order and scores \
-             equal a full scan's",
+            "exact: every vector in scope was bounded from its int8 codes (|score - approximation| <= (residual \
+             norm + f32 rounding) x |query| + coded norm x query error, each rounded up); every vector whose upper \
+             bound reached the k-th lower bound was rescored with the full scan's dot product, so ids, order and \
+             scores equal a full scan's",
         )
     }
 
@@ -217,17 +343,26 @@ impl VectorBackend for Bounded {
     }
 
     fn add(&mut self, fact_id: FactId, vector: &[f32]) -> Result<()> {
+        let row = self.full.len();
         self.full.add(fact_id, vector)?;
         let coded = code(vector);
-        let start = self.codes.len();
-        self.codes.resize(start + self.stride, 128);
-        for (slot, q) in self.codes[start..].iter_mut().zip(&coded.codes) {
-            *slot = (i16::from(*q) + 128) as u8;
+        if row.is_multiple_of(ROWS) {
+            self.codes.resize(self.codes.len() + self.groups * GROUP * ROWS, 128);
+            self.scale.resize(self.scale.len() + ROWS, 0.0);
+            self.spread.resize(self.spread.len() + ROWS, 0.0);
+            self.coded_norm.resize(self.coded_norm.len() + ROWS, 0.0);
         }
-        self.scale.push(coded.scale);
-        self.residual.push(coded.residual);
-        self.coded_norm.push(coded.coded_norm);
-        self.norm.push(coded.norm);
+        let (block, lane) = (row / ROWS, row % ROWS);
+        let block_start = block * self.groups * GROUP * ROWS;
+        for (dim, q) in coded.codes.iter().enumerate() {
+            let (group, byte) = (dim / GROUP, dim % GROUP);
+            self.codes[block_start + group * GROUP * ROWS + lane * GROUP + byte] =
+                (i16::from(*q) + 128) as u8;
+        }
+        let gamma = rounding_gamma(self.full.dims());
+        self.scale[row] = coded.scale;
+        self.spread[row] = f32_up((coded.residual + gamma * coded.norm) * (1.0 + 1e-12));
+        self.coded_norm[row] = f32_up(coded.coded_norm);
         Ok(())
     }
 
@@ -237,102 +372,42 @@ impl VectorBackend for Bounded {
     }
 }
 
-/// The query's codes (padded to `stride`), its scale t, Σp, and the bounds ‖y − t·p‖ and ‖y‖; `None` for a
-/// zero query.
-fn quantize_query(query: &[f32], stride: usize) -> Option<(Vec<i8>, f64, i32, f64, f64)> {
-    let coded = code(query);
-    if coded.scale == 0.0 {
-        return None;
-    }
-    let mut codes = coded.codes;
-    codes.resize(stride, 0);
-    let sum = codes.iter().map(|c| i32::from(*c)).sum();
-    Some((codes, coded.scale, sum, coded.residual, coded.norm))
-}
-
-/// q·p for every row: the unsigned codes (q + 128) times the query's signed codes, minus 128·Σp. Exact in
-/// i32 (|q·p| ≤ dims · 127²), so any instruction set gives the same numbers.
-fn integer_dots(codes: &[u8], stride: usize, query: &[i8], query_sum: i32) -> Vec<i32> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512vnni")
-            && std::arch::is_x86_feature_detected!("avx512bw")
-        {
-            // SAFETY: both features were detected at run time on this CPU.
-            return unsafe { integer_dots_vnni(codes, stride, query, query_sum) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the feature was detected at run time on this CPU.
-            return unsafe { integer_dots_avx2(codes, stride, query, query_sum) };
-        }
-    }
-    integer_dots_portable(codes, stride, query, query_sum)
-}
-
-fn integer_dots_portable(codes: &[u8], stride: usize, query: &[i8], query_sum: i32) -> Vec<i32> {
-    codes
-        .chunks_exact(stride)
-        .map(|row| {
-            row.iter().zip(query).map(|(u, p)| i32::from(*u) * i32::from(*p)).sum::<i32>() - 128 * query_sum
-        })
-        .collect()
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn integer_dots_avx2(codes: &[u8], stride: usize, query: &[i8], query_sum: i32) -> Vec<i32> {
-    // The same sum, left to the compiler's AVX2 code generation (widening multiplies are exact).
-    integer_dots_portable(codes, stride, query, query_sum)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-fn integer_dots_vnni(codes: &[u8], stride: usize, query: &[i8], query_sum: i32) -> Vec<i32> {
-    use std::arch::x86_64::{
-        __m512i, _mm512_dpbusd_epi32, _mm512_loadu_si512, _mm512_reduce_add_epi32, _mm512_setzero_si512,
-    };
-    let blocks = stride / BLOCK;
-    // SAFETY: the query is `stride` bytes, a whole number of 64-byte blocks.
-    let q: Vec<__m512i> =
-        (0..blocks).map(|b| unsafe { _mm512_loadu_si512(query.as_ptr().add(b * BLOCK).cast()) }).collect();
-    let mut out = Vec::with_capacity(codes.len() / stride);
-    for row in codes.chunks_exact(stride) {
-        let mut acc = _mm512_setzero_si512();
-        for (b, query_block) in q.iter().enumerate() {
-            // SAFETY: the row is `stride` bytes, so each 64-byte load stays inside it.
-            let codes_block = unsafe { _mm512_loadu_si512(row.as_ptr().add(b * BLOCK).cast()) };
-            acc = _mm512_dpbusd_epi32(acc, codes_block, *query_block);
-        }
-        out.push(_mm512_reduce_add_epi32(acc) - 128 * query_sum);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn the_integer_products_are_exact_on_every_path() {
-        let codes: Vec<u8> = (0..3 * 128).map(|i| ((i * 97) % 256) as u8).collect();
-        let query: Vec<i8> = (0..128).map(|i| ((i * 31) % 255 - 127) as i8).collect();
-        let sum: i32 = query.iter().map(|q| i32::from(*q)).sum();
-        let expected: Vec<i32> = codes
-            .chunks_exact(128)
-            .map(|row| row.iter().zip(&query).map(|(u, p)| (i32::from(*u) - 128) * i32::from(*p)).sum())
+        let groups = 7;
+        let codes: Vec<u8> = (0..groups * GROUP * ROWS).map(|i| ((i * 97) % 256) as u8).collect();
+        let signed: Vec<i8> =
+            (0..groups * GROUP).map(|i| ((i * 31) % 255) as i16 - 127).map(|v| v as i8).collect();
+        let query: Vec<i32> = signed
+            .chunks_exact(GROUP)
+            .map(|g| i32::from_le_bytes([g[0] as u8, g[1] as u8, g[2] as u8, g[3] as u8]))
             .collect();
-        assert_eq!(integer_dots(&codes, 128, &query, sum), expected);
-        assert_eq!(integer_dots_portable(&codes, 128, &query, sum), expected);
+        let sum: i32 = signed.iter().map(|q| i32::from(*q)).sum();
+        let mut expected = [0i32; ROWS];
+        for (row, slot) in expected.iter_mut().enumerate() {
+            for (dim, p) in signed.iter().enumerate() {
+                let (group, byte) = (dim / GROUP, dim % GROUP);
+                let u = codes[group * GROUP * ROWS + row * GROUP + byte];
+                *slot += (i32::from(u) - 128) * i32::from(*p);
+            }
+        }
+        assert_eq!(block_products_portable(&codes, &query, sum), expected);
     }
 
     #[test]
     fn a_row_is_within_its_bound_of_its_codes() {
         let vector: Vec<f32> = (0..384).map(|i| ((i as f32) * 0.37).sin() / 11.0).collect();
         let coded = code(&vector);
-        let rebuilt: Vec<f64> = coded.codes.iter().map(|q| f64::from(*q) * coded.scale).collect();
+        let s = f64::from(coded.scale);
+        let rebuilt: Vec<f64> = coded.codes.iter().map(|q| f64::from(*q) * s).collect();
         let residual: f64 =
             vector.iter().zip(&rebuilt).map(|(x, r)| (f64::from(*x) - r).powi(2)).sum::<f64>().sqrt();
         assert!(residual <= coded.residual && coded.residual < 0.01, "{residual} {}", coded.residual);
         assert!(coded.codes.iter().any(|q| q.unsigned_abs() == 127));
+        assert!(f64::from(f32_up(0.1)) >= 0.1 && f64::from(f32_up(1.0)) == 1.0);
     }
 }

@@ -25,8 +25,9 @@ pub struct ScoredFact {
     pub score: f64,
 }
 
-/// A vector index over unit-length vectors, searched by inner product.
-pub trait VectorBackend {
+/// A vector index over unit-length vectors, searched by inner product. Shareable across threads (a hybrid
+/// search runs it beside the lexical search).
+pub trait VectorBackend: Send + Sync {
     /// The name receipts record, for example `brute_force`.
     fn name(&self) -> &'static str;
     /// Returns true if and only if every answer is the true top-k by inner product.
@@ -145,6 +146,18 @@ pub(crate) fn dot_rows(query: &[f32], matrix: &[f32], dims: usize, scores: &mut 
     scores.clear();
     scores.resize(matrix.len() / dims.max(1), 0.0);
     dot_rows_into(query, matrix, dims, scores);
+}
+
+/// `dot(query, row)` for each of `rows`, bit-identical to [`dot`], choosing the kernel once.
+pub(crate) fn dot_each<'a>(query: &[f32], rows: impl Iterator<Item = &'a [f32]>) -> Vec<f32> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx") {
+            // SAFETY: the `avx` target feature was detected at run time on this CPU.
+            return rows.map(|row| unsafe { dot_avx(query, row) }).collect();
+        }
+    }
+    rows.map(|row| dot_portable(query, row)).collect()
 }
 
 fn dot_rows_into(query: &[f32], matrix: &[f32], dims: usize, scores: &mut [f32]) {

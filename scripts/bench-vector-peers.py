@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Exact top-10 vector search, side by side in one run: the project (semantic-memory's exact-by-bound backend,
+through `cargo bench -p semantic-memory --bench search -- --fixture`), NumPy (matmul + argpartition, 1 and 2
+BLAS threads) and FAISS IndexFlatIP (1 and 2 threads), on the same fixture vectors and the same queries, one
+query at a time. Prints one JSON object with every p50 and the ratios (peer p50 / project p50: above 1 means
+the project is faster).
+
+Setup once: python3 -m pip install numpy faiss-cpu   (any Python with both)
+Run:        python3 scripts/bench-vector-peers.py --fixture <work>/fixture.json [--queries 3000]
+
+Only the retrieval is compared (the peers return ids and scores, nothing more); the project's figures for
+the whole call, with its receipt hashed and stored durably, are printed beside them.
+"""
+import argparse, json, os, subprocess, sys, time
+
+PEER = r"""
+import json, os, sys, time
+import numpy as np
+which, threads, path, queries = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+fixture = json.load(open(path))
+docs = np.array([d["vector"] for d in fixture["documents"]], dtype=np.float32)
+qs = np.array([q["vector"] for q in fixture["queries"]], dtype=np.float32)
+order = [i % len(qs) for i in range(queries)]
+times = []
+if which == "numpy":
+    for i in order:
+        t = time.perf_counter()
+        scores = docs @ qs[i]
+        top = np.argpartition(-scores, 10)[:10]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        times.append(time.perf_counter() - t)
+else:
+    import faiss
+    faiss.omp_set_num_threads(threads)
+    index = faiss.IndexFlatIP(docs.shape[1])
+    index.add(docs)
+    for i in order:
+        q = qs[i:i + 1]
+        t = time.perf_counter()
+        index.search(q, 10)
+        times.append(time.perf_counter() - t)
+times.sort()
+print(json.dumps({"p50_ms": times[len(times) // 2] * 1e3, "p95_ms": times[int(len(times) * 0.95)] * 1e3}))
+"""
+
+
+def peer(which, threads, fixture, queries):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
+               MKL_NUM_THREADS=str(threads))
+    out = subprocess.run([sys.executable, "-c", PEER, which, str(threads), fixture, str(queries)],
+                         capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        sys.exit(f"{which} failed: {out.stderr[-800:]}")
+    return json.loads(out.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fixture", required=True)
+    ap.add_argument("--queries", type=int, default=3000)
+    a = ap.parse_args()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    bench = subprocess.run(["cargo", "bench", "-q", "-p", "semantic-memory", "--bench", "search", "--",
+                            "--fixture", os.path.abspath(a.fixture), "--queries", str(a.queries)],
+                           cwd=root, capture_output=True, text=True)
+    if bench.returncode != 0:
+        sys.exit(f"cargo bench failed: {bench.stderr[-800:]}")
+    project = json.load(open(os.path.join(root, "target", "bench", "semantic-memory-search.json")))["results"]
+    ours = project["vector_only"]["retrieval"]["p50_ms"]
+    peers = {f"{w}_{t}_thread{'s' if t > 1 else ''}": peer(w, t, a.fixture, a.queries)
+             for w in ("numpy", "faiss") for t in (1, 2)}
+    print(json.dumps({
+        "queries": a.queries,
+        "project_vector_only_retrieval_p50_ms": ours,
+        "project_hybrid_retrieval_p50_ms": project["hybrid"]["retrieval"]["p50_ms"],
+        "project_fts_only_retrieval_p50_ms": project["fts_only"]["retrieval"]["p50_ms"],
+        "project_whole_call_p50_ms": {m: project[m]["call_with_receipt"]["p50_ms"] for m in project},
+        "project_persistence_p50_ms": {m: project[m]["persistence"]["p50_ms"] for m in project},
+        "peers_p50_ms": {name: r["p50_ms"] for name, r in peers.items()},
+        "ratio_peer_over_project": {name: round(r["p50_ms"] / ours, 2) for name, r in peers.items()},
+    }, indent=1))
+
+
+if __name__ == "__main__":
+    main()
