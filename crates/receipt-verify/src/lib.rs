@@ -18,6 +18,7 @@ mod bundle;
 pub mod canonical;
 mod error;
 mod fixture;
+mod fusion;
 pub mod metrics;
 mod report;
 mod sign;

@@ -238,6 +238,7 @@ pub fn gaps(run: &Run, frozen: Option<&Value>) -> Report {
     };
     report.record(scope, "exactness.policy", exactness(run, rows));
     report.record(scope, "receipts.digests", receipt_digests(run, rows));
+    report.record(scope, "fusion.scores", crate::fusion::fusion_scores(run, rows));
     report.record(scope, "config.effective", effective_config(run, rows, frozen));
     let (status, text) = git_state(run);
     report.push(scope, "git.clean", status, text);

@@ -147,6 +147,13 @@ fn verify_mutations() -> Vec<Mutation> {
         ("misstate the rolling digest", "receipts.digests", |d| {
             edit_aggregate(d, HYBRID, |a| a["receipts"]["rolling_digest"] = zeros('1'))
         }),
+        ("raise a fused score in a receipt, everything re-hashed", "fusion.scores", |d| {
+            forge_receipt(d, &store_of(d).join("scifact.db"), HYBRID, 0, |row| {
+                let score = row["receipt"]["hits"][0]["score"].as_f64().unwrap() * 1.0001;
+                row["receipt"]["hits"][0]["score"] = Value::from(score);
+                row["results"][0]["score"] = Value::from(score);
+            })
+        }),
         ("misstate the config digest", "config.effective", |d| {
             edit_aggregate(d, HYBRID, |a| a["retrieval"]["config_sha256"] = zeros('6'))
         }),
@@ -206,7 +213,7 @@ fn each_verify_check_fails_alone() {
     let tried = each_fails_alone(&signed, &verify_mutations(), |out, store| {
         ["verify", "--output-dir", path_str(out), "--store-dir", path_str(store)].map(str::to_owned).to_vec()
     });
-    assert_eq!(tried, 9);
+    assert_eq!(tried, 10);
 
     // git.clean is a publication gate: a dirty worktree is not publishable, a clean one passes.
     let out = signed.dir.path().join("git");

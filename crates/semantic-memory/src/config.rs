@@ -51,6 +51,52 @@ pub enum DerivedVectorBackend {
     BinaryQuantized,
 }
 
+/// How a hybrid search combines its lexical and vector candidate lists.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "method", deny_unknown_fields)]
+pub enum Fusion {
+    /// Reciprocal rank fusion: `fts_weight / (rrf_k + lexical rank) + vector_weight / (rrf_k + vector rank)`,
+    /// a missing component contributing 0. The frozen baseline.
+    #[default]
+    Rrf,
+    /// A convex combination of normalised scores: `fts_weight · n(lexical) + vector_weight · n(vector)`, the two
+    /// weights summing to 1, each component's scores normalised over its own candidate list.
+    Convex {
+        /// How scores are normalised.
+        normalization: Normalization,
+        /// What a document that is not among one component's candidates gets for that component.
+        missing: Missing,
+    },
+}
+
+impl Fusion {
+    /// Returns true if and only if this is reciprocal rank fusion (left out of serialized configurations, so
+    /// that configurations and receipts of the baseline are what they were before other methods existed).
+    pub fn is_rrf(&self) -> bool {
+        *self == Fusion::Rrf
+    }
+}
+
+/// Score normalisation over one component's candidate list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Normalization {
+    /// `(s − min) / (max − min)`, in [0, 1]; 1 for every candidate when all scores are equal.
+    MinMax,
+    /// `(s − mean) / standard deviation` (population); 0 for every candidate when all scores are equal.
+    ZScore,
+}
+
+/// The normalised score of a document missing from one component's candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Missing {
+    /// 0: for min-max, the same as the list's lowest candidate; for z-score, the list's mean.
+    Zero,
+    /// The lowest normalised score in that component's list (as if ranked just after its last candidate).
+    Lowest,
+}
+
 /// The complete effective configuration of one search. The default is the contract's frozen baseline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,11 +107,11 @@ pub struct SearchConfig {
     pub lexical_candidates: usize,
     /// How many vector candidates hybrid search fuses. Default 100.
     pub vector_candidates: usize,
-    /// The RRF constant `k` in `weight / (k + rank)`. Default 60.
+    /// The RRF constant `k` in `weight / (k + rank)` (unused by a convex combination). Default 60.
     pub rrf_k: f64,
-    /// RRF weight of the lexical list. Default 1.
+    /// Weight of the lexical list (RRF, or the convex combination, where the two weights sum to 1). Default 1.
     pub fts_weight: f64,
-    /// RRF weight of the vector list. Default 1.
+    /// Weight of the vector list (RRF, or the convex combination). Default 1.
     pub vector_weight: f64,
     /// Native sparse (SPLADE-style) weight. Default 0; the library has no sparse retrieval.
     pub sparse_weight: f64,
@@ -87,6 +133,10 @@ pub struct SearchConfig {
     pub bm25_k1: f64,
     /// BM25 length normalisation. Default 0.75, FTS5's fixed value.
     pub bm25_b: f64,
+    /// How hybrid search fuses its two lists. Default reciprocal rank fusion, which is not written out (so
+    /// the baseline's serialized form, digest and receipts are those of configurations without this field).
+    #[serde(default, skip_serializing_if = "Fusion::is_rrf")]
+    pub fusion: Fusion,
 }
 
 impl Default for SearchConfig {
@@ -108,6 +158,7 @@ impl Default for SearchConfig {
             lexical_backend: LexicalBackendKind::MemoryBm25,
             bm25_k1: FTS5_K1,
             bm25_b: FTS5_B,
+            fusion: Fusion::Rrf,
         }
     }
 }
@@ -157,6 +208,13 @@ impl SearchConfig {
         }
         if self.fts_weight == 0.0 && self.vector_weight == 0.0 {
             return reject("fts_weight", self.fts_weight, "fts_weight and vector_weight cannot both be 0");
+        }
+        if !self.fusion.is_rrf() && (self.fts_weight + self.vector_weight - 1.0).abs() > 1e-9 {
+            return reject(
+                "fts_weight",
+                self.fts_weight,
+                "a convex combination's fts_weight and vector_weight must sum to 1",
+            );
         }
         if !(self.bm25_k1.is_finite() && self.bm25_k1 > 0.0 && self.bm25_k1 <= 10.0) {
             return reject("bm25_k1", self.bm25_k1, "must be above 0 and at most 10");

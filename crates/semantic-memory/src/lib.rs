@@ -41,14 +41,14 @@ pub mod vector;
 
 pub use crate::bm25::LexicalIndexStats;
 pub use crate::config::{
-    DerivedVectorBackend, ExactnessProfile, FTS5_B, FTS5_K1, LexicalBackendKind, MAX_DEPTH, Recency,
-    SearchConfig,
+    DerivedVectorBackend, ExactnessProfile, FTS5_B, FTS5_K1, Fusion, LexicalBackendKind, MAX_DEPTH, Missing,
+    Normalization, Recency, SearchConfig,
 };
 pub use crate::error::{Error, Result};
 pub use crate::lexical::FtsQuery;
 pub use crate::receipt::{
-    ComponentHit, Hit, LexicalEvidence, QueryEvidence, RECEIPT_SCHEMA, SearchMode, SearchReceipt,
-    StoreEvidence, VectorEvidence,
+    ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, QueryEvidence,
+    RECEIPT_SCHEMA, SearchMode, SearchReceipt, StoreEvidence, VectorEvidence,
 };
 pub use crate::search::{SearchContext, SearchOutcome, SearchTiming};
 pub use crate::store::{Fact, FactId, FactStore, NewFact, STORE_FORMAT, StoreOptions};

@@ -22,7 +22,7 @@ pub enum SearchMode {
     FtsOnly,
     /// `search_vector_only_with_context`: vector only.
     VectorOnly,
-    /// `search_explained_with_context`: RRF of lexical and vector lists.
+    /// `search_explained_with_context`: the lexical and vector lists fused (`SearchConfig::fusion`).
     Hybrid,
 }
 
@@ -44,6 +44,10 @@ pub struct ComponentHit {
     pub rank: usize,
     /// The component's score (higher is better).
     pub score: f64,
+    /// The score after normalisation over the component's candidates, when the fusion normalises (convex
+    /// combination); left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalized: Option<f64>,
 }
 
 /// One result of a search.
@@ -53,12 +57,34 @@ pub struct Hit {
     pub fact_id: FactId,
     /// 1-based, contiguous rank in the final list.
     pub rank: usize,
-    /// The final score: `-bm25()` for fts_only, the inner product for vector_only, the RRF sum for hybrid.
+    /// The final score: `-bm25()` for fts_only, the inner product for vector_only, the fused score for hybrid (RRF sum or convex combination).
     pub score: f64,
     /// The lexical component, or `None` when the fact was not among the lexical candidates (or not asked).
     pub lexical: Option<ComponentHit>,
     /// The vector component, or `None` when the fact was not among the vector candidates (or not asked).
     pub vector: Option<ComponentHit>,
+}
+
+/// The normalisation of both components of a convex combination.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FusionEvidence {
+    /// The lexical component's.
+    pub lexical: ComponentNormalization,
+    /// The vector component's.
+    pub vector: ComponentNormalization,
+}
+
+/// A component's normalisation over its candidate list: a score `s` becomes `(s − shift) / scale`. Min-max:
+/// `shift` is the lowest score and `scale` the range; z-score: the mean and the population standard deviation.
+/// A `scale` of 0 (one candidate, all scores equal, or none) makes every value 1 for min-max and 0 for z-score.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ComponentNormalization {
+    /// Subtracted from every score.
+    pub shift: f64,
+    /// Divides every shifted score.
+    pub scale: f64,
+    /// The normalised value of a document that is not among this component's candidates.
+    pub missing: f64,
 }
 
 /// Identity of the query, without its text.
@@ -171,6 +197,10 @@ pub struct SearchReceipt {
     pub store: StoreEvidence,
     /// The results, best first.
     pub hits: Vec<Hit>,
+    /// How a convex combination normalised each component, so that every fused score can be recomputed from
+    /// its hit; left out for reciprocal rank fusion and the single-component modes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fusion: Option<FusionEvidence>,
     /// `sha256:` over the RFC 8785 canonical JSON of this receipt without the `digest` field.
     pub digest: String,
 }

@@ -1,4 +1,4 @@
-//! The three search APIs of `FactStore`: lexical only, vector only, and hybrid RRF, each returning hits with
+//! The three search APIs of `FactStore`: lexical only, vector only, and hybrid (fused), each returning hits with
 //! a `SearchReceipt` that is also written to the store.
 
 use std::collections::HashMap;
@@ -8,12 +8,14 @@ use rusqlite::ErrorCode;
 
 use crate::bm25::{LexicalIndexStats, MemoryBm25, NotExact};
 use crate::canonical_json::sha256_digest;
-use crate::config::{ExactnessProfile, FTS5_B, FTS5_K1, LexicalBackendKind, SearchConfig};
+use crate::config::{
+    ExactnessProfile, FTS5_B, FTS5_K1, Fusion, LexicalBackendKind, Missing, Normalization, SearchConfig,
+};
 use crate::error::{Error, Result};
 use crate::lexical::{Fts5, FtsQuery, LexicalBackend, Scope};
 use crate::receipt::{
-    ComponentHit, Hit, LexicalEvidence, QueryEvidence, RECEIPT_SCHEMA, SearchMode, SearchReceipt,
-    StoreEvidence, VectorEvidence,
+    ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, QueryEvidence,
+    RECEIPT_SCHEMA, SearchMode, SearchReceipt, StoreEvidence, VectorEvidence,
 };
 use crate::store::{FactId, FactStore, STORE_FORMAT, vector_to_blob};
 use crate::vector::{ScoredFact, VectorBackend, check_unit_vector};
@@ -178,9 +180,11 @@ impl FactStore {
         self.finish(receipt, None, started, retrieval)
     }
 
-    /// Hybrid search: reciprocal rank fusion of the lexical and vector candidate lists,
-    /// `fts_weight / (rrf_k + lexical rank) + vector_weight / (rrf_k + vector rank)`, ties broken by fact id.
-    /// Every hit carries both components' rank and score, or `None` where it was not a candidate.
+    /// Hybrid search: the lexical and vector candidate lists fused as `config.fusion` says, ties broken by fact
+    /// id. Reciprocal rank fusion (the baseline) scores `fts_weight / (rrf_k + lexical rank) + vector_weight /
+    /// (rrf_k + vector rank)`; a convex combination scores `fts_weight · n(lexical) + vector_weight · n(vector)`
+    /// over scores normalised per list, and its receipt records each list's normalisation. Every hit carries both
+    /// components' rank, score (and normalised score), or `None` where it was not a candidate.
     ///
     /// # Errors
     /// As [`FactStore::search_vector_only_with_context`].
@@ -204,12 +208,16 @@ impl FactStore {
             self.lexical(&fts, config, context, config.lexical_candidates)
         })?;
         let run = vector.ok_or(Error::InvalidContext { reason: "the vector search did not run" })??;
-        let hits = fuse(&lexical.candidates, &run.candidates, config);
+        let (hits, fusion) = fuse(&lexical.candidates, &run.candidates, config);
         let retrieval = started.elapsed();
         let query = query_evidence(Some((query, &fts)), Some(query_vector));
         let lexical = Some(lexical.evidence);
-        let receipt =
+        let mut receipt =
             self.receipt(SearchMode::Hybrid, config, context, query, lexical, Some(run.evidence), hits)?;
+        if fusion.is_some() {
+            receipt.fusion = fusion;
+            receipt.digest = receipt.compute_digest()?;
+        }
         self.finish(receipt, fts.expression, started, retrieval)
     }
 
@@ -409,6 +417,7 @@ impl FactStore {
             vector,
             store: StoreEvidence { facts: self.tags.len(), dims: self.dims, format: STORE_FORMAT.to_owned() },
             hits,
+            fusion: None,
             digest: String::new(),
         };
         receipt.digest = receipt.compute_digest()?;
@@ -474,32 +483,62 @@ fn component_hits(candidates: &[ScoredFact], place: impl Fn(ComponentHit) -> Com
         .iter()
         .enumerate()
         .map(|(index, candidate)| {
-            let (lexical, vector) = place(ComponentHit { rank: index + 1, score: candidate.score });
+            let (lexical, vector) =
+                place(ComponentHit { rank: index + 1, score: candidate.score, normalized: None });
             Hit { fact_id: candidate.fact_id, rank: index + 1, score: candidate.score, lexical, vector }
         })
         .collect()
 }
 
-/// Reciprocal rank fusion. Contributions are added lexical first, then vector, so sums are reproducible.
-fn fuse(lexical: &[ScoredFact], vector: &[ScoredFact], config: &SearchConfig) -> Vec<Hit> {
+/// Fuses the two candidate lists as `config.fusion` says, best first, ties broken by fact id, truncated to
+/// `top_k`, with the normalisation applied (convex combination only). Contributions are added lexical first,
+/// then vector, so sums are reproducible.
+fn fuse(
+    lexical: &[ScoredFact],
+    vector: &[ScoredFact],
+    config: &SearchConfig,
+) -> (Vec<Hit>, Option<FusionEvidence>) {
+    let normal = match config.fusion {
+        Fusion::Rrf => None,
+        Fusion::Convex { normalization, missing } => {
+            Some((normalize(lexical, normalization, missing), normalize(vector, normalization, missing)))
+        }
+    };
     let mut merged: HashMap<FactId, Components> = HashMap::new();
+    let component = |index: usize, candidate: &ScoredFact, normal: Option<&Normalized>| ComponentHit {
+        rank: index + 1,
+        score: candidate.score,
+        normalized: normal.map(|n| n.of(candidate.score)),
+    };
     for (index, candidate) in lexical.iter().enumerate() {
         merged.entry(candidate.fact_id).or_default().0 =
-            Some(ComponentHit { rank: index + 1, score: candidate.score });
+            Some(component(index, candidate, normal.as_ref().map(|n| &n.0)));
     }
     for (index, candidate) in vector.iter().enumerate() {
         merged.entry(candidate.fact_id).or_default().1 =
-            Some(ComponentHit { rank: index + 1, score: candidate.score });
+            Some(component(index, candidate, normal.as_ref().map(|n| &n.1)));
     }
-    let rrf = |weight: f64, component: Option<ComponentHit>| {
-        component.map_or(0.0, |component| weight / (config.rrf_k + component.rank as f64))
+    let score = |lexical: Option<ComponentHit>, vector: Option<ComponentHit>| match &normal {
+        None => {
+            let rrf = |weight: f64, component: Option<ComponentHit>| {
+                component.map_or(0.0, |component| weight / (config.rrf_k + component.rank as f64))
+            };
+            rrf(config.fts_weight, lexical) + rrf(config.vector_weight, vector)
+        }
+        Some((lexical_normal, vector_normal)) => {
+            let value = |component: Option<ComponentHit>, normal: &Normalized| {
+                component.and_then(|c| c.normalized).unwrap_or(normal.evidence.missing)
+            };
+            config.fts_weight * value(lexical, lexical_normal)
+                + config.vector_weight * value(vector, vector_normal)
+        }
     };
     let mut fused: Vec<Hit> = merged
         .into_iter()
         .map(|(fact_id, (lexical, vector))| Hit {
             fact_id,
             rank: 0,
-            score: rrf(config.fts_weight, lexical) + rrf(config.vector_weight, vector),
+            score: score(lexical, vector),
             lexical,
             vector,
         })
@@ -509,7 +548,52 @@ fn fuse(lexical: &[ScoredFact], vector: &[ScoredFact], config: &SearchConfig) ->
     for (index, hit) in fused.iter_mut().enumerate() {
         hit.rank = index + 1;
     }
-    fused
+    let evidence =
+        normal.map(|(lexical, vector)| FusionEvidence { lexical: lexical.evidence, vector: vector.evidence });
+    (fused, evidence)
+}
+
+/// One component's normalisation: its parameters, and the value of every score when they are degenerate.
+struct Normalized {
+    evidence: ComponentNormalization,
+    degenerate: f64,
+}
+
+impl Normalized {
+    fn of(&self, score: f64) -> f64 {
+        let ComponentNormalization { shift, scale, .. } = self.evidence;
+        if scale > 0.0 { (score - shift) / scale } else { self.degenerate }
+    }
+}
+
+/// Normalises a candidate list's scores. Sums run in candidate order, so the values are reproducible.
+fn normalize(candidates: &[ScoredFact], normalization: Normalization, missing: Missing) -> Normalized {
+    let scores = || candidates.iter().map(|c| c.score);
+    let (shift, scale, degenerate) = if candidates.is_empty() {
+        (0.0, 0.0, 0.0)
+    } else {
+        match normalization {
+            Normalization::MinMax => {
+                let low = scores().fold(f64::INFINITY, f64::min);
+                let high = scores().fold(f64::NEG_INFINITY, f64::max);
+                (low, high - low, 1.0)
+            }
+            Normalization::ZScore => {
+                let n = candidates.len() as f64;
+                let mean = scores().sum::<f64>() / n;
+                let deviation = (scores().map(|s| (s - mean) * (s - mean)).sum::<f64>() / n).sqrt();
+                (mean, deviation, 0.0)
+            }
+        }
+    };
+    let mut normal =
+        Normalized { evidence: ComponentNormalization { shift, scale, missing: 0.0 }, degenerate };
+    if missing == Missing::Lowest && !candidates.is_empty() {
+        // The lowest score normalises to the lowest value: normalisation is monotone.
+        let lowest = scores().fold(f64::INFINITY, f64::min);
+        normal.evidence.missing = normal.of(lowest);
+    }
+    normal
 }
 
 #[cfg(test)]
@@ -526,7 +610,7 @@ mod tests {
     #[test]
     fn rrf_fuses_by_reciprocal_rank_and_explains_components() {
         let config = SearchConfig { top_k: 4, ..SearchConfig::default() };
-        let hits = fuse(&scored(&[1, 2, 3]), &scored(&[3, 4, 1]), &config);
+        let (hits, _) = fuse(&scored(&[1, 2, 3]), &scored(&[3, 4, 1]), &config);
         let ids: Vec<i64> = hits.iter().map(|h| h.fact_id.0).collect();
         // 1: 1/61 + 1/63; 3: 1/63 + 1/61 (tie, lower id first); 2: 1/62; 4: 1/62 (tie).
         assert_eq!(ids, vec![1, 3, 2, 4]);
@@ -538,9 +622,73 @@ mod tests {
     }
 
     #[test]
+    fn convex_fusion_normalises_each_list_and_scores_the_missing() {
+        let lexical = vec![
+            ScoredFact { fact_id: FactId(1), score: 10.0 },
+            ScoredFact { fact_id: FactId(2), score: 6.0 },
+            ScoredFact { fact_id: FactId(3), score: 2.0 },
+        ];
+        let vector = vec![
+            ScoredFact { fact_id: FactId(3), score: 0.9 },
+            ScoredFact { fact_id: FactId(4), score: 0.5 },
+        ];
+        let minmax = SearchConfig {
+            top_k: 4,
+            fts_weight: 0.25,
+            vector_weight: 0.75,
+            fusion: Fusion::Convex { normalization: Normalization::MinMax, missing: Missing::Zero },
+            ..SearchConfig::default()
+        };
+        minmax.validate().unwrap();
+        let (hits, evidence) = fuse(&lexical, &vector, &minmax);
+        let evidence = evidence.unwrap();
+        assert_eq!(evidence.lexical, ComponentNormalization { shift: 2.0, scale: 8.0, missing: 0.0 });
+        assert_eq!(evidence.vector, ComponentNormalization { shift: 0.5, scale: 0.4, missing: 0.0 });
+        // 3: 0.25·0 + 0.75·1 = 0.75; 1: 0.25·1 = 0.25; 2: 0.25·0.5 = 0.125; 4: 0.75·0 = 0.
+        assert_eq!(hits.iter().map(|h| h.fact_id.0).collect::<Vec<_>>(), vec![3, 1, 2, 4]);
+        assert_eq!(hits[0].score, 0.75);
+        assert_eq!(hits[0].lexical.unwrap().normalized, Some(0.0));
+        assert_eq!(hits[0].vector.unwrap().normalized, Some(1.0));
+        assert_eq!(hits[1].vector, None);
+        let zscore = SearchConfig {
+            fusion: Fusion::Convex { normalization: Normalization::ZScore, missing: Missing::Lowest },
+            ..minmax.clone()
+        };
+        let (hits, evidence) = fuse(&lexical, &vector, &zscore);
+        assert!((evidence.unwrap().vector.missing + 1.0).abs() < 1e-12, "the lowest z-score of two is -1");
+        // Lexical z: (10-6)/sd, 0, -(4)/sd with sd = sqrt(32/3); vector z: +1, -1; a missing vector gets -1.
+        let sd = (32.0f64 / 3.0).sqrt();
+        let expected_one = 0.25 * (4.0 / sd) - 0.75;
+        let one = hits.iter().find(|h| h.fact_id.0 == 1).unwrap();
+        assert!((one.score - expected_one).abs() < 1e-12, "{} vs {expected_one}", one.score);
+        let not_convex = SearchConfig { fts_weight: 0.5, vector_weight: 0.6, ..zscore };
+        assert!(not_convex.validate().is_err(), "convex weights must sum to 1");
+    }
+
+    #[test]
+    fn the_baseline_serializes_without_a_fusion_field() {
+        let text = serde_json::to_string(&SearchConfig::default()).unwrap();
+        assert!(!text.contains("fusion"), "{text}");
+        let back: SearchConfig = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, SearchConfig::default());
+        let convex = SearchConfig {
+            fts_weight: 0.3,
+            vector_weight: 0.7,
+            fusion: Fusion::Convex { normalization: Normalization::MinMax, missing: Missing::Zero },
+            ..SearchConfig::default()
+        };
+        let text = serde_json::to_string(&convex).unwrap();
+        assert!(
+            text.contains(r#""fusion":{"method":"convex","normalization":"min_max","missing":"zero"}"#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<SearchConfig>(&text).unwrap(), convex);
+    }
+
+    #[test]
     fn rrf_weights_scale_components() {
         let config = SearchConfig { top_k: 2, fts_weight: 0.0, ..SearchConfig::default() };
-        let hits = fuse(&scored(&[1]), &scored(&[2]), &config);
+        let (hits, _) = fuse(&scored(&[1]), &scored(&[2]), &config);
         assert_eq!(hits[0].fact_id, FactId(2));
         assert_eq!(hits[1].score, 0.0);
     }
