@@ -16,7 +16,7 @@
           version = "0.1.0";
           src = pkgs.lib.fileset.toSource {
             root = ./.;
-            fileset = pkgs.lib.fileset.unions [ ./Cargo.toml ./Cargo.lock ./crates ./rustfmt.toml ./clippy.toml ];
+            fileset = pkgs.lib.fileset.unions [ ./Cargo.toml ./Cargo.lock ./crates ./configs ./rustfmt.toml ./clippy.toml ];
           };
           cargoLock.lockFile = ./Cargo.lock;
           # Bundled SQLite, vendored libgit2 and usearch's C++ compile with stdenv's cc/c++; zlib for libz-sys.

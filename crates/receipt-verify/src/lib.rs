@@ -39,10 +39,10 @@ pub use crate::fixture::{FIXTURE_VIEW_SCHEMA, FixtureView, FullFixture};
 pub use crate::report::{Check, REPORT_SCHEMA, Report, Status, terminal_safe};
 pub use crate::sign::{
     MAX_KEY_FILE_BYTES, SIGNATURE_FILE, TRUSTED_COMMENT_PREFIX, VerifyingKey, keygen, load_public_key,
-    load_secret_key, public_key_of, secret_key_is_encrypted, sign_bytes, verify_bytes,
+    load_secret_key, public_key_of, secret_key_is_encrypted, sign_bytes, sign_document, verify_bytes,
 };
 pub use crate::store::{DATABASE_TIME_LIMIT, MAX_DATABASE_BYTES};
-pub use crate::validate::{Evidence, Input, METRIC_TOLERANCE, draw_split, validate};
+pub use crate::validate::{Evidence, Input, METRIC_TOLERANCE, config_label, draw_split, validate};
 pub use crate::verify::{
     EMBEDDING_MIN_COSINE, EMBEDDING_SAMPLE, LEXICAL_SAMPLE, MAX_EXECUTABLE_BYTES, MAX_FIXTURE_BYTES,
     MAX_SIDECAR_BYTES, VECTOR_SAMPLE, Verification, VerifyOptions, frozen_baseline, gaps, is_frozen_baseline,

@@ -201,13 +201,25 @@ fn parse_public_key(text: &str) -> std::result::Result<VerifyingKey, String> {
 /// # Errors
 /// [`Error::Minisign`].
 pub fn sign_bytes(secret_key: &SecretKey, data: &[u8]) -> Result<String> {
-    let comment = format!("{TRUSTED_COMMENT_PREFIX}{}", sha256_tagged(data));
+    sign_with_comment(secret_key, data, &format!("{TRUSTED_COMMENT_PREFIX}{}", sha256_tagged(data)))
+}
+
+/// Signs `data`, prehashed, with the trusted comment `scifact-audit <what> sha256:<hex>` (e.g. `what` =
+/// `preregistration`), for documents published on their own before the bundle exists.
+///
+/// # Errors
+/// [`Error::Minisign`].
+pub fn sign_document(secret_key: &SecretKey, data: &[u8], what: &str) -> Result<String> {
+    sign_with_comment(secret_key, data, &format!("scifact-audit {what} {}", sha256_tagged(data)))
+}
+
+fn sign_with_comment(secret_key: &SecretKey, data: &[u8], comment: &str) -> Result<String> {
     let public = PublicKey::from_secret_key(secret_key).map_err(minisign_error)?;
     let signature = minisign::sign(
         Some(&public),
         secret_key,
         Cursor::new(data),
-        Some(&comment),
+        Some(comment),
         Some("signature from scifact-audit"),
     )
     .map_err(minisign_error)?;

@@ -149,6 +149,7 @@ fn rows_file(run: &Run, rows: &[Value]) -> Result<String, String> {
 fn rows_identity(run: &Run, rows: &[Value]) -> Result<String, String> {
     let mode = run.str_at("/mode");
     let split = run.str_at("/split");
+    let label = config_label(run.aggregate.pointer("/retrieval/config").unwrap_or(&Value::Null));
     let mut seen = BTreeSet::new();
     for (i, row) in rows.iter().enumerate() {
         let line = i + 1;
@@ -167,12 +168,24 @@ fn rows_identity(run: &Run, rows: &[Value]) -> Result<String, String> {
         if !seen.insert(id.to_owned()) {
             return Err(format!("row {line}: query {id:?} appears twice"));
         }
-        let expected = format!("scifact/{mode}/{split}/{id}");
+        let expected = match &label {
+            None => format!("scifact/{mode}/{split}/{id}"),
+            Some(label) => format!("scifact/{label}/{mode}/{split}/{id}"),
+        };
         if field("request_id") != expected {
             return Err(format!("row {line}: request id {:?}, expected {expected:?}", field("request_id")));
         }
     }
     Ok(format!("{} rows of {mode}/{split}, unique query ids, deterministic request ids", rows.len()))
+}
+
+/// The label of a configuration's request ids and file names: none for the frozen baseline, else `c` and the
+/// first 12 hex digits of the configuration's canonical digest.
+pub fn config_label(config: &Value) -> Option<String> {
+    if crate::verify::is_frozen_baseline(config) {
+        return None;
+    }
+    Some(format!("c{}", &sha256_hex(&crate::canonical::canonical(config))[..12]))
 }
 
 /// The split, drawn again: sort by (sha256 hex of the id, id), the first `calibration_count` calibrate.

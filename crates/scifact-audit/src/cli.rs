@@ -28,8 +28,12 @@ pub(crate) enum Command {
     /// after held-out. Never overwrites a receipt. Interrupted, the same command resumes: modes already
     /// complete are kept, a mode cut short continues from its journal without asking anything twice.
     Run(RunArgs),
-    /// The whole evaluation in one command: build (or reuse) the fixture, run calibration (all modes), validate,
-    /// freeze the effective configuration, run held-out, validate, verify, bundle, and sign when a key is given.
+    /// The whole evaluation in one command: build (or reuse) the fixture; pre-register the baseline, the search
+    /// space, the selection rule and the statistics plan (preregistration.json, signed at once with a key);
+    /// run calibration (all modes) and every declared trial (hybrid); select the winner by the declared rule
+    /// (selection.json) and freeze it; run held-out for the baseline and the winner (all modes); compute the
+    /// held-out statistics (statistics.json: bootstrap intervals, randomization tests, Holm); verify; write
+    /// report.html; bundle; and sign when a key is given.
     ///
     /// Every input (secret key and its password, archive, model) is checked before any long stage. Interrupted
     /// at any moment (Ctrl-C, a kill, a crash), the same command picks up where it stopped: nothing answered is
@@ -189,9 +193,15 @@ pub(crate) struct EvalArgs {
     /// Admit a downloaded archive whose md5 differs from BEIR's published one, if its sha256 is this
     #[arg(long, value_name = "sha256:HEX")]
     pub(crate) accept_archive_digest: Option<String>,
-    /// Sign the bundle with this minisign secret key (password from $MINISIGN_PASSWORD or a prompt)
+    /// Sign the pre-registration (at once, before any calibration query) and the bundle with this minisign
+    /// secret key (password from $MINISIGN_PASSWORD or a prompt)
     #[arg(long, value_name = "FILE")]
     pub(crate) secret_key: Option<PathBuf>,
+    /// The search space to pre-register and select from on calibration (schema scifact-audit-search-space-v1:
+    /// named trials, each the SearchConfig fields it sets over the baseline, the baseline first)
+    /// [default: the built-in configs/search-space.json, 32 trials]
+    #[arg(long, value_name = "FILE")]
+    pub(crate) search_space: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,
 }

@@ -8,6 +8,7 @@ mod eval;
 mod model;
 mod progress;
 mod run;
+mod selection;
 
 use std::process::ExitCode;
 

@@ -117,6 +117,14 @@ pub enum Error {
         /// The existing file.
         path: PathBuf,
     },
+    /// A finished run's file does not parse or does not match what binds it.
+    #[error("{path}: {reason}")]
+    OutputMismatch {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// The store already answered a request id of this run.
     #[error(
         "store {store} already holds a receipt for request {request_id:?}: another run (in another --output-dir, \
@@ -128,6 +136,18 @@ pub enum Error {
         request_id: String,
         /// The database.
         store: PathBuf,
+    },
+    /// The held-out statistics cannot be computed from the runs given.
+    #[error("statistics: {reason}")]
+    Statistics {
+        /// What is missing or inconsistent.
+        reason: String,
+    },
+    /// A search space, pre-registration or selection ledger is malformed, or disagrees with the runs.
+    #[error("selection: {reason}")]
+    Selection {
+        /// What is wrong, naming the file, trial or field.
+        reason: String,
     },
     /// A run journal is damaged, belongs to another run, or disagrees with the store.
     #[error("run journal {path}: {reason}")]

@@ -25,7 +25,9 @@ pub mod metrics;
 mod provenance;
 mod run;
 pub mod schema;
+pub mod selection;
 mod split;
+pub mod statistics;
 mod store;
 mod text;
 
@@ -47,9 +49,9 @@ pub use crate::journal::{Attempt, JOURNAL_SCHEMA, Journal};
 pub use crate::metrics::{LatencySummary, QueryMetrics, latency_summary, mean_metrics, query_metrics};
 pub use crate::provenance::{DirtyFile, ExecutableIdentity, GitState, HostIdentity};
 pub use crate::run::{
-    ALL_MODES, MAX_FIXTURE_BYTES, RECEIPT_CHAIN_SEED, RunOptions, RunReport, RunSummary, aggregate_file_name,
-    api_name, capabilities, claim_boundary, config_digest, journal_file_name, rolling_digest, rows_file_name,
-    run, statistics,
+    ALL_MODES, FinishedRun, MAX_FIXTURE_BYTES, RECEIPT_CHAIN_SEED, RunOptions, RunReport, RunSummary,
+    aggregate_file_name, api_name, capabilities, claim_boundary, config_digest, config_label,
+    journal_file_name, rolling_digest, rows_file_name, run, run_configs, statistics,
 };
 pub use crate::schema::{AGGREGATE_SCHEMA, Aggregate, AttemptAnswers, AttemptsBinding, QueryRow, ROW_SCHEMA};
 pub use crate::split::{

@@ -59,9 +59,28 @@ pub struct RunOptions {
 /// The largest fixture the runner reads (the SciFact fixture is about 60 MB).
 pub const MAX_FIXTURE_BYTES: u64 = 1 << 30;
 
-/// The journal file name of `(mode, split)`, present only while that run is unfinished.
-pub fn journal_file_name(mode: SearchMode, split: Split) -> String {
-    format!("scifact-{}-{split}.journal.jsonl", mode.as_str())
+/// The label of a configuration's runs: `None` for the frozen baseline (whose file names and request ids are
+/// those of every evaluation before configurations were selected), `c` and the first 12 hex digits of the
+/// configuration's digest otherwise.
+///
+/// # Errors
+/// [`Error::Json`] (never for a valid config).
+pub fn config_label(config: &SearchConfig) -> Result<Option<String>> {
+    if config.is_baseline() {
+        return Ok(None);
+    }
+    let digest = config_digest(config)?;
+    Ok(Some(format!("c{}", &digest.trim_start_matches("sha256:")[..12])))
+}
+
+fn suffix(label: Option<&str>) -> String {
+    label.map_or_else(String::new, |label| format!("-{label}"))
+}
+
+/// The journal file name of `(mode, split)` under the configuration labelled `label`, present only while that
+/// run is unfinished.
+pub fn journal_file_name(mode: SearchMode, split: Split, label: Option<&str>) -> String {
+    format!("scifact-{}-{split}{}.journal.jsonl", mode.as_str(), suffix(label))
 }
 
 /// One finished (mode, split) run.
@@ -90,14 +109,14 @@ pub struct RunReport {
     pub already_complete: Vec<SearchMode>,
 }
 
-/// The rows file name of `(mode, split)`.
-pub fn rows_file_name(mode: SearchMode, split: Split) -> String {
-    format!("scifact-{}-{split}.jsonl", mode.as_str())
+/// The rows file name of `(mode, split)` under the configuration labelled `label` ([`config_label`]).
+pub fn rows_file_name(mode: SearchMode, split: Split, label: Option<&str>) -> String {
+    format!("scifact-{}-{split}{}.jsonl", mode.as_str(), suffix(label))
 }
 
-/// The aggregate file name of `(mode, split)`.
-pub fn aggregate_file_name(mode: SearchMode, split: Split) -> String {
-    format!("scifact-{}-{split}.aggregate.json", mode.as_str())
+/// The aggregate file name of `(mode, split)` under the configuration labelled `label` ([`config_label`]).
+pub fn aggregate_file_name(mode: SearchMode, split: Split, label: Option<&str>) -> String {
+    format!("scifact-{}-{split}{}.aggregate.json", mode.as_str(), suffix(label))
 }
 
 /// The library API behind each mode.
@@ -127,6 +146,55 @@ pub fn rolling_digest<'a>(digests: impl IntoIterator<Item = &'a str>) -> String 
     chain
 }
 
+/// A finished run read back: its aggregate (as bytes and parsed) and its rows, checked against the aggregate's
+/// rows binding.
+#[derive(Debug, Clone)]
+pub struct FinishedRun {
+    /// The aggregate's file name.
+    pub aggregate_file: String,
+    /// The aggregate file's bytes.
+    pub aggregate_bytes: Vec<u8>,
+    /// The aggregate.
+    pub aggregate: Aggregate,
+    /// The rows, in split order.
+    pub rows: Vec<QueryRow>,
+}
+
+impl FinishedRun {
+    /// Reads the finished run of `(mode, split)` under `label` from `output_dir`.
+    ///
+    /// # Errors
+    /// I/O errors when a file cannot be read (or is not a regular file within its cap),
+    /// [`Error::OutputMismatch`] when it does not parse or the rows do not hash to the binding.
+    pub fn read(
+        output_dir: &Path,
+        mode: SearchMode,
+        split: Split,
+        label: Option<&str>,
+    ) -> Result<FinishedRun> {
+        let aggregate_file = aggregate_file_name(mode, split, label);
+        let path = output_dir.join(&aggregate_file);
+        let mismatch = |path: &Path, reason: String| Error::OutputMismatch { path: path.to_owned(), reason };
+        let aggregate_bytes = safe_fs::read_regular(&path, MAX_FIXTURE_BYTES)?;
+        let aggregate: Aggregate = serde_json::from_slice(&aggregate_bytes)
+            .map_err(|e| mismatch(&path, format!("does not parse: {e}")))?;
+        let rows_path = output_dir.join(rows_file_name(mode, split, label));
+        let rows_bytes = safe_fs::read_regular(&rows_path, MAX_FIXTURE_BYTES)?;
+        if format!("sha256:{}", sha256_hex(&rows_bytes)) != aggregate.rows.sha256 {
+            return Err(mismatch(&rows_path, "does not hash to the aggregate's rows binding".into()));
+        }
+        let rows = rows_bytes
+            .split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .enumerate()
+            .map(|(i, line)| {
+                serde_json::from_slice(line).map_err(|e| mismatch(&rows_path, format!("line {}: {e}", i + 1)))
+            })
+            .collect::<Result<Vec<QueryRow>>>()?;
+        Ok(FinishedRun { aggregate_file, aggregate_bytes, aggregate, rows })
+    }
+}
+
 /// A checked query ready to search.
 struct PreparedQuery {
     id: String,
@@ -144,6 +212,22 @@ struct PreparedQuery {
 /// another fixture or one that answered a request under another configuration, [`Error::Journal`] for a
 /// damaged or foreign journal, and I/O errors.
 pub fn run(options: &RunOptions, progress: &dyn Progress) -> Result<RunReport> {
+    let mut reports = run_configs(options, std::slice::from_ref(&options.config), progress)?;
+    Ok(reports.remove(0))
+}
+
+/// Runs `options.modes` over `options.split` under each of `configs` in turn (`options.config` is not used),
+/// reading the fixture and opening the store once: the calibration trials of a selection. Each configuration
+/// writes its own labelled files and request ids ([`config_label`]); one whose modes are all complete is
+/// reported in `already_complete` and left untouched.
+///
+/// # Errors
+/// As [`run`]; [`Error::OutputExists`] only when every configuration is complete.
+pub fn run_configs(
+    options: &RunOptions,
+    configs: &[SearchConfig],
+    progress: &dyn Progress,
+) -> Result<Vec<RunReport>> {
     let fixture_bytes = safe_fs::read_regular(&options.fixture, MAX_FIXTURE_BYTES)?;
     let fixture_sha256 = format!("sha256:{}", sha256_hex(&fixture_bytes));
     let fixture = parse_fixture(&options.fixture, &fixture_bytes)?;
@@ -151,50 +235,80 @@ pub fn run(options: &RunOptions, progress: &dyn Progress) -> Result<RunReport> {
     let queries = prepare_queries(&options.fixture, &fixture)?;
     let ids: Vec<String> = queries.keys().cloned().collect();
     let selected = select(&ids, options.split);
-    let config_sha256 = config_digest(&options.config)?;
-    options.config.validate()?;
 
-    if options.split == Split::All {
-        guard_all(&options.output_dir, &options.modes, &fixture_sha256, &config_sha256)?;
+    struct Plan {
+        options: RunOptions,
+        config_sha256: String,
+        label: Option<String>,
+        complete: Vec<SearchMode>,
+        pending: Vec<SearchMode>,
     }
-    let (complete, pending): (Vec<SearchMode>, Vec<SearchMode>) = options
-        .modes
-        .iter()
-        .partition(|mode| options.output_dir.join(aggregate_file_name(**mode, options.split)).exists());
-    if pending.is_empty() {
-        let path = options.output_dir.join(aggregate_file_name(options.modes[0], options.split));
+    let mut plans = Vec::new();
+    for config in configs {
+        let config_sha256 = config_digest(config)?;
+        config.validate()?;
+        let label = config_label(config)?;
+        if options.split == Split::All {
+            guard_all(
+                &options.output_dir,
+                &options.modes,
+                &fixture_sha256,
+                &config_sha256,
+                label.as_deref(),
+            )?;
+        }
+        let (complete, pending): (Vec<SearchMode>, Vec<SearchMode>) =
+            options.modes.iter().partition(|mode| {
+                options.output_dir.join(aggregate_file_name(**mode, options.split, label.as_deref())).exists()
+            });
+        let options = RunOptions { config: config.clone(), ..options.clone() };
+        plans.push(Plan { options, config_sha256, label, complete, pending });
+    }
+    if plans.iter().all(|plan| plan.pending.is_empty()) {
+        let label = plans.first().and_then(|plan| plan.label.as_deref());
+        let path = options.output_dir.join(aggregate_file_name(options.modes[0], options.split, label));
         return Err(Error::OutputExists { path });
     }
     std::fs::create_dir_all(&options.output_dir)
         .map_err(|source| Error::Io { path: options.output_dir.clone(), source })?;
 
     let eval_store = open_or_build(&options.store_dir, &fixture, &fixture_sha256, progress)?;
-    if pending.iter().any(|m| *m != SearchMode::VectorOnly)
-        && options.config.lexical_backend == semantic_memory::LexicalBackendKind::MemoryBm25
-    {
+    let lexical_pending = plans.iter().any(|plan| {
+        plan.pending.iter().any(|m| *m != SearchMode::VectorOnly)
+            && plan.options.config.lexical_backend == semantic_memory::LexicalBackendKind::MemoryBm25
+    });
+    if lexical_pending {
         // Built before the first query, so no query's latency includes it.
         eval_store.store.prepare_lexical_index()?;
     }
-    let context = RunContext {
-        options,
-        fixture: &fixture,
-        fixture_sha256: &fixture_sha256,
-        config_sha256: &config_sha256,
-        all_query_ids: ids.clone(),
-        git: GitState::of(&std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))),
-        host: HostIdentity::current(),
-        executable: ExecutableIdentity::current(),
-    };
-    let mut runs = Vec::new();
-    for mode in pending {
-        runs.push(run_mode(&context, &eval_store, mode, &selected, &queries, progress)?);
+    let git = GitState::of(&std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")));
+    let host = HostIdentity::current();
+    let executable = ExecutableIdentity::current();
+    let mut reports = Vec::new();
+    for plan in plans {
+        let context = RunContext {
+            options: &plan.options,
+            fixture: &fixture,
+            fixture_sha256: &fixture_sha256,
+            config_sha256: &plan.config_sha256,
+            label: plan.label.as_deref(),
+            all_query_ids: ids.clone(),
+            git: git.clone(),
+            host: host.clone(),
+            executable: executable.clone(),
+        };
+        let mut runs = Vec::new();
+        for mode in plan.pending {
+            runs.push(run_mode(&context, &eval_store, mode, &selected, &queries, progress)?);
+        }
+        reports.push(RunReport {
+            store_resumed_from: eval_store.resumed_from,
+            store_inserted: eval_store.inserted,
+            runs,
+            already_complete: plan.complete,
+        });
     }
-    Ok(RunReport {
-        store_resumed_from: eval_store.resumed_from,
-        store_inserted: eval_store.inserted,
-        runs,
-        already_complete: complete,
-    })
+    Ok(reports)
 }
 
 struct RunContext<'a> {
@@ -202,6 +316,7 @@ struct RunContext<'a> {
     fixture: &'a Fixture,
     fixture_sha256: &'a str,
     config_sha256: &'a str,
+    label: Option<&'a str>,
     all_query_ids: Vec<String>,
     git: GitState,
     host: HostIdentity,
@@ -302,9 +417,10 @@ fn guard_all(
     modes: &[SearchMode],
     fixture_sha256: &str,
     config_sha256: &str,
+    label: Option<&str>,
 ) -> Result<()> {
     for mode in modes {
-        let path = output_dir.join(aggregate_file_name(*mode, Split::Heldout));
+        let path = output_dir.join(aggregate_file_name(*mode, Split::Heldout, label));
         let refuse = |why: String| Error::SplitGuard {
             reason: format!(
                 "--split all runs only after the held-out run of the same fixture and configuration; {why}"
@@ -334,12 +450,13 @@ fn run_mode(
 ) -> Result<RunSummary> {
     let options = context.options;
     let split = options.split;
-    let journal_path = options.output_dir.join(journal_file_name(mode, split));
+    let label = context.label;
+    let journal_path = options.output_dir.join(journal_file_name(mode, split, label));
     if journal_path.symlink_metadata().is_err() {
         // No attempt of this run in this output directory yet: a store that answered any of its requests was
         // used by another run, whose receipts must not be taken over.
         for id in selected {
-            let request = request_id(mode.as_str(), split, id);
+            let request = request_id(mode.as_str(), split, id, label);
             if eval_store.store.receipt_for(&request)?.is_some() {
                 return Err(Error::RequestIdCollision {
                     request_id: request,
@@ -368,7 +485,7 @@ fn run_mode(
     let mut recovered = Vec::new();
     for id in selected {
         let Some(query) = queries.get(id) else { continue };
-        let request = request_id(mode.as_str(), split, id);
+        let request = request_id(mode.as_str(), split, id, label);
         let stored = store.receipt_for(&request)?;
         let journaled = journal.rows.remove(id);
         let refuse = |reason: String| Error::Journal { path: journal_path.clone(), reason };
@@ -410,7 +527,7 @@ fn run_mode(
             continue;
         }
         let Some(query) = queries.get(id) else { continue };
-        let mut row = run_query(store, &options.config, mode, split, query, &doc_of)?;
+        let mut row = run_query(store, &options.config, mode, split, label, query, &doc_of)?;
         safe_fs::halt::point("run.answered");
         row.answered_in_attempt = Some(journal.attempt());
         journal.record(&row)?;
@@ -421,7 +538,7 @@ fn run_mode(
     progress.finish();
     let rows: Vec<QueryRow> = selected.iter().filter_map(|id| answered.remove(id)).collect();
 
-    let rows_name = rows_file_name(mode, split);
+    let rows_name = rows_file_name(mode, split, label);
     let rows_path = options.output_dir.join(&rows_name);
     let mut rows_bytes = Vec::new();
     for row in &rows {
@@ -518,7 +635,7 @@ fn run_mode(
         capabilities: capabilities(),
         claim_boundary: claim_boundary(),
     };
-    let aggregate_path = options.output_dir.join(aggregate_file_name(mode, split));
+    let aggregate_path = options.output_dir.join(aggregate_file_name(mode, split, label));
     let mut aggregate_bytes = serde_json::to_vec_pretty(&aggregate)?;
     aggregate_bytes.push(b'\n');
     safe_fs::write_atomically(&aggregate_path, &aggregate_bytes)?;
@@ -580,10 +697,11 @@ fn run_query(
     config: &SearchConfig,
     mode: SearchMode,
     split: Split,
+    label: Option<&str>,
     query: &PreparedQuery,
     doc_of: &HashMap<i64, &str>,
 ) -> Result<QueryRow> {
-    let request = request_id(mode.as_str(), split, &query.id);
+    let request = request_id(mode.as_str(), split, &query.id, label);
     let context = SearchContext::new(request.clone(), NAMESPACE);
     let started = Instant::now();
     let outcome = match mode {

@@ -78,10 +78,15 @@ pub fn selected_ids_digest(selected: &[String]) -> String {
     format!("sha256:{}", sha256_hex(selected.join("\n").as_bytes()))
 }
 
-/// The request id of one query's search: `scifact/<mode>/<split>/<query id>`. Deterministic, so a rerun of the
-/// same mode and split against the same store collides instead of silently adding receipts.
-pub fn request_id(mode: &str, split: Split, query_id: &str) -> String {
-    format!("scifact/{mode}/{split}/{query_id}")
+/// The request id of one query's search: `scifact/<mode>/<split>/<query id>` under the frozen baseline, and
+/// `scifact/<label>/<mode>/<split>/<query id>` under a configuration with a label (`config_label`), so one
+/// store keeps the receipts of every configuration tried. Deterministic, so a rerun of the same configuration,
+/// mode and split against the same store collides instead of silently adding receipts.
+pub fn request_id(mode: &str, split: Split, query_id: &str, label: Option<&str>) -> String {
+    match label {
+        None => format!("scifact/{mode}/{split}/{query_id}"),
+        Some(label) => format!("scifact/{label}/{mode}/{split}/{query_id}"),
+    }
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -124,10 +129,23 @@ mod tests {
 
     #[test]
     fn request_ids_are_deterministic_and_distinct_per_mode_and_split() {
-        assert_eq!(request_id("hybrid", Split::Heldout, "42"), "scifact/hybrid/heldout/42");
-        assert_eq!(request_id("hybrid", Split::Heldout, "42"), request_id("hybrid", Split::Heldout, "42"));
-        assert_ne!(request_id("hybrid", Split::Heldout, "42"), request_id("hybrid", Split::All, "42"));
-        assert_ne!(request_id("fts_only", Split::Heldout, "42"), request_id("hybrid", Split::Heldout, "42"));
+        assert_eq!(request_id("hybrid", Split::Heldout, "42", None), "scifact/hybrid/heldout/42");
+        assert_eq!(
+            request_id("hybrid", Split::Heldout, "42", None),
+            request_id("hybrid", Split::Heldout, "42", None)
+        );
+        assert_ne!(
+            request_id("hybrid", Split::Heldout, "42", None),
+            request_id("hybrid", Split::All, "42", None)
+        );
+        assert_ne!(
+            request_id("fts_only", Split::Heldout, "42", None),
+            request_id("hybrid", Split::Heldout, "42", None)
+        );
+        assert_eq!(
+            request_id("hybrid", Split::Calibration, "42", Some("c0123456789ab")),
+            "scifact/c0123456789ab/hybrid/calibration/42"
+        );
     }
 
     #[test]

@@ -64,9 +64,9 @@ fn calibration_writes_rows_and_aggregates_that_agree_with_each_other() {
     let expected_ids = select(&ids, Split::Calibration);
 
     for (mode, summary) in ALL_MODES.iter().zip(&report.runs) {
-        let rows_path = options.output_dir.join(rows_file_name(*mode, Split::Calibration));
+        let rows_path = options.output_dir.join(rows_file_name(*mode, Split::Calibration, None));
         let aggregate =
-            read_aggregate(&options.output_dir.join(aggregate_file_name(*mode, Split::Calibration)));
+            read_aggregate(&options.output_dir.join(aggregate_file_name(*mode, Split::Calibration, None)));
         assert_eq!(aggregate, summary.aggregate);
         let rows = read_rows(&rows_path);
         let row_ids: Vec<String> = rows.iter().map(|r| r.query_id.clone()).collect();
@@ -109,9 +109,11 @@ fn calibration_writes_rows_and_aggregates_that_agree_with_each_other() {
         assert!(aggregate.claim_boundary.does_not_establish.iter().any(|s| s.contains("superiority")));
         // No query or document text in any output.
         let written = std::fs::read_to_string(&rows_path).unwrap()
-            + &std::fs::read_to_string(
-                options.output_dir.join(aggregate_file_name(*mode, Split::Calibration)),
-            )
+            + &std::fs::read_to_string(options.output_dir.join(aggregate_file_name(
+                *mode,
+                Split::Calibration,
+                None,
+            )))
             .unwrap();
         for query in &fixture.queries {
             assert!(!written.contains(&query.text), "query text leaked");
@@ -130,7 +132,7 @@ fn rerunning_a_split_against_the_same_store_is_a_collision_and_outputs_are_never
     let first = setup.options("store", "out", Split::Calibration, &[SearchMode::FtsOnly]);
     setup.run(&first).unwrap();
     let before =
-        std::fs::read(first.output_dir.join(rows_file_name(SearchMode::FtsOnly, Split::Calibration)))
+        std::fs::read(first.output_dir.join(rows_file_name(SearchMode::FtsOnly, Split::Calibration, None)))
             .unwrap();
 
     match setup.run(&first) {
@@ -147,9 +149,9 @@ fn rerunning_a_split_against_the_same_store_is_a_collision_and_outputs_are_never
         message.contains("scifact/fts_only/calibration/") && message.contains("fresh --store-dir"),
         "{message}"
     );
-    assert!(!again.output_dir.join(rows_file_name(SearchMode::FtsOnly, Split::Calibration)).exists());
+    assert!(!again.output_dir.join(rows_file_name(SearchMode::FtsOnly, Split::Calibration, None)).exists());
     assert_eq!(
-        std::fs::read(first.output_dir.join(rows_file_name(SearchMode::FtsOnly, Split::Calibration)))
+        std::fs::read(first.output_dir.join(rows_file_name(SearchMode::FtsOnly, Split::Calibration, None)))
             .unwrap(),
         before
     );
@@ -235,4 +237,47 @@ fn a_store_of_another_fixture_is_refused() {
     let error = setup.run(&options).unwrap_err();
     assert!(matches!(error, Error::Store { .. }), "{error:?}");
     assert!(error.to_string().contains("fresh --store-dir"), "{error}");
+}
+
+#[test]
+fn configurations_share_a_store_under_their_own_labels() {
+    use semantic_memory::{Fusion, Missing, Normalization};
+    let setup = Setup::new(200, 120);
+    let baseline = setup.options("store", "out", Split::Calibration, &[SearchMode::Hybrid]);
+    setup.run(&baseline).unwrap();
+    let convex = RunOptions {
+        config: SearchConfig {
+            fts_weight: 0.3,
+            vector_weight: 0.7,
+            fusion: Fusion::Convex { normalization: Normalization::MinMax, missing: Missing::Zero },
+            ..SearchConfig::default()
+        },
+        ..baseline.clone()
+    };
+    let label = scifact_eval::config_label(&convex.config).unwrap().unwrap();
+    let digest = scifact_eval::config_digest(&convex.config).unwrap();
+    assert_eq!(label, format!("c{}", &digest["sha256:".len()..][..12]));
+    assert_eq!(scifact_eval::config_label(&SearchConfig::default()).unwrap(), None);
+    let report = setup.run(&convex).unwrap();
+    assert_eq!(report.store_resumed_from, 200, "the store is shared");
+    let rows_path =
+        convex.output_dir.join(rows_file_name(SearchMode::Hybrid, Split::Calibration, Some(&label)));
+    let rows = read_rows(&rows_path);
+    assert_eq!(rows.len(), 100);
+    for row in &rows {
+        assert_eq!(row.request_id, format!("scifact/{label}/hybrid/calibration/{}", row.query_id));
+        assert_eq!(row.receipt.as_ref().unwrap().config, convex.config);
+    }
+    let aggregate = read_aggregate(&convex.output_dir.join(aggregate_file_name(
+        SearchMode::Hybrid,
+        Split::Calibration,
+        Some(&label),
+    )));
+    assert!(!aggregate.retrieval.baseline);
+    assert_eq!(aggregate.store.receipts_after_run, 200, "both configurations' receipts are kept");
+    // The baseline's own files are untouched and unlabelled.
+    let baseline_rows =
+        read_rows(&baseline.output_dir.join(rows_file_name(SearchMode::Hybrid, Split::Calibration, None)));
+    assert!(baseline_rows.iter().all(|r| r.request_id.starts_with("scifact/hybrid/calibration/")));
+    assert!(matches!(setup.run(&convex), Err(Error::OutputExists { .. })));
 }
