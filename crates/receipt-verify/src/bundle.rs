@@ -18,6 +18,10 @@ use crate::canonical::{canonical_digest, sha256_tagged};
 use crate::error::{Error, Result};
 use crate::fixture::FixtureView;
 use crate::report::{Report, Status};
+use crate::selection::{
+    Documents, PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, SELECTION_FILE, STATISTICS_FILE,
+    selection_checks,
+};
 use crate::sign::{MAX_KEY_FILE_BYTES, SIGNATURE_FILE, TRUSTED_COMMENT_PREFIX, VerifyingKey, verify_bytes};
 use crate::validate::{Evidence, Input, validate};
 use crate::verify::{Found, MAX_FIXTURE_BYTES, MAX_SIDECAR_BYTES, answered_by_bound, gaps, hash_executable};
@@ -26,8 +30,16 @@ use crate::verify::{Found, MAX_FIXTURE_BYTES, MAX_SIDECAR_BYTES, answered_by_bou
 pub const MANIFEST_FILE: &str = "manifest.json";
 /// The in-toto Statement type.
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
-/// The predicate type of a scifact-audit claim.
-pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v1";
+/// The predicate type of the claims this build writes: version 2 adds each result's configuration and, when
+/// the run selected a configuration, the selection and the held-out comparisons.
+pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v2";
+/// The predicate type of bundles published before selection existed; they keep verifying.
+pub const PREDICATE_TYPE_V1: &str = "urn:scifact-audit:claim:v1";
+/// The human-readable report's file name, a subject of bundles that have one.
+pub const REPORT_FILE: &str = "report.html";
+/// The documents of a selection a bundle carries when its output directory has them.
+pub const SELECTION_DOCUMENTS: [&str; 5] =
+    [PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, SELECTION_FILE, STATISTICS_FILE, REPORT_FILE];
 /// The fixture view's file name in a bundle.
 pub const FIXTURE_METADATA_FILE: &str = "fixture-metadata.json";
 /// The effective configuration's file name.
@@ -88,8 +100,24 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
     }
     let runs = load_runs(&options.output_dir)?;
     let first = runs.first().ok_or_else(|| Error::Usage("no aggregates".into()))?;
+    let mut documents: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    for name in SELECTION_DOCUMENTS {
+        match Found::at(&options.output_dir.join(name), MAX_SIDECAR_BYTES) {
+            Found::Read(_, bytes) => {
+                documents.insert(name.to_owned(), bytes);
+            }
+            Found::Absent(_) => {}
+            Found::Refused(reason) => return Err(Error::Usage(reason)),
+        }
+    }
+    // Configurations may differ only under a pre-registered selection, which the verifier re-derives.
+    let pointers: &[&str] = if documents.contains_key(PREREGISTRATION_FILE) {
+        &["/corpus/fixture_sha256", "/store/mapping_sha256"]
+    } else {
+        &["/corpus/fixture_sha256", "/retrieval/config_sha256", "/store/mapping_sha256"]
+    };
     for run in &runs {
-        for pointer in ["/corpus/fixture_sha256", "/retrieval/config_sha256", "/store/mapping_sha256"] {
+        for pointer in pointers.iter().copied() {
             if run.str_at(pointer) != first.str_at(pointer) {
                 return Err(Error::Usage(format!("{} and {} differ at {pointer}", run.name, first.name)));
             }
@@ -130,6 +158,7 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
         Found::Refused(reason) => return Err(Error::Usage(reason)),
     };
     files.insert(EFFECTIVE_CONFIG_FILE.into(), config_file);
+    files.extend(documents);
 
     let staging = safe_fs::staging_dir(dir).map_err(Error::file)?;
     for (name, bytes) in &files {
@@ -150,7 +179,53 @@ fn pretty(value: &Value) -> Vec<u8> {
     bytes
 }
 
-/// The claim a bundle makes, derived from its aggregates.
+/// The claim a version 2 bundle makes: [`claim`]'s, each result with its configuration, and the selection
+/// and comparisons when there are any (from the bundle's own `selection.json` and `statistics.json`).
+pub fn claim_v2(runs: &[Run], verdict: &Value, files: &BTreeMap<String, Vec<u8>>) -> Value {
+    let mut value = claim(runs, verdict);
+    if let Some(results) = value["results"].as_array_mut() {
+        for (result, run) in results.iter_mut().zip(runs) {
+            result["config_sha256"] = run.aggregate["retrieval"]["config_sha256"].clone();
+            result["baseline"] = run.aggregate["retrieval"]["baseline"].clone();
+        }
+    }
+    let json_of = |name: &str| files.get(name).and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok());
+    value["selection"] = match (json_of(SELECTION_FILE), files.get(PREREGISTRATION_FILE)) {
+        (Some(ledger), Some(prereg)) => json!({
+            "preregistration_sha256": sha256_tagged(prereg),
+            "trials": ledger["trials"].as_array().map_or(0, Vec::len),
+            "rule": ledger["rule"],
+            "winner": {
+                "index": ledger["winner"]["index"],
+                "name": ledger["winner"]["name"],
+                "config_sha256": ledger["winner"]["config_sha256"],
+                "value": ledger["winner"]["value"],
+            },
+        }),
+        _ => Value::Null,
+    };
+    value["comparisons"] = json_of(STATISTICS_FILE).map_or(Value::Null, |statistics| {
+        Value::Array(
+            statistics["comparisons"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    json!({
+                        "name": c["name"],
+                        "metric": c["metric"],
+                        "difference": c["difference"],
+                        "p_holm": c["p_holm"],
+                        "significant": c["significant"],
+                    })
+                })
+                .collect(),
+        )
+    });
+    value
+}
+
+/// The claim a bundle makes, derived from its aggregates (the version 1 predicate).
 pub fn claim(runs: &[Run], verdict: &Value) -> Value {
     let first = &runs[0].aggregate;
     let results: Vec<Value> = runs
@@ -196,7 +271,7 @@ fn statement(runs: &[Run], files: &BTreeMap<String, Vec<u8>>, verification: &Val
         "_type": STATEMENT_TYPE,
         "subject": subjects,
         "predicateType": PREDICATE_TYPE,
-        "predicate": claim(runs, &verification["verdict"]),
+        "predicate": claim_v2(runs, &verification["verdict"], files),
     })
 }
 
@@ -268,12 +343,19 @@ pub fn verify_bundle(check: &BundleCheck) -> Result<Report> {
     let json_of = |name: &str| files.get(name).and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok());
     let verification = json_of(VERIFICATION_FILE).unwrap_or(Value::Null);
     report.record(scope, "claim", {
-        let expected = claim(&runs, &verification["verdict"]);
-        if manifest["predicate"] == expected
-            && manifest["predicateType"] == PREDICATE_TYPE
+        let expected = match manifest["predicateType"].as_str() {
+            Some(PREDICATE_TYPE_V1) => Some(claim(&runs, &verification["verdict"])),
+            Some(PREDICATE_TYPE) => Some(claim_v2(&runs, &verification["verdict"], &files)),
+            _ => None,
+        };
+        if expected.is_some_and(|expected| manifest["predicate"] == expected)
             && manifest["_type"] == STATEMENT_TYPE
         {
-            Ok(format!("the predicate restates the {} aggregates", runs.len()))
+            Ok(format!(
+                "the predicate ({}) restates the {} aggregates",
+                manifest["predicateType"],
+                runs.len()
+            ))
         } else {
             Err("the manifest's predicate differs from the claim the aggregates make".into())
         }
@@ -296,6 +378,17 @@ pub fn verify_bundle(check: &BundleCheck) -> Result<Report> {
     };
     let executable = check.executable.as_deref().map(hash_executable);
     let frozen = json_of(EFFECTIVE_CONFIG_FILE);
+    report.extend(selection_checks(
+        &runs,
+        Documents {
+            preregistration: files.get(PREREGISTRATION_FILE).map(Vec::as_slice),
+            signature: files.get(PREREGISTRATION_SIGNATURE_FILE).map(Vec::as_slice),
+            selection: files.get(SELECTION_FILE).map(Vec::as_slice),
+            statistics: files.get(STATISTICS_FILE).map(Vec::as_slice),
+            freeze: frozen.as_ref(),
+            key: Some(&key),
+        },
+    ));
     for run in &runs {
         let executable_sha256 = match &executable {
             Some((origin, Ok(digest))) => Input::Read { origin, content: digest.as_str() },

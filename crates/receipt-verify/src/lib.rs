@@ -21,7 +21,9 @@ mod fixture;
 mod fusion;
 pub mod metrics;
 mod report;
+mod selection;
 mod sign;
+mod statistics;
 mod store;
 mod validate;
 mod verify;
@@ -31,12 +33,17 @@ pub use crate::artifacts::{
 };
 pub use crate::bundle::{
     BUNDLE_LIMITS, BundleCheck, BundleOptions, EFFECTIVE_CONFIG_FILE, FIXTURE_METADATA_FILE, MANIFEST_FILE,
-    MAPPING_FILE, MAX_MANIFEST_BYTES, MAX_SUBJECTS, PREDICATE_TYPE, STATEMENT_TYPE, VERIFICATION_FILE,
-    check_bundle_files, claim, make_bundle, verify_bundle,
+    MAPPING_FILE, MAX_MANIFEST_BYTES, MAX_SUBJECTS, PREDICATE_TYPE, PREDICATE_TYPE_V1, REPORT_FILE,
+    SELECTION_DOCUMENTS, STATEMENT_TYPE, VERIFICATION_FILE, check_bundle_files, claim, claim_v2, make_bundle,
+    verify_bundle,
 };
 pub use crate::error::{Error, Result};
 pub use crate::fixture::{FIXTURE_VIEW_SCHEMA, FixtureView, FullFixture};
 pub use crate::report::{Check, REPORT_SCHEMA, Report, Status, terminal_safe};
+pub use crate::selection::{
+    Documents, PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, SELECTION_FILE, STATISTICS_FILE,
+    selection_checks,
+};
 pub use crate::sign::{
     MAX_KEY_FILE_BYTES, SIGNATURE_FILE, TRUSTED_COMMENT_PREFIX, VerifyingKey, keygen, load_public_key,
     load_secret_key, public_key_of, secret_key_is_encrypted, sign_bytes, sign_document, verify_bytes,

@@ -35,6 +35,12 @@ pub struct VerifyingKey {
     keynum: [u8; 8],
 }
 
+impl std::fmt::Debug for VerifyingKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "VerifyingKey({})", self.id())
+    }
+}
+
 impl VerifyingKey {
     /// The key id as minisign prints it (16 uppercase hex digits), for comparing with a copy of the key
     /// obtained elsewhere.

@@ -15,6 +15,7 @@ use crate::canonical::{canonical_digest, sha256_hex, sha256_tagged};
 use crate::error::{Error, Result};
 use crate::fixture::{FixtureText, FixtureView, FullFixture};
 use crate::report::{REPORT_SCHEMA, Report, Status};
+use crate::selection::{Documents, PREREGISTRATION_FILE, SELECTION_FILE, STATISTICS_FILE, selection_checks};
 use crate::store::{MAX_DATABASE_BYTES, STORE_FORMAT, StoreImage};
 use crate::validate::{Evidence, Input, validate};
 
@@ -218,6 +219,24 @@ pub fn verify(options: &VerifyOptions) -> Result<Report> {
         ));
         report.extend(gaps(run, frozen.as_ref()));
     }
+    let document = |name: &str| match Found::at(&options.output_dir.join(name), MAX_SIDECAR_BYTES) {
+        Found::Read(_, bytes) => Ok(Some(bytes)),
+        Found::Absent(_) => Ok(None),
+        Found::Refused(reason) => Err(Error::Usage(reason)),
+    };
+    let (preregistration, selection, statistics) =
+        (document(PREREGISTRATION_FILE)?, document(SELECTION_FILE)?, document(STATISTICS_FILE)?);
+    report.extend(selection_checks(
+        &runs,
+        Documents {
+            preregistration: preregistration.as_deref(),
+            signature: None,
+            selection: selection.as_deref(),
+            statistics: statistics.as_deref(),
+            freeze: frozen.as_ref(),
+            key: None,
+        },
+    ));
     report.extend(stores(&runs, options.store_dir.as_deref(), full.as_ref()));
     report.extend(vector_rechecks(&runs, full.as_ref()));
     report.extend(embedding_values(&runs, full.as_ref(), options.model_dir.as_deref()));
@@ -490,7 +509,16 @@ fn effective_config(
     }
     if let Some(value) = frozen {
         let frozen_config = value.get("config").unwrap_or(value);
-        if canonical_digest(frozen_config) != digest {
+        let selected = value["schema"] == "scifact-audit-effective-config-v2";
+        if selected && run.str_at("/split") == "calibration" {
+            // Calibration ran every declared trial before the freeze; `selection.*` checks them.
+            return Ok(format!(
+                "every receipt carries config {digest}, a calibration trial (see selection.ledger)"
+            ));
+        }
+        let baseline_digest = value.pointer("/baseline/config_sha256").and_then(Value::as_str);
+        let frozen_digest = canonical_digest(frozen_config);
+        if frozen_digest != digest && !(selected && baseline_digest == Some(digest.as_str())) {
             return Err(format!("the config differs from the frozen {EFFECTIVE_CONFIG_FILE}"));
         }
         let frozen_at = value.get("frozen_unix").and_then(Value::as_u64);

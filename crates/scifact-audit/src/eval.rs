@@ -41,7 +41,6 @@ use crate::model::open_embedder;
 use crate::progress::StageProgress;
 use crate::run::BUILD_REVISION;
 
-
 struct Stages {
     started: Instant,
     timings: Vec<(&'static str, f64)>,
@@ -210,12 +209,30 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         writeln!(out, "verification failed; see {}", results.join("verification.json").display())?;
         return Ok(ExitCode::from(1));
     }
+    let report_path = stages.time("report", |_| {
+        let heldout = crate::selection::heldout_runs(&results, &selection)?;
+        let signed = results.join(crate::selection::PREREGISTRATION_SIGNATURE).exists();
+        crate::report::write_report(
+            &results,
+            &crate::report::ReportInputs {
+                preregistration: &preregistration,
+                preregistration_sha256: &preregistration_sha256,
+                signed,
+                selection: &selection,
+                statistics: &statistics,
+                verification: &report,
+                heldout: &heldout,
+            },
+        )
+    })?;
+    safe_fs::halt::point("eval.reported");
     let bundle = work.join("bundles").join(&run_id);
     stages.time("bundle", |_| ensure_bundle(&bundle, &results, &store, &fixture))?;
     if let Some(signer) = &signer {
         stages.time("sign", |_| ensure_signature(&bundle, signer))?;
     }
     print_summary(&stages, &results, &report, &bundle, signer.is_some(), &selection, &statistics)?;
+    writeln!(std::io::stdout().lock(), "report       {} (static HTML, no script)", report_path.display())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -457,14 +474,23 @@ fn print_summary(
     }
     writeln!(out)?;
     writeln!(out, "verdict      {}", report.verdict())?;
+    // The same finding in many runs (a dirty worktree, say) is one line, with where it holds.
+    let mut findings: Vec<(&str, &str, Vec<&str>)> = Vec::new();
     for check in report.checks.iter().filter(|c| c.status != receipt_verify::Status::Pass) {
-        writeln!(
-            out,
-            "             {} {}: {}",
-            terminal_safe(&check.scope),
-            terminal_safe(&check.name),
-            terminal_safe(&check.evidence)
-        )?;
+        match findings
+            .iter_mut()
+            .find(|(name, evidence, _)| *name == check.name && *evidence == check.evidence)
+        {
+            Some((_, _, scopes)) => scopes.push(&check.scope),
+            None => findings.push((&check.name, &check.evidence, vec![&check.scope])),
+        }
+    }
+    for (name, evidence, scopes) in findings {
+        let scope = match scopes.as_slice() {
+            [one] => terminal_safe(one).into_owned(),
+            many => format!("{} runs", many.len()),
+        };
+        writeln!(out, "             {scope} {}: {}", terminal_safe(name), terminal_safe(evidence))?;
     }
     if attempts.is_empty() {
         writeln!(out, "attempts     every run ran in one uninterrupted attempt")?;

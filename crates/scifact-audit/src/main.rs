@@ -2,11 +2,13 @@
 
 mod audit;
 mod build;
+mod charts;
 mod cli;
 mod embed;
 mod eval;
 mod model;
 mod progress;
+mod report;
 mod run;
 mod selection;
 

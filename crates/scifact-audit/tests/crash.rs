@@ -128,21 +128,24 @@ fn eval_killed_at_every_stage_finishes_when_rerun_and_equals_an_uninterrupted_ru
 
     // In stage order; passes count within one process, which resumes where the previous one was killed.
     let points = [
-        "build.embedded:3",  // embedding, early
-        "build.embedded:40", // embedding again, later in the corpus
-        "store.batch:5",     // store build
-        "run.journaled:30",  // fts_only calibration searches
-        "run.answered:90",   // vector_only calibration, after a receipt, before its journal line
-        "run.rows:1",        // vector_only calibration rows written, no aggregate
-        "eval.validated:1",  // hybrid calibration, then calibration validated
-        "eval.frozen:1",     // configuration frozen
-        "run.journaled:120", // fts_only held-out searches
-        "run.answered:150",  // vector_only held-out, a receipt without its journal line
-        "run.journaled:200", // hybrid held-out searches
-        "eval.verified:1",   // verification.json written
-        "bundle.file:5",     // half of the bundle staged
-        "bundle.staged:1",   // the whole bundle staged, not yet published
-        "eval.signing:1",    // bundle published, not yet signed
+        "build.embedded:3",     // embedding, early
+        "build.embedded:40",    // embedding again, later in the corpus
+        "eval.preregistered:1", // pre-registration written, nothing run
+        "store.batch:5",        // store build
+        "run.journaled:30",     // fts_only calibration searches
+        "run.answered:90",      // vector_only calibration, after a receipt, before its journal line
+        "run.rows:1",           // vector_only calibration rows written, no aggregate
+        "run.journaled:250",    // hybrid calibration, then a trial's searches
+        "eval.validated:1",     // every trial run, calibration validated
+        "eval.selected:1",      // the ledger written, the winner chosen
+        "eval.frozen:1",        // the winner frozen
+        "run.journaled:120",    // fts_only held-out searches
+        "run.answered:150",     // vector_only held-out, a receipt without its journal line
+        "run.journaled:200",    // hybrid held-out searches
+        "eval.verified:1",      // verification.json written
+        "bundle.file:5",        // half of the bundle staged
+        "bundle.staged:1",      // the whole bundle staged, not yet published
+        "eval.signing:1",       // bundle published, not yet signed
     ];
     let args = eval_args(&killed, &archive, &model, &secret);
     for point in points {
@@ -173,41 +176,62 @@ fn eval_killed_at_every_stage_finishes_when_rerun_and_equals_an_uninterrupted_ru
     );
     let mut recovered = 0;
     let mut interrupted = 0;
-    for split in ["calibration", "heldout"] {
-        for mode in ["fts_only", "vector_only", "hybrid"] {
-            let rows = format!("scifact-{mode}-{split}.jsonl");
-            assert_eq!(
-                comparable_rows(&killed_run.join("results").join(&rows)),
-                comparable_rows(&clean_run.join("results").join(&rows)),
-                "{rows}: rankings, scores, metrics and receipts"
-            );
-            let name = format!("scifact-{mode}-{split}.aggregate.json");
-            let (a, b) =
-                (json(&killed_run.join("results").join(&name)), json(&clean_run.join("results").join(&name)));
-            assert_eq!(a["receipts"]["rolling_digest"], b["receipts"]["rolling_digest"], "{name}");
-            for metric in ["ndcg@10", "recall@10", "mrr@10", "success@1"] {
-                assert_eq!(a["metrics"][metric], b["metrics"][metric], "{name} {metric}");
-            }
-            assert_eq!(b["attempts"]["count"], 1, "{name}: the clean run had one attempt");
-            interrupted += a["attempts"]["interrupted"].as_u64().unwrap();
-            recovered += a["attempts"]["recovered_from_store"].as_array().unwrap().len();
-            let missing_latency = comparable_rows(&killed_run.join("results").join(&rows)).len() as u64
-                - a["metrics"]["latency_ms"]["measured"].as_u64().unwrap();
-            assert_eq!(
-                missing_latency as usize,
-                a["attempts"]["recovered_from_store"].as_array().unwrap().len()
-            );
-            assert!(
-                !killed_run.join("results").join(format!("scifact-{mode}-{split}.journal.jsonl")).exists()
-            );
+    let aggregates: Vec<String> = std::fs::read_dir(clean_run.join("results"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".aggregate.json"))
+        .collect();
+    assert!(aggregates.len() > 6, "the trials and both held-out configurations ran: {aggregates:?}");
+    for name in &aggregates {
+        let (a, b) =
+            (json(&killed_run.join("results").join(name)), json(&clean_run.join("results").join(name)));
+        let rows = b["rows"]["file"].as_str().unwrap();
+        assert_eq!(
+            comparable_rows(&killed_run.join("results").join(rows)),
+            comparable_rows(&clean_run.join("results").join(rows)),
+            "{rows}: rankings, scores, metrics and receipts"
+        );
+        assert_eq!(a["receipts"]["rolling_digest"], b["receipts"]["rolling_digest"], "{name}");
+        for metric in ["ndcg@10", "recall@10", "mrr@10", "success@1"] {
+            assert_eq!(a["metrics"][metric], b["metrics"][metric], "{name} {metric}");
         }
+        assert_eq!(b["attempts"]["count"], 1, "{name}: the clean run had one attempt");
+        interrupted += a["attempts"]["interrupted"].as_u64().unwrap();
+        recovered += a["attempts"]["recovered_from_store"].as_array().unwrap().len();
+        let missing_latency = comparable_rows(&killed_run.join("results").join(rows)).len() as u64
+            - a["metrics"]["latency_ms"]["measured"].as_u64().unwrap();
+        assert_eq!(missing_latency as usize, a["attempts"]["recovered_from_store"].as_array().unwrap().len());
+    }
+    let leftovers: Vec<String> = std::fs::read_dir(killed_run.join("results"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".journal.jsonl"))
+        .collect();
+    assert!(leftovers.is_empty(), "every journal is removed once its aggregate is written: {leftovers:?}");
+    for name in ["preregistration.json", "selection.json", "statistics.json"] {
+        let (a, b) =
+            (json(&killed_run.join("results").join(name)), json(&clean_run.join("results").join(name)));
+        let strip = |mut v: Value| {
+            for key in ["created_unix", "decided_unix", "preregistration_sha256"] {
+                v.as_object_mut().unwrap().remove(key);
+            }
+            if let Some(trials) = v["trials"].as_array_mut() {
+                for t in trials {
+                    for key in ["started_unix", "finished_unix", "aggregate_sha256"] {
+                        t.as_object_mut().unwrap().remove(key);
+                    }
+                }
+            }
+            v
+        };
+        assert_eq!(strip(a), strip(b), "{name}: the same declaration, ledger and statistics (times aside)");
     }
     assert_eq!(
         recovered, 2,
         "the two receipts stored without their journal line are recovered, and disclosed"
     );
-    // fts_only and vector_only (twice) in calibration, each mode once in held-out.
-    assert_eq!(interrupted, 6, "every kill inside a mode's run is one interrupted attempt, disclosed");
+    // fts_only and vector_only (twice) in calibration, one trial, each baseline mode once in held-out.
+    assert_eq!(interrupted, 7, "every kill inside a run is one interrupted attempt, disclosed");
 
     let bundle = only_entry(&killed.join("bundles"));
     let verified = scifact_audit(
@@ -218,7 +242,7 @@ fn eval_killed_at_every_stage_finishes_when_rerun_and_equals_an_uninterrupted_ru
     assert_eq!(verified.status.code(), Some(0), "{report:#}");
     let disclosure: Vec<&Value> =
         report["checks"].as_array().unwrap().iter().filter(|c| c["name"] == "attempts.disclosure").collect();
-    assert_eq!(disclosure.len(), 6);
+    assert_eq!(disclosure.len(), aggregates.len());
     assert!(disclosure.iter().all(|c| c["status"] == "pass"), "{disclosure:?}");
 }
 
