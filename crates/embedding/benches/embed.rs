@@ -20,7 +20,11 @@ fn arg(name: &str) -> Option<String> {
 }
 
 fn shared(relative: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(relative)
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared")
+    .join(relative)
 }
 
 fn peak_rss_mib() -> Option<f64> {
@@ -98,7 +102,10 @@ fn main() {
         "results": results,
     });
     println!("peak RSS {:.0} MiB", peak_rss_mib().unwrap_or(f64::NAN));
-    let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
+    let out = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../target/bench");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("embedding-minilm.json"), serde_json::to_string_pretty(&report).unwrap())
         .unwrap();

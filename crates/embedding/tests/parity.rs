@@ -7,7 +7,11 @@ use std::path::PathBuf;
 use embedding::{Embedder, MiniLm};
 
 fn shared(relative: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(relative)
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared")
+    .join(relative)
 }
 
 fn model_dir() -> PathBuf {

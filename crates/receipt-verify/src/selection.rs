@@ -327,7 +327,8 @@ fn ledger_check(prereg: &Value, prereg_sha256: &str, ledger: &Value, runs: &[Run
 fn winner(prereg: &Value, ledger: &Value) -> Outcome {
     let trials = ledger["trials"].as_array().cloned().unwrap_or_default();
     let mut best: Option<(usize, f64)> = None;
-    for (index, trial) in trials.iter().enumerate() {
+    for trial in &trials {
+        let index = trial["index"].as_u64().ok_or("a ledger entry has no index")? as usize;
         let value = trial["value"].as_f64().ok_or_else(|| format!("trial {index} has no value"))?;
         if best.is_none_or(|(_, b)| value > b) {
             best = Some((index, value));
@@ -374,14 +375,18 @@ fn isolation(
     }
     let frozen = freeze["frozen_unix"].as_u64().ok_or("the freeze has no frozen_unix")?;
     let decided = ledger["decided_unix"].as_u64().unwrap_or(u64::MAX);
+    // Held-out is what the held-out runs answered, and the contract's split (100 calibrate) of their ids.
+    let mut heldout: BTreeSet<String> = BTreeSet::new();
+    for run in runs.iter().filter(|r| r.str_at("/split") == "heldout") {
+        let all = strings(run.aggregate.pointer("/split_binding/all_query_ids"));
+        heldout.extend(draw_split(&all, 100, "heldout").unwrap_or_default());
+        for row in run.rows.as_ref().map_err(|e| format!("{}: {e}", run.name))? {
+            heldout.insert(text(&row["query_id"]).to_owned());
+        }
+    }
     let mut trial_queries = 0;
     for trial in ledger["trials"].as_array().into_iter().flatten() {
         let Some(run) = run_named(runs, text(&trial["aggregate"])) else { continue };
-        let all = strings(run.aggregate.pointer("/split_binding/all_query_ids"));
-        let count =
-            run.aggregate.pointer("/split_binding/calibration_count").and_then(Value::as_u64).unwrap_or(0);
-        let heldout: BTreeSet<String> =
-            draw_split(&all, count as usize, "heldout").unwrap_or_default().into_iter().collect();
         let rows = run.rows.as_ref().map_err(|e| format!("{}: {e}", run.name))?;
         if let Some(row) = rows.iter().find(|row| heldout.contains(text(&row["query_id"]))) {
             return Err(format!("trial {}: held-out query {} was searched", trial["name"], row["query_id"]));

@@ -11,8 +11,11 @@ use serde_json::Value;
 #[test]
 #[ignore = "needs python3 with pytrec_eval (pip install pytrec-eval-terrier); CI installs it"]
 fn all_nine_metrics_agree_with_pytrec_eval_on_every_query() {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/pytrec_parity.py");
-    let output = Command::new("python3").args([script, "12", "500"]).output().expect("python3 runs");
+    let script = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../scripts/pytrec_parity.py");
+    let output = Command::new("python3").arg(&script).args(["12", "500"]).output().expect("python3 runs");
     assert!(output.status.success(), "pytrec_eval failed: {}", String::from_utf8_lossy(&output.stderr));
     let data: Value = serde_json::from_slice(&output.stdout).unwrap();
     let qrels: BTreeMap<String, BTreeMap<String, i64>> =

@@ -147,8 +147,23 @@ pub(crate) fn scatter(
             .draw()
             .map_err(failed)?;
         chart.draw_series(LineSeries::new(vec![(0.0, 0.0), (1.0, 1.0)], BLACK.mix(0.4))).map_err(failed)?;
+        // Many queries score the same under both (0 and 1 are common): one circle per distinct point, its
+        // area growing with how many queries are there.
+        let mut counted: Vec<((f64, f64), usize)> = Vec::new();
+        for point in points {
+            match counted
+                .iter_mut()
+                .find(|(p, _)| (p.0 - point.0).abs() < 1e-9 && (p.1 - point.1).abs() < 1e-9)
+            {
+                Some((_, count)) => *count += 1,
+                None => counted.push((*point, 1)),
+            }
+        }
         chart
-            .draw_series(points.iter().map(|p| Circle::new(*p, 4, MODE_COLOURS[2].mix(0.55).filled())))
+            .draw_series(counted.iter().map(|(p, count)| {
+                let radius = (3.0 + 2.0 * (*count as f64).sqrt()).round() as u32;
+                Circle::new(*p, radius, MODE_COLOURS[2].mix(0.5).filled())
+            }))
             .map_err(failed)?;
         root.present().map_err(failed)?;
     }

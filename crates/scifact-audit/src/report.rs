@@ -254,8 +254,8 @@ fn render(inputs: &ReportInputs<'_>) -> Result<String, String> {
             &mut h,
             format!(
                 "<h2>Per query: hybrid against fts_only</h2>\n<figure>{}<figcaption>Held-out nDCG@10 of each query under the \
-             selected hybrid (vertical) and fts_only (horizontal). Above the diagonal: hybrid better ({better} queries); \
-             below: worse ({worse}); on it: equal ({}).</figcaption></figure>\n",
+             selected hybrid (vertical) and fts_only (horizontal); a circle's area grows with the queries at that point. \
+             Above the diagonal: hybrid better ({better} queries); below: worse ({worse}); on it: equal ({}).</figcaption></figure>\n",
                 scatter(&pairs, "fts_only nDCG@10", "selected hybrid nDCG@10", "Held-out nDCG@10 per query")?,
                 pairs.len() - better - worse
             ),

@@ -15,6 +15,7 @@ mod checks;
 mod crash;
 mod forge;
 mod hostile;
+mod selection;
 
 pub(crate) fn scifact_audit(args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_scifact-audit"))
@@ -133,7 +134,10 @@ fn help_explains_the_embed_command() {
 #[test]
 #[ignore = "needs SCIFACT_MODEL_DIR (or ../shared/models) and ../shared/reference"]
 fn embed_with_the_real_model_reproduces_the_reference_vectors() {
-    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    let shared = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared");
     let model_dir = std::env::var("SCIFACT_MODEL_DIR")
         .unwrap_or_else(|_| shared.join("models/all-MiniLM-L6-v2").to_string_lossy().into_owned());
     let text = std::fs::read_to_string(shared.join("reference/minilm-reference.json")).unwrap();

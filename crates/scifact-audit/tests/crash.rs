@@ -211,20 +211,22 @@ fn eval_killed_at_every_stage_finishes_when_rerun_and_equals_an_uninterrupted_ru
     for name in ["preregistration.json", "selection.json", "statistics.json"] {
         let (a, b) =
             (json(&killed_run.join("results").join(name)), json(&clean_run.join("results").join(name)));
+        // Times differ between the two evaluations, and so do the digests of files that hold times.
         let strip = |mut v: Value| {
             for key in ["created_unix", "decided_unix", "preregistration_sha256"] {
                 v.as_object_mut().unwrap().remove(key);
             }
-            if let Some(trials) = v["trials"].as_array_mut() {
-                for t in trials {
-                    for key in ["started_unix", "finished_unix", "aggregate_sha256"] {
+            for list in ["trials", "runs"] {
+                for t in v[list].as_array_mut().into_iter().flatten() {
+                    for key in ["started_unix", "finished_unix", "aggregate_sha256", "rows_sha256"] {
                         t.as_object_mut().unwrap().remove(key);
                     }
                 }
             }
             v
         };
-        assert_eq!(strip(a), strip(b), "{name}: the same declaration, ledger and statistics (times aside)");
+        let same = strip(a) == strip(b);
+        assert!(same, "{name}: the declaration, ledger or statistics differ (times and their digests aside)");
     }
     assert_eq!(
         recovered, 2,

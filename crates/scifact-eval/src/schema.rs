@@ -14,7 +14,20 @@
 //! that may be unknown (`null`, for a query recovered from the store), the `measured` count of each latency
 //! summary, the `retrieval_ms` and `persistence_ms` summaries beside `latency_ms`, and `attempts`.
 //!
-//! Digests are `sha256:<lowercase hex>`. Neither file holds query or document text: queries appear as ids and
+//! Under a configuration other than the frozen baseline the names carry its label,
+//! `scifact-<mode>-<split>-<label>.jsonl` (see [`crate::config_label`]: `c` and 12 hex digits of the
+//! configuration's digest), and so do its request ids.
+//!
+//! `eval` adds the files of a selection, each a versioned serde type:
+//! - `preregistration.json`: [`crate::selection::Preregistration`] (`scifact-audit-preregistration-v1`);
+//! - `selection.json`: [`crate::selection::Selection`] (`scifact-audit-selection-v1`);
+//! - `effective-config.json`: [`crate::selection::Freeze`] (`scifact-audit-effective-config-v2`; v1, the
+//!   baseline alone, is what bundles before selection carry);
+//! - `statistics.json`: [`crate::statistics::Statistics`] (`scifact-audit-statistics-v1`), whose draws are
+//!   defined in [`crate::statistics`];
+//! - the search space it reads: [`crate::selection::SearchSpaceFile`] (`scifact-audit-search-space-v1`).
+//!
+//! Digests are `sha256:<lowercase hex>`. No file holds query or document text: queries appear as ids and
 //! text digests, documents as BEIR ids and fact ids. A field change bumps the schema id.
 
 use std::collections::BTreeMap;

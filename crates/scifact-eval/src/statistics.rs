@@ -336,6 +336,14 @@ impl Resamples {
     }
 }
 
+/// The mean and paired percentile bootstrap interval of each series (all the same length), drawn as the
+/// plan says from `seed`: the same resamples for every series.
+pub fn bootstrap_intervals(series: &[&[f64]], seed: u64, resamples: usize, level: f64) -> Vec<Interval> {
+    let Some(n) = series.first().map(|s| s.len()).filter(|n| *n > 0) else { return Vec::new() };
+    let draws = Resamples::draw(seed, resamples, n);
+    series.iter().map(|values| draws.interval(values, level)).collect()
+}
+
 /// The 0-based positions of the interval's ends among `count` ascending resample means.
 pub fn percentile_bounds(count: usize, level: f64) -> (usize, usize) {
     let low = (count as f64 * (1.0 - level) / 2.0).floor() as usize;

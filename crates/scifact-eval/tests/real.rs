@@ -14,7 +14,11 @@ use scifact_eval::{
 use semantic_memory::SearchConfig;
 
 fn shared(relative: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(relative)
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared")
+    .join(relative)
 }
 
 fn archive() -> PathBuf {

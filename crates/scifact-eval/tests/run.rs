@@ -171,9 +171,19 @@ fn split_all_needs_the_heldout_aggregates_of_the_same_fixture_and_config() {
     }
     assert!(!all.store_dir.exists(), "a refusal touches nothing");
     setup.run(&setup.options("store", "out", Split::Heldout, &ALL_MODES)).unwrap();
+    // Another configuration has its own (labelled) held-out files, which do not exist yet.
     let mut changed = all.clone();
     changed.config.rrf_k = 61.0;
     match setup.run(&changed) {
+        Err(Error::SplitGuard { reason }) => {
+            assert!(reason.contains("run --split heldout first"), "{reason}")
+        }
+        other => panic!("expected SplitGuard, got {other:?}"),
+    }
+    // The other exact lexical backend is still the baseline (no label), but not the same configuration.
+    let mut backend = all.clone();
+    backend.config.lexical_backend = semantic_memory::LexicalBackendKind::Fts5;
+    match setup.run(&backend) {
         Err(Error::SplitGuard { reason }) => assert!(reason.contains("another configuration"), "{reason}"),
         other => panic!("expected SplitGuard, got {other:?}"),
     }

@@ -13,3 +13,4 @@ mod cache;
 mod pytrec;
 mod real;
 mod run;
+mod scipy;

@@ -171,7 +171,10 @@ fn main() {
         "memory_fallbacks_to_fts5": fallbacks,
         "memory_slowest": slowest,
     });
-    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
+    let out = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../target/bench");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("semantic-memory-lexical.json"), serde_json::to_vec_pretty(&report).unwrap())
         .unwrap();

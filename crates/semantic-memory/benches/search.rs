@@ -168,7 +168,10 @@ fn main() {
         "notes": "retrieval = search and ranking; persistence = building, hashing and durably storing the receipt; call_with_receipt = both",
         "results": results,
     });
-    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
+    let out = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../target/bench");
     std::fs::create_dir_all(&out).unwrap();
     let file = out.join("semantic-memory-search.json");
     std::fs::write(&file, serde_json::to_string_pretty(&report).unwrap()).unwrap();

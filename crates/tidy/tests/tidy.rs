@@ -21,7 +21,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
 const BINARY_ONLY: &[&str] = &["clap", "anyhow"];
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../..")
 }
 
 fn crate_dirs() -> Vec<PathBuf> {
