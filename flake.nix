@@ -16,7 +16,7 @@
           version = "0.1.0";
           src = pkgs.lib.fileset.toSource {
             root = ./.;
-            fileset = pkgs.lib.fileset.unions [ ./Cargo.toml ./Cargo.lock ./crates ./configs ./rustfmt.toml ./clippy.toml ];
+            fileset = pkgs.lib.fileset.unions [ ./Cargo.toml ./Cargo.lock ./flake.lock ./crates ./configs ./rustfmt.toml ./clippy.toml ];
           };
           cargoLock.lockFile = ./Cargo.lock;
           # Bundled SQLite, vendored libgit2 and usearch's C++ compile with stdenv's cc/c++; zlib for libz-sys.
@@ -41,13 +41,25 @@
         default = scifact-audit;
       });
 
-      apps = forAllSystems (pkgs: {
-        default = {
-          type = "app";
-          program = "${self.packages.${pkgs.stdenv.hostPlatform.system}.default}/bin/scifact-audit";
-          meta.description = "Run `nix run . -- eval --work-dir DIR` for the whole evaluation";
-        };
-      });
+      apps = forAllSystems (pkgs:
+        let
+          tool = self.packages.${pkgs.stdenv.hostPlatform.system}.default;
+          # A third party's entry point: one subcommand, no checkout needed (`nix run <flake>#verify-bundle -- ...`).
+          subcommand = name: description: {
+            type = "app";
+            program = "${pkgs.writeShellScriptBin "scifact-audit-${name}" ''exec ${tool}/bin/scifact-audit ${name} "$@"''}/bin/scifact-audit-${name}";
+            meta.description = description;
+          };
+        in
+        {
+          default = {
+            type = "app";
+            program = "${tool}/bin/scifact-audit";
+            meta.description = "Run `nix run . -- eval --work-dir DIR` for the whole evaluation";
+          };
+          verify-bundle = subcommand "verify-bundle"
+            "Verify a bundle offline: `nix run <flake>#verify-bundle -- --bundle-dir B --public-key K`";
+        });
 
       # The package's checkPhase runs `cargo test --workspace` (the README's test command).
       checks = forAllSystems (pkgs: {

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use crate::artifacts::{Run, is_plain_file_name, load_runs};
 use crate::canonical::{canonical_digest, sha256_tagged};
 use crate::error::{Error, Result};
+use crate::exports::{TEST_RESULT_FILE, export_checks, export_names, test_result_agrees};
 use crate::fixture::FixtureView;
 use crate::report::{Report, Status};
 use crate::selection::{
@@ -30,9 +31,12 @@ use crate::verify::{Found, MAX_FIXTURE_BYTES, MAX_SIDECAR_BYTES, answered_by_bou
 pub const MANIFEST_FILE: &str = "manifest.json";
 /// The in-toto Statement type.
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
-/// The predicate type of the claims this build writes: version 2 adds each result's configuration and, when
-/// the run selected a configuration, the selection and the held-out comparisons.
-pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v2";
+/// The predicate type of the claims this build writes: version 3 is version 2's claim, and the bundle must
+/// carry a TREC run file and an ir_metadata file per aggregate and the test qrels (`exports.*` checks).
+pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v3";
+/// Version 2 adds each result's configuration and, when the run selected a configuration, the selection and
+/// the held-out comparisons; such bundles carry no exports and keep verifying.
+pub const PREDICATE_TYPE_V2: &str = "urn:scifact-audit:claim:v2";
 /// The predicate type of bundles published before selection existed; they keep verifying.
 pub const PREDICATE_TYPE_V1: &str = "urn:scifact-audit:claim:v1";
 /// The human-readable report's file name, a subject of bundles that have one.
@@ -159,6 +163,20 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
     };
     files.insert(EFFECTIVE_CONFIG_FILE.into(), config_file);
     files.extend(documents);
+    for name in export_names(&runs).into_iter().chain([TEST_RESULT_FILE.to_owned()]) {
+        match Found::at(&options.output_dir.join(&name), MAX_FIXTURE_BYTES) {
+            Found::Read(_, bytes) => {
+                files.insert(name, bytes);
+            }
+            Found::Absent(_) => {
+                return Err(Error::Usage(format!(
+                    "{} is missing: the run files and qrels are written by `eval` (or `scifact-audit export`) before bundling",
+                    options.output_dir.join(&name).display()
+                )));
+            }
+            Found::Refused(reason) => return Err(Error::Usage(reason)),
+        }
+    }
 
     let staging = safe_fs::staging_dir(dir).map_err(Error::file)?;
     for (name, bytes) in &files {
@@ -345,7 +363,9 @@ pub fn verify_bundle(check: &BundleCheck) -> Result<Report> {
     report.record(scope, "claim", {
         let expected = match manifest["predicateType"].as_str() {
             Some(PREDICATE_TYPE_V1) => Some(claim(&runs, &verification["verdict"])),
-            Some(PREDICATE_TYPE) => Some(claim_v2(&runs, &verification["verdict"], &files)),
+            Some(PREDICATE_TYPE | PREDICATE_TYPE_V2) => {
+                Some(claim_v2(&runs, &verification["verdict"], &files))
+            }
             _ => None,
         };
         if expected.is_some_and(|expected| manifest["predicate"] == expected)
@@ -389,6 +409,22 @@ pub fn verify_bundle(check: &BundleCheck) -> Result<Report> {
             key: Some(&key),
         },
     ));
+    if manifest["predicateType"] == PREDICATE_TYPE {
+        report.record(
+            scope,
+            "verification.statement",
+            test_result_agrees(
+                &runs,
+                files.get(VERIFICATION_FILE).map(Vec::as_slice),
+                files.get(TEST_RESULT_FILE).map(Vec::as_slice),
+            ),
+        );
+        report.extend(export_checks(
+            &runs,
+            |name| files.get(name).map(Vec::as_slice),
+            view.as_ref().map(|view| &view.qrels),
+        ));
+    }
     for run in &runs {
         let executable_sha256 = match &executable {
             Some((origin, Ok(digest))) => Input::Read { origin, content: digest.as_str() },

@@ -17,10 +17,12 @@ mod artifacts;
 mod bundle;
 pub mod canonical;
 mod error;
+mod exports;
 mod fixture;
 mod fusion;
 pub mod metrics;
 mod report;
+mod reproduction;
 mod selection;
 mod sign;
 mod statistics;
@@ -33,13 +35,20 @@ pub use crate::artifacts::{
 };
 pub use crate::bundle::{
     BUNDLE_LIMITS, BundleCheck, BundleOptions, EFFECTIVE_CONFIG_FILE, FIXTURE_METADATA_FILE, MANIFEST_FILE,
-    MAPPING_FILE, MAX_MANIFEST_BYTES, MAX_SUBJECTS, PREDICATE_TYPE, PREDICATE_TYPE_V1, REPORT_FILE,
-    SELECTION_DOCUMENTS, STATEMENT_TYPE, VERIFICATION_FILE, check_bundle_files, claim, claim_v2, make_bundle,
-    verify_bundle,
+    MAPPING_FILE, MAX_MANIFEST_BYTES, MAX_SUBJECTS, PREDICATE_TYPE, PREDICATE_TYPE_V1, PREDICATE_TYPE_V2,
+    REPORT_FILE, SELECTION_DOCUMENTS, STATEMENT_TYPE, VERIFICATION_FILE, check_bundle_files, claim, claim_v2,
+    make_bundle, verify_bundle,
 };
 pub use crate::error::{Error, Result};
+pub use crate::exports::{
+    METADATA_SUFFIX, PROVENANCE_SUFFIX, QRELS_FILE, SLSA_PROVENANCE_TYPE, TEST_RESULT_FILE, TEST_RESULT_TYPE,
+    TREC_SUFFIX, export_checks, export_names, export_stem, test_result_agrees, test_result_statement,
+};
 pub use crate::fixture::{FIXTURE_VIEW_SCHEMA, FixtureView, FullFixture};
 pub use crate::report::{Check, REPORT_SCHEMA, Report, Status, terminal_safe};
+pub use crate::reproduction::{
+    MAX_STATEMENT_BYTES, REPRODUCTION_TYPE, published_tolerances, verify_reproduction,
+};
 pub use crate::selection::{
     Documents, PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, SELECTION_FILE, STATISTICS_FILE,
     selection_checks,

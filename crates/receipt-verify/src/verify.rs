@@ -237,6 +237,23 @@ pub fn verify(options: &VerifyOptions) -> Result<Report> {
             key: None,
         },
     ));
+    if options.output_dir.join(crate::exports::QRELS_FILE).symlink_metadata().is_ok() {
+        let mut exports: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        for name in crate::exports::export_names(&runs) {
+            match Found::at(&options.output_dir.join(&name), MAX_FIXTURE_BYTES) {
+                Found::Read(_, bytes) => {
+                    exports.insert(name, bytes);
+                }
+                Found::Absent(_) => {}
+                Found::Refused(reason) => return Err(Error::Usage(reason)),
+            }
+        }
+        report.extend(crate::exports::export_checks(
+            &runs,
+            |name| exports.get(name).map(Vec::as_slice),
+            view.as_ref().map(|view| &view.qrels),
+        ));
+    }
     report.extend(stores(&runs, options.store_dir.as_deref(), full.as_ref()));
     report.extend(vector_rechecks(&runs, full.as_ref()));
     report.extend(embedding_values(&runs, full.as_ref(), options.model_dir.as_deref()));
@@ -943,7 +960,8 @@ fn cosine(fixture: &[f64], fresh: &[f32]) -> std::result::Result<f64, String> {
     }
 }
 
-/// Writes `verification.json` into `dir` and returns its path.
+/// Writes `verification.json` (and the same verdict as an in-toto Test Result statement,
+/// `verification.intoto.json`) into `dir` and returns its path.
 ///
 /// # Errors
 /// [`Error::Input`] when it cannot be written.
@@ -953,6 +971,12 @@ pub fn write_verification(dir: &Path, report: &Report) -> Result<PathBuf> {
         serde_json::to_vec_pretty(&Verification::of(report)).map_err(|e| Error::input(&path, e))?;
     bytes.push(b'\n');
     safe_fs::write_atomically(&path, &bytes).map_err(Error::file)?;
+    let runs = load_runs(dir)?;
+    let statement = crate::exports::test_result_statement(&runs, &bytes);
+    let mut statement_bytes = serde_json::to_vec_pretty(&statement).map_err(|e| Error::input(&path, e))?;
+    statement_bytes.push(b'\n');
+    safe_fs::write_atomically(&dir.join(crate::exports::TEST_RESULT_FILE), &statement_bytes)
+        .map_err(Error::file)?;
     Ok(path)
 }
 

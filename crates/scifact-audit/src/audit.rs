@@ -12,7 +12,10 @@ use receipt_verify::{
     Status, Verification, VerifyOptions, terminal_safe,
 };
 
-use crate::cli::{BundleArgs, KeygenArgs, ReportArgs, SignArgs, ValidateArgs, VerifyArgs, VerifyBundleArgs};
+use crate::cli::{
+    BundleArgs, KeygenArgs, ReportArgs, SignArgs, ValidateArgs, VerifyArgs, VerifyBundleArgs,
+    VerifyReproductionArgs,
+};
 
 pub(crate) fn password() -> Option<String> {
     std::env::var("MINISIGN_PASSWORD").ok().filter(|p| !p.is_empty())
@@ -181,5 +184,11 @@ pub(crate) fn verify_bundle(args: &VerifyBundleArgs) -> anyhow::Result<ExitCode>
             max_total_bytes: args.max_total_bytes,
         },
     })?;
+    finish(&report, &args.output)
+}
+
+pub(crate) fn verify_reproduction(args: &VerifyReproductionArgs) -> anyhow::Result<ExitCode> {
+    let key = receipt_verify::load_public_key(&args.public_key)?;
+    let report = receipt_verify::verify_reproduction(&args.bundle_dir, &args.statement, &key)?;
     finish(&report, &args.output)
 }

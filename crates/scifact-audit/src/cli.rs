@@ -49,6 +49,12 @@ pub(crate) enum Command {
     /// per-query receipt digests, effective configuration, a re-embedded sample, the live database and
     /// mapping, clean git state, host identity. Writes verification.json there; exits 1 on any failure.
     Verify(VerifyArgs),
+    /// Write, beside every aggregate in a directory, its TREC run file (`qid Q0 docid rank score tag`),
+    /// ir_metadata (PRIMAD) YAML and SLSA provenance (an in-toto Statement), and the test qrels
+    /// (`scifact-test.qrels`), for trec_eval, pytrec_eval, ranx, ir-measures and supply-chain tools. A tie in the library's score is written one f64 step lower, so tools that sort
+    /// by score keep the library's order; `verify` and `verify-bundle` check every line against the rows.
+    /// `eval` does this itself before verifying.
+    Export(ExportArgs),
     /// Generate a minisign key pair (encrypted with $MINISIGN_PASSWORD or a prompted password, unless
     /// --without-password).
     Keygen(KeygenArgs),
@@ -59,6 +65,27 @@ pub(crate) enum Command {
     /// Sign a bundle's manifest.json with a minisign secret key (ours or the minisign CLI's; password from
     /// $MINISIGN_PASSWORD or a prompt), writing manifest.json.minisig.
     Sign(SignArgs),
+    /// Re-execute a bundle's evaluation here and state whether its numbers reproduce.
+    ///
+    /// Verifies the bundle first (one that does not verify is refused). Requires the archive and the model
+    /// to have the bundle's digests (a mismatch is a named refusal, exit 2), rebuilds the fixture and the
+    /// store in --work-dir, reruns every split, mode and configuration the bundle holds under its effective
+    /// configurations, and compares query by query: identical rankings and score bits, Kendall's tau over
+    /// the union of the top 10 and rank-biased overlap (repro_eval's KTU and RBO), score and metric deltas,
+    /// RMSE, and for each pre-registered comparison the effect ratio and delta relative improvement. Writes
+    /// --work-dir/reproduction.json, an in-toto Statement about the bundle's manifest.json (signed with
+    /// --secret-key), with a verdict: reproduced_exactly, reproduced_within_tolerance or not_reproduced (exit
+    /// 1), and why.
+    ///
+    /// What differs legitimately across machines: latency, always (it is not compared); the last bits of
+    /// embeddings across CPU kernels (AVX-512, AVX2, portable), which move cosines by about 1e-7 and can swap
+    /// documents closer than that. Lexical scores do not move. Hence the tolerances stated in the file:
+    /// scores within 1e-5, every metric's mean within 0.005 (less than one swapped pair in one of 200
+    /// queries can do), at least 95% of rankings identical per run, effect ratios within 0.1 of 1.
+    Reproduce(ReproduceArgs),
+    /// Check a reproduction statement against its bundle: signature, subject (this bundle's manifest), the
+    /// original's numbers, the stated tolerances (the published ones) and the verdict they imply.
+    VerifyReproduction(VerifyReproductionArgs),
     /// Verify a bundle offline: signature, every file's sha256, the claim, and validation of its own files.
     ///
     /// The bundle is treated as hostile. The signature is checked first (prehashed minisign only, key and
@@ -275,6 +302,19 @@ pub(crate) struct BundleArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub(crate) struct ExportArgs {
+    /// Directory holding the finished rows and aggregates
+    #[arg(long, value_name = "DIR")]
+    pub(crate) output_dir: PathBuf,
+    /// The fixture the runs read (for the qrels)
+    #[arg(long, value_name = "FIXTURE")]
+    pub(crate) corpus: PathBuf,
+    /// The model directory the fixture was embedded with (its config.json digest goes into the provenance)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) model_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
 pub(crate) struct SignArgs {
     /// The bundle directory
     #[arg(long, value_name = "DIR")]
@@ -282,6 +322,42 @@ pub(crate) struct SignArgs {
     /// A minisign secret key file
     #[arg(long, value_name = "FILE")]
     pub(crate) secret_key: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReproduceArgs {
+    /// The bundle to reproduce
+    #[arg(long, value_name = "DIR")]
+    pub(crate) bundle_dir: PathBuf,
+    /// The bundle signer's minisign public key
+    #[arg(long, value_name = "FILE")]
+    pub(crate) public_key: PathBuf,
+    /// Where the fixture, store, reproduced runs and reproduction.json go (a rerun resumes)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) work_dir: PathBuf,
+    /// The BEIR SciFact archive [default: $SCIFACT_ARCHIVE, else a pinned download]
+    #[arg(long, value_name = "ZIP")]
+    pub(crate) archive: Option<PathBuf>,
+    /// The reproducer's minisign secret key, to sign reproduction.json
+    #[arg(long, value_name = "FILE")]
+    pub(crate) secret_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) model_args: ModelArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct VerifyReproductionArgs {
+    /// The bundle the statement is about
+    #[arg(long, value_name = "DIR")]
+    pub(crate) bundle_dir: PathBuf,
+    /// The reproduction statement (its signature is read from FILE.minisig)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) statement: PathBuf,
+    /// The reproducer's minisign public key
+    #[arg(long, value_name = "FILE")]
+    pub(crate) public_key: PathBuf,
+    #[command(flatten)]
+    pub(crate) output: ReportArgs,
 }
 
 #[derive(Debug, clap::Args)]

@@ -191,6 +191,9 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let statistics = stages.time("statistics", |_| {
         crate::selection::ensure_statistics(&results, &preregistration, &preregistration_sha256, &selection)
     })?;
+    stages.time("export", |_| {
+        crate::export::export(&results, &fixture, model_dir.as_deref(), &run_id).map(|_| ())
+    })?;
     let report = stages.time("verify", |_| {
         let options = VerifyOptions {
             output_dir: results.clone(),
@@ -238,7 +241,7 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
 
 /// Reads the secret key now, asking for its password now if it is encrypted and `MINISIGN_PASSWORD` is not
 /// set: a wrong password or an unreadable key must not surface after an hour of work.
-fn load_signer(path: &Path) -> anyhow::Result<Signer> {
+pub(crate) fn load_signer(path: &Path) -> anyhow::Result<Signer> {
     let encrypted = receipt_verify::secret_key_is_encrypted(path)
         .with_context(|| format!("--secret-key {}", path.display()))?;
     let password = match (encrypted, crate::audit::password()) {
@@ -270,7 +273,7 @@ fn check_archive(archive: &Path) -> anyhow::Result<()> {
 
 /// Runs `modes` of `split` under each of `configs` whose aggregates are missing; a run interrupted earlier
 /// resumes.
-fn run_split(
+pub(crate) fn run_split(
     fixture: &Path,
     store: &Path,
     results: &Path,

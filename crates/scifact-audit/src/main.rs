@@ -6,9 +6,11 @@ mod charts;
 mod cli;
 mod embed;
 mod eval;
+mod export;
 mod model;
 mod progress;
 mod report;
+mod reproduce;
 mod run;
 mod selection;
 
@@ -39,9 +41,12 @@ fn run() -> anyhow::Result<ExitCode> {
         cli::Command::Eval(args) => eval::run(&args),
         cli::Command::Validate(args) => audit::validate(&args),
         cli::Command::Verify(args) => audit::verify(&args),
+        cli::Command::Export(args) => export::run(&args),
         cli::Command::Keygen(args) => audit::keygen(&args),
         cli::Command::Bundle(args) => audit::bundle(&args),
         cli::Command::Sign(args) => audit::sign(&args),
         cli::Command::VerifyBundle(args) => audit::verify_bundle(&args),
+        cli::Command::Reproduce(args) => reproduce::run(&args),
+        cli::Command::VerifyReproduction(args) => audit::verify_reproduction(&args),
     }
 }

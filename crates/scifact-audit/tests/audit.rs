@@ -15,6 +15,7 @@ pub(crate) struct Signed {
     pub(crate) bundle: PathBuf,
     pub(crate) public_key: PathBuf,
     pub(crate) secret_key: PathBuf,
+    pub(crate) fixture: PathBuf,
 }
 
 fn ok(args: &[&str]) -> String {
@@ -35,6 +36,7 @@ pub(crate) fn signed_run(seed: u64) -> Signed {
     for split in ["calibration", "heldout"] {
         ok(&run_args(path_str(&fixture), path_str(&store), path_str(&out), split, "all"));
     }
+    ok(&["export", "--output-dir", path_str(&out), "--corpus", path_str(&fixture)]);
     let verify = ok(&["verify", "--output-dir", path_str(&out)]);
     assert!(verify.contains("0 fail"), "{verify}");
     ok(&["bundle", "--output-dir", path_str(&out), "--bundle-dir", path_str(&bundle)]);
@@ -48,7 +50,7 @@ pub(crate) fn signed_run(seed: u64) -> Signed {
         "--without-password",
     ]);
     ok(&["sign", "--bundle-dir", path_str(&bundle), "--secret-key", path_str(&secret_key)]);
-    Signed { dir, out, store, bundle, public_key, secret_key }
+    Signed { dir, out, store, bundle, public_key, secret_key, fixture }
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -108,6 +108,11 @@ fn each_fails_alone(
         copy_dir(&signed.store, &store);
         // A mutation may need the store beside the output: it gets `out/../<out>-store` by convention.
         mutate(&out);
+        // A forger re-writes the exports from the forged rows; the exports' own checks are shown without.
+        if !check.starts_with("exports.") {
+            let export = ["export", "--output-dir", path_str(&out), "--corpus", path_str(&signed.fixture)];
+            let _ = scifact_audit(&export, "");
+        }
         let args = command(&out, &store);
         let (code, after) = outcomes(&args.iter().map(String::as_str).collect::<Vec<_>>());
         let failed = newly_failed(&baseline, &after);
@@ -204,7 +209,62 @@ fn verify_mutations() -> Vec<Mutation> {
                 row["results"][0]["score"] = Value::from(score);
             })
         }),
+        ("raise a run file's score by one single-precision step", "exports.trec", |d| {
+            edit_text(&d.join("scifact-hybrid-heldout.trec"), |text| {
+                let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+                let mut fields: Vec<String> = lines[0].split(' ').map(str::to_owned).collect();
+                let score: f64 = fields[4].parse().unwrap();
+                fields[4] = f64::from(f32::from_bits((score as f32).to_bits() + 1)).to_string();
+                lines[0] = fields.join(" ");
+                lines.join("\n") + "\n"
+            });
+            restate_run_digest(d, "scifact-hybrid-heldout");
+        }),
+        ("drop the actor from a run's ir_metadata", "exports.metadata", |d| {
+            edit_text(&d.join("scifact-vector_only-heldout.ir_metadata.yml"), |text| {
+                text.replace("\nactor:\n", "\nactors:\n")
+            })
+        }),
+        ("start a run's provenance a second later", "exports.provenance", |d| {
+            let path = d.join("scifact-fts_only-calibration.provenance.json");
+            let mut statement = read_json(&path);
+            let metadata = &mut statement["predicate"]["runDetails"]["metadata"];
+            let started = metadata["startedOn"].as_str().unwrap().to_owned();
+            let seconds: u32 = started[17..19].parse().unwrap();
+            metadata["startedOn"] = Value::from(format!("{}{:02}Z", &started[..17], (seconds + 1) % 60));
+            write_json(&path, &statement);
+        }),
+        ("judge one more document in the qrels", "exports.qrels", |d| {
+            edit_text(&d.join("scifact-test.qrels"), |text| {
+                let first = text.lines().next().unwrap().split(' ').next().unwrap().to_owned();
+                format!("{text}{first} 0 not-a-judged-document 1\n")
+            })
+        }),
     ]
+}
+
+/// Puts the run file's new sha256 into its ir_metadata, as a forger would; returns the metadata's bytes.
+fn restate_run_digest(dir: &Path, stem: &str) -> Vec<u8> {
+    let digest = sha256(&std::fs::read(dir.join(format!("{stem}.trec"))).unwrap());
+    let path = dir.join(format!("{stem}.ir_metadata.yml"));
+    edit_text(&path, |text| {
+        text.lines()
+            .map(|line| {
+                if line.starts_with("  sha256: ") {
+                    format!("  sha256: \"{digest}\"")
+                } else {
+                    line.to_owned()
+                }
+            })
+            .map(|line| line + "\n")
+            .collect()
+    });
+    std::fs::read(path).unwrap()
+}
+
+fn edit_text(path: &Path, edit: impl FnOnce(&str) -> String) {
+    let text = std::fs::read_to_string(path).unwrap();
+    std::fs::write(path, edit(&text)).unwrap();
 }
 
 #[test]
@@ -213,7 +273,7 @@ fn each_verify_check_fails_alone() {
     let tried = each_fails_alone(&signed, &verify_mutations(), |out, store| {
         ["verify", "--output-dir", path_str(out), "--store-dir", path_str(store)].map(str::to_owned).to_vec()
     });
-    assert_eq!(tried, 10);
+    assert_eq!(tried, 14);
 
     // git.clean is a publication gate: a dirty worktree is not publishable, a clean one passes.
     let out = signed.dir.path().join("git");
@@ -324,8 +384,10 @@ fn each_bundle_check_fails_alone() {
         report["verdict"] = Value::from("failed");
         write_json(&path, &report);
         let bytes = std::fs::read(&path).unwrap();
+        let statement = restate_test_result(b, &bytes);
         resign(b, &signed, |m| {
             rehash(m, "verification.json", &bytes);
+            rehash(m, "verification.intoto.json", &statement);
             m["predicate"]["verification_verdict"] = Value::from("failed");
         });
     });
@@ -342,10 +404,82 @@ fn each_bundle_check_fails_alone() {
             }
             write_json(&path, &report);
             let bytes = std::fs::read(&path).unwrap();
-            resign(b, &signed, |m| rehash(m, "verification.json", &bytes));
+            let statement = restate_test_result(b, &bytes);
+            resign(b, &signed, |m| {
+                rehash(m, "verification.json", &bytes);
+                rehash(m, "verification.intoto.json", &statement);
+            });
         },
     );
-    assert_eq!(tried, 7);
+    case("a run file with one document swapped, re-hashed and re-signed", "exports.trec", &|b| {
+        let path = b.join("scifact-fts_only-heldout.trec");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<Vec<String>> =
+            text.lines().map(|l| l.split(' ').map(str::to_owned).collect()).collect();
+        let (first, second) = (lines[0][2].clone(), lines[1][2].clone());
+        lines[0][2] = second;
+        lines[1][2] = first;
+        let bytes = lines.iter().map(|l| l.join(" ") + "\n").collect::<String>().into_bytes();
+        std::fs::write(&path, &bytes).unwrap();
+        let metadata = restate_run_digest(b, "scifact-fts_only-heldout");
+        resign(b, &signed, |m| {
+            rehash(m, "scifact-fts_only-heldout.trec", &bytes);
+            rehash(m, "scifact-fts_only-heldout.ir_metadata.yml", &metadata);
+        });
+    });
+    case("a run's ir_metadata naming another run file, re-hashed and re-signed", "exports.metadata", &|b| {
+        let path = b.join("scifact-hybrid-calibration.ir_metadata.yml");
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("file: \"scifact-hybrid-calibration.trec\"", "file: \"scifact-hybrid-heldout.trec\"");
+        std::fs::write(&path, &text).unwrap();
+        resign(b, &signed, |m| rehash(m, "scifact-hybrid-calibration.ir_metadata.yml", text.as_bytes()));
+    });
+    case("the qrels without their last judgement, re-hashed and re-signed", "exports.qrels", &|b| {
+        let path = b.join("scifact-test.qrels");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let kept: String = text
+            .lines()
+            .rev()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(&path, &kept).unwrap();
+        resign(b, &signed, |m| rehash(m, "scifact-test.qrels", kept.as_bytes()));
+    });
+    case(
+        "a test-result statement that says PASSED, re-hashed and re-signed",
+        "verification.statement",
+        &|b| {
+            let path = b.join("verification.intoto.json");
+            let mut statement = read_json(&path);
+            statement["predicate"]["result"] = Value::from("PASSED");
+            write_json(&path, &statement);
+            let bytes = std::fs::read(&path).unwrap();
+            resign(b, &signed, |m| rehash(m, "verification.intoto.json", &bytes));
+        },
+    );
+    case("a provenance naming the other split, re-hashed and re-signed", "exports.provenance", &|b| {
+        let name = "scifact-vector_only-heldout.provenance.json";
+        let mut statement = read_json(&b.join(name));
+        statement["predicate"]["buildDefinition"]["externalParameters"]["split"] = Value::from("calibration");
+        write_json(&b.join(name), &statement);
+        let bytes = std::fs::read(b.join(name)).unwrap();
+        resign(b, &signed, |m| rehash(m, name, &bytes));
+    });
+    assert_eq!(tried, 12);
+}
+
+/// Rewrites the bundle's test-result statement from its (edited) verification report, as a forger would;
+/// returns the statement's bytes.
+fn restate_test_result(bundle: &Path, verification: &[u8]) -> Vec<u8> {
+    let runs = receipt_verify::load_runs(bundle).unwrap();
+    let statement = receipt_verify::test_result_statement(&runs, verification);
+    write_json(&bundle.join("verification.intoto.json"), &statement);
+    std::fs::read(bundle.join("verification.intoto.json")).unwrap()
 }
 
 /// The embedding check, on a run embedded by the tiny model: a model directory whose configuration differs

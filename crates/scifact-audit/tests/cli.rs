@@ -14,7 +14,9 @@ mod audit;
 mod checks;
 mod crash;
 mod forge;
+mod formats;
 mod hostile;
+mod reproduce;
 mod selection;
 
 pub(crate) fn scifact_audit(args: &[&str], stdin: &str) -> Output {

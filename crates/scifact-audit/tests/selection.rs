@@ -13,17 +13,20 @@ use serde_json::Value;
 use crate::forge::{copy_dir, forge_rows, newly_failed, outcomes, read_json, sha256, write_json};
 use crate::{path_str, scifact_audit, synthetic_scifact_zip, tiny_model};
 
-struct Evaluated {
+pub(crate) struct Evaluated {
     _dir: tempfile::TempDir,
     work: PathBuf,
-    results: PathBuf,
+    pub(crate) results: PathBuf,
     store: PathBuf,
-    bundle: PathBuf,
-    secret: PathBuf,
-    public: PathBuf,
+    pub(crate) bundle: PathBuf,
+    pub(crate) secret: PathBuf,
+    pub(crate) public: PathBuf,
+    pub(crate) archive: PathBuf,
+    pub(crate) model: crate::TinyModel,
 }
 
-fn evaluated() -> Evaluated {
+/// One signed `eval` of a synthetic archive with the tiny model.
+pub(crate) fn evaluated() -> Evaluated {
     let model = tiny_model();
     let dir = tempfile::tempdir().unwrap();
     let archive = synthetic_scifact_zip(dir.path(), 5_183);
@@ -62,6 +65,8 @@ fn evaluated() -> Evaluated {
         secret,
         public,
         work,
+        archive,
+        model,
         _dir: dir,
     }
 }

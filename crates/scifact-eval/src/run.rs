@@ -172,13 +172,26 @@ impl FinishedRun {
         split: Split,
         label: Option<&str>,
     ) -> Result<FinishedRun> {
-        let aggregate_file = aggregate_file_name(mode, split, label);
+        Self::read_file(output_dir, &aggregate_file_name(mode, split, label))
+    }
+
+    /// Reads the finished run whose aggregate is `aggregate_file` in `output_dir`, with the rows file the
+    /// aggregate names (a plain file name in the same directory).
+    ///
+    /// # Errors
+    /// As [`FinishedRun::read`].
+    pub fn read_file(output_dir: &Path, aggregate_file: &str) -> Result<FinishedRun> {
+        let aggregate_file = aggregate_file.to_owned();
         let path = output_dir.join(&aggregate_file);
         let mismatch = |path: &Path, reason: String| Error::OutputMismatch { path: path.to_owned(), reason };
         let aggregate_bytes = safe_fs::read_regular(&path, MAX_FIXTURE_BYTES)?;
         let aggregate: Aggregate = serde_json::from_slice(&aggregate_bytes)
             .map_err(|e| mismatch(&path, format!("does not parse: {e}")))?;
-        let rows_path = output_dir.join(rows_file_name(mode, split, label));
+        let rows_file = &aggregate.rows.file;
+        if rows_file.is_empty() || rows_file.contains(['/', '\\']) || rows_file.starts_with('.') {
+            return Err(mismatch(&path, format!("names rows file {rows_file:?}, not a plain file name")));
+        }
+        let rows_path = output_dir.join(rows_file);
         let rows_bytes = safe_fs::read_regular(&rows_path, MAX_FIXTURE_BYTES)?;
         if format!("sha256:{}", sha256_hex(&rows_bytes)) != aggregate.rows.sha256 {
             return Err(mismatch(&rows_path, "does not hash to the aggregate's rows binding".into()));

@@ -1,0 +1,386 @@
+//! The exports other tools read, checked against the rows: each run file (`exports.trec`), each run's
+//! ir_metadata (`exports.metadata`) and SLSA provenance (`exports.provenance`), and the qrels file
+//! (`exports.qrels`).
+//!
+//! A run file must say what the rows say, line for line: query, `Q0`, document, rank from 1, the tag of mode
+//! and configuration, and the row's score, except that a score whose `f32` rounding is not below the previous
+//! line's is written as the `f32` just under it (trec_eval keeps scores as C floats and breaks ties by
+//! document id, so otherwise tools could re-order what the library ranked). Scores are compared by bits.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::artifacts::Run;
+use crate::canonical::sha256_tagged;
+use crate::report::Report;
+
+/// The test qrels file.
+pub const QRELS_FILE: &str = "scifact-test.qrels";
+/// A run file's suffix after its aggregate's stem.
+pub const TREC_SUFFIX: &str = ".trec";
+/// A run's ir_metadata suffix after its aggregate's stem.
+pub const METADATA_SUFFIX: &str = ".ir_metadata.yml";
+/// A run's SLSA provenance suffix after its aggregate's stem.
+pub const PROVENANCE_SUFFIX: &str = ".provenance.json";
+/// The SLSA provenance predicate type.
+pub const SLSA_PROVENANCE_TYPE: &str = "https://slsa.dev/provenance/v1";
+
+type Outcome = Result<String, String>;
+
+/// The stem of an aggregate's exports.
+pub fn export_stem(aggregate: &str) -> &str {
+    aggregate.strip_suffix(".aggregate.json").unwrap_or(aggregate)
+}
+
+/// The export file names of every run, then the qrels file.
+pub fn export_names(runs: &[Run]) -> Vec<String> {
+    let mut names: Vec<String> = runs
+        .iter()
+        .flat_map(|run| {
+            let stem = export_stem(&run.name);
+            [
+                format!("{stem}{TREC_SUFFIX}"),
+                format!("{stem}{METADATA_SUFFIX}"),
+                format!("{stem}{PROVENANCE_SUFFIX}"),
+            ]
+        })
+        .collect();
+    names.push(QRELS_FILE.to_owned());
+    names
+}
+
+fn tag_of(run: &Run) -> String {
+    let hex = run.str_at("/retrieval/config_sha256").trim_start_matches("sha256:");
+    format!("scifact-audit-{}-{}", run.str_at("/mode"), hex.get(..12).unwrap_or(hex))
+}
+
+/// Checks every run's exports and the qrels, given a way to find a file's bytes by name. `qrels` is the
+/// fixture's judgement map (from `fixture-metadata.json` or the fixture), when known.
+pub fn export_checks<'a>(
+    runs: &[Run],
+    file: impl Fn(&str) -> Option<&'a [u8]>,
+    qrels: Option<&BTreeMap<String, BTreeMap<String, i64>>>,
+) -> Report {
+    let mut report = Report::default();
+    for run in runs {
+        let stem = export_stem(&run.name);
+        let run_name = format!("{stem}{TREC_SUFFIX}");
+        let run_bytes = file(&run_name);
+        report.record(
+            &run.name,
+            "exports.trec",
+            match run_bytes {
+                Some(bytes) => trec_agrees(run, &run_name, bytes),
+                None => Err(format!("{run_name} is missing")),
+            },
+        );
+        let metadata_name = format!("{stem}{METADATA_SUFFIX}");
+        report.record(
+            &run.name,
+            "exports.metadata",
+            match (file(&metadata_name), run_bytes) {
+                (Some(metadata), Some(run_bytes)) => metadata_agrees(run, &run_name, run_bytes, metadata),
+                (None, _) => Err(format!("{metadata_name} is missing")),
+                (_, None) => Err(format!("{metadata_name}: its run file {run_name} is missing")),
+            },
+        );
+        let provenance_name = format!("{stem}{PROVENANCE_SUFFIX}");
+        report.record(
+            &run.name,
+            "exports.provenance",
+            match file(&provenance_name) {
+                Some(bytes) => provenance_agrees(run, bytes),
+                None => Err(format!("{provenance_name} is missing")),
+            },
+        );
+    }
+    report.record(
+        "bundle",
+        "exports.qrels",
+        match (file(QRELS_FILE), qrels) {
+            (Some(bytes), Some(expected)) => qrels_agree(bytes, expected, runs),
+            (None, _) => Err(format!("{QRELS_FILE} is missing")),
+            (_, None) => Err("no fixture judgements to compare the qrels file with".into()),
+        },
+    );
+    report
+}
+
+fn trec_agrees(run: &Run, name: &str, bytes: &[u8]) -> Outcome {
+    let rows = run.rows.as_ref().map_err(|reason| format!("the rows are unreadable: {reason}"))?;
+    let text = std::str::from_utf8(bytes).map_err(|_| format!("{name} is not UTF-8"))?;
+    if !text.is_empty() && !text.ends_with('\n') {
+        return Err(format!("{name} does not end with a newline"));
+    }
+    let tag = tag_of(run);
+    let mut lines = text.lines().enumerate();
+    let mut count = 0usize;
+    let mut nudged = 0usize;
+    for row in rows.iter().filter(|row| row["error"].is_null()) {
+        let query = row["query_id"].as_str().unwrap_or_default();
+        let mut previous: Option<f64> = None;
+        for result in row["results"].as_array().into_iter().flatten() {
+            let score =
+                result["score"].as_f64().ok_or_else(|| format!("query {query}: a result has no score"))?;
+            let expected_score = match previous {
+                Some(p) if score as f32 >= p as f32 => {
+                    nudged += 1;
+                    f64::from((p as f32).next_down())
+                }
+                _ => score,
+            };
+            previous = Some(expected_score);
+            let (index, line) =
+                lines.next().ok_or_else(|| format!("{name} ends before query {query}'s results do"))?;
+            let at = format!("{name} line {}", index + 1);
+            let fields: Vec<&str> = line.split_ascii_whitespace().collect();
+            let [qid, q0, doc, rank, written, written_tag] = fields[..] else {
+                return Err(format!("{at}: {} columns, not 6", fields.len()));
+            };
+            let expected_rank = result["rank"].as_u64().unwrap_or(0).to_string();
+            let expected_doc = result["doc_id"].as_str().unwrap_or_default();
+            if qid != query || q0 != "Q0" || doc != expected_doc || rank != expected_rank {
+                return Err(format!(
+                    "{at}: {qid} {q0} {doc} rank {rank}, but the rows say {query} Q0 {expected_doc} rank {expected_rank}"
+                ));
+            }
+            let parsed: f64 =
+                written.parse().map_err(|_| format!("{at}: score {written:?} is not a number"))?;
+            if parsed.to_bits() != expected_score.to_bits() {
+                return Err(format!(
+                    "{at}: score {written}, but the rows say {score} (expected {expected_score})"
+                ));
+            }
+            if written_tag != tag {
+                return Err(format!("{at}: tag {written_tag}, expected {tag}"));
+            }
+            count += 1;
+        }
+    }
+    if let Some((index, _)) = lines.next() {
+        return Err(format!("{name} line {}: more lines than the rows have results", index + 1));
+    }
+    Ok(format!(
+        "{count} lines equal the rows' ranks, documents and scores ({nudged} scores stepped below their predecessor in single precision)"
+    ))
+}
+
+fn metadata_agrees(run: &Run, run_name: &str, run_bytes: &[u8], metadata: &[u8]) -> Outcome {
+    let text = std::str::from_utf8(metadata).map_err(|_| "the ir_metadata file is not UTF-8".to_owned())?;
+    let quoted = |s: &str| Value::String(s.to_owned()).to_string();
+    let expected = [
+        format!("tag: {}", quoted(&tag_of(run))),
+        format!("  file: {}", quoted(run_name)),
+        format!("  sha256: {}", quoted(&sha256_tagged(run_bytes))),
+        format!("  aggregate: {}", quoted(&run.name)),
+        format!("  config_sha256: {}", quoted(run.str_at("/retrieval/config_sha256"))),
+        format!("  mode: {}", quoted(run.str_at("/mode"))),
+        format!("  split: {}", quoted(run.str_at("/split"))),
+    ];
+    for line in &expected {
+        if !text.lines().any(|l| l == line) {
+            return Err(format!("the ir_metadata lacks the line {line:?}"));
+        }
+    }
+    for key in ["platform:", "research goal:", "implementation:", "method:", "actor:", "data:"] {
+        if !text.lines().any(|l| l == key) {
+            return Err(format!("the ir_metadata lacks the PRIMAD component {key:?}"));
+        }
+    }
+    Ok("names this run's tag, file digest, aggregate, configuration and split, with all six PRIMAD components".into())
+}
+
+fn qrels_agree(bytes: &[u8], expected: &BTreeMap<String, BTreeMap<String, i64>>, runs: &[Run]) -> Outcome {
+    let text = std::str::from_utf8(bytes).map_err(|_| format!("{QRELS_FILE} is not UTF-8"))?;
+    let mut found: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
+    for (index, line) in text.lines().enumerate() {
+        let fields: Vec<&str> = line.split_ascii_whitespace().collect();
+        let [qid, iteration, doc, grade] = fields[..] else {
+            return Err(format!("{QRELS_FILE} line {}: {} columns, not 4", index + 1, fields.len()));
+        };
+        let grade: i64 =
+            grade.parse().map_err(|_| format!("{QRELS_FILE} line {}: grade {grade:?}", index + 1))?;
+        if iteration != "0"
+            || found.entry(qid.to_owned()).or_default().insert(doc.to_owned(), grade).is_some()
+        {
+            return Err(format!(
+                "{QRELS_FILE} line {}: not `qid 0 docid grade` or a repeated pair",
+                index + 1
+            ));
+        }
+    }
+    if &found != expected {
+        return Err(format!("{QRELS_FILE} differs from the fixture's judgements"));
+    }
+    for run in runs {
+        for row in run.rows.iter().flatten() {
+            let query = row["query_id"].as_str().unwrap_or_default();
+            let row_qrels: Option<BTreeMap<String, i64>> = serde_json::from_value(row["qrels"].clone()).ok();
+            if row_qrels.as_ref() != found.get(query) {
+                return Err(format!("{}: query {query}'s qrels differ from {QRELS_FILE}", run.name));
+            }
+        }
+    }
+    let pairs: usize = found.values().map(BTreeMap::len).sum();
+    Ok(format!("{pairs} judgements over {} queries equal the fixture's and every row's", found.len()))
+}
+
+/// RFC 3339 (UTC, whole seconds) of a unix time, from the days-to-civil algorithm (Hinnant).
+fn rfc3339(unix: u64) -> String {
+    let (days, secs) = ((unix / 86_400) as i64 + 719_468, unix % 86_400);
+    let era = days.div_euclid(146_097);
+    let day_of_era = days.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 { shifted_month + 3 } else { shifted_month - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", secs / 3_600, (secs % 3_600) / 60, secs % 60)
+}
+
+fn provenance_agrees(run: &Run, bytes: &[u8]) -> Outcome {
+    let statement: Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("the provenance does not parse: {e}"))?;
+    let want =
+        |ok: bool, what: &str| if ok { Ok(()) } else { Err(format!("the provenance's {what} differs")) };
+    want(statement["_type"] == "https://in-toto.io/Statement/v1", "_type")?;
+    want(statement["predicateType"] == SLSA_PROVENANCE_TYPE, "predicateType")?;
+    let hex = |tagged: &str| tagged.trim_start_matches("sha256:").to_owned();
+    let rows_file = run.str_at("/rows/file");
+    let rows_sha256 = run.rows_bytes.as_deref().map(sha256_tagged).unwrap_or_default();
+    let subjects = serde_json::json!([
+        {"name": rows_file, "digest": {"sha256": hex(&rows_sha256)}},
+        {"name": run.name, "digest": {"sha256": hex(&sha256_tagged(&run.aggregate_bytes))}},
+    ]);
+    want(statement["subject"] == subjects, "subject (the rows and aggregate with their sha256)")?;
+    let a = &run.aggregate;
+    let definition = &statement["predicate"]["buildDefinition"];
+    let external = &definition["externalParameters"];
+    want(external["command"] == a["executable"]["invocation"], "command line")?;
+    want(external["mode"] == a["mode"] && external["split"] == a["split"], "mode or split")?;
+    want(external["config_sha256"] == a["retrieval"]["config_sha256"], "configuration digest")?;
+    want(definition["internalParameters"]["config"] == a["retrieval"]["config"], "configuration")?;
+    let dependencies = definition["resolvedDependencies"].as_array().cloned().unwrap_or_default();
+    let digest_of = |name: &str, algorithm: &str| {
+        dependencies
+            .iter()
+            .find(|d| d["name"] == name)
+            .and_then(|d| d["digest"][algorithm].as_str())
+            .map(str::to_owned)
+    };
+    let source = &a["corpus"]["source"];
+    let archive = source["archive_file"].as_str().unwrap_or_default();
+    want(
+        digest_of(archive, "sha256") == Some(hex(source["archive_sha256"].as_str().unwrap_or_default()))
+            && digest_of(archive, "md5").as_deref() == source["archive_md5"].as_str(),
+        "archive digests",
+    )?;
+    for (member, sha256) in source["payload_sha256"].as_object().into_iter().flatten() {
+        want(digest_of(member, "sha256").as_deref() == sha256.as_str(), &format!("digest of {member}"))?;
+    }
+    let model = a["embedding"]["model"].as_str().unwrap_or_default();
+    for (file, field) in [("model.safetensors", "weights_sha256"), ("tokenizer.json", "tokenizer_sha256")] {
+        if let Some(expected) = a["embedding"][field].as_str() {
+            let found = digest_of(&format!("{model}/{file}"), "sha256");
+            want(found == Some(hex(expected)), &format!("{file} digest"))?;
+        }
+    }
+    let revision = a["source"]["build_revision"].as_str().unwrap_or_default().trim_end_matches("-dirty");
+    want(digest_of("source", "gitCommit").as_deref() == Some(revision), "source revision")?;
+    for name in ["Cargo.lock", "flake.lock"] {
+        want(digest_of(name, "sha256").is_some_and(|d| d.len() == 64), &format!("{name} digest"))?;
+    }
+    want(digest_of("nixpkgs", "gitCommit").is_some(), "nixpkgs revision")?;
+    let details = &statement["predicate"]["runDetails"];
+    want(
+        details["builder"]["version"]["executable_sha256"].as_str()
+            == a["executable"]["sha256"].as_str().map(|d| d.trim_start_matches("sha256:")),
+        "builder's executable digest",
+    )?;
+    let time = |pointer: &str| a.pointer(pointer).and_then(Value::as_u64).map(rfc3339);
+    want(
+        details["metadata"]["startedOn"].as_str() == time("/started_unix").as_deref()
+            && details["metadata"]["finishedOn"].as_str() == time("/finished_unix").as_deref(),
+        "start and finish times",
+    )?;
+    want(details["metadata"]["invocationId"].as_str().is_some_and(|id| !id.is_empty()), "invocation id")?;
+    Ok(format!(
+        "SLSA v1: subjects, command, configuration, split, archive, payload, model, source and lock digests and \
+         times agree with the aggregate ({} resolved dependencies)",
+        dependencies.len()
+    ))
+}
+
+/// The verification verdict as an in-toto Test Result statement's file name.
+pub const TEST_RESULT_FILE: &str = "verification.intoto.json";
+/// The in-toto Test Result predicate type.
+pub const TEST_RESULT_TYPE: &str = "https://in-toto.io/attestation/test-result/v0.1";
+
+/// The verification report (`verification.json`'s bytes) as an in-toto Test Result statement about the runs
+/// it verified: `PASSED` when publishable, `WARNED` when short of a gate or not checked, else `FAILED`; one
+/// test per check, named `<scope>: <check>`; the report itself as the configuration.
+pub fn test_result_statement(runs: &[Run], verification: &[u8]) -> Value {
+    let report: Value = serde_json::from_slice(verification).unwrap_or(Value::Null);
+    let (mut passed, mut warned, mut failed) = (Vec::new(), Vec::new(), Vec::new());
+    for check in report["checks"].as_array().into_iter().flatten() {
+        let name =
+            format!("{}: {}", check["scope"].as_str().unwrap_or(""), check["name"].as_str().unwrap_or(""));
+        match check["status"].as_str() {
+            Some("pass") => passed.push(name),
+            Some("fail") => failed.push(name),
+            _ => warned.push(name),
+        }
+    }
+    let result = match report["verdict"].as_str() {
+        Some("publishable") => "PASSED",
+        Some("not publishable") => "WARNED",
+        _ => "FAILED",
+    };
+    let hex = |bytes: &[u8]| sha256_tagged(bytes).trim_start_matches("sha256:").to_owned();
+    let mut subject = Vec::new();
+    for run in runs {
+        if let Some(rows) = &run.rows_bytes {
+            subject
+                .push(serde_json::json!({"name": run.str_at("/rows/file"), "digest": {"sha256": hex(rows)}}));
+        }
+        subject.push(serde_json::json!({"name": run.name, "digest": {"sha256": hex(&run.aggregate_bytes)}}));
+    }
+    serde_json::json!({
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": subject,
+        "predicateType": TEST_RESULT_TYPE,
+        "predicate": {
+            "result": result,
+            "configuration": [{"name": "verification.json", "digest": {"sha256": hex(verification)}}],
+            "url": "urn:scifact-audit:verify",
+            "passedTests": passed,
+            "warnedTests": warned,
+            "failedTests": failed,
+        },
+    })
+}
+
+/// `verification.statement`: the bundle's test-result statement restates its verification report.
+pub fn test_result_agrees(
+    runs: &[Run],
+    verification: Option<&[u8]>,
+    statement: Option<&[u8]>,
+) -> Result<String, String> {
+    let (Some(verification), Some(statement)) = (verification, statement) else {
+        return Err(format!("verification.json or {TEST_RESULT_FILE} is missing"));
+    };
+    let found: Value =
+        serde_json::from_slice(statement).map_err(|e| format!("{TEST_RESULT_FILE} does not parse: {e}"))?;
+    let expected = test_result_statement(runs, verification);
+    if found == expected {
+        Ok(format!(
+            "{TEST_RESULT_FILE} ({}) restates verification.json over {} subjects",
+            expected["predicate"]["result"].as_str().unwrap_or(""),
+            expected["subject"].as_array().map_or(0, Vec::len)
+        ))
+    } else {
+        Err(format!("{TEST_RESULT_FILE} differs from the statement verification.json makes"))
+    }
+}

@@ -1,0 +1,203 @@
+//! A reproduction statement checked against its bundle: `reproduction.signature` (and nothing else when it
+//! fails), `reproduction.subject` (the statement is about this bundle's manifest), `reproduction.original`
+//! (what it says of the original is what the bundle says, run by run, none left out),
+//! `reproduction.tolerances` (the published tolerances, not looser ones) and `reproduction.verdict` (the
+//! verdict its own numbers imply under them).
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::bundle::{MANIFEST_FILE, MAX_MANIFEST_BYTES};
+use crate::canonical::sha256_tagged;
+use crate::error::{Error, Result};
+use crate::report::{Report, Status};
+use crate::sign::{VerifyingKey, verify_bytes};
+
+/// The predicate type of a reproduction statement.
+pub const REPRODUCTION_TYPE: &str = "urn:scifact-audit:reproduction:v1";
+/// The largest statement read.
+pub const MAX_STATEMENT_BYTES: u64 = 16 << 20;
+
+/// The tolerances a reproduction must state: scores within 1e-5, metric means within 0.005, at least 95% of
+/// rankings identical per run, effect ratios within 0.1 of 1 (restated here, apart from the runner's).
+pub fn published_tolerances() -> Value {
+    serde_json::json!({
+        "max_score_delta": 1e-5,
+        "max_metric_delta": 0.005,
+        "min_identical_share": 0.95,
+        "max_effect_ratio_deviation": 0.1,
+    })
+}
+
+const SCOPE: &str = "reproduction";
+type Outcome = std::result::Result<String, String>;
+
+/// Checks the statement at `statement` (signature at `<statement>.minisig`) against the bundle in
+/// `bundle_dir`, with the reproducer's `key`.
+///
+/// # Errors
+/// [`Error::File`] when the statement or the manifest cannot be read as regular files within their caps.
+pub fn verify_reproduction(bundle_dir: &Path, statement: &Path, key: &VerifyingKey) -> Result<Report> {
+    let mut report = Report::default();
+    let bytes = safe_fs::read_regular(statement, MAX_STATEMENT_BYTES).map_err(Error::file)?;
+    let signature_path = statement.with_file_name(format!(
+        "{}.minisig",
+        statement.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    ));
+    let signed = safe_fs::read_regular(&signature_path, 4096)
+        .map_err(|e| e.to_string())
+        .and_then(|s| String::from_utf8(s).map_err(|_| "the signature is not UTF-8".to_owned()))
+        .and_then(|text| verify_bytes(key, &text, &bytes, false).map_err(|e| e.to_string()))
+        .and_then(|comment| {
+            let expected = format!("scifact-audit reproduction {}", sha256_tagged(&bytes));
+            if comment == expected {
+                Ok(format!("signed by key id {}; trusted comment names the statement's sha256", key.id()))
+            } else {
+                Err(format!("trusted comment {comment:?}, expected {expected:?}"))
+            }
+        });
+    let failed = signed.is_err();
+    report.record(SCOPE, "reproduction.signature", signed);
+    if failed {
+        return Ok(report);
+    }
+    let manifest =
+        safe_fs::read_regular(&bundle_dir.join(MANIFEST_FILE), MAX_MANIFEST_BYTES).map_err(Error::file)?;
+    let statement: Value = match serde_json::from_slice(&bytes) {
+        Ok(value) => value,
+        Err(error) => {
+            report.push(
+                SCOPE,
+                "reproduction.subject",
+                Status::Fail,
+                format!("the statement does not parse: {error}"),
+            );
+            return Ok(report);
+        }
+    };
+    report.record(SCOPE, "reproduction.subject", subject(&statement, &manifest));
+    let predicate = &statement["predicate"];
+    report.record(SCOPE, "reproduction.original", original(predicate, bundle_dir));
+    report.record(
+        SCOPE,
+        "reproduction.tolerances",
+        if predicate["tolerances"] == published_tolerances() {
+            Ok("the statement uses the published tolerances".into())
+        } else {
+            Err(format!(
+                "tolerances {} are not the published {}",
+                predicate["tolerances"],
+                published_tolerances()
+            ))
+        },
+    );
+    report.record(SCOPE, "reproduction.verdict", verdict(predicate));
+    Ok(report)
+}
+
+fn subject(statement: &Value, manifest: &[u8]) -> Outcome {
+    let hex = sha256_tagged(manifest).trim_start_matches("sha256:").to_owned();
+    let expected = serde_json::json!([{"name": MANIFEST_FILE, "digest": {"sha256": hex}}]);
+    if statement["_type"] != "https://in-toto.io/Statement/v1"
+        || statement["predicateType"] != REPRODUCTION_TYPE
+    {
+        return Err("not an in-toto Statement v1 of a scifact-audit reproduction".into());
+    }
+    if statement["subject"] == expected {
+        Ok(format!("about this bundle's manifest.json (sha256 {hex})"))
+    } else {
+        Err(format!(
+            "the statement is about {}, not this bundle's manifest.json ({hex})",
+            statement["subject"]
+        ))
+    }
+}
+
+fn original(predicate: &Value, bundle_dir: &Path) -> Outcome {
+    let runs = predicate["runs"].as_array().ok_or("the statement lists no runs")?;
+    let aggregates = crate::artifacts::aggregates_in(bundle_dir).map_err(|e| e.to_string())?;
+    if aggregates.len() != runs.len() {
+        return Err(format!("{} runs compared, the bundle holds {}", runs.len(), aggregates.len()));
+    }
+    for path in &aggregates {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let run = runs
+            .iter()
+            .find(|r| r["aggregate"] == name.as_str())
+            .ok_or(format!("{name} was not compared"))?;
+        let bytes = safe_fs::read_regular(path, 64 << 20).map_err(|e| e.to_string())?;
+        let aggregate: Value = serde_json::from_slice(&bytes).map_err(|e| format!("{name}: {e}"))?;
+        if run["config_sha256"] != aggregate["retrieval"]["config_sha256"]
+            || run["queries"] != aggregate["queries"]["selected"]
+            || run["mode"] != aggregate["mode"]
+            || run["split"] != aggregate["split"]
+        {
+            return Err(format!("{name}: configuration, queries, mode or split differ from the bundle's"));
+        }
+        for (metric, values) in run["metrics"].as_object().into_iter().flatten() {
+            let recorded = aggregate["metrics"][metric].as_f64();
+            let stated = values["original"].as_f64();
+            if !matches!((recorded, stated), (Some(a), Some(b)) if (a - b).abs() <= 1e-12) {
+                return Err(format!("{name}: original {metric} {stated:?}, the bundle says {recorded:?}"));
+            }
+        }
+    }
+    Ok(format!("every one of the bundle's {} runs is compared, with the bundle's own metrics", runs.len()))
+}
+
+fn number(value: &Value) -> f64 {
+    value.as_f64().unwrap_or(f64::NAN)
+}
+
+fn verdict(predicate: &Value) -> Outcome {
+    let tolerances = published_tolerances();
+    let runs = predicate["runs"].as_array().cloned().unwrap_or_default();
+    let effects = predicate["comparisons"].as_array().cloned().unwrap_or_default();
+    let mut exact = predicate["inputs"]["same_fixture"] == true;
+    let mut within = true;
+    for run in &runs {
+        let queries = run["queries"].as_u64().unwrap_or(0);
+        exact &= run["identical_scores"].as_u64() == Some(queries);
+        let share = run["identical_rankings"].as_u64().unwrap_or(0) as f64 / queries.max(1) as f64;
+        within &= share >= number(&tolerances["min_identical_share"]);
+        within &= number(&run["max_abs_score_delta"]) <= number(&tolerances["max_score_delta"]);
+        for values in run["metrics"].as_object().into_iter().flatten().map(|(_, v)| v) {
+            let delta = number(&values["reproduced"]) - number(&values["original"]);
+            if (delta - number(&values["delta"])).abs() > 1e-12 {
+                return Err(format!(
+                    "{}: a metric's delta is not reproduced minus original",
+                    run["aggregate"]
+                ));
+            }
+            exact &= delta == 0.0;
+            within &= delta.abs() <= number(&tolerances["max_metric_delta"]);
+        }
+    }
+    for effect in &effects {
+        let (original, reproduced) =
+            (number(&effect["original_improvement"]), number(&effect["reproduced_improvement"]));
+        let ratio = reproduced / original;
+        let stated = number(&effect["effect_ratio"]);
+        if !(ratio.is_nan() && stated.is_nan()) && (ratio - stated).abs() > 1e-9
+            || ratio.is_nan() != stated.is_nan()
+        {
+            return Err(format!("{}: the effect ratio is not the improvements' ratio", effect["name"]));
+        }
+        // Undefined (no improvement in the original): equal improvements reproduce it.
+        within &= (ratio - 1.0).abs() <= number(&tolerances["max_effect_ratio_deviation"])
+            || reproduced == original;
+    }
+    let implied = if exact {
+        "reproduced_exactly"
+    } else if within {
+        "reproduced_within_tolerance"
+    } else {
+        "not_reproduced"
+    };
+    if predicate["verdict"] == implied {
+        Ok(format!("{implied}, as its {} runs and {} comparisons imply", runs.len(), effects.len()))
+    } else {
+        Err(format!("the statement says {}, its numbers imply {implied}", predicate["verdict"]))
+    }
+}

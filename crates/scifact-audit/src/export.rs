@@ -1,0 +1,67 @@
+//! `export`: the finished runs of a directory as TREC run files, ir_metadata, SLSA provenance and qrels.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use scifact_eval::exports::{Exported, write_exports};
+use scifact_eval::slsa::BuildInputs;
+use scifact_eval::{Fixture, MAX_FIXTURE_BYTES, sha256_hex};
+
+use crate::cli::ExportArgs;
+
+/// The lock files this executable was built from, for the provenance's resolved dependencies.
+const CARGO_LOCK: &[u8] = include_bytes!("../../../Cargo.lock");
+const FLAKE_LOCK: &[u8] = include_bytes!("../../../flake.lock");
+
+pub(crate) fn run(args: &ExportArgs) -> anyhow::Result<ExitCode> {
+    let run_id = args.output_dir.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let exported = export(&args.output_dir, &args.corpus, args.model_dir.as_deref(), &run_id)?;
+    let mut out = std::io::stdout().lock();
+    for name in &exported.runs {
+        writeln!(out, "wrote {}", args.output_dir.join(name).display())?;
+    }
+    writeln!(out, "wrote {}", args.output_dir.join(&exported.qrels).display())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The build inputs the aggregate does not record; `model_dir`'s `config.json` when given.
+pub(crate) fn build_inputs(model_dir: Option<&Path>) -> anyhow::Result<BuildInputs> {
+    let flake: serde_json::Value = serde_json::from_slice(FLAKE_LOCK).context("flake.lock (built in)")?;
+    let nixpkgs = flake["nodes"]["nixpkgs"]["locked"]["rev"].as_str().unwrap_or("unknown").to_owned();
+    let model_config_sha256 = match model_dir {
+        Some(dir) => {
+            let path = dir.join("config.json");
+            Some(sha256_hex(
+                &safe_fs::read_regular(&path, 1 << 20).with_context(|| path.display().to_string())?,
+            ))
+        }
+        None => None,
+    };
+    Ok(BuildInputs {
+        cargo_lock_sha256: sha256_hex(CARGO_LOCK),
+        flake_lock_sha256: sha256_hex(FLAKE_LOCK),
+        nixpkgs_revision: nixpkgs,
+        model_config_sha256,
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+    })
+}
+
+/// Writes the exports of `output_dir`, with the qrels of the fixture at `fixture`.
+pub(crate) fn export(
+    output_dir: &Path,
+    fixture: &Path,
+    model_dir: Option<&Path>,
+    run_id: &str,
+) -> anyhow::Result<Exported> {
+    let bytes = safe_fs::read_regular(fixture, MAX_FIXTURE_BYTES)?;
+    let fixture_value: Fixture =
+        serde_json::from_slice(&bytes).with_context(|| format!("{} is not a fixture", fixture.display()))?;
+    let mut qrels: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
+    for qrel in &fixture_value.qrels {
+        qrels.entry(qrel.query_id.clone()).or_default().insert(qrel.doc_id.clone(), qrel.score);
+    }
+    Ok(write_exports(output_dir, &qrels, run_id, &build_inputs(model_dir)?)?)
+}

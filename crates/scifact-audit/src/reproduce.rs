@@ -1,0 +1,321 @@
+//! `scifact-audit reproduce`: re-executes a bundle's evaluation with this executable and states, as a signed
+//! in-toto Statement about the bundle's manifest, whether the numbers reproduce.
+//!
+//! Order: verify the bundle (a bundle that does not verify is refused); check the archive and the model
+//! against the bundle's digests (a mismatch is a named refusal, never a silent difference); rebuild the
+//! fixture and the store; rerun every split, mode and configuration the bundle holds under its own effective
+//! configurations; compare query by query ([`scifact_eval::reproduction`]); write `reproduction.json` in the
+//! work directory, signed with `--secret-key` when given. Every stage resumes like `eval`'s.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use receipt_verify::{BUNDLE_LIMITS, BundleCheck, MANIFEST_FILE, Run, terminal_safe};
+use scifact_eval::reproduction::{
+    EffectComparison, RunComparison, Tolerances, Verdict, compare_effect, compare_run, verdict,
+};
+use scifact_eval::slsa::rfc3339;
+use scifact_eval::{
+    BuildOptions, ExecutableIdentity, Fixture, HostIdentity, MAX_FIXTURE_BYTES, Profile, SCIFACT_URL, Split,
+    build_fixture, sha256_hex,
+};
+use semantic_memory::{SearchConfig, SearchMode};
+use serde_json::{Value, json};
+
+use crate::build::acquire_archive;
+use crate::cli::ReproduceArgs;
+use crate::model::open_embedder;
+use crate::progress::StageProgress;
+use crate::run::BUILD_REVISION;
+
+/// The reproduction statement's file name in the work directory.
+pub(crate) const REPRODUCTION_FILE: &str = "reproduction.json";
+/// Its signature.
+pub(crate) const REPRODUCTION_SIGNATURE_FILE: &str = "reproduction.json.minisig";
+/// The predicate type of a reproduction statement.
+pub(crate) const REPRODUCTION_TYPE: &str = "urn:scifact-audit:reproduction:v1";
+
+/// What differs legitimately across machines, stated in every reproduction.
+const LEGITIMATE_DIFFERENCES: &str = "Latency is never compared (it belongs to a host). Embeddings may differ in \
+    their last bits across CPU kernels (AVX-512, AVX2, portable), which moves cosines by about 1e-7 and can swap \
+    documents whose scores were closer than that; lexical scores do not move. The tolerances allow exactly that.";
+
+/// A named refusal: the inputs are not the bundle's, so nothing would be a reproduction.
+fn refuse(check: &str, reason: String) -> anyhow::Result<ExitCode> {
+    let mut err = std::io::stderr().lock();
+    writeln!(err, "reproduce: refused ({check}): {}", terminal_safe(&reason))?;
+    Ok(ExitCode::from(2))
+}
+
+fn tagged(hex: &str) -> String {
+    format!("sha256:{}", hex.trim_start_matches("sha256:"))
+}
+
+fn rows_of(run: &Run) -> anyhow::Result<&Vec<Value>> {
+    run.rows.as_ref().map_err(|reason| anyhow::anyhow!("{}: {reason}", run.name))
+}
+
+pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
+    let started = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let work = &args.work_dir;
+    std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
+    let signer = args.secret_key.as_deref().map(crate::eval::load_signer).transpose()?;
+    let progress = StageProgress::new();
+    let mut out = std::io::stdout().lock();
+
+    let report = receipt_verify::verify_bundle(&BundleCheck {
+        bundle_dir: args.bundle_dir.clone(),
+        public_key: args.public_key.clone(),
+        executable: None,
+        allow_legacy_signature: false,
+        limits: BUNDLE_LIMITS,
+    })?;
+    if !report.passed() {
+        write!(out, "{}", report.summary())?;
+        return refuse("bundle.verification", "the bundle does not verify; nothing to reproduce".into());
+    }
+    writeln!(out, "bundle       verifies ({} checks)", report.checks.len())?;
+    let manifest_bytes =
+        safe_fs::read_regular(&args.bundle_dir.join(MANIFEST_FILE), receipt_verify::MAX_MANIFEST_BYTES)?;
+    let runs = receipt_verify::load_runs(&args.bundle_dir)?;
+    let Some(first) = runs.first().map(|run| run.aggregate.clone()) else {
+        bail!("the bundle holds no aggregate")
+    };
+
+    let (archive, digest_policy) = acquire_archive(args.archive.as_deref(), work, None, &progress)?;
+    let archive_sha256 = tagged(&sha256_hex(&safe_fs::read_regular(&archive, 1 << 30)?));
+    let recorded_archive = first["corpus"]["source"]["archive_sha256"].as_str().unwrap_or("").to_owned();
+    if archive_sha256 != tagged(&recorded_archive) {
+        return refuse(
+            "archive.digest",
+            format!("{} is {archive_sha256}, the bundle's archive is {recorded_archive}", archive.display()),
+        );
+    }
+    let (embedder, model_dir) = open_embedder(&args.model_args)?;
+    let weights = embedder.identity().weights_sha256.clone().unwrap_or_default();
+    let recorded_weights = first["embedding"]["weights_sha256"].as_str().unwrap_or("").to_owned();
+    if tagged(&weights) != tagged(&recorded_weights) {
+        return refuse(
+            "model.weights",
+            format!("the model's weights are {weights}, the bundle's {recorded_weights}"),
+        );
+    }
+
+    let fixture = work.join("fixture.json");
+    writeln!(out, "fixture      rebuilding from {} (resumable)", archive.display())?;
+    let summary = build_fixture(
+        &BuildOptions {
+            archive: archive.clone(),
+            digest_policy,
+            url: SCIFACT_URL.into(),
+            work_dir: work.join("build"),
+            out: fixture.clone(),
+            profile: Profile::scifact(),
+            batch_size: 64,
+        },
+        embedder.as_ref(),
+        &progress,
+    )
+    .with_context(|| format!("building {}", fixture.display()))?;
+    drop(embedder);
+    let fixture_sha256 = tagged(&summary.fixture_sha256);
+    let rebuilt: Fixture = serde_json::from_slice(&safe_fs::read_regular(&fixture, MAX_FIXTURE_BYTES)?)
+        .with_context(|| format!("{} is not a fixture", fixture.display()))?;
+    let recorded_payload = &first["corpus"]["source"]["payload_sha256"];
+    if serde_json::to_value(&rebuilt.metadata.source.payload_sha256)? != *recorded_payload {
+        return refuse("payload.digests", "the archive's payload files differ from the bundle's".into());
+    }
+    let recorded_fixture = first["corpus"]["fixture_sha256"].as_str().unwrap_or("").to_owned();
+    let same_fixture = fixture_sha256 == tagged(&recorded_fixture);
+
+    let (store, results) = (work.join("store"), work.join("results"));
+    for split in [Split::Calibration, Split::Heldout] {
+        // Each configuration with the modes the bundle ran it in; configurations sharing modes run together.
+        let mut configs: Vec<(SearchConfig, Vec<SearchMode>)> = Vec::new();
+        for run in runs.iter().filter(|run| run.str_at("/split") == split.as_str()) {
+            let config: SearchConfig = serde_json::from_value(run.aggregate["retrieval"]["config"].clone())
+                .with_context(|| format!("{}: the configuration", run.name))?;
+            let mode: SearchMode = serde_json::from_value(run.aggregate["mode"].clone())
+                .with_context(|| format!("{}: the mode", run.name))?;
+            match configs.iter_mut().find(|(c, _)| *c == config) {
+                Some((_, modes)) => modes.push(mode),
+                None => configs.push((config, vec![mode])),
+            }
+        }
+        let mut groups: Vec<(Vec<SearchMode>, Vec<SearchConfig>)> = Vec::new();
+        for (config, mut modes) in configs {
+            modes.sort_by_key(|mode| mode.as_str());
+            match groups.iter_mut().find(|(m, _)| *m == modes) {
+                Some((_, group)) => group.push(config),
+                None => groups.push((modes, vec![config])),
+            }
+        }
+        for (modes, group) in &groups {
+            writeln!(out, "run          {split}: {} configuration(s), modes {modes:?}", group.len())?;
+            crate::eval::run_split(&fixture, &store, &results, split, group, modes, &progress)?;
+        }
+    }
+    crate::export::export(&results, &fixture, model_dir.as_deref(), "reproduction")?;
+
+    let mut compared: Vec<RunComparison> = Vec::new();
+    let mut reproduced_rows: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for run in &runs {
+        let rows_file = run.str_at("/rows/file");
+        let bytes = safe_fs::read_regular(&results.join(rows_file), MAX_FIXTURE_BYTES)
+            .with_context(|| format!("the reproduction of {}", run.name))?;
+        let rows: Vec<Value> = bytes
+            .split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(serde_json::from_slice)
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("{}", results.join(rows_file).display()))?;
+        compared.push(compare_run(&run.aggregate, &run.name, rows_of(run)?, &rows));
+        reproduced_rows.insert(run.name.clone(), rows);
+    }
+    let effects = effects(&args.bundle_dir, &runs, &reproduced_rows)?;
+    let tolerances = Tolerances::STANDARD;
+    let (verdict, reasons) = verdict(same_fixture, &compared, &effects, &tolerances);
+
+    let identity = ExecutableIdentity::current();
+    let finished = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let statement = json!({
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": MANIFEST_FILE, "digest": {"sha256": sha256_hex(&manifest_bytes)}}],
+        "predicateType": REPRODUCTION_TYPE,
+        "predicate": {
+            "bundle": {
+                "predicate_type": serde_json::from_slice::<Value>(&manifest_bytes)?["predicateType"],
+                "revision": first["source"]["build_revision"],
+                "executable_sha256": first["executable"]["sha256"],
+            },
+            "inputs": {
+                "archive_sha256": archive_sha256,
+                "payload_sha256": recorded_payload,
+                "weights_sha256": tagged(&weights),
+                "fixture_sha256": {"bundle": recorded_fixture, "reproduction": fixture_sha256},
+                "same_fixture": same_fixture,
+            },
+            "reproducer": {
+                "executable": identity,
+                "build_revision": BUILD_REVISION,
+                "host": HostIdentity::current(),
+                "started": rfc3339(started),
+                "finished": rfc3339(finished),
+            },
+            "differs_legitimately": LEGITIMATE_DIFFERENCES,
+            "tolerances": tolerances,
+            "runs": compared,
+            "comparisons": effects,
+            "verdict": verdict,
+            "reasons": reasons,
+        },
+    });
+    let mut bytes = serde_json::to_vec_pretty(&statement)?;
+    bytes.push(b'\n');
+    let path = work.join(REPRODUCTION_FILE);
+    safe_fs::write_atomically(&path, &bytes)?;
+    if let Some(signer) = &signer {
+        let text = receipt_verify::sign_document(&signer.secret, &bytes, "reproduction")?;
+        safe_fs::write_atomically(&work.join(REPRODUCTION_SIGNATURE_FILE), text.as_bytes())?;
+    }
+    print_summary(&mut out, &compared, &effects, verdict, &reasons, same_fixture)?;
+    writeln!(
+        out,
+        "statement    {}{}",
+        path.display(),
+        if signer.is_some() { " (signed)" } else { " (unsigned: pass --secret-key)" }
+    )?;
+    Ok(if verdict == Verdict::NotReproduced { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// ER and ΔRI for each pre-registered comparison of the bundle's `statistics.json` (none without one).
+fn effects(
+    bundle: &Path,
+    runs: &[Run],
+    reproduced: &BTreeMap<String, Vec<Value>>,
+) -> anyhow::Result<Vec<EffectComparison>> {
+    let read = |name: &str| -> anyhow::Result<Option<Value>> {
+        let path = bundle.join(name);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let bytes = safe_fs::read_regular(&path, receipt_verify::MAX_SIDECAR_BYTES)?;
+        Ok(Some(serde_json::from_slice(&bytes).with_context(|| path.display().to_string())?))
+    };
+    let (Some(statistics), Some(selection)) = (read("statistics.json")?, read("selection.json")?) else {
+        return Ok(Vec::new());
+    };
+    let winner = selection["winner"]["label"].as_str().map(str::to_owned);
+    let aggregate = |side: &Value| {
+        let mode: SearchMode = serde_json::from_value(side["mode"].clone()).ok()?;
+        let label = if side["config"] == "selected" { winner.as_deref() } else { None };
+        Some(scifact_eval::aggregate_file_name(mode, Split::Heldout, label))
+    };
+    let mut effects = Vec::new();
+    for comparison in statistics["comparisons"].as_array().into_iter().flatten() {
+        let (Some(a), Some(b)) = (aggregate(&comparison["a"]), aggregate(&comparison["b"])) else { continue };
+        let find = |name: &str| runs.iter().find(|run| run.name == name);
+        let (Some(run_a), Some(run_b)) = (find(&a), find(&b)) else { continue };
+        let (Some(rep_a), Some(rep_b)) = (reproduced.get(&a), reproduced.get(&b)) else { continue };
+        effects.push(compare_effect(
+            comparison["name"].as_str().unwrap_or(""),
+            comparison["metric"].as_str().unwrap_or("ndcg@10"),
+            (&a, rows_of(run_a)?, rep_a),
+            (&b, rows_of(run_b)?, rep_b),
+        ));
+    }
+    Ok(effects)
+}
+
+fn print_summary(
+    out: &mut impl Write,
+    runs: &[RunComparison],
+    effects: &[EffectComparison],
+    verdict: Verdict,
+    reasons: &[String],
+    same_fixture: bool,
+) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "fixture      {}",
+        if same_fixture { "byte-identical to the bundle's" } else { "differs from the bundle's" }
+    )?;
+    writeln!(
+        out,
+        "{:<52} {:>9} {:>9} {:>8} {:>8} {:>11} {:>11}",
+        "run", "identical", "bits", "KTU", "RBO", "max |dscore|", "max |dmetric|"
+    )?;
+    for run in runs {
+        let worst = run.metrics.values().map(|m| m.delta.abs()).fold(0.0, f64::max);
+        writeln!(
+            out,
+            "{:<52} {:>5}/{:<3} {:>5}/{:<3} {:>8.4} {:>8.4} {:>11.3e} {:>11.3e}",
+            run.aggregate,
+            run.identical_rankings,
+            run.queries,
+            run.identical_scores,
+            run.queries,
+            run.kendall_tau_union,
+            run.rbo,
+            run.max_abs_score_delta,
+            worst
+        )?;
+    }
+    for effect in effects {
+        writeln!(
+            out,
+            "effect       {}: ER {:.4}, ΔRI {:+.6}",
+            effect.name, effect.effect_ratio, effect.delta_relative_improvement
+        )?;
+    }
+    let name = serde_json::to_value(verdict)?.as_str().unwrap_or("").to_owned();
+    writeln!(out, "verdict      {name}")?;
+    for reason in reasons {
+        writeln!(out, "             {reason}")?;
+    }
+    Ok(())
+}
