@@ -59,6 +59,10 @@
           };
           verify-bundle = subcommand "verify-bundle"
             "Verify a bundle offline: `nix run <flake>#verify-bundle -- --bundle-dir B --public-key K`";
+          reproduce = subcommand "reproduce"
+            "Re-execute a bundle and state whether it reproduces: `nix run <flake>#reproduce -- --bundle-dir B --public-key K --work-dir W`";
+          verify-reproduction = subcommand "verify-reproduction"
+            "Check a reproduction statement: `nix run <flake>#verify-reproduction -- --bundle-dir B --statement S --public-key K`";
         });
 
       # The package's checkPhase runs `cargo test --workspace` (the README's test command).

@@ -30,8 +30,10 @@ for system in x86_64-linux aarch64-linux; do
   program=$(eval_json "apps.$system.default.program")
   [[ $program == *"/bin/scifact-audit\"" ]] || { echo "apps.$system.default.program is $program" >&2; exit 1; }
   [[ $(eval_json "apps.$system.default.type") == '"app"' ]] || { echo "apps.$system.default.type is not app" >&2; exit 1; }
-  program=$(eval_json "apps.$system.verify-bundle.program")
-  [[ $program == *"/bin/scifact-audit-verify-bundle\"" ]] || { echo "apps.$system.verify-bundle.program is $program" >&2; exit 1; }
+  for app in verify-bundle reproduce verify-reproduction; do
+    program=$(eval_json "apps.$system.$app.program")
+    [[ $program == *"/bin/scifact-audit-$app\"" ]] || { echo "apps.$system.$app.program is $program" >&2; exit 1; }
+  done
   [[ $(eval_json "packages.$system.default.meta.mainProgram") == '"scifact-audit"' ]] || { echo "mainProgram" >&2; exit 1; }
   [[ $(eval_json "packages.$system.default.cargoBuildFlags") == '["-p","scifact-audit"]' ]] || { echo "cargoBuildFlags" >&2; exit 1; }
   eval_json "checks.$system.build.name" >/dev/null
