@@ -27,6 +27,14 @@
 //!   defined in [`crate::statistics`];
 //! - the search space it reads: [`crate::selection::SearchSpaceFile`] (`scifact-audit-search-space-v1`).
 //!
+//! `eval` (or `scifact-audit export`) then writes the same runs in other tools' formats
+//! ([`crate::exports`]): `<stem>.trec` (TREC's six columns), `<stem>.ir_metadata.yml` (ir_metadata
+//! `schema-version` [`crate::exports::IR_METADATA_VERSION`]), `<stem>.provenance.json` (SLSA Provenance v1,
+//! [`crate::slsa`]) and `scifact-test.qrels`; `reproduce` writes `reproduction.json`, an in-toto Statement
+//! whose predicate (`urn:scifact-audit:reproduction:v1`) holds [`crate::reproduction::RunComparison`]s,
+//! [`crate::reproduction::EffectComparison`]s, the [`crate::reproduction::Tolerances`] and the
+//! [`crate::reproduction::Verdict`].
+//!
 //! Digests are `sha256:<lowercase hex>`. No file holds query or document text: queries appear as ids and
 //! text digests, documents as BEIR ids and fact ids. A field change bumps the schema id.
 
