@@ -269,6 +269,8 @@ fn run_and_bundle_on_their_own_resume_after_a_kill() {
     let again = scifact_audit(&args, "");
     assert_eq!(again.status.code(), Some(2), "a complete run is never redone");
 
+    let export = ["export", "--output-dir", path_str(&out), "--corpus", path_str(&fixture)];
+    assert!(scifact_audit(&export, "").status.success());
     assert!(scifact_audit(&["verify", "--output-dir", path_str(&out)], "").status.code().is_some());
     let bundle = dir.path().join("bundle");
     let bundle_args = ["bundle", "--output-dir", path_str(&out), "--bundle-dir", path_str(&bundle)];

@@ -167,6 +167,7 @@ fn each_selection_forgery_fails_its_named_check() {
         .unwrap()
         .to_owned();
     let trial = ledger["trials"][1].clone();
+    let fixture = e.work.join("fixture.json");
     let trial_aggregate = trial["aggregate"].as_str().unwrap().to_owned();
     let failed = tamper("a trial that searched a held-out query", &|d| {
         forge_rows(d, &trial_aggregate, |rows| rows[0]["query_id"] = Value::from(heldout_id.clone()));
@@ -177,10 +178,16 @@ fn each_selection_forgery_fails_its_named_check() {
             l["trials"][1]["rows_sha256"] = rows_sha256;
         });
         repoint(d);
+        // The forger writes the exports again from the forged rows.
+        let export = ["export", "--output-dir", path_str(d), "--corpus", path_str(&fixture)];
+        assert!(scifact_audit(&export, "").status.success());
     });
     assert!(names(&failed).contains("selection.isolation"), "{failed:?}");
+    // The forged row keeps its own query's judgements, which are not the held-out query's in the qrels file.
     assert!(
-        failed.iter().all(|(scope, name)| name == "selection.isolation" || *scope == trial_aggregate),
+        failed.iter().all(|(scope, name)| {
+            name == "selection.isolation" || name == "exports.qrels" || *scope == trial_aggregate
+        }),
         "besides isolation, only the forged trial's own validation may fail: {failed:?}"
     );
 
