@@ -2,6 +2,7 @@
 //! a `SearchReceipt` that is also written to the store.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use rusqlite::ErrorCode;
@@ -198,15 +199,21 @@ impl FactStore {
         check_unit_vector(query_vector, self.dims)?;
         let started = self.begin(config, context)?;
         let fts = FtsQuery::from_text(query);
-        // The two components run at once: the vector search on a pool thread (it reads only plain data), the
-        // lexical one here (it needs the connection).
+        // The two components run at once: the vector search on a thread of its own (it reads only plain
+        // data), the lexical one here (it needs the connection).
         let plan = self.vector_plan(config.exactness)?;
         let scope = self.scope(context);
         let mut vector = None;
-        let lexical = rayon::in_place_scope(|threads| {
-            threads.spawn(|_| vector = Some(plan.run(query_vector, config.vector_candidates, &scope)));
-            self.lexical(&fts, config, context, config.lexical_candidates)
-        })?;
+        let lexical = match vector_thread() {
+            Some(pool) => pool.in_place_scope(|threads| {
+                threads.spawn(|_| vector = Some(plan.run(query_vector, config.vector_candidates, &scope)));
+                self.lexical(&fts, config, context, config.lexical_candidates)
+            }),
+            None => {
+                vector = Some(plan.run(query_vector, config.vector_candidates, &scope));
+                self.lexical(&fts, config, context, config.lexical_candidates)
+            }
+        }?;
         let run = vector.ok_or(Error::InvalidContext { reason: "the vector search did not run" })??;
         let (hits, fusion) = fuse(&lexical.candidates, &run.candidates, config);
         let retrieval = started.elapsed();
@@ -594,6 +601,17 @@ fn normalize(candidates: &[ScoredFact], normalization: Normalization, missing: M
         normal.evidence.missing = normal.of(lowest);
     }
     normal
+}
+
+/// The one thread a hybrid search runs its vector half on. A pool of its own, because the global pool has a
+/// worker per core: the idle ones wake and spin beside the lexical half and the receipt's write, on as many
+/// cores as there are workers. `None` if it cannot be built: the halves then run one after the other.
+fn vector_thread() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new().num_threads(1).thread_name(|_| "hybrid-vector".into()).build().ok()
+    })
+    .as_ref()
 }
 
 #[cfg(test)]
