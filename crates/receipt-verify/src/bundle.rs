@@ -27,6 +27,9 @@ use crate::sign::{MAX_KEY_FILE_BYTES, SIGNATURE_FILE, TRUSTED_COMMENT_PREFIX, Ve
 use crate::validate::{Evidence, Input, validate};
 use crate::verify::{Found, MAX_FIXTURE_BYTES, MAX_SIDECAR_BYTES, answered_by_bound, gaps, hash_executable};
 
+/// A bundle's files by name, as read (and hashed).
+pub(crate) type Files = BTreeMap<String, Vec<u8>>;
+
 /// The manifest file.
 pub const MANIFEST_FILE: &str = "manifest.json";
 /// The in-toto Statement type.
@@ -316,15 +319,36 @@ pub struct BundleCheck {
 /// # Errors
 /// [`Error::Input`] / [`Error::File`] when the public key cannot be read or is malformed.
 pub fn verify_bundle(check: &BundleCheck) -> Result<Report> {
+    Ok(verify_bundle_contents(check)?.0)
+}
+
+/// A bundle's bytes as [`verify_bundle_contents`] read, hashed and checked them: what a caller that goes on
+/// to use the bundle must work from, never a second read of the directory.
+#[derive(Debug, Clone)]
+pub struct BundleContents {
+    /// `manifest.json`, whose signature verified.
+    pub manifest: Vec<u8>,
+    /// Every subject, by name, each with the sha256 the manifest records.
+    pub files: BTreeMap<String, Vec<u8>>,
+    /// The aggregates and their rows, parsed from `files`.
+    pub runs: Vec<Run>,
+}
+
+/// [`verify_bundle`], returning also the bytes it checked when the signature, the subjects and the
+/// aggregates could be read (`None` when it stopped before).
+///
+/// # Errors
+/// As [`verify_bundle`].
+pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<BundleContents>)> {
     let key = crate::sign::load_public_key(&check.public_key)?;
     let mut report = Report::default();
-    let Some(manifest_bytes) = signed_manifest(check, &key, &mut report) else { return Ok(report) };
+    let Some(manifest_bytes) = signed_manifest(check, &key, &mut report) else { return Ok((report, None)) };
     let scope = "bundle";
     let manifest: Value = match serde_json::from_slice(&manifest_bytes) {
         Ok(value) => value,
         Err(error) => {
             report.push(scope, "manifest", Status::Fail, format!("manifest.json does not parse: {error}"));
-            return Ok(report);
+            return Ok((report, None));
         }
     };
     let files = match read_subjects(&check.bundle_dir, &manifest, check.limits) {
@@ -334,7 +358,7 @@ pub fn verify_bundle(check: &BundleCheck) -> Result<Report> {
         }
         Err(reason) => {
             report.push(scope, "subjects", Status::Fail, reason);
-            return Ok(report);
+            return Ok((report, None));
         }
     };
     let mut runs = Vec::new();
@@ -350,13 +374,13 @@ pub fn verify_bundle(check: &BundleCheck) -> Result<Report> {
             Ok(run) => runs.push(run),
             Err(error) => {
                 report.push(scope, "aggregates", Status::Fail, error.to_string());
-                return Ok(report);
+                return Ok((report, None));
             }
         }
     }
     if runs.is_empty() {
         report.push(scope, "aggregates", Status::Fail, "the bundle holds no aggregate");
-        return Ok(report);
+        return Ok((report, None));
     }
     let json_of = |name: &str| files.get(name).and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok());
     let verification = json_of(VERIFICATION_FILE).unwrap_or(Value::Null);
@@ -441,7 +465,7 @@ pub fn verify_bundle(check: &BundleCheck) -> Result<Report> {
             report.record(&run.name, "vector.exactness", recorded_recheck(run, &verification));
         }
     }
-    Ok(report)
+    Ok((report, Some(BundleContents { manifest: manifest_bytes, files, runs })))
 }
 
 /// A bundle carries no vectors to rescan: answers by bound are accepted only if the bundle's own (signed)
@@ -473,10 +497,16 @@ fn recorded_recheck(run: &Run, verification: &Value) -> std::result::Result<Stri
 /// # Errors
 /// Why the bundle is not complete.
 pub fn check_bundle_files(dir: &Path) -> std::result::Result<(), String> {
+    read_bundle_files(dir).map(|_| ())
+}
+
+/// [`check_bundle_files`], returning the manifest's bytes and every subject's, as hashed.
+pub(crate) fn read_bundle_files(dir: &Path) -> std::result::Result<(Vec<u8>, Files), String> {
     let bytes =
         safe_fs::read_regular(&dir.join(MANIFEST_FILE), MAX_MANIFEST_BYTES).map_err(|e| e.to_string())?;
     let manifest: Value = serde_json::from_slice(&bytes).map_err(|e| format!("manifest.json: {e}"))?;
-    read_subjects(dir, &manifest, BUNDLE_LIMITS).map(|_| ())
+    let (files, _) = read_subjects(dir, &manifest, BUNDLE_LIMITS)?;
+    Ok((bytes, files))
 }
 
 /// Reads `manifest.json` and its signature (regular files, within small caps) and verifies the signature;

@@ -318,10 +318,24 @@ pub const TEST_RESULT_FILE: &str = "verification.intoto.json";
 /// The in-toto Test Result predicate type.
 pub const TEST_RESULT_TYPE: &str = "https://in-toto.io/attestation/test-result/v0.1";
 
-/// The verification report (`verification.json`'s bytes) as an in-toto Test Result statement about the runs
-/// it verified: `PASSED` when publishable, `WARNED` when short of a gate or not checked, else `FAILED`; one
+/// The files the verification of `runs` read, as `(name, hex sha256)`: each run's rows (when read), then its
+/// aggregate. These are a test-result statement's subjects.
+pub fn subjects_of(runs: &[Run]) -> Vec<(String, String)> {
+    let hex = |bytes: &[u8]| sha256_tagged(bytes).trim_start_matches("sha256:").to_owned();
+    let mut subjects = Vec::new();
+    for run in runs {
+        if let Some(rows) = &run.rows_bytes {
+            subjects.push((run.str_at("/rows/file").to_owned(), hex(rows)));
+        }
+        subjects.push((run.name.clone(), hex(&run.aggregate_bytes)));
+    }
+    subjects
+}
+
+/// The verification report (`verification.json`'s bytes) as an in-toto Test Result statement about the files
+/// it verified (`subjects`, from [`subjects_of`]): `PASSED` when publishable, `WARNED` when short of a gate or not checked, else `FAILED`; one
 /// test per check, named `<scope>: <check>`; the report itself as the configuration.
-pub fn test_result_statement(runs: &[Run], verification: &[u8]) -> Value {
+pub fn test_result_statement(subjects: &[(String, String)], verification: &[u8]) -> Value {
     let report: Value = serde_json::from_slice(verification).unwrap_or(Value::Null);
     let (mut passed, mut warned, mut failed) = (Vec::new(), Vec::new(), Vec::new());
     for check in report["checks"].as_array().into_iter().flatten() {
@@ -339,14 +353,10 @@ pub fn test_result_statement(runs: &[Run], verification: &[u8]) -> Value {
         _ => "FAILED",
     };
     let hex = |bytes: &[u8]| sha256_tagged(bytes).trim_start_matches("sha256:").to_owned();
-    let mut subject = Vec::new();
-    for run in runs {
-        if let Some(rows) = &run.rows_bytes {
-            subject
-                .push(serde_json::json!({"name": run.str_at("/rows/file"), "digest": {"sha256": hex(rows)}}));
-        }
-        subject.push(serde_json::json!({"name": run.name, "digest": {"sha256": hex(&run.aggregate_bytes)}}));
-    }
+    let subject: Vec<Value> = subjects
+        .iter()
+        .map(|(name, sha256)| serde_json::json!({"name": name, "digest": {"sha256": sha256}}))
+        .collect();
     serde_json::json!({
         "_type": "https://in-toto.io/Statement/v1",
         "subject": subject,
@@ -373,7 +383,7 @@ pub fn test_result_agrees(
     };
     let found: Value =
         serde_json::from_slice(statement).map_err(|e| format!("{TEST_RESULT_FILE} does not parse: {e}"))?;
-    let expected = test_result_statement(runs, verification);
+    let expected = test_result_statement(&subjects_of(runs), verification);
     if found == expected {
         Ok(format!(
             "{TEST_RESULT_FILE} ({}) restates verification.json over {} subjects",

@@ -34,15 +34,16 @@ pub use crate::artifacts::{
     AGGREGATE_SCHEMA, OUTPUT_LIMITS, ROW_SCHEMA, Run, SCHEMAS, aggregates_in, is_plain_file_name, load_runs,
 };
 pub use crate::bundle::{
-    BUNDLE_LIMITS, BundleCheck, BundleOptions, EFFECTIVE_CONFIG_FILE, FIXTURE_METADATA_FILE, MANIFEST_FILE,
-    MAPPING_FILE, MAX_MANIFEST_BYTES, MAX_SUBJECTS, PREDICATE_TYPE, PREDICATE_TYPE_V1, PREDICATE_TYPE_V2,
-    REPORT_FILE, SELECTION_DOCUMENTS, STATEMENT_TYPE, VERIFICATION_FILE, check_bundle_files, claim, claim_v2,
-    make_bundle, verify_bundle,
+    BUNDLE_LIMITS, BundleCheck, BundleContents, BundleOptions, EFFECTIVE_CONFIG_FILE, FIXTURE_METADATA_FILE,
+    MANIFEST_FILE, MAPPING_FILE, MAX_MANIFEST_BYTES, MAX_SUBJECTS, PREDICATE_TYPE, PREDICATE_TYPE_V1,
+    PREDICATE_TYPE_V2, REPORT_FILE, SELECTION_DOCUMENTS, STATEMENT_TYPE, VERIFICATION_FILE,
+    check_bundle_files, claim, claim_v2, make_bundle, verify_bundle, verify_bundle_contents,
 };
 pub use crate::error::{Error, Result};
 pub use crate::exports::{
     METADATA_SUFFIX, PROVENANCE_SUFFIX, QRELS_FILE, SLSA_PROVENANCE_TYPE, TEST_RESULT_FILE, TEST_RESULT_TYPE,
-    TREC_SUFFIX, export_checks, export_names, export_stem, test_result_agrees, test_result_statement,
+    TREC_SUFFIX, export_checks, export_names, export_stem, subjects_of, test_result_agrees,
+    test_result_statement,
 };
 pub use crate::fixture::{FIXTURE_VIEW_SCHEMA, FixtureView, FullFixture};
 pub use crate::report::{Check, REPORT_SCHEMA, Report, Status, terminal_safe};

@@ -37,6 +37,10 @@ pub struct Check {
 pub struct Report {
     /// Every check, in the order run.
     pub checks: Vec<Check>,
+    /// The files the checks were made over, as `(name, hex sha256)` of the bytes read (empty when not
+    /// recorded): the subjects of the verdict's in-toto Test Result. Not part of `verification.json`.
+    #[serde(skip)]
+    pub subjects: Vec<(String, String)>,
 }
 
 impl Report {

@@ -4,11 +4,12 @@
 //! `reproduction.tolerances` (the published tolerances, not looser ones) and `reproduction.verdict` (the
 //! verdict its own numbers imply under them).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
 
-use crate::bundle::{MANIFEST_FILE, MAX_MANIFEST_BYTES};
+use crate::bundle::MANIFEST_FILE;
 use crate::canonical::sha256_tagged;
 use crate::error::{Error, Result};
 use crate::report::{Report, Status};
@@ -37,7 +38,8 @@ type Outcome = std::result::Result<String, String>;
 /// `bundle_dir`, with the reproducer's `key`.
 ///
 /// # Errors
-/// [`Error::File`] when the statement or the manifest cannot be read as regular files within their caps.
+/// [`Error::File`] when the statement cannot be read as a regular file within its cap. A bundle whose
+/// files are not those its manifest lists fails `reproduction.subject`.
 pub fn verify_reproduction(bundle_dir: &Path, statement: &Path, key: &VerifyingKey) -> Result<Report> {
     let mut report = Report::default();
     let bytes = safe_fs::read_regular(statement, MAX_STATEMENT_BYTES).map_err(Error::file)?;
@@ -62,8 +64,15 @@ pub fn verify_reproduction(bundle_dir: &Path, statement: &Path, key: &VerifyingK
     if failed {
         return Ok(report);
     }
-    let manifest =
-        safe_fs::read_regular(&bundle_dir.join(MANIFEST_FILE), MAX_MANIFEST_BYTES).map_err(Error::file)?;
+    // The bundle as its manifest lists it: each subject read once, hashed, and used from those bytes.
+    let (manifest, files) = match crate::bundle::read_bundle_files(bundle_dir) {
+        Ok(read) => read,
+        Err(reason) => {
+            let reason = format!("the bundle is not complete: {reason}");
+            report.push(SCOPE, "reproduction.subject", Status::Fail, reason);
+            return Ok(report);
+        }
+    };
     let statement: Value = match serde_json::from_slice(&bytes) {
         Ok(value) => value,
         Err(error) => {
@@ -78,7 +87,7 @@ pub fn verify_reproduction(bundle_dir: &Path, statement: &Path, key: &VerifyingK
     };
     report.record(SCOPE, "reproduction.subject", subject(&statement, &manifest));
     let predicate = &statement["predicate"];
-    report.record(SCOPE, "reproduction.original", original(predicate, bundle_dir));
+    report.record(SCOPE, "reproduction.original", original(predicate, &files));
     report.record(
         SCOPE,
         "reproduction.tolerances",
@@ -114,20 +123,19 @@ fn subject(statement: &Value, manifest: &[u8]) -> Outcome {
     }
 }
 
-fn original(predicate: &Value, bundle_dir: &Path) -> Outcome {
+fn original(predicate: &Value, files: &BTreeMap<String, Vec<u8>>) -> Outcome {
     let runs = predicate["runs"].as_array().ok_or("the statement lists no runs")?;
-    let aggregates = crate::artifacts::aggregates_in(bundle_dir).map_err(|e| e.to_string())?;
+    let aggregates: Vec<(&String, &Vec<u8>)> =
+        files.iter().filter(|(name, _)| name.ends_with(".aggregate.json")).collect();
     if aggregates.len() != runs.len() {
         return Err(format!("{} runs compared, the bundle holds {}", runs.len(), aggregates.len()));
     }
-    for path in &aggregates {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    for (name, bytes) in aggregates {
         let run = runs
             .iter()
             .find(|r| r["aggregate"] == name.as_str())
             .ok_or(format!("{name} was not compared"))?;
-        let bytes = safe_fs::read_regular(path, 64 << 20).map_err(|e| e.to_string())?;
-        let aggregate: Value = serde_json::from_slice(&bytes).map_err(|e| format!("{name}: {e}"))?;
+        let aggregate: Value = serde_json::from_slice(bytes).map_err(|e| format!("{name}: {e}"))?;
         if run["config_sha256"] != aggregate["retrieval"]["config_sha256"]
             || run["queries"] != aggregate["queries"]["selected"]
             || run["mode"] != aggregate["mode"]

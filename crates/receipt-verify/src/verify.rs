@@ -177,7 +177,7 @@ pub fn verify(options: &VerifyOptions) -> Result<Report> {
             .find(|found| !matches!(found, Found::Absent(_)))
             .unwrap_or_else(|| Found::Absent("no fixture at the recorded path (pass --corpus)".into())),
     };
-    let mut report = Report::default();
+    let mut report = Report { subjects: crate::exports::subjects_of(&runs), ..Report::default() };
     let (view, full) = match &fixture {
         Found::Read(origin, bytes) => {
             let (view, full) = FixtureView::from_bytes(Path::new(origin), bytes)?;
@@ -971,8 +971,7 @@ pub fn write_verification(dir: &Path, report: &Report) -> Result<PathBuf> {
         serde_json::to_vec_pretty(&Verification::of(report)).map_err(|e| Error::input(&path, e))?;
     bytes.push(b'\n');
     safe_fs::write_atomically(&path, &bytes).map_err(Error::file)?;
-    let runs = load_runs(dir)?;
-    let statement = crate::exports::test_result_statement(&runs, &bytes);
+    let statement = crate::exports::test_result_statement(&report.subjects, &bytes);
     let mut statement_bytes = serde_json::to_vec_pretty(&statement).map_err(|e| Error::input(&path, e))?;
     statement_bytes.push(b'\n');
     safe_fs::write_atomically(&dir.join(crate::exports::TEST_RESULT_FILE), &statement_bytes)

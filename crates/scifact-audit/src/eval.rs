@@ -192,7 +192,7 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         crate::selection::ensure_statistics(&results, &preregistration, &preregistration_sha256, &selection)
     })?;
     stages.time("export", |_| {
-        crate::export::export(&results, &fixture, model_dir.as_deref(), &run_id).map(|_| ())
+        crate::export::export(&results, &view.qrels, model_dir.as_deref(), &run_id).map(|_| ())
     })?;
     let report = stages.time("verify", |_| {
         let options = VerifyOptions {

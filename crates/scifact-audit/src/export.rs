@@ -18,7 +18,10 @@ const FLAKE_LOCK: &[u8] = include_bytes!("../../../flake.lock");
 
 pub(crate) fn run(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     let run_id = args.output_dir.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let exported = export(&args.output_dir, &args.corpus, args.model_dir.as_deref(), &run_id)?;
+    let bytes = safe_fs::read_regular(&args.corpus, MAX_FIXTURE_BYTES)?;
+    let fixture: Fixture = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{} is not a fixture", args.corpus.display()))?;
+    let exported = export(&args.output_dir, &qrels_of(&fixture), args.model_dir.as_deref(), &run_id)?;
     let mut out = std::io::stdout().lock();
     for name in &exported.runs {
         writeln!(out, "wrote {}", args.output_dir.join(name).display())?;
@@ -49,19 +52,21 @@ pub(crate) fn build_inputs(model_dir: Option<&Path>) -> anyhow::Result<BuildInpu
     })
 }
 
-/// Writes the exports of `output_dir`, with the qrels of the fixture at `fixture`.
+/// The fixture's judgements, query by query.
+pub(crate) fn qrels_of(fixture: &Fixture) -> BTreeMap<String, BTreeMap<String, i64>> {
+    let mut qrels: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
+    for qrel in &fixture.qrels {
+        qrels.entry(qrel.query_id.clone()).or_default().insert(qrel.doc_id.clone(), qrel.score);
+    }
+    qrels
+}
+
+/// Writes the exports of `output_dir` with the fixture's judgements `qrels`.
 pub(crate) fn export(
     output_dir: &Path,
-    fixture: &Path,
+    qrels: &BTreeMap<String, BTreeMap<String, i64>>,
     model_dir: Option<&Path>,
     run_id: &str,
 ) -> anyhow::Result<Exported> {
-    let bytes = safe_fs::read_regular(fixture, MAX_FIXTURE_BYTES)?;
-    let fixture_value: Fixture =
-        serde_json::from_slice(&bytes).with_context(|| format!("{} is not a fixture", fixture.display()))?;
-    let mut qrels: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
-    for qrel in &fixture_value.qrels {
-        qrels.entry(qrel.query_id.clone()).or_default().insert(qrel.doc_id.clone(), qrel.score);
-    }
-    Ok(write_exports(output_dir, &qrels, run_id, &build_inputs(model_dir)?)?)
+    Ok(write_exports(output_dir, qrels, run_id, &build_inputs(model_dir)?)?)
 }

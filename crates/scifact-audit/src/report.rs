@@ -43,25 +43,9 @@ fn escape(text: &str) -> String {
     out
 }
 
-/// `YYYY-MM-DD HH:MM:SS UTC` of a unix time (Hinnant's days-to-civil).
+/// `YYYY-MM-DD HH:MM:SS UTC` of a unix time: the provenance's RFC 3339 form, written for a person.
 fn utc(unix: u64) -> String {
-    let days = (unix / 86_400) as i64;
-    let seconds = unix % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        seconds / 3600,
-        seconds / 60 % 60,
-        seconds % 60
-    )
+    scifact_eval::slsa::rfc3339(unix).replace('T', " ").replace('Z', " UTC")
 }
 
 fn interval(i: Option<&Interval>) -> String {

@@ -9,7 +9,6 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -67,21 +66,20 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     let progress = StageProgress::new();
     let mut out = std::io::stdout().lock();
 
-    let report = receipt_verify::verify_bundle(&BundleCheck {
+    let (report, contents) = receipt_verify::verify_bundle_contents(&BundleCheck {
         bundle_dir: args.bundle_dir.clone(),
         public_key: args.public_key.clone(),
         executable: None,
         allow_legacy_signature: false,
         limits: BUNDLE_LIMITS,
     })?;
-    if !report.passed() {
+    // Everything below works from the bytes the verification hashed, never from a second read.
+    let Some(contents) = contents.filter(|_| report.passed()) else {
         write!(out, "{}", report.summary())?;
         return refuse("bundle.verification", "the bundle does not verify; nothing to reproduce".into());
-    }
+    };
     writeln!(out, "bundle       verifies ({} checks)", report.checks.len())?;
-    let manifest_bytes =
-        safe_fs::read_regular(&args.bundle_dir.join(MANIFEST_FILE), receipt_verify::MAX_MANIFEST_BYTES)?;
-    let runs = receipt_verify::load_runs(&args.bundle_dir)?;
+    let (manifest_bytes, runs) = (&contents.manifest, &contents.runs);
     let Some(first) = runs.first().map(|run| run.aggregate.clone()) else {
         bail!("the bundle holds no aggregate")
     };
@@ -159,24 +157,24 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
             crate::eval::run_split(&fixture, &store, &results, split, group, modes, &progress)?;
         }
     }
-    crate::export::export(&results, &fixture, model_dir.as_deref(), "reproduction")?;
+    crate::export::export(
+        &results,
+        &crate::export::qrels_of(&rebuilt),
+        model_dir.as_deref(),
+        "reproduction",
+    )?;
 
     let mut compared: Vec<RunComparison> = Vec::new();
     let mut reproduced_rows: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-    for run in &runs {
-        let rows_file = run.str_at("/rows/file");
-        let bytes = safe_fs::read_regular(&results.join(rows_file), MAX_FIXTURE_BYTES)
+    let mut total = 0;
+    for run in runs {
+        let reproduced = Run::load(&results.join(&run.name), receipt_verify::OUTPUT_LIMITS, &mut total)
             .with_context(|| format!("the reproduction of {}", run.name))?;
-        let rows: Vec<Value> = bytes
-            .split(|b| *b == b'\n')
-            .filter(|line| !line.is_empty())
-            .map(serde_json::from_slice)
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("{}", results.join(rows_file).display()))?;
+        let rows = reproduced.rows.map_err(|reason| anyhow::anyhow!("{}: {reason}", reproduced.name))?;
         compared.push(compare_run(&run.aggregate, &run.name, rows_of(run)?, &rows));
         reproduced_rows.insert(run.name.clone(), rows);
     }
-    let effects = effects(&args.bundle_dir, &runs, &reproduced_rows)?;
+    let effects = effects(&contents.files, runs, &reproduced_rows)?;
     let tolerances = Tolerances::STANDARD;
     let (verdict, reasons) = verdict(same_fixture, &compared, &effects, &tolerances);
 
@@ -184,11 +182,11 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     let finished = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let statement = json!({
         "_type": "https://in-toto.io/Statement/v1",
-        "subject": [{"name": MANIFEST_FILE, "digest": {"sha256": sha256_hex(&manifest_bytes)}}],
+        "subject": [{"name": MANIFEST_FILE, "digest": {"sha256": sha256_hex(manifest_bytes)}}],
         "predicateType": REPRODUCTION_TYPE,
         "predicate": {
             "bundle": {
-                "predicate_type": serde_json::from_slice::<Value>(&manifest_bytes)?["predicateType"],
+                "predicate_type": serde_json::from_slice::<Value>(manifest_bytes)?["predicateType"],
                 "revision": first["source"]["build_revision"],
                 "executable_sha256": first["executable"]["sha256"],
             },
@@ -234,17 +232,15 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
 
 /// ER and ΔRI for each pre-registered comparison of the bundle's `statistics.json` (none without one).
 fn effects(
-    bundle: &Path,
+    files: &BTreeMap<String, Vec<u8>>,
     runs: &[Run],
     reproduced: &BTreeMap<String, Vec<Value>>,
 ) -> anyhow::Result<Vec<EffectComparison>> {
     let read = |name: &str| -> anyhow::Result<Option<Value>> {
-        let path = bundle.join(name);
-        if !path.exists() {
-            return Ok(None);
-        }
-        let bytes = safe_fs::read_regular(&path, receipt_verify::MAX_SIDECAR_BYTES)?;
-        Ok(Some(serde_json::from_slice(&bytes).with_context(|| path.display().to_string())?))
+        files
+            .get(name)
+            .map(|bytes| serde_json::from_slice(bytes).with_context(|| name.to_owned()))
+            .transpose()
     };
     let (Some(statistics), Some(selection)) = (read("statistics.json")?, read("selection.json")?) else {
         return Ok(Vec::new());

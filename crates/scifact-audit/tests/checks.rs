@@ -477,7 +477,7 @@ fn each_bundle_check_fails_alone() {
 /// returns the statement's bytes.
 fn restate_test_result(bundle: &Path, verification: &[u8]) -> Vec<u8> {
     let runs = receipt_verify::load_runs(bundle).unwrap();
-    let statement = receipt_verify::test_result_statement(&runs, verification);
+    let statement = receipt_verify::test_result_statement(&receipt_verify::subjects_of(&runs), verification);
     write_json(&bundle.join("verification.intoto.json"), &statement);
     std::fs::read(bundle.join("verification.intoto.json")).unwrap()
 }

@@ -88,8 +88,10 @@ pub fn ir_metadata(run: &FinishedRun, run_file: &str, run_sha256: &str) -> Resul
     let a = &run.aggregate;
     let mode = a.mode.as_str();
     let tag = run_tag(mode, &a.retrieval.config_sha256);
-    let config = serde_json::to_string(&a.retrieval.config)
-        .map_err(|e| Error::Selection { reason: format!("the configuration does not serialize: {e}") })?;
+    let config = serde_json::to_string(&a.retrieval.config).map_err(|e| Error::OutputMismatch {
+        path: run.aggregate_file.clone().into(),
+        reason: format!("the configuration does not serialize: {e}"),
+    })?;
     let host = &a.host;
     let unknown = || "unknown".to_owned();
     let retrieval = match mode {
