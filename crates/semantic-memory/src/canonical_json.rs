@@ -7,6 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+mod serializer;
+
 /// Serializes `value` as RFC 8785 canonical JSON: object keys sorted by UTF-16 code units, no insignificant
 /// white space, numbers in ECMAScript's shortest form, strings with the minimal JSON escapes.
 pub fn to_canonical_bytes(value: &Value) -> Vec<u8> {
@@ -15,12 +17,27 @@ pub fn to_canonical_bytes(value: &Value) -> Vec<u8> {
     out
 }
 
-/// Converts any serializable value to a JSON value and returns its canonical bytes.
+/// Returns the canonical bytes of any serializable value: the bytes of `to_canonical_bytes` over its
+/// `serde_json::to_value`, written directly (map keys that are floats are refused).
 ///
 /// # Errors
 /// Fails only when `T`'s `Serialize` implementation fails (for example, a map with non-string keys).
-pub fn canonical_bytes_of<T: Serialize>(value: &T) -> serde_json::Result<Vec<u8>> {
-    Ok(to_canonical_bytes(&serde_json::to_value(value)?))
+pub fn canonical_bytes_of<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
+    canonical_bytes_without(value, None)
+}
+
+/// As [`canonical_bytes_of`], with the member `omit` left out of the outermost object (a digest field that
+/// cannot cover itself).
+///
+/// # Errors
+/// As [`canonical_bytes_of`].
+pub fn canonical_bytes_without<T: Serialize + ?Sized>(
+    value: &T,
+    omit: Option<&'static str>,
+) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(4096);
+    value.serialize(serializer::Canonical { out: &mut out, omit })?;
+    Ok(out)
 }
 
 /// Returns `sha256:<lowercase hex>` of `bytes`, the digest notation used in every receipt.
@@ -82,10 +99,14 @@ fn write_number(number: &serde_json::Number, out: &mut Vec<u8>) {
     } else if let Some(integer) = number.as_u64().filter(|u| *u <= 1 << 53) {
         out.extend_from_slice(integer.to_string().as_bytes());
     } else {
-        let float = number.as_f64().unwrap_or(f64::NAN);
-        let mut buffer = ryu_js::Buffer::new();
-        out.extend_from_slice(buffer.format(float).as_bytes());
+        write_f64(number.as_f64().unwrap_or(f64::NAN), out);
     }
+}
+
+/// A double in ECMAScript's shortest form, as JCS prints every non-integer number.
+fn write_f64(float: f64, out: &mut Vec<u8>) {
+    let mut buffer = ryu_js::Buffer::new();
+    out.extend_from_slice(buffer.format(float).as_bytes());
 }
 
 fn write_string(text: &str, out: &mut Vec<u8>) {
@@ -155,6 +176,179 @@ mod tests {
     #[test]
     fn escapes_minimally() {
         check(json!("a\"b\\c\n\u{1}\u{7f}é€"), "\"a\\\"b\\\\c\\n\\u0001\u{7f}é€\"");
+    }
+
+    /// The direct serializer's bytes, checked against the JSON-value path they replace.
+    fn same_both_ways<T: Serialize>(value: &T) -> String {
+        let direct = canonical_bytes_of(value).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&direct),
+            String::from_utf8_lossy(&to_canonical_bytes(&serde_json::to_value(value).unwrap()))
+        );
+        String::from_utf8(direct).unwrap()
+    }
+
+    #[derive(Serialize)]
+    enum Shape {
+        Unit,
+        Newtype(u8),
+        Tuple(i8, f32),
+        Struct { z: Option<u64>, a: &'static str },
+    }
+
+    #[derive(Serialize)]
+    struct Unit;
+
+    #[derive(Serialize)]
+    struct Everything {
+        zeta: Vec<Shape>,
+        alpha: (bool, char, Unit, Option<bool>),
+        integers: [i64; 6],
+        unsigned: [u64; 3],
+        wide: (i128, u128),
+        floats: [f64; 7],
+        narrow: [f32; 3],
+        #[serde(with = "bytes")]
+        raw: Vec<u8>,
+        by_number: std::collections::BTreeMap<u32, String>,
+        by_text: std::collections::HashMap<String, Vec<()>>,
+        nested: Option<Box<Everything>>,
+        #[serde(rename = "\u{e000}")]
+        private_use: u8,
+        #[serde(rename = "\u{1f600}")]
+        emoji: u8,
+    }
+
+    mod bytes {
+        pub(super) fn serialize<S: serde::Serializer>(
+            value: &[u8],
+            serializer: S,
+        ) -> Result<S::Ok, S::Error> {
+            serializer.serialize_bytes(value)
+        }
+    }
+
+    #[test]
+    fn the_serializer_writes_what_the_value_path_writes_for_every_shape() {
+        let leaf = Everything {
+            zeta: vec![
+                Shape::Unit,
+                Shape::Newtype(7),
+                Shape::Tuple(-3, 0.1),
+                Shape::Struct { z: None, a: "é\n" },
+            ],
+            alpha: (true, '\u{1}', Unit, None),
+            integers: [0, -1, 1 << 53, -(1 << 53), (1 << 53) + 1, i64::MIN],
+            unsigned: [u64::MAX, 1 << 53, (1 << 53) + 1],
+            wide: (-5, 1 << 60),
+            floats: [1.0, -0.0, 0.1, 1e21, 5e-324, f64::NAN, f64::NEG_INFINITY],
+            narrow: [0.1, f32::MAX, f32::INFINITY],
+            raw: vec![0, 255, 34],
+            by_number: [(10, "ten".to_owned()), (9, "nine".to_owned())].into(),
+            by_text: [("b".to_owned(), vec![()]), ("a".to_owned(), vec![])].into(),
+            nested: None,
+            private_use: 1,
+            emoji: 2,
+        };
+        let text = same_both_ways(&Everything { nested: Some(Box::new(leaf)), ..everything_default() });
+        // UTF-16 order: ASCII, then U+1F600 (a surrogate pair, 0xD83D...), then U+E000.
+        assert!(text.ends_with("\"\u{1f600}\":0,\"\u{e000}\":0}"), "{text}");
+        assert!(text.contains(r#""integers":[0,-1,9007199254740992,-9007199254740992,9007199254740992,-9223372036854776000]"#), "{text}");
+        assert!(text.contains(r#""floats":[1,0,0.1,1e+21,5e-324,null,null]"#), "{text}");
+    }
+
+    fn everything_default() -> Everything {
+        Everything {
+            zeta: Vec::new(),
+            alpha: (false, 'x', Unit, Some(true)),
+            integers: [0; 6],
+            unsigned: [0; 3],
+            wide: (0, 0),
+            floats: [0.0; 7],
+            narrow: [0.0; 3],
+            raw: Vec::new(),
+            by_number: Default::default(),
+            by_text: Default::default(),
+            nested: None,
+            private_use: 0,
+            emoji: 0,
+        }
+    }
+
+    #[test]
+    fn the_serializer_agrees_with_the_value_path_on_random_documents() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        fn document(next: &mut dyn FnMut() -> u64, depth: u32) -> Value {
+            let pick = next() % if depth == 0 { 5 } else { 7 };
+            match pick {
+                0 => Value::Null,
+                1 => Value::Bool(next().is_multiple_of(2)),
+                2 => json!((next() as i64) >> (next() % 64)),
+                3 => json!(f64::from_bits(next())),
+                4 => {
+                    let alphabet = ["a", "Z", "\"", "\\", "\u{7}", "é", "\u{e000}", "\u{1f600}", "€", " "];
+                    Value::String((0..next() % 6).map(|_| alphabet[(next() % 10) as usize]).collect())
+                }
+                5 => Value::Array((0..next() % 5).map(|_| document(next, depth - 1)).collect()),
+                _ => {
+                    let keys = ["b", "a", "aa", "\u{e000}", "\u{1f600}", "", "B", "é"];
+                    Value::Object(
+                        (0..next() % 6)
+                            .map(|_| (keys[(next() % 8) as usize].to_owned(), document(next, depth - 1)))
+                            .collect(),
+                    )
+                }
+            }
+        }
+        for _ in 0..2_000 {
+            same_both_ways(&document(&mut next, 4));
+        }
+    }
+
+    #[test]
+    fn the_omitted_member_is_left_out_of_the_outermost_object_only() {
+        let value = json!({"digest": 1, "inner": {"digest": 2}, "z": 3});
+        assert_eq!(
+            String::from_utf8(canonical_bytes_without(&value, Some("digest")).unwrap()).unwrap(),
+            r#"{"inner":{"digest":2},"z":3}"#
+        );
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_value_as_a_json_map_does() {
+        struct Twice;
+        impl Serialize for Twice {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeStruct;
+                let mut object = serializer.serialize_struct("Twice", 3)?;
+                object.serialize_field("b", &1)?;
+                object.serialize_field("a", &2)?;
+                object.serialize_field("b", &3)?;
+                object.end()
+            }
+        }
+        assert_eq!(same_both_ways(&Twice), r#"{"a":2,"b":3}"#);
+    }
+
+    #[test]
+    fn a_float_map_key_is_refused() {
+        struct FloatKey;
+        impl Serialize for FloatKey {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry(&1.5f64, &1u8)?;
+                map.end()
+            }
+        }
+        assert!(canonical_bytes_of(&FloatKey).is_err());
     }
 
     #[test]

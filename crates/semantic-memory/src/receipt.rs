@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::canonical_json::{canonical_bytes_of, sha256_digest};
+use crate::canonical_json::{canonical_bytes_without, sha256_digest};
 use crate::config::{ExactnessProfile, LexicalBackendKind, SearchConfig};
 use crate::store::FactId;
 #[cfg(feature = "usearch")]
@@ -211,11 +211,7 @@ impl SearchReceipt {
     /// # Errors
     /// Only if serialization fails, which the receipt's own types never do.
     pub fn compute_digest(&self) -> serde_json::Result<String> {
-        let mut value = serde_json::to_value(self)?;
-        if let Some(object) = value.as_object_mut() {
-            object.remove("digest");
-        }
-        Ok(sha256_digest(&canonical_bytes_of(&value)?))
+        Ok(sha256_digest(&canonical_bytes_without(self, Some("digest"))?))
     }
 
     /// Returns true if and only if `digest` matches the receipt's content.

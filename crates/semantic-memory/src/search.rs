@@ -1,7 +1,6 @@
 //! The three search APIs of `FactStore`: lexical only, vector only, and hybrid (fused), each returning hits with
 //! a `SearchReceipt` that is also written to the store.
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -511,20 +510,29 @@ fn fuse(
             Some((normalize(lexical, normalization, missing), normalize(vector, normalization, missing)))
         }
     };
-    let mut merged: HashMap<FactId, Components> = HashMap::new();
     let component = |index: usize, candidate: &ScoredFact, normal: Option<&Normalized>| ComponentHit {
         rank: index + 1,
         score: candidate.score,
         normalized: normal.map(|n| n.of(candidate.score)),
     };
-    for (index, candidate) in lexical.iter().enumerate() {
-        merged.entry(candidate.fact_id).or_default().0 =
-            Some(component(index, candidate, normal.as_ref().map(|n| &n.0)));
-    }
-    for (index, candidate) in vector.iter().enumerate() {
-        merged.entry(candidate.fact_id).or_default().1 =
-            Some(component(index, candidate, normal.as_ref().map(|n| &n.1)));
-    }
+    // Both lists by fact id (a stable sort: lexical entries first, each list in its order), then one entry per
+    // fact; were a fact listed twice by one component, its last listing would count.
+    let mut listed: Vec<(FactId, Components)> = Vec::with_capacity(lexical.len() + vector.len());
+    listed.extend(lexical.iter().enumerate().map(|(index, candidate)| {
+        (candidate.fact_id, (Some(component(index, candidate, normal.as_ref().map(|n| &n.0))), None))
+    }));
+    listed.extend(vector.iter().enumerate().map(|(index, candidate)| {
+        (candidate.fact_id, (None, Some(component(index, candidate, normal.as_ref().map(|n| &n.1)))))
+    }));
+    listed.sort_by_key(|(fact_id, _)| *fact_id);
+    listed.dedup_by(|(fact_id, later), (kept_id, kept)| {
+        let same = fact_id == kept_id;
+        if same {
+            kept.0 = later.0.or(kept.0);
+            kept.1 = later.1.or(kept.1);
+        }
+        same
+    });
     let score = |lexical: Option<ComponentHit>, vector: Option<ComponentHit>| match &normal {
         None => {
             let rrf = |weight: f64, component: Option<ComponentHit>| {
@@ -540,7 +548,7 @@ fn fuse(
                 + config.vector_weight * value(vector, vector_normal)
         }
     };
-    let mut fused: Vec<Hit> = merged
+    let mut fused: Vec<Hit> = listed
         .into_iter()
         .map(|(fact_id, (lexical, vector))| Hit {
             fact_id,
@@ -550,8 +558,13 @@ fn fuse(
             vector,
         })
         .collect();
-    fused.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.fact_id.cmp(&b.fact_id)));
-    fused.truncate(config.top_k);
+    // Fact ids are unique here, so this order is total and an unstable selection gives the one answer.
+    let order = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.fact_id.cmp(&b.fact_id));
+    if fused.len() > config.top_k {
+        fused.select_nth_unstable_by(config.top_k, order);
+        fused.truncate(config.top_k);
+    }
+    fused.sort_unstable_by(order);
     for (index, hit) in fused.iter_mut().enumerate() {
         hit.rank = index + 1;
     }

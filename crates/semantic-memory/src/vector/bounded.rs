@@ -289,23 +289,37 @@ fn block_products_portable(codes: &[u8], query: &[i32], query_sum: i32) -> [i32;
 #[target_feature(enable = "avx512f,avx512vnni")]
 fn bounds_vnni(index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
     use std::arch::x86_64::{
-        _mm512_add_ps, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32, _mm512_fmadd_ps, _mm512_loadu_ps,
-        _mm512_loadu_si512, _mm512_mul_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_si512,
-        _mm512_storeu_ps, _mm512_sub_epi32, _mm512_sub_ps,
+        _mm512_add_epi32, _mm512_add_ps, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32, _mm512_fmadd_ps,
+        _mm512_loadu_ps, _mm512_loadu_si512, _mm512_mul_ps, _mm512_set1_epi32, _mm512_set1_ps,
+        _mm512_setzero_si512, _mm512_storeu_ps, _mm512_sub_epi32, _mm512_sub_ps,
     };
     let block_bytes = index.groups * GROUP * ROWS;
     let correction = _mm512_set1_epi32(128 * query.sum);
     let (step, norm, error) =
         (_mm512_set1_ps(query.scale), _mm512_set1_ps(query.norm), _mm512_set1_ps(query.error));
     let margin = _mm512_set1_ps(MARGIN);
+    let (quads, rest) = query.groups[..index.groups].as_chunks::<4>();
+    let stride = GROUP * ROWS;
     for (block, codes) in index.codes.chunks_exact(block_bytes).enumerate() {
-        let mut acc = _mm512_setzero_si512();
-        for (group, lanes) in codes.chunks_exact(GROUP * ROWS).zip(&query.groups) {
-            // SAFETY: each group is 64 bytes, exactly one 512-bit load.
-            let block = unsafe { _mm512_loadu_si512(group.as_ptr().cast()) };
-            acc = _mm512_dpbusd_epi32(acc, block, _mm512_set1_epi32(*lanes));
+        // Four independent sums, so consecutive multiply-accumulates need not wait for each other; integer
+        // addition is exact, so their total is the single chain's.
+        let group = |at: usize| {
+            debug_assert!(at * stride + stride <= codes.len());
+            // SAFETY: a block holds `groups` groups of 64 bytes and `at` < groups: one 512-bit load inside it.
+            unsafe { _mm512_loadu_si512(codes.as_ptr().add(at * stride).cast()) }
+        };
+        let mut acc = [_mm512_setzero_si512(); 4];
+        for (quad, lanes) in quads.iter().enumerate() {
+            for lane in 0..4 {
+                acc[lane] =
+                    _mm512_dpbusd_epi32(acc[lane], group(quad * 4 + lane), _mm512_set1_epi32(lanes[lane]));
+            }
         }
-        let products = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, correction));
+        for (offset, lanes) in rest.iter().enumerate() {
+            acc[0] = _mm512_dpbusd_epi32(acc[0], group(quads.len() * 4 + offset), _mm512_set1_epi32(*lanes));
+        }
+        let total = _mm512_add_epi32(_mm512_add_epi32(acc[0], acc[1]), _mm512_add_epi32(acc[2], acc[3]));
+        let products = _mm512_cvtepi32_ps(_mm512_sub_epi32(total, correction));
         let at = block * ROWS;
         // SAFETY: every per-row array holds whole blocks of 16, and `lower`/`upper` are as long.
         unsafe {
