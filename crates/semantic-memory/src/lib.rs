@@ -33,6 +33,7 @@ mod bm25;
 pub mod canonical_json;
 mod config;
 mod error;
+mod helper;
 mod lexical;
 mod receipt;
 mod search;

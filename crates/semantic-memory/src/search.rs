@@ -1,7 +1,6 @@
 //! The three search APIs of `FactStore`: lexical only, vector only, and hybrid (fused), each returning hits with
 //! a `SearchReceipt` that is also written to the store.
 
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use rusqlite::ErrorCode;
@@ -12,6 +11,7 @@ use crate::config::{
     ExactnessProfile, FTS5_B, FTS5_K1, Fusion, LexicalBackendKind, Missing, Normalization, SearchConfig,
 };
 use crate::error::{Error, Result};
+use crate::helper;
 use crate::lexical::{Fts5, FtsQuery, LexicalBackend, Scope};
 use crate::receipt::{
     ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, QueryEvidence,
@@ -198,22 +198,15 @@ impl FactStore {
         check_unit_vector(query_vector, self.dims)?;
         let started = self.begin(config, context)?;
         let fts = FtsQuery::from_text(query);
-        // The two components run at once: the vector search on a thread of its own (it reads only plain
-        // data), the lexical one here (it needs the connection).
+        // The two components run at once: the vector search on the helper thread (it reads only plain data),
+        // the lexical one here (it needs the connection).
         let plan = self.vector_plan(config.exactness)?;
         let scope = self.scope(context);
-        let mut vector = None;
-        let lexical = match vector_thread() {
-            Some(pool) => pool.in_place_scope(|threads| {
-                threads.spawn(|_| vector = Some(plan.run(query_vector, config.vector_candidates, &scope)));
-                self.lexical(&fts, config, context, config.lexical_candidates)
-            }),
-            None => {
-                vector = Some(plan.run(query_vector, config.vector_candidates, &scope));
-                self.lexical(&fts, config, context, config.lexical_candidates)
-            }
-        }?;
-        let run = vector.ok_or(Error::InvalidContext { reason: "the vector search did not run" })??;
+        let (vector, lexical) = helper::join(
+            || plan.run(query_vector, config.vector_candidates, &scope),
+            || self.lexical(&fts, config, context, config.lexical_candidates),
+        );
+        let (lexical, run) = (lexical?, vector?);
         let (hits, fusion) = fuse(&lexical.candidates, &run.candidates, config);
         let retrieval = started.elapsed();
         let query = query_evidence(Some((query, &fts)), Some(query_vector));
@@ -614,17 +607,6 @@ fn normalize(candidates: &[ScoredFact], normalization: Normalization, missing: M
         normal.evidence.missing = normal.of(lowest);
     }
     normal
-}
-
-/// The one thread a hybrid search runs its vector half on. A pool of its own, because the global pool has a
-/// worker per core: the idle ones wake and spin beside the lexical half and the receipt's write, on as many
-/// cores as there are workers. `None` if it cannot be built: the halves then run one after the other.
-fn vector_thread() -> Option<&'static rayon::ThreadPool> {
-    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new().num_threads(1).thread_name(|_| "hybrid-vector".into()).build().ok()
-    })
-    .as_ref()
 }
 
 #[cfg(test)]
