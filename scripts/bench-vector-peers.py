@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Exact top-10 vector search, side by side in one run: the project (semantic-memory's exact-by-bound backend,
-through `cargo bench -p semantic-memory --bench search -- --fixture`), NumPy (matmul + argpartition, 1 and 2
-BLAS threads) and FAISS IndexFlatIP (1 and 2 threads), on the same fixture vectors and the same queries, one
-query at a time. Prints one JSON object with every p50 and the ratios (peer p50 / project p50: above 1 means
-the project is faster).
+"""Exact top-10 search, side by side in one run: the project (semantic-memory's exact-by-bound vector backend and
+in-memory BM25, through `cargo bench -p semantic-memory --bench search -- --fixture`), NumPy (matmul +
+argpartition, 1 and 2 BLAS threads) and FAISS IndexFlatIP (1 and 2 threads) on the same fixture vectors, and
+bm25s (tokenize + score + top 10) on the same texts, with the same queries, one query at a time. Prints one JSON
+object with every p50 and the ratios (peer p50 / project p50: above 1 means the project is faster).
 
-Setup once: python3 -m pip install numpy faiss-cpu   (any Python with both)
+Setup once: python3 -m pip install numpy faiss-cpu bm25s   (any Python with all three)
 Run:        python3 scripts/bench-vector-peers.py --fixture <work>/fixture.json [--queries 3000]
 
 Only the retrieval is compared (the peers return ids and scores, nothing more); the project's figures for
@@ -22,7 +22,30 @@ docs = np.array([d["vector"] for d in fixture["documents"]], dtype=np.float32)
 qs = np.array([q["vector"] for q in fixture["queries"]], dtype=np.float32)
 order = [i % len(qs) for i in range(queries)]
 times = []
-if which == "numpy":
+if which.startswith("bm25s"):
+    # bm25s's own API (tokenize, then retrieve; its default single-process path, the fastest), or its
+    # lowest-level path (its token pattern, get_scores, a partial sort).
+    import re
+    import bm25s
+    def joined(d):
+        title, text = d.get("title") or "", d.get("text") or ""
+        return f"{title}\n{text}" if title and text else (title or text)
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize([joined(d) for d in fixture["documents"]], stopwords=None, show_progress=False),
+                    show_progress=False)
+    texts = [q["text"] for q in fixture["queries"]]
+    pattern = re.compile(r"(?u)\b\w\w+\b")
+    for i in order:
+        t = time.perf_counter()
+        if which == "bm25s":
+            tokens = bm25s.tokenize([texts[i]], stopwords=None, return_ids=False, show_progress=False)
+            retriever.retrieve(tokens, k=10, show_progress=False)
+        else:
+            scores = retriever.get_scores(pattern.findall(texts[i].lower()))
+            top = np.argpartition(-scores, 10)[:10]
+            top = top[np.argsort(-scores[top], kind="stable")]
+        times.append(time.perf_counter() - t)
+elif which == "numpy":
     for i in order:
         t = time.perf_counter()
         scores = docs @ qs[i]
@@ -69,6 +92,8 @@ def main():
     ours = project["vector_only"]["retrieval"]["p50_ms"]
     peers = {f"{w}_{t}_thread{'s' if t > 1 else ''}": peer(w, t, a.fixture, a.queries)
              for w in ("numpy", "faiss") for t in (1, 2)}
+    lexical = {name: peer(name, 1, a.fixture, a.queries) for name in ("bm25s", "bm25s_get_scores")}
+    ours_lexical = project["fts_only"]["retrieval"]["p50_ms"]
     print(json.dumps({
         "queries": a.queries,
         "project_vector_only_retrieval_p50_ms": ours,
@@ -78,6 +103,9 @@ def main():
         "project_persistence_p50_ms": {m: project[m]["persistence"]["p50_ms"] for m in project},
         "peers_p50_ms": {name: r["p50_ms"] for name, r in peers.items()},
         "ratio_peer_over_project": {name: round(r["p50_ms"] / ours, 2) for name, r in peers.items()},
+        "lexical_peers_p50_ms": {name: r["p50_ms"] for name, r in lexical.items()},
+        "ratio_lexical_peer_over_project_fts_only": {
+            name: round(r["p50_ms"] / ours_lexical, 2) for name, r in lexical.items()},
     }, indent=1))
 
 
