@@ -455,6 +455,7 @@ impl FactStore {
             }
             Err(other) => return Err(self.sql_error(other)),
         }
+        self.reserve_write_ahead()?;
         Ok(SearchOutcome {
             receipt,
             fts_expression,

@@ -97,6 +97,8 @@ pub struct FactStore {
     pub(crate) bm25: std::cell::OnceCell<crate::bm25::MemoryBm25>,
     /// Whether the database is in write-ahead-log mode (while receipts are being stored).
     pub(crate) wal: std::cell::Cell<bool>,
+    /// Whether the write-ahead log has been filled to its working size since the switch (see `write_ahead`).
+    wal_reserved: std::cell::Cell<bool>,
 }
 
 #[derive(Debug, Default)]
@@ -202,6 +204,7 @@ impl FactStore {
             interned: Interner::default(),
             bm25: std::cell::OnceCell::new(),
             wal: std::cell::Cell::new(false),
+            wal_reserved: std::cell::Cell::new(false),
         };
         store.load_vectors()?;
         #[cfg(feature = "usearch")]
@@ -240,9 +243,40 @@ impl FactStore {
         if self.wal.get() {
             return Ok(());
         }
-        self.conn.pragma_update(None, "journal_mode", "WAL").map_err(|source| self.sql_error(source))?;
+        let sql = |source| self.sql_error(source);
+        self.conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        self.conn.pragma_update(None, "wal_autocheckpoint", WAL_PAGES).map_err(sql)?;
         self.wal.set(true);
+        self.wal_reserved.set(false);
         Ok(())
+    }
+
+    /// After the first receipt stored in the write-ahead log (SQLite creates the file then), fills the log with
+    /// zeros to its working size, so that storing a receipt overwrites blocks the log already has: a log that
+    /// grew with every receipt made each fsync cost about twice as much (0.33 against 0.17 ms, measured on ext4).
+    /// The log is folded into the database every [`WAL_PAGES`] pages, and then written from its start again.
+    pub(crate) fn reserve_write_ahead(&self) -> Result<()> {
+        if !self.wal.get() || self.wal_reserved.get() {
+            return Ok(());
+        }
+        let page_size: i64 = self
+            .conn
+            .query_row("PRAGMA page_size", [], |row| row.get(0))
+            .map_err(|source| self.sql_error(source))?;
+        let page_size = u64::try_from(page_size).unwrap_or(4096);
+        // The log's header, then its frames (a page and a 24-byte frame header each), with room for the commit
+        // that crosses the checkpoint threshold.
+        let frames = u64::from(WAL_PAGES) + 64;
+        preallocate(&self.wal_path(), 32 + frames * (page_size + 24))?;
+        self.wal_reserved.set(true);
+        Ok(())
+    }
+
+    /// `<db>-wal`, where SQLite keeps the write-ahead log.
+    fn wal_path(&self) -> PathBuf {
+        let mut path = self.path.clone().into_os_string();
+        path.push("-wal");
+        PathBuf::from(path)
     }
 
     /// The vector dimension fixed at creation.
@@ -522,6 +556,35 @@ fn settle_change_counter(path: &Path) -> Result<()> {
         file.write_all(&1u32.to_be_bytes()).map_err(io)?;
     }
     file.sync_all().map_err(io)
+}
+
+/// Pages the write-ahead log holds before a checkpoint copies them into the database (SQLite's
+/// `wal_autocheckpoint`): about a megabyte, some sixty receipts.
+const WAL_PAGES: u32 = 256;
+
+/// Extends the file at `path` with zeros to `size` bytes and syncs them, leaving what it holds untouched. Only
+/// past its end: SQLite ignores what follows the last valid frame of a log. Nothing happens if the file does not
+/// exist (an in-memory database has no log).
+fn preallocate(path: &Path, size: u64) -> Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    let io = |source| Error::Io { path: path.to_owned(), source };
+    let mut file = match std::fs::OpenOptions::new().write(true).open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(io(error)),
+    };
+    let mut at = file.metadata().map_err(io)?.len();
+    if at >= size {
+        return Ok(());
+    }
+    file.seek(SeekFrom::Start(at)).map_err(io)?;
+    let zeros = vec![0u8; 64 * 1024];
+    while at < size {
+        let chunk = usize::try_from((size - at).min(zeros.len() as u64)).unwrap_or(zeros.len());
+        file.write_all(&zeros[..chunk]).map_err(io)?;
+        at += chunk as u64;
+    }
+    file.sync_data().map_err(io)
 }
 
 impl Drop for FactStore {

@@ -156,3 +156,40 @@ fn an_empty_request_id_or_namespace_is_refused() {
         ));
     }
 }
+
+#[test]
+fn every_returned_receipt_survives_a_crash_with_the_log_preallocated_and_checkpointed() {
+    let corpus = texts(50, 7);
+    let refs: Vec<&str> = corpus.iter().map(String::as_str).collect();
+    let test = store_with(&refs, 8, 8);
+    let db = test.dir.path().join("facts.db");
+    let wal = test.dir.path().join("facts.db-wal");
+    let config = SearchConfig { top_k: 50, ..SearchConfig::default() };
+    let mut rng = Rng::new(9);
+    // 50-hit receipts span pages, so these 300 searches cross the log's checkpoint threshold several times.
+    let mut last = None;
+    for index in 0..300 {
+        let query = unit_vector(&mut rng, 8);
+        let context = SearchContext::new(format!("q-{index}"), "ns");
+        last = Some(
+            test.store.search_explained_with_context(&corpus[index % 50], &query, &config, &context).unwrap(),
+        );
+        if index == 0 {
+            let size = std::fs::metadata(&wal).unwrap().len();
+            assert!(size >= 256 * 4_120, "the log was not preallocated: {size} bytes");
+        }
+    }
+    // A crash now: copy the files as they are on disk, with the store still open, and open the copy.
+    let crashed = tempfile::tempdir().unwrap();
+    std::fs::copy(&db, crashed.path().join("facts.db")).unwrap();
+    std::fs::copy(&wal, crashed.path().join("facts.db-wal")).unwrap();
+    let reopened =
+        semantic_memory::FactStore::open(crashed.path().join("facts.db"), &crate::util::options(8)).unwrap();
+    assert_eq!(reopened.receipt_count().unwrap(), 300);
+    let last = last.unwrap().receipt;
+    assert_eq!(reopened.receipt_for(&last.request_id).unwrap().unwrap(), last);
+    drop(reopened);
+    // Sealed, the store is one file again.
+    test.store.seal().unwrap();
+    assert!(!wal.exists(), "the log outlived the seal");
+}
