@@ -153,7 +153,7 @@ impl FactStore {
         let lexical = Some(run.evidence);
         let retrieval = started.elapsed();
         let query = query_evidence(Some((query, &fts)), None);
-        let receipt = self.receipt(SearchMode::FtsOnly, config, context, query, lexical, None, hits)?;
+        let receipt = self.receipt(SearchMode::FtsOnly, config, context, query, lexical, None, hits);
         self.finish(receipt, fts.expression, started, retrieval)
     }
 
@@ -176,7 +176,7 @@ impl FactStore {
         let retrieval = started.elapsed();
         let query = query_evidence(None, Some(query_vector));
         let receipt =
-            self.receipt(SearchMode::VectorOnly, config, context, query, None, Some(run.evidence), hits)?;
+            self.receipt(SearchMode::VectorOnly, config, context, query, None, Some(run.evidence), hits);
         self.finish(receipt, None, started, retrieval)
     }
 
@@ -212,11 +212,8 @@ impl FactStore {
         let query = query_evidence(Some((query, &fts)), Some(query_vector));
         let lexical = Some(lexical.evidence);
         let mut receipt =
-            self.receipt(SearchMode::Hybrid, config, context, query, lexical, Some(run.evidence), hits)?;
-        if fusion.is_some() {
-            receipt.fusion = fusion;
-            receipt.digest = receipt.compute_digest()?;
-        }
+            self.receipt(SearchMode::Hybrid, config, context, query, lexical, Some(run.evidence), hits);
+        receipt.fusion = fusion;
         self.finish(receipt, fts.expression, started, retrieval)
     }
 
@@ -392,6 +389,7 @@ impl FactStore {
         move |fact_id| scope.contains(fact_id)
     }
 
+    /// A search's receipt before its digest, which `finish` computes once the receipt is complete.
     #[allow(clippy::too_many_arguments)]
     fn receipt(
         &self,
@@ -402,8 +400,8 @@ impl FactStore {
         lexical: Option<LexicalEvidence>,
         vector: Option<VectorEvidence>,
         hits: Vec<Hit>,
-    ) -> Result<SearchReceipt> {
-        let mut receipt = SearchReceipt {
+    ) -> SearchReceipt {
+        SearchReceipt {
             schema: RECEIPT_SCHEMA.to_owned(),
             library: format!("semantic-memory {}", env!("CARGO_PKG_VERSION")),
             request_id: context.request_id.clone(),
@@ -418,18 +416,18 @@ impl FactStore {
             hits,
             fusion: None,
             digest: String::new(),
-        };
-        receipt.digest = receipt.compute_digest()?;
-        Ok(receipt)
+        }
     }
 
+    /// Seals the receipt with its digest, stores it durably, and returns it with the timing.
     fn finish(
         &self,
-        receipt: SearchReceipt,
+        mut receipt: SearchReceipt,
         fts_expression: Option<String>,
         started: Instant,
         retrieval: Duration,
     ) -> Result<SearchOutcome> {
+        receipt.digest = receipt.compute_digest()?;
         let body = serde_json::to_string(&receipt)?;
         self.write_ahead()?;
         let inserted = self
