@@ -29,13 +29,13 @@ use receipt_verify::{
 use scifact_eval::selection::{Preregistration, PreregistrationInputs, Selection, digest_of};
 use scifact_eval::statistics::Statistics;
 use scifact_eval::{
-    ALL_MODES, BuildOptions, Profile, RunOptions, SCIFACT_URL, Split, aggregate_file_name, build_fixture,
-    claim_boundary, config_label, sha256_hex,
+    ALL_MODES, RunOptions, Split, aggregate_file_name, build_fixture, claim_boundary, config_label,
+    sha256_hex,
 };
 use semantic_memory::{SearchConfig, SearchMode};
 use serde_json::Value;
 
-use crate::build::acquire_archive;
+use crate::build::{acquire_archive, scifact_options};
 use crate::cli::EvalArgs;
 use crate::model::open_embedder;
 use crate::progress::StageProgress;
@@ -86,15 +86,7 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
 
     let fixture = work.join("fixture.json");
     let fixture_sha256 = stages.time("fixture", |progress| {
-        let options = BuildOptions {
-            archive,
-            digest_policy,
-            url: SCIFACT_URL.into(),
-            work_dir: work.join("build"),
-            out: fixture.clone(),
-            profile: Profile::scifact(),
-            batch_size: 64,
-        };
+        let options = scifact_options(archive, digest_policy, work.join("build"), fixture.clone());
         let summary = build_fixture(&options, embedder.as_ref(), progress)
             .with_context(|| format!("building {}", fixture.display()))?;
         Ok(format!("sha256:{}", summary.fixture_sha256.trim_start_matches("sha256:")))

@@ -19,13 +19,12 @@ use scifact_eval::reproduction::{
 };
 use scifact_eval::slsa::rfc3339;
 use scifact_eval::{
-    BuildOptions, ExecutableIdentity, Fixture, HostIdentity, MAX_FIXTURE_BYTES, Profile, SCIFACT_URL, Split,
-    build_fixture, sha256_hex,
+    ExecutableIdentity, Fixture, HostIdentity, MAX_FIXTURE_BYTES, Split, build_fixture, sha256_hex,
 };
 use semantic_memory::{SearchConfig, SearchMode};
 use serde_json::{Value, json};
 
-use crate::build::acquire_archive;
+use crate::build::{acquire_archive, scifact_options};
 use crate::cli::ReproduceArgs;
 use crate::model::open_embedder;
 use crate::progress::StageProgress;
@@ -106,15 +105,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     let fixture = work.join("fixture.json");
     writeln!(out, "fixture      rebuilding from {} (resumable)", archive.display())?;
     let summary = build_fixture(
-        &BuildOptions {
-            archive: archive.clone(),
-            digest_policy,
-            url: SCIFACT_URL.into(),
-            work_dir: work.join("build"),
-            out: fixture.clone(),
-            profile: Profile::scifact(),
-            batch_size: 64,
-        },
+        &scifact_options(archive.clone(), digest_policy, work.join("build"), fixture.clone()),
         embedder.as_ref(),
         &progress,
     )

@@ -19,18 +19,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The metrics compared, as rows and aggregates name them.
-pub const METRICS: [&str; 9] = [
-    "ndcg@10",
-    "recall@1",
-    "recall@5",
-    "recall@10",
-    "mrr@10",
-    "map@10",
-    "success@1",
-    "success@5",
-    "success@10",
-];
+use crate::statistics::METRICS;
+
 /// RBO's persistence, repro_eval's default.
 pub const RBO_P: f64 = 0.95;
 /// RBO's depth, repro_eval's default (deeper than the lists: the tail weights count, as there).
