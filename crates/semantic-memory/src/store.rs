@@ -95,10 +95,19 @@ pub struct FactStore {
     pub(crate) interned: Interner,
     /// The in-memory BM25 index, built on first use and dropped whenever facts are inserted.
     pub(crate) bm25: std::cell::OnceCell<crate::bm25::MemoryBm25>,
-    /// Whether the database is in write-ahead-log mode (while receipts are being stored).
-    pub(crate) wal: std::cell::Cell<bool>,
-    /// Whether the write-ahead log has been filled to its working size since the switch (see `write_ahead`).
-    wal_reserved: std::cell::Cell<bool>,
+    /// Which journal the database is in: rollback at rest, the write-ahead log while receipts are stored.
+    journal: std::cell::Cell<Journal>,
+}
+
+/// The database's journal mode, as this store set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Journal {
+    /// A rollback journal: the database file alone is the whole store.
+    Rollback,
+    /// The write-ahead log, not yet filled to its working size (SQLite creates it on the first commit).
+    WriteAhead,
+    /// The write-ahead log, filled to its working size (see `reserve_write_ahead`).
+    WriteAheadReserved,
 }
 
 #[derive(Debug, Default)]
@@ -203,8 +212,7 @@ impl FactStore {
             tags: Vec::new(),
             interned: Interner::default(),
             bm25: std::cell::OnceCell::new(),
-            wal: std::cell::Cell::new(false),
-            wal_reserved: std::cell::Cell::new(false),
+            journal: std::cell::Cell::new(Journal::Rollback),
         };
         store.load_vectors()?;
         #[cfg(feature = "usearch")]
@@ -226,28 +234,27 @@ impl FactStore {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn seal(&self) -> Result<()> {
-        if !self.wal.get() {
+        if self.journal.get() == Journal::Rollback {
             return Ok(());
         }
         self.conn
             .pragma_update(None, "wal_checkpoint", "TRUNCATE")
             .map_err(|source| self.sql_error(source))?;
         self.conn.pragma_update(None, "journal_mode", "DELETE").map_err(|source| self.sql_error(source))?;
-        self.wal.set(false);
+        self.journal.set(Journal::Rollback);
         settle_change_counter(&self.path)
     }
 
     /// Switches to the write-ahead log before a receipt is stored: one append and one fsync per receipt instead
     /// of a rollback journal's several, with `synchronous = FULL` so a committed receipt survives a crash.
     pub(crate) fn write_ahead(&self) -> Result<()> {
-        if self.wal.get() {
+        if self.journal.get() != Journal::Rollback {
             return Ok(());
         }
         let sql = |source| self.sql_error(source);
         self.conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
         self.conn.pragma_update(None, "wal_autocheckpoint", WAL_PAGES).map_err(sql)?;
-        self.wal.set(true);
-        self.wal_reserved.set(false);
+        self.journal.set(Journal::WriteAhead);
         Ok(())
     }
 
@@ -256,7 +263,7 @@ impl FactStore {
     /// grew with every receipt made each fsync cost about twice as much (0.33 against 0.17 ms, measured on ext4).
     /// The log is folded into the database every [`WAL_PAGES`] pages, and then written from its start again.
     pub(crate) fn reserve_write_ahead(&self) -> Result<()> {
-        if !self.wal.get() || self.wal_reserved.get() {
+        if self.journal.get() != Journal::WriteAhead {
             return Ok(());
         }
         let page_size: i64 = self
@@ -268,7 +275,7 @@ impl FactStore {
         // that crosses the checkpoint threshold.
         let frames = u64::from(WAL_PAGES) + 64;
         preallocate(&self.wal_path(), 32 + frames * (page_size + 24))?;
-        self.wal_reserved.set(true);
+        self.journal.set(Journal::WriteAheadReserved);
         Ok(())
     }
 
