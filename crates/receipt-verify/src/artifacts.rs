@@ -1,5 +1,6 @@
 //! Rows and aggregates read as plain JSON, with the few typed reads the checks share. Every file is read
-//! once, as a regular file within a cap; the bytes hashed are the bytes parsed.
+//! once, as a regular file within a cap, parsed strictly ([`crate::json`]); the bytes hashed are the bytes
+//! parsed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use serde_json::Value;
 
 use crate::canonical::sha256_tagged;
 use crate::error::{Error, Result};
+use crate::names::{OUTPUT_LIMITS, is_plain_file_name};
 
 /// The newest aggregate schema this crate understands.
 pub const AGGREGATE_SCHEMA: &str = "semantic-memory-scifact-aggregate-v2";
@@ -20,9 +22,6 @@ pub const SCHEMAS: [(&str, &str); 2] = [
     ("semantic-memory-scifact-aggregate-v1", "semantic-memory-scifact-query-v1"),
     (AGGREGATE_SCHEMA, ROW_SCHEMA),
 ];
-
-/// Caps for the rows and aggregates of a local output directory.
-pub const OUTPUT_LIMITS: Limits = Limits { max_file_bytes: 256 << 20, max_total_bytes: 4 << 30 };
 
 /// One aggregate and its rows.
 #[derive(Debug, Clone)]
@@ -42,21 +41,21 @@ pub struct Run {
 }
 
 impl Run {
-    /// A run from bytes already read: the aggregate's, and those of the rows file it names (`None` when that
+    /// A run from bytes already read: the aggregate's, and those of the rows file it names (`Err` when that
     /// file is absent or could not be read, with the reason).
     ///
     /// # Errors
-    /// [`Error::Input`] when the aggregate does not parse.
+    /// Why the aggregate is not one strict JSON document.
     pub fn from_bytes(
         name: &str,
         aggregate_bytes: &[u8],
         rows: std::result::Result<Vec<u8>, String>,
-    ) -> Result<Run> {
-        let aggregate: Value =
-            serde_json::from_slice(aggregate_bytes).map_err(|e| Error::input(Path::new(name), e))?;
+    ) -> std::result::Result<Run, String> {
+        let aggregate = crate::json::parse(aggregate_bytes).map_err(|e| format!("{name}: {e}"))?;
         let (rows_bytes, rows) = match rows {
             Ok(bytes) => {
-                let parsed = parse_rows(&bytes);
+                let file = aggregate.pointer("/rows/file").and_then(Value::as_str).unwrap_or("rows");
+                let parsed = crate::json::parse_lines(&bytes).map_err(|e| format!("{file} {e}"));
                 (Some(bytes), parsed)
             }
             Err(reason) => (None, Err(reason)),
@@ -75,20 +74,20 @@ impl Run {
     /// regular file within `limits`, adding to `total`.
     ///
     /// # Errors
-    /// [`Error::File`] / [`Error::Input`] when the aggregate itself cannot be read or parsed; a missing or
-    /// refused rows file is left for the checks to report.
+    /// [`Error::File`] when the aggregate itself cannot be read, [`Error::Input`] when it is not strict JSON;
+    /// a missing or refused rows file is left for the checks to report.
     pub fn load(aggregate_path: &Path, limits: Limits, total: &mut u64) -> Result<Run> {
         let bytes = safe_fs::read_regular_in(aggregate_path, limits, total).map_err(Error::file)?;
         let name = aggregate_path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let aggregate: Value = serde_json::from_slice(&bytes).map_err(|e| Error::input(aggregate_path, e))?;
-        let rows_file = aggregate.pointer("/rows/file").and_then(Value::as_str).unwrap_or("");
+        let probe = crate::json::parse(&bytes).map_err(|e| Error::input(aggregate_path, e))?;
+        let rows_file = probe.pointer("/rows/file").and_then(Value::as_str).unwrap_or("");
         let rows = if is_plain_file_name(rows_file) {
             safe_fs::read_regular_in(&aggregate_path.with_file_name(rows_file), limits, total)
                 .map_err(|e| e.to_string())
         } else {
             Err(format!("rows file {rows_file:?} is not a plain file name"))
         };
-        let mut run = Run::from_bytes(&name, &bytes, rows)?;
+        let mut run = Run::from_bytes(&name, &bytes, rows).map_err(|e| Error::input(aggregate_path, e))?;
         run.dir = aggregate_path.parent().map(Path::to_owned);
         Ok(run)
     }
@@ -112,23 +111,21 @@ impl Run {
     pub fn rows_sha256(&self) -> Option<String> {
         self.rows_bytes.as_deref().map(sha256_tagged)
     }
-}
 
-/// Returns true if and only if `name` is a file name that cannot leave its directory or hide: ASCII letters,
-/// digits, `.`, `_` and `-`, not starting with `.`, at most 255 bytes.
-pub fn is_plain_file_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 255
-        && !name.starts_with('.')
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
+    /// The run's mode (`fts_only`, `vector_only`, `hybrid`).
+    pub fn mode(&self) -> &str {
+        self.str_at("/mode")
+    }
 
-fn parse_rows(bytes: &[u8]) -> std::result::Result<Vec<Value>, String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| format!("rows are not UTF-8: {e}"))?;
-    text.lines()
-        .enumerate()
-        .map(|(i, line)| serde_json::from_str(line).map_err(|e| format!("row line {}: {e}", i + 1)))
-        .collect()
+    /// The run's configuration as its aggregate records it.
+    pub fn config(&self) -> &Value {
+        self.aggregate.pointer("/retrieval/config").unwrap_or(&Value::Null)
+    }
+
+    /// The parsed rows, or none when they could not be read (the validator reports why).
+    pub fn rows_or_empty(&self) -> &[Value] {
+        self.rows.as_deref().unwrap_or_default()
+    }
 }
 
 /// The ids of a JSON array of strings.
@@ -144,6 +141,11 @@ pub(crate) fn qrels_of(row: &Value) -> BTreeMap<String, i64> {
         .and_then(Value::as_object)
         .map(|map| map.iter().map(|(k, v)| (k.clone(), v.as_i64().unwrap_or(i64::MIN))).collect())
         .unwrap_or_default()
+}
+
+/// A row's query id, or "".
+pub(crate) fn query_id(row: &Value) -> &str {
+    row["query_id"].as_str().unwrap_or("")
 }
 
 /// Lists the `*.aggregate.json` entries of `dir`, sorted by name (what they are is checked when read).

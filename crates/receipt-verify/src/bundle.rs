@@ -1,11 +1,14 @@
-//! Bundles: a directory a stranger can check offline. Rows, aggregates, mapping, fixture metadata (no corpus
-//! or query text), effective configuration and verification report, listed with their sha256 in
-//! `manifest.json`, an in-toto Statement v1 whose predicate is the claim.
+//! Bundles: a directory a stranger can check offline. Rows, aggregates, mapping, fixture metadata and the
+//! fixture's vectors (no corpus or query text), effective configuration, verification report and report page,
+//! listed with their sha256 in `manifest.json`, an in-toto Statement v1 whose predicate is the claim.
 //!
 //! A bundle is written into a private staging directory and renamed into place whole, so a bundle directory
-//! either is complete or does not exist. Checking one treats it as hostile: the signature first (nothing
-//! else is parsed when it fails), then the subject list (names checked before any file is opened), then
-//! each file read exactly once, a regular file within caps, and every later check works on those bytes.
+//! either is complete or does not exist. Checking one treats it as hostile, and its signer as the person whose
+//! claim it is: the signature first (nothing else is parsed when it fails), then the subject list (names
+//! checked before any file is opened), each file read exactly once within caps and parsed strictly, and then
+//! every number recomputed by [`crate::checks::run_all`] from those bytes and the public inputs given (the
+//! SciFact archive, the model). The report page is rendered again from what was recomputed and compared byte
+//! for byte.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -13,54 +16,27 @@ use std::path::{Path, PathBuf};
 use safe_fs::Limits;
 use serde_json::{Value, json};
 
-use crate::artifacts::{Run, is_plain_file_name, load_runs};
+use crate::artifacts::{Run, load_runs};
 use crate::canonical::{canonical_digest, sha256_tagged};
+use crate::checks::exports::{export_checks, export_names, test_result_agrees};
+use crate::checks::{EmbeddingCheck, Input, Inputs, run_all, selection::Documents};
 use crate::error::{Error, Result};
-use crate::exports::{TEST_RESULT_FILE, export_checks, export_names, test_result_agrees};
 use crate::fixture::FixtureView;
-use crate::report::{Report, Status};
-use crate::selection::{
-    Documents, PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, SELECTION_FILE, STATISTICS_FILE,
-    selection_checks,
+use crate::found::{Found, hash_executable};
+use crate::names::{
+    BUNDLE_LIMITS, EFFECTIVE_CONFIG_FILE, FIXTURE_METADATA_FILE, MANIFEST_FILE, MAPPING_FILE, MAX_FIXTURE_BYTES,
+    MAX_MANIFEST_BYTES, MAX_SIDECAR_BYTES, MAX_SUBJECTS, PREDICATE_TYPE, PREDICATE_TYPE_V1, PREDICATE_TYPE_V2,
+    PREDICATE_TYPE_V3, PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, REPLACED_SIGNATURE_PREFIX, REPORT_FILE,
+    SELECTION_DOCUMENTS, SELECTION_FILE, SIGNATURE_FILE, STATEMENT_TYPE, STATISTICS_FILE, TEST_RESULT_FILE,
+    VECTORS_FILE, VERIFICATION_FILE, is_plain_file_name,
 };
-use crate::sign::{MAX_KEY_FILE_BYTES, SIGNATURE_FILE, TRUSTED_COMMENT_PREFIX, VerifyingKey, verify_bytes};
-use crate::validate::{Evidence, Input, validate};
-use crate::verify::{Found, MAX_FIXTURE_BYTES, MAX_SIDECAR_BYTES, answered_by_bound, gaps, hash_executable};
+use crate::report::{Report, Verdict};
+use crate::sign::{MAX_KEY_FILE_BYTES, TRUSTED_COMMENT_PREFIX, VerifyingKey, verify_bytes};
+use crate::texts::Texts;
+use crate::vectors::Vectors;
 
 /// A bundle's files by name, as read (and hashed).
 pub(crate) type Files = BTreeMap<String, Vec<u8>>;
-
-/// The manifest file.
-pub const MANIFEST_FILE: &str = "manifest.json";
-/// The in-toto Statement type.
-pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
-/// The predicate type of the claims this build writes: version 3 is version 2's claim, and the bundle must
-/// carry a TREC run file and an ir_metadata file per aggregate and the test qrels (`exports.*` checks).
-pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v3";
-/// Version 2 adds each result's configuration and, when the run selected a configuration, the selection and
-/// the held-out comparisons; such bundles carry no exports and keep verifying.
-pub const PREDICATE_TYPE_V2: &str = "urn:scifact-audit:claim:v2";
-/// The predicate type of bundles published before selection existed; they keep verifying.
-pub const PREDICATE_TYPE_V1: &str = "urn:scifact-audit:claim:v1";
-/// The human-readable report's file name, a subject of bundles that have one.
-pub const REPORT_FILE: &str = "report.html";
-/// The documents of a selection a bundle carries when its output directory has them.
-pub const SELECTION_DOCUMENTS: [&str; 5] =
-    [PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, SELECTION_FILE, STATISTICS_FILE, REPORT_FILE];
-/// The fixture view's file name in a bundle.
-pub const FIXTURE_METADATA_FILE: &str = "fixture-metadata.json";
-/// The effective configuration's file name.
-pub const EFFECTIVE_CONFIG_FILE: &str = "effective-config.json";
-/// The verification report's file name.
-pub const VERIFICATION_FILE: &str = "verification.json";
-/// The mapping's file name.
-pub const MAPPING_FILE: &str = "scifact.mapping.json";
-/// The largest `manifest.json` read.
-pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
-/// The most subjects a manifest may list.
-pub const MAX_SUBJECTS: usize = 4096;
-/// The default caps on a bundle's files: 64 MiB each, 512 MiB in all (a SciFact bundle is about 5 MB).
-pub const BUNDLE_LIMITS: Limits = Limits { max_file_bytes: 64 << 20, max_total_bytes: 512 << 20 };
 
 /// What goes into a bundle.
 #[derive(Debug, Clone)]
@@ -86,10 +62,7 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
     if dir.symlink_metadata().is_ok() {
         let empty = std::fs::read_dir(dir).map_err(|e| Error::input(dir, e))?.next().is_none();
         if !empty {
-            return Err(Error::Usage(format!(
-                "{} is not empty; bundles are never overwritten",
-                dir.display()
-            )));
+            return Err(Error::Usage(format!("{} is not empty; bundles are never overwritten", dir.display())));
         }
         std::fs::remove_dir(dir).map_err(|e| Error::input(dir, e))?;
     }
@@ -97,13 +70,9 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
     let verification_bytes = safe_fs::read_regular(&verification_path, MAX_SIDECAR_BYTES).map_err(|_| {
         Error::Usage(format!("{} is missing: run `scifact-audit verify` first", verification_path.display()))
     })?;
-    let verification: Value =
-        serde_json::from_slice(&verification_bytes).map_err(|e| Error::input(&verification_path, e))?;
+    let verification = crate::json::parse(&verification_bytes).map_err(|e| Error::input(&verification_path, e))?;
     if verification["verdict"] == "failed" {
-        return Err(Error::Usage(format!(
-            "{} has verdict failed; nothing to bundle",
-            verification_path.display()
-        )));
+        return Err(Error::Usage(format!("{} has verdict failed; nothing to bundle", verification_path.display())));
     }
     let runs = load_runs(&options.output_dir)?;
     let first = runs.first().ok_or_else(|| Error::Usage("no aggregates".into()))?;
@@ -116,6 +85,12 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
             Found::Absent(_) => {}
             Found::Refused(reason) => return Err(Error::Usage(reason)),
         }
+    }
+    if documents.contains_key(PREREGISTRATION_FILE) && !documents.contains_key(REPORT_FILE) {
+        return Err(Error::Usage(format!(
+            "{} is missing: `verify` renders it when nothing failed",
+            options.output_dir.join(REPORT_FILE).display()
+        )));
     }
     // Configurations may differ only under a pre-registered selection, which the verifier re-derives.
     let pointers: &[&str] = if documents.contains_key(PREREGISTRATION_FILE) {
@@ -144,17 +119,18 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
         Some(store) => store.join(MAPPING_FILE),
         None => PathBuf::from(first.str_at("/store/mapping_path")),
     };
-    files.insert(
-        MAPPING_FILE.into(),
-        safe_fs::read_regular(&mapping_path, MAX_SIDECAR_BYTES).map_err(Error::file)?,
-    );
-    let fixture_path =
-        options.corpus.clone().unwrap_or_else(|| PathBuf::from(first.str_at("/corpus/fixture_path")));
-    let (view, _) = FixtureView::load(&fixture_path, MAX_FIXTURE_BYTES)?;
-    files.insert(
-        FIXTURE_METADATA_FILE.into(),
-        pretty(&serde_json::to_value(&view).map_err(|e| Error::input(&fixture_path, e))?),
-    );
+    files.insert(MAPPING_FILE.into(), safe_fs::read_regular(&mapping_path, MAX_SIDECAR_BYTES).map_err(Error::file)?);
+    let fixture_path = options.corpus.clone().unwrap_or_else(|| PathBuf::from(first.str_at("/corpus/fixture_path")));
+    let fixture_bytes = safe_fs::read_regular(&fixture_path, MAX_FIXTURE_BYTES).map_err(Error::file)?;
+    let (_, full) = FixtureView::from_bytes(&fixture_path, &fixture_bytes)?;
+    let full = full.ok_or_else(|| {
+        Error::Usage(format!("{} is a fixture's metadata, not the fixture: its vectors are needed", fixture_path.display()))
+    })?;
+    let vectors = full.vectors().map_err(|e| Error::input(&fixture_path, e))?.to_bytes();
+    let view = FixtureView::of(&full, &sha256_tagged(&fixture_bytes), Some(&vectors));
+    drop(full);
+    files.insert(FIXTURE_METADATA_FILE.into(), pretty(&serde_json::to_value(&view).map_err(|e| Error::input(&fixture_path, e))?));
+    files.insert(VECTORS_FILE.into(), vectors);
     let config_file = match Found::at(&options.output_dir.join(EFFECTIVE_CONFIG_FILE), MAX_SIDECAR_BYTES) {
         Found::Read(_, bytes) => bytes,
         Found::Absent(_) => pretty(&json!({
@@ -187,8 +163,7 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
         safe_fs::halt::point("bundle.file");
     }
     let manifest = statement(&runs, &files, &verification);
-    safe_fs::write_atomically(&staging.path().join(MANIFEST_FILE), &pretty(&manifest))
-        .map_err(Error::file)?;
+    safe_fs::write_atomically(&staging.path().join(MANIFEST_FILE), &pretty(&manifest)).map_err(Error::file)?;
     safe_fs::halt::point("bundle.staged");
     safe_fs::publish_dir(staging, dir).map_err(Error::file)?;
     Ok(manifest)
@@ -200,8 +175,15 @@ fn pretty(value: &Value) -> Vec<u8> {
     bytes
 }
 
-/// The claim a version 2 bundle makes: [`claim`]'s, each result with its configuration, and the selection
-/// and comparisons when there are any (from the bundle's own `selection.json` and `statistics.json`).
+/// The claim a version 4 bundle makes: version 2's, and the digest of the vectors it carries.
+pub fn claim_v4(runs: &[Run], verdict: &Value, files: &BTreeMap<String, Vec<u8>>) -> Value {
+    let mut value = claim_v2(runs, verdict, files);
+    value["vectors_sha256"] = files.get(VECTORS_FILE).map_or(Value::Null, |bytes| Value::from(sha256_tagged(bytes)));
+    value
+}
+
+/// The claim a version 2 (and 3) bundle makes: [`claim`]'s, each result with its configuration, and the
+/// selection and comparisons when there are any (from the bundle's own `selection.json` and `statistics.json`).
 pub fn claim_v2(runs: &[Run], verdict: &Value, files: &BTreeMap<String, Vec<u8>>) -> Value {
     let mut value = claim(runs, verdict);
     if let Some(results) = value["results"].as_array_mut() {
@@ -210,7 +192,7 @@ pub fn claim_v2(runs: &[Run], verdict: &Value, files: &BTreeMap<String, Vec<u8>>
             result["baseline"] = run.aggregate["retrieval"]["baseline"].clone();
         }
     }
-    let json_of = |name: &str| files.get(name).and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok());
+    let json_of = |name: &str| files.get(name).and_then(|bytes| crate::json::parse(bytes).ok());
     value["selection"] = match (json_of(SELECTION_FILE), files.get(PREREGISTRATION_FILE)) {
         (Some(ledger), Some(prereg)) => json!({
             "preregistration_sha256": sha256_tagged(prereg),
@@ -292,7 +274,7 @@ fn statement(runs: &[Run], files: &BTreeMap<String, Vec<u8>>, verification: &Val
         "_type": STATEMENT_TYPE,
         "subject": subjects,
         "predicateType": PREDICATE_TYPE,
-        "predicate": claim_v2(runs, &verification["verdict"], files),
+        "predicate": claim_v4(runs, &verification["verdict"], files),
     })
 }
 
@@ -305,16 +287,18 @@ pub struct BundleCheck {
     pub public_key: PathBuf,
     /// A rebuild of the recorded revision to hash against the recorded executable digest.
     pub executable: Option<PathBuf>,
+    /// The public SciFact archive, whose sha256 must be the bundle's: the texts behind every lexical score and
+    /// every embedding. Without it, lexical rankings rest on the signer.
+    pub archive: Option<PathBuf>,
+    /// The embedding re-check (a model directory, with `archive`).
+    pub embedding: EmbeddingCheck,
     /// Accept a legacy (not prehashed) minisign signature.
     pub allow_legacy_signature: bool,
     /// Caps on the bundle's files.
     pub limits: Limits,
 }
 
-/// Verifies a bundle offline: the signature and its trusted comment (and nothing more if that fails), every
-/// subject's name and hash and that nothing else is in the directory (each file read once, a regular file
-/// within `check.limits`), the claim against the aggregates, then the validator and the artifact-only
-/// verifier checks on the bundle's own bytes; `check.executable` is hashed against the recorded digest.
+/// Verifies a bundle offline; see the module documentation for the order of work.
 ///
 /// # Errors
 /// [`Error::Input`] / [`Error::File`] when the public key cannot be read or is malformed.
@@ -344,87 +328,115 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
     let mut report = Report::default();
     let Some(manifest_bytes) = signed_manifest(check, &key, &mut report) else { return Ok((report, None)) };
     let scope = "bundle";
-    let manifest: Value = match serde_json::from_slice(&manifest_bytes) {
+    let manifest = match crate::json::parse(&manifest_bytes) {
         Ok(value) => value,
         Err(error) => {
-            report.push(scope, "manifest", Status::Fail, format!("manifest.json does not parse: {error}"));
+            report.record(MANIFEST_FILE, "input.json", Err(format!("manifest.json is not strict JSON: {error}")));
             return Ok((report, None));
         }
     };
     let files = match read_subjects(&check.bundle_dir, &manifest, check.limits) {
         Ok((files, evidence)) => {
-            report.push(scope, "subjects", Status::Pass, evidence);
+            report.record(scope, "subjects", Ok(evidence));
             files
         }
         Err(reason) => {
-            report.push(scope, "subjects", Status::Fail, reason);
+            report.record(scope, "subjects", Err(reason));
             return Ok((report, None));
         }
     };
+    if !strict_documents(&files, &mut report) {
+        return Ok((report, None));
+    }
     let mut runs = Vec::new();
     for (name, bytes) in files.iter().filter(|(name, _)| name.ends_with(".aggregate.json")) {
-        let parsed: Option<Value> = serde_json::from_slice(bytes).ok();
-        let rows_file =
-            parsed.as_ref().and_then(|a| a.pointer("/rows/file")).and_then(Value::as_str).unwrap_or("");
-        let rows = files
-            .get(rows_file)
-            .cloned()
-            .ok_or_else(|| format!("rows file {rows_file:?} is not in the bundle"));
+        let parsed = crate::json::parse(bytes).ok();
+        let rows_file = parsed.as_ref().and_then(|a| a.pointer("/rows/file")).and_then(Value::as_str).unwrap_or("");
+        let rows = files.get(rows_file).cloned().ok_or_else(|| format!("rows file {rows_file:?} is not in the bundle"));
         match Run::from_bytes(name, bytes, rows) {
             Ok(run) => runs.push(run),
             Err(error) => {
-                report.push(scope, "aggregates", Status::Fail, error.to_string());
+                report.record(scope, "aggregates", Err(error));
                 return Ok((report, None));
             }
         }
     }
     if runs.is_empty() {
-        report.push(scope, "aggregates", Status::Fail, "the bundle holds no aggregate");
+        report.record(scope, "aggregates", Err("the bundle holds no aggregate".into()));
         return Ok((report, None));
     }
-    let json_of = |name: &str| files.get(name).and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok());
+    report.subjects = crate::checks::exports::subjects_of(&runs);
+    let json_of = |name: &str| files.get(name).and_then(|bytes| crate::json::parse(bytes).ok());
     let verification = json_of(VERIFICATION_FILE).unwrap_or(Value::Null);
+    let predicate_type = manifest["predicateType"].as_str().unwrap_or("");
     report.record(scope, "claim", {
-        let expected = match manifest["predicateType"].as_str() {
-            Some(PREDICATE_TYPE_V1) => Some(claim(&runs, &verification["verdict"])),
-            Some(PREDICATE_TYPE | PREDICATE_TYPE_V2) => {
-                Some(claim_v2(&runs, &verification["verdict"], &files))
-            }
+        let expected = match predicate_type {
+            PREDICATE_TYPE_V1 => Some(claim(&runs, &verification["verdict"])),
+            PREDICATE_TYPE_V3 | PREDICATE_TYPE_V2 => Some(claim_v2(&runs, &verification["verdict"], &files)),
+            PREDICATE_TYPE => Some(claim_v4(&runs, &verification["verdict"], &files)),
             _ => None,
         };
-        if expected.is_some_and(|expected| manifest["predicate"] == expected)
-            && manifest["_type"] == STATEMENT_TYPE
-        {
-            Ok(format!(
-                "the predicate ({}) restates the {} aggregates",
-                manifest["predicateType"],
-                runs.len()
-            ))
+        if expected.is_some_and(|expected| manifest["predicate"] == expected) && manifest["_type"] == STATEMENT_TYPE {
+            Ok(format!("the predicate ({predicate_type}) restates the {} aggregates", runs.len()))
         } else {
             Err("the manifest's predicate differs from the claim the aggregates make".into())
         }
     });
-    report.record(
+    report.attest(
         scope,
         "verification.report",
-        match verification["verdict"].as_str() {
-            Some("failed") | None => Err(format!("verification.json verdict {}", verification["verdict"])),
-            Some(verdict) => Ok(format!("verification.json verdict {verdict}")),
+        match verification["verdict"].as_str().and_then(Verdict::parse) {
+            Some(verdict @ (Verdict::Verified | Verdict::Publishable)) => Ok(format!(
+                "the signer's own verification.json says {}: their word; every check it lists is made again here",
+                verdict.as_str()
+            )),
+            _ => Err(format!(
+                "verification.json's verdict is {}: a bundle is published only from a verified or publishable run",
+                verification["verdict"]
+            )),
         },
     );
-    let view = files
-        .get(FIXTURE_METADATA_FILE)
-        .and_then(|bytes| FixtureView::from_bytes(Path::new(FIXTURE_METADATA_FILE), bytes).ok())
-        .map(|(view, _)| view);
+    let view = files.get(FIXTURE_METADATA_FILE).map(|bytes| FixtureView::from_bytes(Path::new(FIXTURE_METADATA_FILE), bytes));
+    let view_problem = match &view {
+        Some(Ok(_)) => String::new(),
+        Some(Err(error)) => error.to_string(),
+        None => "the bundle holds no fixture-metadata.json".into(),
+    };
+    let view = view.and_then(std::result::Result::ok).map(|(view, _)| view);
+    let fixture_input = match &view {
+        Some(view) => Input::Read { origin: FIXTURE_METADATA_FILE, content: view },
+        None => Input::Refused(&view_problem),
+    };
+    let vectors = vectors(view.as_ref(), &files, &mut report);
+    let vectors_input = match &vectors {
+        Ok(vectors) => Input::Read { origin: VECTORS_FILE, content: vectors },
+        Err((true, reason)) => Input::Refused(reason),
+        Err((false, reason)) => Input::Absent(reason),
+    };
+    let texts = texts(check.archive.as_deref(), view.as_ref(), &mut report);
+    let texts_input = match &texts {
+        Ok(texts) => Input::Read { origin: "--archive", content: texts },
+        Err((true, reason)) => Input::Refused(reason),
+        Err((false, reason)) => Input::Absent(reason),
+    };
     let mapping = match files.get(MAPPING_FILE) {
         Some(bytes) => Input::Read { origin: MAPPING_FILE, content: bytes.as_slice() },
         None => Input::Absent("the bundle holds no mapping"),
     };
     let executable = check.executable.as_deref().map(hash_executable);
+    let executable_input = match &executable {
+        Some((origin, Ok(digest))) => Input::Read { origin, content: digest.as_str() },
+        Some((_, Err(Found::Refused(reason) | Found::Absent(reason) | Found::Read(reason, _)))) => Input::Refused(reason),
+        None => Input::Absent("no executable given"),
+    };
     let frozen = json_of(EFFECTIVE_CONFIG_FILE);
-    report.extend(selection_checks(
-        &runs,
-        Documents {
+    let outcome = run_all(&Inputs {
+        runs: &runs,
+        fixture: fixture_input,
+        mapping,
+        executable: executable_input,
+        frozen: frozen.as_ref(),
+        documents: Documents {
             preregistration: files.get(PREREGISTRATION_FILE).map(Vec::as_slice),
             signature: files.get(PREREGISTRATION_SIGNATURE_FILE).map(Vec::as_slice),
             selection: files.get(SELECTION_FILE).map(Vec::as_slice),
@@ -432,61 +444,169 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
             freeze: frozen.as_ref(),
             key: Some(&key),
         },
-    ));
-    if manifest["predicateType"] == PREDICATE_TYPE {
+        vectors: vectors_input,
+        texts: texts_input,
+        embedding: &check.embedding,
+    });
+    report.extend(outcome.report);
+    if matches!(predicate_type, PREDICATE_TYPE | PREDICATE_TYPE_V3) {
         report.record(
             scope,
             "verification.statement",
-            test_result_agrees(
-                &runs,
-                files.get(VERIFICATION_FILE).map(Vec::as_slice),
-                files.get(TEST_RESULT_FILE).map(Vec::as_slice),
-            ),
+            test_result_agrees(&runs, files.get(VERIFICATION_FILE).map(Vec::as_slice), files.get(TEST_RESULT_FILE).map(Vec::as_slice)),
         );
-        report.extend(export_checks(
-            &runs,
-            |name| files.get(name).map(Vec::as_slice),
-            view.as_ref().map(|view| &view.qrels),
-        ));
+        report.extend(export_checks(&runs, |name| files.get(name).map(Vec::as_slice), view.as_ref().map(|view| &view.qrels)));
     }
-    for run in &runs {
-        let executable_sha256 = match &executable {
-            Some((origin, Ok(digest))) => Input::Read { origin, content: digest.as_str() },
-            Some((_, Err(Found::Refused(reason) | Found::Absent(reason) | Found::Read(reason, _)))) => {
-                Input::Refused(reason)
-            }
-            None => Input::Absent(
-                "no executable given (--executable); a reproducible build of the recorded revision must match",
-            ),
-        };
-        report.extend(validate(run, Evidence { fixture: view.as_ref(), mapping, executable_sha256 }));
-        report.extend(gaps(run, frozen.as_ref()));
-        if run.str_at("/mode") != "fts_only" {
-            report.record(&run.name, "vector.exactness", recorded_recheck(run, &verification));
-        }
-    }
+    rendered(&mut report, predicate_type, files.get(REPORT_FILE).map(Vec::as_slice), files.contains_key(PREREGISTRATION_FILE), outcome.model.as_ref());
     Ok((report, Some(BundleContents { manifest: manifest_bytes, files, runs })))
 }
 
-/// A bundle carries no vectors to rescan: answers by bound are accepted only if the bundle's own (signed)
-/// verification report shows them re-checked by full scans when it was made.
-fn recorded_recheck(run: &Run, verification: &Value) -> std::result::Result<String, String> {
-    if !answered_by_bound(run) {
-        return Ok("every exact vector answer is a full scan (brute_force): exact by construction".into());
+/// `input.json`: every JSON document and JSON-lines file of the bundle is strict (I-JSON, no duplicate key,
+/// no lone surrogate). Returns false, having recorded each offender, when any is not.
+fn strict_documents(files: &Files, report: &mut Report) -> bool {
+    let mut checked = (0, 0);
+    let mut ok = true;
+    for (name, bytes) in files {
+        let outcome = if name.ends_with(".jsonl") {
+            checked.1 += 1;
+            crate::json::parse_lines(bytes).map(drop)
+        } else if name.ends_with(".json") {
+            checked.0 += 1;
+            crate::json::check(bytes)
+        } else {
+            continue;
+        };
+        if let Err(reason) = outcome {
+            report.record(name, "input.json", Err(format!("{name} {reason}")));
+            ok = false;
+        }
     }
-    let recheck = verification["checks"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["scope"] == run.name.as_str() && c["name"] == "vector.exactness");
-    match recheck {
-        Some(check) if check["status"] == "pass" => Ok(format!(
-            "answers by bound, re-checked by full scans when the bundle was verified: {}",
-            check["evidence"].as_str().unwrap_or("")
-        )),
-        Some(check) => Err(format!("verification.json's vector.exactness is {}", check["status"])),
-        None => Err("answers by bound, but verification.json records no vector.exactness re-check".into()),
+    if ok {
+        report.record(
+            "bundle",
+            "input.json",
+            Ok(format!("{} JSON documents and {} JSON-lines files are I-JSON: no duplicate key, lone surrogate or number beyond a double", checked.0, checked.1)),
+        );
     }
+    ok
+}
+
+/// The bundle's vectors against their binding (`vectors.file`), for a version 2 fixture view. `Err((broken,
+/// reason))`: broken when the bundle promises vectors it does not deliver.
+fn vectors(view: Option<&FixtureView>, files: &Files, report: &mut Report) -> std::result::Result<Vectors, (bool, String)> {
+    let Some(view) = view else { return Err((true, "no readable fixture-metadata.json".into())) };
+    let Some(binding) = &view.vectors else {
+        return Err((false, format!("this bundle carries no vectors ({}, claim v3 and earlier)", view.schema)));
+    };
+    let outcome = match files.get(&binding.file) {
+        None => Err(format!("{} is bound in fixture-metadata.json but not in the bundle", binding.file)),
+        Some(_) if binding.file != VECTORS_FILE => {
+            Err(format!("the vectors are bound as {:?}, not {VECTORS_FILE}", binding.file))
+        }
+        Some(bytes) => Vectors::from_bytes(bytes, binding),
+    };
+    match outcome {
+        Ok(vectors) => {
+            report.record(
+                "bundle",
+                "vectors.file",
+                Ok(format!(
+                    "{} document and {} query vectors of {} dimensions, {}, bound in fixture-metadata.json and the manifest",
+                    vectors.document_count(),
+                    vectors.query_count(),
+                    vectors.dims(),
+                    binding.sha256
+                )),
+            );
+            Ok(vectors)
+        }
+        Err(reason) => {
+            report.record("bundle", "vectors.file", Err(reason.clone()));
+            Err((true, reason))
+        }
+    }
+}
+
+/// The texts from the public archive (`--archive`), with `texts.identity`: the archive is the one recorded,
+/// and its documents, queries and judgements are the fixture's.
+fn texts(archive: Option<&Path>, view: Option<&FixtureView>, report: &mut Report) -> std::result::Result<Texts, (bool, String)> {
+    let Some(path) = archive else {
+        return Err((false, "no texts: pass --archive with the public SciFact zip the bundle records".into()));
+    };
+    let Some(view) = view else { return Err((true, "no readable fixture-metadata.json".into())) };
+    let recorded = view.metadata["source"]["archive_sha256"].as_str().unwrap_or("");
+    let query_ids = view.query_ids.clone().unwrap_or_else(|| view.query_text_sha256.keys().cloned().collect());
+    let outcome = crate::archive::read(path, &format!("sha256:{recorded}"), view.profile(), &query_ids).and_then(|archive| {
+        let evidence = crate::checks::rankings::texts_identity(view, &archive.texts)?;
+        if archive.qrels != view.qrels {
+            return Err("the archive's test judgements are not the fixture's".into());
+        }
+        Ok((archive, evidence))
+    });
+    match outcome {
+        Ok((archive, evidence)) => {
+            report.record("global", "texts.identity", Ok(format!("the archive is {}, as recorded; {evidence}; its judgements are the fixture's", archive.sha256)));
+            Ok(archive.texts)
+        }
+        Err(reason) => {
+            report.record("global", "texts.identity", Err(reason.clone()));
+            Err((true, reason))
+        }
+    }
+}
+
+/// `report.rendered`: a claim v4 report page is the verifier's own rendering of what it recomputed, to the
+/// byte; an earlier one is the signer's rendering (attested).
+fn rendered(report: &mut Report, predicate_type: &str, page: Option<&[u8]>, selection: bool, model: Option<&crate::render::Model>) {
+    let scope = "bundle";
+    let name = "report.rendered";
+    if predicate_type != PREDICATE_TYPE {
+        if page.is_some() {
+            report.attest(scope, name, Ok(format!("{REPORT_FILE} of a {predicate_type} bundle: the signer's rendering, not re-rendered here (claim v4 reports are)")));
+        }
+        return;
+    }
+    let Some(page) = page else {
+        if selection {
+            report.record(scope, name, Err(format!("a bundle with a selection carries {REPORT_FILE}; this one does not")));
+        }
+        return;
+    };
+    let Some(model) = model else {
+        report.record(scope, name, Err(format!("{REPORT_FILE} shows a selection and statistics that did not verify (see selection.* and statistics.heldout)")));
+        return;
+    };
+    match crate::render::render(model) {
+        Ok(expected) if expected.as_bytes() == page => report.record(
+            scope,
+            name,
+            Ok(format!("{REPORT_FILE} ({} bytes) is this verifier's rendering of the numbers it recomputed, byte for byte", page.len())),
+        ),
+        Ok(expected) => report.record(scope, name, Err(first_difference(&expected, page))),
+        Err(reason) => report.record(scope, name, Err(format!("the report could not be rendered: {reason}"))),
+    }
+}
+
+/// Where a page differs from the rendering, for the evidence: a script or remote resource is named as such.
+fn first_difference(expected: &str, page: &[u8]) -> String {
+    let text = String::from_utf8_lossy(page);
+    let lower = text.to_lowercase();
+    for (needle, what) in [("<script", "a script"), ("http://", "a remote resource"), ("https://", "a remote resource"), ("//", "a network-path reference")] {
+        if lower.contains(needle) && !expected.to_lowercase().contains(needle) {
+            return format!("{REPORT_FILE} holds {what} ({needle:?}) that the verified numbers do not draw");
+        }
+    }
+    let at = expected.bytes().zip(page).position(|(a, b)| a != *b).unwrap_or(expected.len().min(page.len()));
+    let line = expected.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
+    let context = |bytes: &[u8]| {
+        let start = at.saturating_sub(30);
+        crate::report::terminal_safe(&String::from_utf8_lossy(&bytes[start.min(bytes.len())..(at + 30).min(bytes.len())])).into_owned()
+    };
+    format!(
+        "{REPORT_FILE} differs from the rendering of the recomputed numbers at byte {at} (line {line}): the page has {:?}, the numbers give {:?}",
+        context(page),
+        context(expected.as_bytes())
+    )
 }
 
 /// Checks that `dir` is a complete bundle: its manifest parses and every subject it lists is present, a
@@ -502,58 +622,72 @@ pub fn check_bundle_files(dir: &Path) -> std::result::Result<(), String> {
 
 /// [`check_bundle_files`], returning the manifest's bytes and every subject's, as hashed.
 pub(crate) fn read_bundle_files(dir: &Path) -> std::result::Result<(Vec<u8>, Files), String> {
-    let bytes =
-        safe_fs::read_regular(&dir.join(MANIFEST_FILE), MAX_MANIFEST_BYTES).map_err(|e| e.to_string())?;
-    let manifest: Value = serde_json::from_slice(&bytes).map_err(|e| format!("manifest.json: {e}"))?;
+    let bytes = safe_fs::read_regular(&dir.join(MANIFEST_FILE), MAX_MANIFEST_BYTES).map_err(|e| e.to_string())?;
+    let manifest = crate::json::parse(&bytes).map_err(|e| format!("manifest.json: {e}"))?;
     let (files, _) = read_subjects(dir, &manifest, BUNDLE_LIMITS)?;
     Ok((bytes, files))
 }
 
+/// The replaced signatures kept beside the manifest (`sign --replace-signature`), by name.
+fn replaced_signatures(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                .filter(|n| n.starts_with(REPLACED_SIGNATURE_PREFIX) && is_plain_file_name(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
 /// Reads `manifest.json` and its signature (regular files, within small caps) and verifies the signature;
-/// records the `signature` check and returns the manifest's bytes only if it passed.
+/// records the `signature` check and returns the manifest's bytes only if it passed. A replaced signature kept
+/// beside it is disclosed in the evidence (never read).
 fn signed_manifest(check: &BundleCheck, key: &VerifyingKey, report: &mut Report) -> Option<Vec<u8>> {
     let dir = &check.bundle_dir;
     let read = |name: &str, cap: u64| safe_fs::read_regular(&dir.join(name), cap).map_err(|e| e.to_string());
     let outcome = read(MANIFEST_FILE, MAX_MANIFEST_BYTES).and_then(|manifest| {
         let signature = read(SIGNATURE_FILE, MAX_KEY_FILE_BYTES)?;
-        let signature =
-            String::from_utf8(signature).map_err(|_| "the signature file is not UTF-8".to_owned())?;
+        let signature = String::from_utf8(signature).map_err(|_| "the signature file is not UTF-8".to_owned())?;
         let digest = sha256_tagged(&manifest);
-        let comment = verify_bytes(key, &signature, &manifest, check.allow_legacy_signature)
-            .map_err(|e| e.to_string())?;
+        let comment =
+            verify_bytes(key, &signature, &manifest, check.allow_legacy_signature).map_err(|e| e.to_string())?;
         if comment != format!("{TRUSTED_COMMENT_PREFIX}{digest}") {
             return Err(format!("trusted comment {comment:?} does not name the manifest {digest}"));
         }
+        let replaced = replaced_signatures(dir);
+        let disclosed = if replaced.is_empty() {
+            String::new()
+        } else {
+            format!("; the bundle was signed before and re-signed: replaced signatures kept beside it: {}", replaced.join(", "))
+        };
         Ok((
             manifest,
-            format!("manifest {digest} signed by key id {}; trusted comment {comment:?}", key.id()),
+            format!(
+                "manifest {digest} signed by key id {}; trusted comment {comment:?}{disclosed}. A signature shows who made the claim, not that it is true",
+                key.id()
+            ),
         ))
     });
     match outcome {
         Ok((manifest, evidence)) => {
-            report.push("bundle", "signature", Status::Pass, evidence);
+            report.record("bundle", "signature", Ok(evidence));
             Some(manifest)
         }
         Err(reason) => {
-            report.push(
-                "bundle",
-                "signature",
-                Status::Fail,
-                format!("{reason}; nothing else in the bundle was read"),
-            );
+            report.record("bundle", "signature", Err(format!("{reason}; nothing else in the bundle was read")));
             None
         }
     }
 }
 
 /// Checks the subject list (plain, unique names, well-formed digests, at most [`MAX_SUBJECTS`]) before
-/// opening anything, that the directory holds exactly those files, then reads each once within `limits` and
-/// compares its hash. Returns the bytes by name, and the evidence.
-fn read_subjects(
-    dir: &Path,
-    manifest: &Value,
-    limits: Limits,
-) -> std::result::Result<(BTreeMap<String, Vec<u8>>, String), String> {
+/// opening anything, that the directory holds exactly those files (besides the manifest, its signature and
+/// disclosed replaced signatures), then reads each once within `limits` and compares its hash. Returns the
+/// bytes by name, and the evidence.
+fn read_subjects(dir: &Path, manifest: &Value, limits: Limits) -> std::result::Result<(Files, String), String> {
     let listed = manifest["subject"].as_array().ok_or("the manifest has no subject list")?;
     if listed.len() > MAX_SUBJECTS {
         return Err(format!("the manifest lists {} subjects, more than {MAX_SUBJECTS}", listed.len()));
@@ -561,7 +695,11 @@ fn read_subjects(
     let mut wanted: BTreeMap<String, String> = BTreeMap::new();
     for subject in listed {
         let name = subject["name"].as_str().ok_or("a subject has no name")?;
-        if !is_plain_file_name(name) || name == MANIFEST_FILE || name == SIGNATURE_FILE {
+        if !is_plain_file_name(name)
+            || name == MANIFEST_FILE
+            || name == SIGNATURE_FILE
+            || name.starts_with(REPLACED_SIGNATURE_PREFIX)
+        {
             return Err(format!("subject {name:?} is not a plain file name"));
         }
         let digest = subject["digest"]["sha256"].as_str().unwrap_or("");
@@ -572,10 +710,11 @@ fn read_subjects(
             return Err(format!("subject {name:?} is listed twice"));
         }
     }
+    let replaced: BTreeSet<String> = replaced_signatures(dir).into_iter().collect();
     let present: BTreeSet<String> = std::fs::read_dir(dir)
         .map_err(|e| e.to_string())?
         .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-        .filter(|n| n != MANIFEST_FILE && n != SIGNATURE_FILE)
+        .filter(|n| n != MANIFEST_FILE && n != SIGNATURE_FILE && !replaced.contains(n))
         .collect();
     let expected: BTreeSet<String> = wanted.keys().cloned().collect();
     if present != expected {
@@ -586,8 +725,7 @@ fn read_subjects(
     let mut files = BTreeMap::new();
     let mut total = 0;
     for (name, recorded) in &wanted {
-        let bytes =
-            safe_fs::read_regular_in(&dir.join(name), limits, &mut total).map_err(|e| e.to_string())?;
+        let bytes = safe_fs::read_regular_in(&dir.join(name), limits, &mut total).map_err(|e| e.to_string())?;
         let actual = sha256_tagged(&bytes);
         if &actual != recorded {
             return Err(format!("{name} hashes to {actual}, the manifest records {recorded}"));

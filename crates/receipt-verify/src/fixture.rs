@@ -1,6 +1,7 @@
 //! What the verifier needs from a corpus fixture, read as data: its digest and metadata, query text digests,
-//! judgements and document ids. A bundle carries exactly this ([`FixtureView`], `fixture-metadata.json`),
-//! never the corpus or query text.
+//! judgements, document and query ids, semantic-text digests and the binding of its vectors. A bundle carries
+//! exactly this ([`FixtureView`], `fixture-metadata.json`) and the vectors beside it, never corpus or query
+//! text; an output directory's verification reads the full fixture ([`FullFixture`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,14 +11,21 @@ use serde_json::Value;
 
 use crate::canonical::sha256_tagged;
 use crate::error::{Error, Result};
+use crate::names::VECTORS_FILE;
+use crate::texts::{Texts, semantic_document, semantic_query};
+use crate::vectors::{LAYOUT, Vectors};
 
-/// The schema id of `fixture-metadata.json`.
-pub const FIXTURE_VIEW_SCHEMA: &str = "scifact-audit-fixture-metadata-v1";
+/// The schema id of `fixture-metadata.json` this build writes: version 2 adds query ids, semantic-text
+/// digests and the vectors' binding.
+pub const FIXTURE_VIEW_SCHEMA: &str = "scifact-audit-fixture-metadata-v2";
+/// Version 1, published in bundles of claim v3 and earlier.
+pub const FIXTURE_VIEW_SCHEMA_V1: &str = "scifact-audit-fixture-metadata-v1";
 
 /// The publishable view of a fixture.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FixtureView {
-    /// Always [`FIXTURE_VIEW_SCHEMA`].
+    /// [`FIXTURE_VIEW_SCHEMA`] or [`FIXTURE_VIEW_SCHEMA_V1`].
     pub schema: String,
     /// `sha256:` of the fixture file.
     pub fixture_sha256: String,
@@ -29,9 +37,46 @@ pub struct FixtureView {
     pub qrels: BTreeMap<String, BTreeMap<String, i64>>,
     /// Document ids in fixture order.
     pub document_ids: Vec<String>,
+    /// Version 2: query ids in fixture order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_ids: Option<Vec<String>>,
+    /// Version 2: hex sha256 of every semantic text (what was embedded, before the role prefix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semantic_text_sha256: Option<SemanticDigests>,
+    /// Version 2: the vectors file beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<VectorsBinding>,
 }
 
-/// A full fixture, for the embedding re-check: texts and vectors.
+/// Hex sha256 of each semantic text, in fixture order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SemanticDigests {
+    /// One per document, in `document_ids` order.
+    pub documents: Vec<String>,
+    /// One per query, in `query_ids` order.
+    pub queries: Vec<String>,
+}
+
+/// Where the fixture's vectors are and what they must be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VectorsBinding {
+    /// The file's name in the bundle ([`VECTORS_FILE`]).
+    pub file: String,
+    /// `sha256:` of its bytes.
+    pub sha256: String,
+    /// Dimensions per vector.
+    pub dims: usize,
+    /// Document vectors, first.
+    pub documents: usize,
+    /// Query vectors, after them.
+    pub queries: usize,
+    /// The byte layout, in words ([`LAYOUT`]).
+    pub layout: String,
+}
+
+/// A full fixture, for the checks that need texts or vectors of an output directory's run.
 #[derive(Debug, Clone, Deserialize)]
 pub struct FullFixture {
     /// Schema id.
@@ -84,23 +129,33 @@ impl FixtureView {
         FixtureView::from_bytes(path, &bytes)
     }
 
-    /// [`FixtureView::load`] of bytes already read from `path`.
+    /// [`FixtureView::load`] of bytes already read from `path`. A view is read strictly (I-JSON, no unknown
+    /// field, every version 2 field present in a version 2 view and none in a version 1 view).
     ///
     /// # Errors
     /// [`Error::Input`] naming `path` when they do not parse.
     pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<(FixtureView, Option<FullFixture>)> {
-        let probe: Value = serde_json::from_slice(bytes).map_err(|e| Error::input(path, e))?;
-        if probe.get("schema").and_then(Value::as_str) == Some(FIXTURE_VIEW_SCHEMA) {
+        let probe: Value = crate::json::parse(bytes).map_err(|e| Error::input(path, e))?;
+        let schema = probe.get("schema").and_then(Value::as_str).unwrap_or_default().to_owned();
+        if schema == FIXTURE_VIEW_SCHEMA || schema == FIXTURE_VIEW_SCHEMA_V1 {
+            let schema = schema.as_str();
             let view: FixtureView = serde_json::from_value(probe).map_err(|e| Error::input(path, e))?;
+            let v2_fields = [view.query_ids.is_some(), view.semantic_text_sha256.is_some(), view.vectors.is_some()];
+            let expected = schema == FIXTURE_VIEW_SCHEMA;
+            if v2_fields.iter().any(|present| *present != expected) {
+                return Err(Error::input(path, format!("{schema} must have query_ids, semantic_text_sha256 and vectors exactly when it is version 2")));
+            }
             return Ok((view, None));
         }
         drop(probe);
         let full: FullFixture = serde_json::from_slice(bytes).map_err(|e| Error::input(path, e))?;
-        Ok((FixtureView::of(&full, &sha256_tagged(bytes)), Some(full)))
+        let view = FixtureView::of(&full, &sha256_tagged(bytes), None);
+        Ok((view, Some(full)))
     }
 
-    /// The view of a full fixture whose file digest is `fixture_sha256`.
-    pub fn of(full: &FullFixture, fixture_sha256: &str) -> FixtureView {
+    /// The version 2 view of a full fixture whose file digest is `fixture_sha256`, binding the vectors'
+    /// bytes when they are published beside it (a bundle's view; an output directory's has no binding).
+    pub fn of(full: &FullFixture, fixture_sha256: &str, vectors: Option<&[u8]>) -> FixtureView {
         let mut qrels: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
         for qrel in &full.qrels {
             qrels.entry(qrel.query_id.clone()).or_default().insert(qrel.doc_id.clone(), qrel.score);
@@ -108,6 +163,7 @@ impl FixtureView {
         for query in &full.queries {
             qrels.entry(query.id.clone()).or_default();
         }
+        let dims = full.documents.first().map_or(0, |d| d.vector.len());
         FixtureView {
             schema: FIXTURE_VIEW_SCHEMA.into(),
             fixture_sha256: fixture_sha256.into(),
@@ -119,6 +175,67 @@ impl FixtureView {
                 .collect(),
             qrels,
             document_ids: full.documents.iter().map(|d| d.id.clone()).collect(),
+            query_ids: Some(full.queries.iter().map(|q| q.id.clone()).collect()),
+            semantic_text_sha256: Some(SemanticDigests {
+                documents: full.documents.iter().map(|d| d.semantic_text_sha256.clone()).collect(),
+                queries: full.queries.iter().map(|q| q.semantic_text_sha256.clone()).collect(),
+            }),
+            vectors: vectors.map(|bytes| VectorsBinding {
+                file: VECTORS_FILE.into(),
+                sha256: sha256_tagged(bytes),
+                dims,
+                documents: full.documents.len(),
+                queries: full.queries.len(),
+                layout: LAYOUT.into(),
+            }),
         }
+    }
+
+    /// The archive member prefix (the profile's name: `scifact`).
+    pub fn profile(&self) -> &str {
+        self.metadata["profile"].as_str().unwrap_or("scifact")
+    }
+}
+
+impl FullFixture {
+    /// The fixture's vectors, narrowed back to the f32 the embedder produced.
+    ///
+    /// # Errors
+    /// Why they are not one dimension, finite.
+    pub fn vectors(&self) -> std::result::Result<Vectors, String> {
+        let dims = self.documents.first().map_or(0, |d| d.vector.len());
+        let flat = |items: &[FixtureText]| -> std::result::Result<Vec<f32>, String> {
+            let mut out = Vec::with_capacity(items.len() * dims);
+            for item in items {
+                if item.vector.len() != dims {
+                    return Err(format!("{:?} has {} dimensions, not {dims}", item.id, item.vector.len()));
+                }
+                out.extend(item.vector.iter().map(|x| *x as f32));
+            }
+            Ok(out)
+        };
+        Vectors::new(dims, flat(&self.documents)?, flat(&self.queries)?)
+    }
+
+    /// The fixture's texts; each semantic text is checked against the fixture's own digest of it.
+    ///
+    /// # Errors
+    /// The first text whose semantic digest differs.
+    pub fn texts(&self) -> std::result::Result<Texts, String> {
+        let texts = Texts {
+            documents: self.documents.iter().map(|d| (d.id.clone(), d.title.clone(), d.text.clone())).collect(),
+            queries: self.queries.iter().map(|q| (q.id.clone(), q.text.clone())).collect(),
+        };
+        for (document, (id, title, text)) in self.documents.iter().zip(&texts.documents) {
+            if crate::canonical::sha256_hex(semantic_document(title, text).as_bytes()) != document.semantic_text_sha256 {
+                return Err(format!("document {id:?}: its semantic text does not hash to the fixture's digest"));
+            }
+        }
+        for (query, (id, text)) in self.queries.iter().zip(&texts.queries) {
+            if crate::canonical::sha256_hex(semantic_query(text).as_bytes()) != query.semantic_text_sha256 {
+                return Err(format!("query {id:?}: its semantic text does not hash to the fixture's digest"));
+            }
+        }
+        Ok(texts)
     }
 }

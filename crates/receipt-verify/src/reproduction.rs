@@ -9,10 +9,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::bundle::MANIFEST_FILE;
+use crate::names::MANIFEST_FILE;
 use crate::canonical::sha256_tagged;
 use crate::error::{Error, Result};
-use crate::report::{Report, Status};
+use crate::report::Report;
 use crate::sign::{VerifyingKey, verify_bytes};
 
 /// The predicate type of a reproduction statement.
@@ -68,20 +68,14 @@ pub fn verify_reproduction(bundle_dir: &Path, statement: &Path, key: &VerifyingK
     let (manifest, files) = match crate::bundle::read_bundle_files(bundle_dir) {
         Ok(read) => read,
         Err(reason) => {
-            let reason = format!("the bundle is not complete: {reason}");
-            report.push(SCOPE, "reproduction.subject", Status::Fail, reason);
+            report.record(SCOPE, "reproduction.subject", Err(format!("the bundle is not complete: {reason}")));
             return Ok(report);
         }
     };
-    let statement: Value = match serde_json::from_slice(&bytes) {
+    let statement = match crate::json::parse(&bytes) {
         Ok(value) => value,
         Err(error) => {
-            report.push(
-                SCOPE,
-                "reproduction.subject",
-                Status::Fail,
-                format!("the statement does not parse: {error}"),
-            );
+            report.record(SCOPE, "reproduction.subject", Err(format!("the statement is not strict JSON: {error}")));
             return Ok(report);
         }
     };
@@ -102,6 +96,7 @@ pub fn verify_reproduction(bundle_dir: &Path, statement: &Path, key: &VerifyingK
         },
     );
     report.record(SCOPE, "reproduction.verdict", verdict(predicate));
+    report.attest(SCOPE, "reproduction.measurements", measurements(predicate));
     Ok(report)
 }
 
@@ -135,7 +130,7 @@ fn original(predicate: &Value, files: &BTreeMap<String, Vec<u8>>) -> Outcome {
             .iter()
             .find(|r| r["aggregate"] == name.as_str())
             .ok_or(format!("{name} was not compared"))?;
-        let aggregate: Value = serde_json::from_slice(bytes).map_err(|e| format!("{name}: {e}"))?;
+        let aggregate = crate::json::parse(bytes).map_err(|e| format!("{name}: {e}"))?;
         if run["config_sha256"] != aggregate["retrieval"]["config_sha256"]
             || run["queries"] != aggregate["queries"]["selected"]
             || run["mode"] != aggregate["mode"]
@@ -152,6 +147,17 @@ fn original(predicate: &Value, files: &BTreeMap<String, Vec<u8>>) -> Outcome {
         }
     }
     Ok(format!("every one of the bundle's {} runs is compared, with the bundle's own metrics", runs.len()))
+}
+
+/// The reproducer's measurements (rankings compared, deltas, who ran it where) are their word: only a
+/// reproduction of one's own can check them.
+fn measurements(predicate: &Value) -> Outcome {
+    let runs = predicate["runs"].as_array().map_or(0, Vec::len);
+    let host = &predicate["reproducer"]["host"];
+    Ok(format!(
+        "{runs} runs re-executed and compared by the reproducer on {}: their measurement; `scifact-audit reproduce` repeats it",
+        host["cpu_brand"].as_str().unwrap_or("an unnamed CPU")
+    ))
 }
 
 fn number(value: &Value) -> f64 {

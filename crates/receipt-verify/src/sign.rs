@@ -14,8 +14,6 @@ use minisign::{KeyPair, PublicKey, SecretKey, SecretKeyBox, SignatureBox};
 use crate::canonical::sha256_tagged;
 use crate::error::{Error, Result};
 
-/// The signature file beside the manifest.
-pub const SIGNATURE_FILE: &str = "manifest.json.minisig";
 /// The prefix of the trusted comment; the manifest digest follows.
 pub const TRUSTED_COMMENT_PREFIX: &str = "scifact-audit bundle manifest ";
 /// The largest key or signature file read (real ones are under 400 bytes).

@@ -5,7 +5,16 @@
 //! schema is exactly the one `semantic-memory` writes (no view, trigger or extra object can run).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::artifacts::Run;
+use crate::canonical::sha256_tagged;
+use crate::found::Found;
+use crate::names::{MAPPING_FILE, MAX_SIDECAR_BYTES};
+use crate::report::Report;
 
 use rusqlite::config::DbConfig;
 use rusqlite::limits::Limit;
@@ -159,31 +168,129 @@ impl StoreImage {
             .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
             .map_err(|e| format!("reading facts: {e}"))
     }
+}
 
-    /// FTS5 `bm25()`'s top `limit` facts of `namespace` for `expression`, best first: (fact id, -bm25).
-    pub(crate) fn bm25(
-        &self,
-        expression: &str,
-        namespace: &str,
-        limit: i64,
-    ) -> Result<Vec<(i64, f64)>, String> {
-        self.conn
-            .prepare(
-                "SELECT facts.id, bm25(facts_fts) AS score FROM facts_fts JOIN facts ON facts.id = facts_fts.rowid \
-                 WHERE facts_fts MATCH ?1 AND facts.namespace = ?2 ORDER BY score ASC, facts.id ASC LIMIT ?3",
-            )
-            .and_then(|mut s| {
-                s.query_map(rusqlite::params![expression, namespace, limit], |r| {
-                    Ok((r.get(0)?, -r.get::<_, f64>(1)?))
-                })?
-                .collect()
-            })
-            .map_err(|e| format!("FTS5 failed: {e}"))
+/// The database a run recorded, or the file of that name in `store_dir` when the store moved.
+fn database_path(run: &Run, store_dir: Option<&Path>) -> PathBuf {
+    let recorded = PathBuf::from(run.str_at("/store/db_path"));
+    match store_dir {
+        Some(dir) => dir.join(recorded.file_name().unwrap_or_default()),
+        None => recorded,
     }
 }
 
-/// The 100-byte header: SQLite's magic, and read/write versions 1 (rollback journal). Version 2 means WAL,
-/// whose open would create `-wal` and `-shm` files and whose content may live outside this file.
+/// Per database: its format (`store.format`) and its content against the runs (`store.database`). The file is
+/// read once, hashed, and opened from those bytes.
+pub(crate) fn stores(runs: &[Run], store_dir: Option<&Path>) -> Report {
+    let mut report = Report::default();
+    let mut by_db: BTreeMap<PathBuf, Vec<&Run>> = BTreeMap::new();
+    for run in runs {
+        by_db.entry(database_path(run, store_dir)).or_default().push(run);
+    }
+    for (path, runs) in by_db {
+        let scope = path.display().to_string();
+        let not_checked = |report: &mut Report, reason: &str| {
+            for name in ["store.format", "store.database"] {
+                report.not_checked(&scope, name, reason);
+            }
+        };
+        let bytes = match Found::at(&path, MAX_DATABASE_BYTES) {
+            Found::Read(_, bytes) => bytes,
+            Found::Absent(_) => {
+                not_checked(&mut report, "the database is not present here (pass --store-dir)");
+                continue;
+            }
+            Found::Refused(reason) => {
+                report.record(&scope, "store.format", Err(reason));
+                report.not_checked(&scope, "store.database", "the database was refused (see store.format)");
+                continue;
+            }
+        };
+        let live = sha256_tagged(&bytes);
+        let image = match StoreImage::open(&bytes) {
+            Ok(image) => image,
+            Err(reason) => {
+                report.record(&scope, "store.format", Err(format!("{live}: {reason}")));
+                report.not_checked(&scope, "store.database", "the database was refused (see store.format)");
+                continue;
+            }
+        };
+        drop(bytes);
+        report.record(
+            &scope,
+            "store.format",
+            Ok(format!("{live}: a rollback-journal SQLite file whose schema is exactly {STORE_FORMAT}'s, opened from the hashed bytes")),
+        );
+        report.record(&scope, "store.database", check_database(&image, &live, &path, &runs));
+    }
+    report
+}
+
+fn check_database(
+    image: &StoreImage,
+    live: &str,
+    path: &Path,
+    runs: &[&Run],
+) -> std::result::Result<String, String> {
+    let newest = runs
+        .iter()
+        .max_by_key(|r| r.aggregate.pointer("/store/receipts_after_run").and_then(Value::as_u64).unwrap_or(0))
+        .ok_or("no aggregate")?;
+    if newest.str_at("/store/db_sha256_after_run") != live {
+        return Err(format!(
+            "the database is {live}; the newest run ({}) recorded {}",
+            newest.name,
+            newest.str_at("/store/db_sha256_after_run")
+        ));
+    }
+    let stored = image.receipts()?;
+    if newest.aggregate.pointer("/store/receipts_after_run").and_then(Value::as_u64)
+        != Some(stored.len() as u64)
+    {
+        return Err(format!("{} receipts stored, the newest run recorded another count", stored.len()));
+    }
+    let mut checked = 0;
+    for run in runs {
+        for row in run.rows.as_deref().unwrap_or_default() {
+            if row["receipt"].is_null() {
+                continue;
+            }
+            let request = row["request_id"].as_str().unwrap_or("");
+            if stored.get(request).map(String::as_str) != row["receipt"]["digest"].as_str() {
+                return Err(format!("{}: receipt {request:?} is not stored with its digest", run.name));
+            }
+            checked += 1;
+        }
+    }
+    let facts = image.facts()?;
+    let mapping_path = path.with_file_name(MAPPING_FILE);
+    let mapping: Value = match Found::at(&mapping_path, MAX_SIDECAR_BYTES) {
+        Found::Read(_, bytes) => {
+            crate::json::parse(&bytes).map_err(|e| format!("{}: {e}", mapping_path.display()))?
+        }
+        Found::Absent(reason) | Found::Refused(reason) => return Err(reason),
+    };
+    let entries = mapping["entries"].as_array().cloned().unwrap_or_default();
+    if entries.len() != facts.len() {
+        return Err(format!("the mapping has {} entries, the database {} facts", entries.len(), facts.len()));
+    }
+    let namespace = runs[0].str_at("/store/namespace");
+    for (entry, (id, fact_namespace, metadata)) in entries.iter().zip(&facts) {
+        let metadata: Value = serde_json::from_str(metadata).unwrap_or(Value::Null);
+        if entry["fact_id"].as_i64() != Some(*id)
+            || metadata["beir_doc_id"] != entry["doc_id"]
+            || fact_namespace != namespace
+        {
+            return Err(format!("fact {id} does not hold mapping entry {entry}"));
+        }
+    }
+    Ok(format!(
+        "database {live} is the newest run's; {checked} receipts stored with their digests; mapping agrees with {} facts",
+        facts.len()
+    ))
+}
+
+
 fn check_header(bytes: &[u8]) -> Result<(), String> {
     if bytes.len() < 100 || &bytes[..16] != b"SQLite format 3\0" {
         return Err("not a SQLite database (no SQLite header)".into());

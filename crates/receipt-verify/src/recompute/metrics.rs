@@ -66,6 +66,28 @@ pub fn metrics(ranked: &[String], qrels: &BTreeMap<String, i64>) -> BTreeMap<&'s
     out
 }
 
+/// Every metric per query, in row order, recomputed from each row's ranking and judgements.
+pub(crate) fn series(rows: &[serde_json::Value]) -> BTreeMap<&'static str, Vec<f64>> {
+    let mut series: BTreeMap<&'static str, Vec<f64>> = METRIC_NAMES.iter().map(|n| (*n, Vec::new())).collect();
+    for row in rows {
+        let ranked = crate::artifacts::strings(row.get("ranked_doc_ids"));
+        for (name, value) in metrics(&ranked, &crate::artifacts::qrels_of(row)) {
+            series.entry(name).or_default().push(value);
+        }
+    }
+    series
+}
+
+/// The mean of every metric over `rows` (0 for no rows).
+pub(crate) fn means(rows: &[serde_json::Value]) -> BTreeMap<&'static str, f64> {
+    series(rows)
+        .into_iter()
+        .map(|(name, values)| {
+            (name, if values.is_empty() { 0.0 } else { values.iter().sum::<f64>() / values.len() as f64 })
+        })
+        .collect()
+}
+
 /// Nearest-rank percentile: the value at 1-based rank `ceil(p/100 * n)` of the sorted values.
 pub fn percentile(values: &[f64], p: f64) -> f64 {
     let mut sorted = values.to_vec();

@@ -7,48 +7,27 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use crate::artifacts::{Run, SCHEMAS, qrels_of, strings};
+use crate::baseline::config_label;
 use crate::canonical::{sha256_hex, sha256_tagged};
+use crate::checks::Input;
 use crate::fixture::FixtureView;
-use crate::metrics::{METRIC_NAMES, metrics, percentile};
-use crate::report::{Report, Status};
+use crate::recompute::metrics::{METRIC_NAMES, metrics, percentile};
+use crate::report::{Basis, Report, Status};
 
 /// Absolute tolerance between a recorded metric and its recomputation (summation order may differ).
 pub const METRIC_TOLERANCE: f64 = 1e-9;
 
-/// An optional input of a check, as the caller found it.
-#[derive(Debug)]
-pub enum Input<'a, T: ?Sized> {
-    /// Read: where from, and what.
-    Read {
-        /// The path or bundle member it came from, for the evidence.
-        origin: &'a str,
-        /// The content.
-        content: &'a T,
-    },
-    /// Not available here; the check is `not_checked` with this reason.
-    Absent(&'a str),
-    /// Present but refused (not a regular file, over its cap, unreadable); the check fails with this reason.
-    Refused(&'a str),
-}
-
-impl<T: ?Sized> Clone for Input<'_, T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<T: ?Sized> Copy for Input<'_, T> {}
-
 /// Where the optional evidence comes from.
 #[derive(Debug, Clone, Copy)]
 pub struct Evidence<'a> {
-    /// The fixture (or its bundle view), for query, qrels and corpus identity.
-    pub fixture: Option<&'a FixtureView>,
+    /// The fixture (or its bundle view), for query, qrels and corpus identity. A view given but unreadable
+    /// fails those checks; one not given leaves them not checked.
+    pub fixture: Input<'a, FixtureView>,
     /// The mapping file's bytes.
     pub mapping: Input<'a, [u8]>,
     /// The sha256 (`sha256:<hex>`) of the executable to compare with the recorded digest: the file at the
-    /// recorded path for a run on this machine, or a reproducible build of the recorded revision. A bundle
-    /// carries no executable, so without one given its check is `not_checked`.
+    /// recorded path for a run on this machine, or a reproducible build of the recorded revision. Without one,
+    /// the recorded digest is the signer's word (attested).
     pub executable_sha256: Input<'a, str>,
 }
 
@@ -60,7 +39,7 @@ pub fn validate(run: &Run, evidence: Evidence<'_>) -> Report {
     let rows = match &run.rows {
         Ok(rows) => rows,
         Err(reason) => {
-            report.push(scope, "rows.file", Status::Fail, reason.clone());
+            report.record(scope, "rows.file", Err(reason.clone()));
             return report;
         }
     };
@@ -68,14 +47,19 @@ pub fn validate(run: &Run, evidence: Evidence<'_>) -> Report {
     report.record(scope, "rows.identity", rows_identity(run, rows));
     report.record(scope, "split.membership", split_membership(run, rows));
     match evidence.fixture {
-        Some(view) => {
+        Input::Read { content: view, .. } => {
             report.record(scope, "corpus.hashes", corpus_hashes(run, view));
             report.record(scope, "query.identity", query_identity(rows, view));
             report.record(scope, "qrels.identity", qrels_identity(rows, view));
         }
-        None => {
+        Input::Absent(reason) => {
             for name in ["corpus.hashes", "query.identity", "qrels.identity"] {
-                report.push(scope, name, Status::NotChecked, "no fixture or fixture-metadata.json available");
+                report.not_checked(scope, name, reason);
+            }
+        }
+        Input::Refused(reason) => {
+            for name in ["corpus.hashes", "query.identity", "qrels.identity"] {
+                report.record(scope, name, Err(reason.to_owned()));
             }
         }
     }
@@ -83,11 +67,11 @@ pub fn validate(run: &Run, evidence: Evidence<'_>) -> Report {
     report.record(scope, "metrics.per_query", per_query_metrics(rows));
     report.record(scope, "metrics.aggregate", aggregate_metrics(run, rows));
     report.record(scope, "statistics", statistics(run, rows));
-    report.record(scope, "attempts.disclosure", attempts(run, rows));
-    let (status, text) = executable(run, evidence.executable_sha256);
-    report.push(scope, "executable.hash", status, text);
-    let (status, text) = mapping(run, rows, evidence.mapping, evidence.fixture);
-    report.push(scope, "mapping.hash", status, text);
+    report.attest(scope, "attempts.disclosure", attempts(run, rows));
+    executable(&mut report, run, evidence.executable_sha256);
+    let (status, text) = mapping(run, rows, evidence.mapping, evidence.fixture.content());
+    let basis = if status == Status::NotChecked { Basis::NotChecked } else { Basis::Recomputed };
+    report.push(scope, "mapping.hash", status, basis, text);
     report
 }
 
@@ -177,15 +161,6 @@ fn rows_identity(run: &Run, rows: &[Value]) -> Result<String, String> {
         }
     }
     Ok(format!("{} rows of {mode}/{split}, unique query ids, deterministic request ids", rows.len()))
-}
-
-/// The label of a configuration's request ids and file names: none for the frozen baseline, else `c` and the
-/// first 12 hex digits of the configuration's canonical digest.
-pub fn config_label(config: &Value) -> Option<String> {
-    if crate::verify::is_frozen_baseline(config) {
-        return None;
-    }
-    Some(format!("c{}", &sha256_hex(&crate::canonical::canonical(config))[..12]))
 }
 
 /// The split, drawn again: sort by (sha256 hex of the id, id), the first `calibration_count` calibrate.
@@ -542,17 +517,27 @@ fn statistics(run: &Run, rows: &[Value]) -> Result<String, String> {
     Ok(format!("{failures} failures, {} unique docs, distribution {distribution:?}", unique.len()))
 }
 
-fn executable(run: &Run, given: Input<'_, str>) -> (Status, String) {
+/// `executable.hash`: recomputed when an executable is given to hash, else the signer's statement.
+fn executable(report: &mut Report, run: &Run, given: Input<'_, str>) {
+    let scope = run.name.as_str();
     let recorded = run.str_at("/executable/sha256");
     match given {
         Input::Read { origin, content } if content == recorded => {
-            (Status::Pass, format!("{origin} is {content}"))
+            report.record(scope, "executable.hash", Ok(format!("{origin} is {content}")));
         }
-        Input::Read { origin, content } => {
-            (Status::Fail, format!("{origin} hashes to {content}, the aggregate records {recorded}"))
-        }
-        Input::Absent(reason) => (Status::NotChecked, format!("{reason}; the aggregate records {recorded}")),
-        Input::Refused(reason) => (Status::Fail, reason.to_owned()),
+        Input::Read { origin, content } => report.record(
+            scope,
+            "executable.hash",
+            Err(format!("{origin} hashes to {content}, the aggregate records {recorded}")),
+        ),
+        Input::Absent(reason) => report.attest(
+            scope,
+            "executable.hash",
+            Ok(format!(
+                "the aggregate records executable {recorded}; {reason}: a reproducible build of the recorded revision (--executable) would check it"
+            )),
+        ),
+        Input::Refused(reason) => report.record(scope, "executable.hash", Err(reason.to_owned())),
     }
 }
 
@@ -573,7 +558,7 @@ fn mapping(
     if actual != recorded {
         return (Status::Fail, format!("{origin} hashes to {actual}, the aggregate records {recorded}"));
     }
-    let Ok(mapping) = serde_json::from_slice::<Value>(bytes) else {
+    let Ok(mapping) = crate::json::parse(bytes) else {
         return (Status::Fail, format!("{origin} does not parse"));
     };
     let entries = mapping.get("entries").and_then(Value::as_array).cloned().unwrap_or_default();

@@ -5,9 +5,14 @@
 use serde_json::Value;
 
 /// SplitMix64, as the plan names it.
-struct Stream(u64);
+pub(crate) struct Stream(u64);
 
 impl Stream {
+    /// A stream from `seed`.
+    pub(crate) fn new(seed: u64) -> Stream {
+        Stream(seed)
+    }
+
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut x = self.0;
@@ -17,7 +22,7 @@ impl Stream {
     }
 
     /// Lemire's nearly divisionless bounded draw in `0..bound`.
-    fn below(&mut self, bound: u64) -> usize {
+    pub(crate) fn below(&mut self, bound: u64) -> usize {
         loop {
             let wide = u128::from(self.next()) * u128::from(bound);
             let low = wide as u64;
@@ -144,6 +149,145 @@ pub(crate) fn holm(p: &[f64]) -> Vec<f64> {
         out[index] = floor;
     }
     out
+}
+
+/// One held-out run's means and intervals, recomputed.
+#[derive(Debug, Clone)]
+pub(crate) struct ArmEstimates {
+    /// `baseline` or `selected`.
+    pub(crate) config: String,
+    /// The mode.
+    pub(crate) mode: String,
+    /// The aggregate's file name.
+    pub(crate) aggregate: String,
+    /// Metric name to estimate, in the plan's order.
+    pub(crate) metrics: Vec<(String, Estimate)>,
+}
+
+/// One declared comparison, recomputed.
+#[derive(Debug, Clone)]
+pub(crate) struct ComparisonEstimate {
+    /// Its declared name.
+    pub(crate) name: String,
+    /// The metric compared.
+    pub(crate) metric: String,
+    /// The mean paired difference `a - b` and its interval.
+    pub(crate) difference: Estimate,
+    /// Permutations at least as extreme as the observed difference.
+    pub(crate) exceed: usize,
+    /// The randomization test's p-value.
+    pub(crate) p: f64,
+    /// Holm's adjusted p-value.
+    pub(crate) p_holm: f64,
+    /// Whether `p_holm` is below the plan's alpha.
+    pub(crate) significant: bool,
+}
+
+/// The held-out statistics, recomputed from the rows under the plan.
+#[derive(Debug, Clone)]
+pub(crate) struct HeldOut {
+    /// Queries per run.
+    pub(crate) queries: usize,
+    /// Per run, in the order given.
+    pub(crate) arms: Vec<ArmEstimates>,
+    /// Per declared comparison, in declared order.
+    pub(crate) comparisons: Vec<ComparisonEstimate>,
+    /// Bootstrap resamples.
+    pub(crate) resamples: usize,
+    /// Randomization permutations.
+    pub(crate) permutations: usize,
+    /// The seed.
+    pub(crate) seed: u64,
+}
+
+/// A held-out run to estimate: `(config, mode, aggregate name, its rows)`.
+pub(crate) type ArmRows<'a> = (String, String, String, &'a [serde_json::Value]);
+
+/// Recomputes the held-out statistics: every `metrics` mean of every arm with its interval, and each
+/// `comparisons` entry (`(name, a's rows, b's rows)`) on `primary`, from one shared set of resamples.
+///
+/// # Errors
+/// When the runs do not answer the same queries in the same order, or there are none.
+pub(crate) fn heldout(
+    plan: &Plan,
+    metrics: &[&str],
+    primary: &str,
+    arms: &[ArmRows<'_>],
+    comparisons: &[(String, &[serde_json::Value], &[serde_json::Value])],
+) -> Result<HeldOut, String> {
+    let mut order: Option<Vec<&str>> = None;
+    for (_, _, aggregate, rows) in arms {
+        let ids: Vec<&str> = rows.iter().map(crate::artifacts::query_id).collect();
+        if order.get_or_insert_with(|| ids.clone()) != &ids {
+            return Err(format!("{aggregate} does not answer the same queries in the same order"));
+        }
+    }
+    let mut series: Vec<Vec<f64>> = Vec::new();
+    for (_, _, _, rows) in arms {
+        let values = crate::recompute::metrics::series(rows);
+        for name in metrics {
+            series.push(values.get(name).cloned().ok_or_else(|| format!("unknown metric {name}"))?);
+        }
+    }
+    let first_difference = series.len();
+    for (name, a, b) in comparisons {
+        let side = |rows: &[serde_json::Value]| {
+            crate::recompute::metrics::series(rows).remove(primary).unwrap_or_default()
+        };
+        let (a, b) = (side(a), side(b));
+        if a.len() != b.len() {
+            return Err(format!("{name}: {} queries against {}", a.len(), b.len()));
+        }
+        series.push(a.iter().zip(&b).map(|(a, b)| a - b).collect());
+    }
+    let estimates = bootstrap(plan, &series);
+    if estimates.len() != series.len() {
+        return Err("no held-out queries".into());
+    }
+    let mut at = 0;
+    let arms_out = arms
+        .iter()
+        .map(|(config, mode, aggregate, _)| {
+            let metrics = metrics
+                .iter()
+                .map(|name| {
+                    let estimate = estimates[at];
+                    at += 1;
+                    ((*name).to_owned(), estimate)
+                })
+                .collect();
+            ArmEstimates { config: config.clone(), mode: mode.clone(), aggregate: aggregate.clone(), metrics }
+        })
+        .collect();
+    let mut comparisons_out = Vec::new();
+    let mut p_values = Vec::new();
+    for (c, (name, _, _)) in comparisons.iter().enumerate() {
+        let index = first_difference + c;
+        let exceed = randomization(plan, &series[index], c);
+        let p = (exceed + 1) as f64 / (plan.permutations + 1) as f64;
+        p_values.push(p);
+        comparisons_out.push(ComparisonEstimate {
+            name: name.clone(),
+            metric: primary.to_owned(),
+            difference: estimates[index],
+            exceed,
+            p,
+            p_holm: f64::NAN,
+            significant: false,
+        });
+    }
+    for (comparison, adjusted) in comparisons_out.iter_mut().zip(holm(&p_values)) {
+        comparison.p_holm = adjusted;
+        comparison.significant = adjusted < plan.alpha;
+    }
+    Ok(HeldOut {
+        queries: order.map_or(0, |o| o.len()),
+        arms: arms_out,
+        comparisons: comparisons_out,
+        resamples: plan.resamples,
+        permutations: plan.permutations,
+        seed: plan.seed,
+    })
 }
 
 #[cfg(test)]

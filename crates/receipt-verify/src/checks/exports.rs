@@ -13,25 +13,13 @@ use serde_json::Value;
 
 use crate::artifacts::Run;
 use crate::canonical::sha256_tagged;
+use crate::names::{
+    METADATA_SUFFIX, PROVENANCE_SUFFIX, QRELS_FILE, SLSA_PROVENANCE_TYPE, TEST_RESULT_FILE, TEST_RESULT_TYPE,
+    TREC_SUFFIX, export_stem,
+};
 use crate::report::Report;
 
-/// The test qrels file.
-pub const QRELS_FILE: &str = "scifact-test.qrels";
-/// A run file's suffix after its aggregate's stem.
-pub const TREC_SUFFIX: &str = ".trec";
-/// A run's ir_metadata suffix after its aggregate's stem.
-pub const METADATA_SUFFIX: &str = ".ir_metadata.yml";
-/// A run's SLSA provenance suffix after its aggregate's stem.
-pub const PROVENANCE_SUFFIX: &str = ".provenance.json";
-/// The SLSA provenance predicate type.
-pub const SLSA_PROVENANCE_TYPE: &str = "https://slsa.dev/provenance/v1";
-
 type Outcome = Result<String, String>;
-
-/// The stem of an aggregate's exports.
-pub fn export_stem(aggregate: &str) -> &str {
-    aggregate.strip_suffix(".aggregate.json").unwrap_or(aggregate)
-}
 
 /// The export file names of every run, then the qrels file.
 pub fn export_names(runs: &[Run]) -> Vec<String> {
@@ -226,23 +214,8 @@ fn qrels_agree(bytes: &[u8], expected: &BTreeMap<String, BTreeMap<String, i64>>,
     Ok(format!("{pairs} judgements over {} queries equal the fixture's and every row's", found.len()))
 }
 
-/// RFC 3339 (UTC, whole seconds) of a unix time, from the days-to-civil algorithm (Hinnant).
-fn rfc3339(unix: u64) -> String {
-    let (days, secs) = ((unix / 86_400) as i64 + 719_468, unix % 86_400);
-    let era = days.div_euclid(146_097);
-    let day_of_era = days.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
-    let month = if shifted_month < 10 { shifted_month + 3 } else { shifted_month - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", secs / 3_600, (secs % 3_600) / 60, secs % 60)
-}
-
 fn provenance_agrees(run: &Run, bytes: &[u8]) -> Outcome {
-    let statement: Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("the provenance does not parse: {e}"))?;
+    let statement = crate::json::parse(bytes).map_err(|e| format!("the provenance does not parse: {e}"))?;
     let want =
         |ok: bool, what: &str| if ok { Ok(()) } else { Err(format!("the provenance's {what} differs")) };
     want(statement["_type"] == "https://in-toto.io/Statement/v1", "_type")?;
@@ -299,7 +272,7 @@ fn provenance_agrees(run: &Run, bytes: &[u8]) -> Outcome {
             == a["executable"]["sha256"].as_str().map(|d| d.trim_start_matches("sha256:")),
         "builder's executable digest",
     )?;
-    let time = |pointer: &str| a.pointer(pointer).and_then(Value::as_u64).map(rfc3339);
+    let time = |pointer: &str| a.pointer(pointer).and_then(Value::as_u64).map(crate::time::rfc3339);
     want(
         details["metadata"]["startedOn"].as_str() == time("/started_unix").as_deref()
             && details["metadata"]["finishedOn"].as_str() == time("/finished_unix").as_deref(),
@@ -312,11 +285,6 @@ fn provenance_agrees(run: &Run, bytes: &[u8]) -> Outcome {
         dependencies.len()
     ))
 }
-
-/// The verification verdict as an in-toto Test Result statement's file name.
-pub const TEST_RESULT_FILE: &str = "verification.intoto.json";
-/// The in-toto Test Result predicate type.
-pub const TEST_RESULT_TYPE: &str = "https://in-toto.io/attestation/test-result/v0.1";
 
 /// The files the verification of `runs` read, as `(name, hex sha256)`: each run's rows (when read), then its
 /// aggregate. These are a test-result statement's subjects.
@@ -333,14 +301,24 @@ pub fn subjects_of(runs: &[Run]) -> Vec<(String, String)> {
 }
 
 /// The verification report (`verification.json`'s bytes) as an in-toto Test Result statement about the files
-/// it verified (`subjects`, from [`subjects_of`]): `PASSED` when publishable, `WARNED` when short of a gate or not checked, else `FAILED`; one
-/// test per check, named `<scope>: <check>`; the report itself as the configuration.
+/// it verified (`subjects`, from [`subjects_of`]): `PASSED` when verified or publishable, `WARNED` when short of a
+/// gate, else `FAILED`. One test per check, named `<basis>: <scope>: <check>`: a recomputed check that passed
+/// is a passed test; an attested or unchecked one is a warned test (its name says which), never a passed one.
+/// The report itself is the configuration.
 pub fn test_result_statement(subjects: &[(String, String)], verification: &[u8]) -> Value {
     let report: Value = serde_json::from_slice(verification).unwrap_or(Value::Null);
+    let version_1 = report["schema"] == "scifact-audit-verification-v1";
     let (mut passed, mut warned, mut failed) = (Vec::new(), Vec::new(), Vec::new());
     for check in report["checks"].as_array().into_iter().flatten() {
-        let name =
-            format!("{}: {}", check["scope"].as_str().unwrap_or(""), check["name"].as_str().unwrap_or(""));
+        let basis = match check["basis"].as_str() {
+            Some("attested") => "attested",
+            Some("not_checked") => "not checked",
+            Some(_) => "recomputed",
+            None => "unstated",
+        };
+        let scoped = format!("{}: {}", check["scope"].as_str().unwrap_or(""), check["name"].as_str().unwrap_or(""));
+        // Version 1 reports (bundles of claim v3) named tests without a basis; they keep their statement.
+        let name = if version_1 { scoped } else { format!("{basis}: {scoped}") };
         match check["status"].as_str() {
             Some("pass") => passed.push(name),
             Some("fail") => failed.push(name),
@@ -348,7 +326,7 @@ pub fn test_result_statement(subjects: &[(String, String)], verification: &[u8])
         }
     }
     let result = match report["verdict"].as_str() {
-        Some("publishable") => "PASSED",
+        Some("verified" | "publishable") => "PASSED",
         Some("not publishable") => "WARNED",
         _ => "FAILED",
     };
@@ -381,8 +359,7 @@ pub fn test_result_agrees(
     let (Some(verification), Some(statement)) = (verification, statement) else {
         return Err(format!("verification.json or {TEST_RESULT_FILE} is missing"));
     };
-    let found: Value =
-        serde_json::from_slice(statement).map_err(|e| format!("{TEST_RESULT_FILE} does not parse: {e}"))?;
+    let found = crate::json::parse(statement).map_err(|e| format!("{TEST_RESULT_FILE} does not parse: {e}"))?;
     let expected = test_result_statement(&subjects_of(runs), verification);
     if found == expected {
         Ok(format!(

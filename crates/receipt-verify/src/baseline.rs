@@ -1,0 +1,51 @@
+//! The frozen baseline configuration and the label a configuration's files carry, stated here from the
+//! contract, independently of the library's `Default`.
+
+use serde_json::{Value, json};
+
+use crate::canonical::{canonical, canonical_digest, sha256_hex};
+
+/// The frozen baseline configuration.
+pub fn frozen_baseline() -> Value {
+    json!({
+        "top_k": 10,
+        "lexical_candidates": 100,
+        "vector_candidates": 100,
+        "rrf_k": 60.0,
+        "fts_weight": 1.0,
+        "vector_weight": 1.0,
+        "sparse_weight": 0.0,
+        "dense_derived_sparse": false,
+        "late_interaction_weight": 0.0,
+        "candidate_dims": null,
+        "recency": "off",
+        "derived_vector_backend": "disabled",
+        "exactness": "prefer_exact",
+        "lexical_backend": "memory_bm25",
+        "bm25_k1": 1.2,
+        "bm25_b": 0.75,
+    })
+}
+
+/// Returns true when `config` is the frozen baseline: equal to [`frozen_baseline`] except that the lexical
+/// backend may be either exact one (`fts5` or `memory_bm25`), and that configurations written before k1 and b
+/// were configurable may lack them.
+pub fn is_frozen_baseline(config: &Value) -> bool {
+    let Some(object) = config.as_object() else { return false };
+    let mut normalized = object.clone();
+    let backend_ok =
+        matches!(normalized.get("lexical_backend").and_then(Value::as_str), Some("fts5" | "memory_bm25"));
+    normalized.insert("lexical_backend".into(), json!("memory_bm25"));
+    normalized.entry("bm25_k1").or_insert(json!(1.2));
+    normalized.entry("bm25_b").or_insert(json!(0.75));
+    backend_ok && canonical_digest(&Value::Object(normalized)) == canonical_digest(&frozen_baseline())
+}
+
+/// The label of a configuration's request ids and file names: none for the frozen baseline, else `c` and the
+/// first 12 hex digits of the configuration's canonical digest.
+pub fn config_label(config: &Value) -> Option<String> {
+    if is_frozen_baseline(config) {
+        return None;
+    }
+    Some(format!("c{}", &sha256_hex(&canonical(config))[..12]))
+}

@@ -1,0 +1,127 @@
+//! Every check over a set of runs, whatever they were read from. A bundle ([`crate::bundle`]) and an output
+//! directory ([`crate::rundir`]) are two thin readers: each turns what it found into [`Inputs`] and calls
+//! [`run_all`], then adds the few checks only it can make (signature and subjects; the live database).
+//!
+//! Each check records its basis: recomputed from the inputs, attested (the signer's word), or not checked (an
+//! input is missing here, and its evidence says which).
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::artifacts::Run;
+use crate::fixture::FixtureView;
+use crate::recompute::embedding::Sample;
+use crate::render::Model;
+use crate::report::Report;
+use crate::texts::Texts;
+use crate::vectors::Vectors;
+
+pub(crate) mod attested;
+pub(crate) mod exports;
+pub(crate) mod rankings;
+pub(crate) mod receipts;
+pub(crate) mod selection;
+pub(crate) mod store;
+pub(crate) mod validate;
+
+/// An optional input of a check, as the caller found it.
+#[derive(Debug)]
+pub enum Input<'a, T: ?Sized> {
+    /// Read: where from, and what.
+    Read {
+        /// The path or bundle member it came from, for the evidence.
+        origin: &'a str,
+        /// The content.
+        content: &'a T,
+    },
+    /// Not available here; the check is `not_checked` with this reason.
+    Absent(&'a str),
+    /// Present but refused (not a regular file, over its cap, unreadable, not parseable); the check fails with
+    /// this reason.
+    Refused(&'a str),
+}
+
+impl<T: ?Sized> Clone for Input<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: ?Sized> Copy for Input<'_, T> {}
+
+impl<'a, T: ?Sized> Input<'a, T> {
+    /// The content, when read.
+    pub fn content(&self) -> Option<&'a T> {
+        match self {
+            Input::Read { content, .. } => Some(content),
+            _ => None,
+        }
+    }
+}
+
+/// How the embedding re-check runs.
+#[derive(Debug, Clone)]
+pub struct EmbeddingCheck {
+    /// The model directory; without one the check is not made.
+    pub model_dir: Option<PathBuf>,
+    /// How many texts.
+    pub sample: Sample,
+    /// The draw's seed (printed, so that it can be replayed).
+    pub seed: u64,
+}
+
+/// What the readers hand to [`run_all`].
+pub(crate) struct Inputs<'a> {
+    /// Every aggregate with its rows.
+    pub(crate) runs: &'a [Run],
+    /// The fixture view (from `fixture-metadata.json`, or the full fixture).
+    pub(crate) fixture: Input<'a, FixtureView>,
+    /// The mapping file's bytes.
+    pub(crate) mapping: Input<'a, [u8]>,
+    /// The executable's digest to compare with the recorded one.
+    pub(crate) executable: Input<'a, str>,
+    /// `effective-config.json`, parsed.
+    pub(crate) frozen: Option<&'a Value>,
+    /// The selection's documents.
+    pub(crate) documents: selection::Documents<'a>,
+    /// The fixture's vectors (the bundle's `vectors.f32`, or the full fixture's).
+    pub(crate) vectors: Input<'a, Vectors>,
+    /// The corpus and query texts (the public archive, or the full fixture).
+    pub(crate) texts: Input<'a, Texts>,
+    /// The embedding re-check.
+    pub(crate) embedding: &'a EmbeddingCheck,
+}
+
+/// The checks and, for a run with a selection, what the report draws.
+pub(crate) struct Outcome {
+    pub(crate) report: Report,
+    pub(crate) model: Option<Model>,
+}
+
+/// Runs every check that needs nothing but [`Inputs`]: the contract's validator, the receipts, what is
+/// attested, every ranking recomputed, the embeddings, and the selection.
+pub(crate) fn run_all(inputs: &Inputs<'_>) -> Outcome {
+    let mut report = Report::default();
+    for run in inputs.runs {
+        report.extend(validate::validate(
+            run,
+            validate::Evidence {
+                fixture: inputs.fixture,
+                mapping: inputs.mapping,
+                executable_sha256: inputs.executable,
+            },
+        ));
+        report.extend(receipts::receipts(run, inputs.frozen));
+        report.extend(attested::attested(run));
+        if let Some(frozen) = inputs.frozen
+            && run.str_at("/split") != "calibration"
+        {
+            report.attest(&run.name, "freeze.order", attested::freeze_order(run, frozen));
+        }
+    }
+    report.extend(rankings::rankings(inputs));
+    let (selection, model) = selection::selection_checks(inputs.runs, inputs.documents);
+    report.extend(selection);
+    Outcome { report, model }
+}

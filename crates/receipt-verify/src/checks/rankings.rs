@@ -1,0 +1,635 @@
+//! Every ranking of every query of every run, recomputed: `ranking.vector` (every vector candidate list is the
+//! exact top k of a full scan of the fixture's vectors, ids, order and score bits), `ranking.lexical` (every
+//! lexical candidate list is this verifier's own FTS5 ranking of the texts), `fusion.ranking` (every fused list
+//! and its normalisation follow from the two recomputed lists), `fusion.scores` (every fused score from its
+//! recorded components) and `embedding.values` (vectors re-embedded bit for bit). No sample of queries: all.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use crate::artifacts::{Run, query_id};
+use crate::checks::{EmbeddingCheck, Input, Inputs};
+use crate::fixture::FixtureView;
+use crate::recompute::dense::Scans;
+use crate::recompute::fusion::{self, Component, Normalization, Plan};
+use crate::recompute::lexical::{FTS5_B, FTS5_K1, Lists};
+use crate::report::Report;
+use crate::texts::Texts;
+use crate::vectors::{Vectors, vector_digest};
+
+type Outcome = Result<String, String>;
+
+/// What every run's checks share: the fact ids in fixture order, the query index of each query id, and the
+/// recomputed candidate lists.
+struct Shared<'a> {
+    query_index: HashMap<&'a str, usize>,
+    vectors: Option<&'a Vectors>,
+    dense: Result<Scans, String>,
+    lexical: Result<Lists, String>,
+}
+
+/// The ranking checks of every run, and `embedding.values`.
+pub(crate) fn rankings(inputs: &Inputs<'_>) -> Report {
+    let mut report = Report::default();
+    let runs = inputs.runs;
+    let wants_vector = runs.iter().any(|r| r.mode() != "fts_only");
+    let wants_lexical = runs.iter().any(|r| r.mode() != "vector_only");
+    let layout = match inputs.fixture {
+        Input::Read { content, .. } => layout(content, inputs.mapping),
+        Input::Absent(reason) => Err(Unavailable::NotHere(reason.to_owned())),
+        Input::Refused(reason) => Err(Unavailable::Broken(reason.to_owned())),
+    };
+    let shared = match &layout {
+        Ok((fact_ids, query_ids)) => {
+            let query_index: HashMap<&str, usize> =
+                query_ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
+            let mut needed: (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+            let mut depth = 0usize;
+            for run in runs {
+                let config = run.config();
+                for key in ["top_k", "lexical_candidates", "vector_candidates"] {
+                    depth = depth.max(config[key].as_u64().unwrap_or(0) as usize);
+                }
+                for row in run.rows_or_empty() {
+                    if let Some(&index) = query_index.get(query_id(row)) {
+                        if run.mode() != "fts_only" {
+                            needed.0.push(index);
+                        }
+                        if run.mode() != "vector_only" {
+                            needed.1.push(index);
+                        }
+                    }
+                }
+            }
+            for list in [&mut needed.0, &mut needed.1] {
+                list.sort_unstable();
+                list.dedup();
+            }
+            let dense = match inputs.vectors {
+                Input::Read { content, .. } if wants_vector => {
+                    consistent_vectors(content, fact_ids.len(), query_ids.len())
+                        .map(|()| Scans::compute(content, fact_ids, &needed.0, depth))
+                }
+                Input::Read { .. } => Err("no run searched by vector".into()),
+                Input::Absent(reason) => Err(format!("not checked: {reason}")),
+                Input::Refused(reason) => Err(reason.to_owned()),
+            };
+            let lexical = match inputs.texts {
+                Input::Read { content, .. } if wants_lexical => {
+                    Lists::compute(content, fact_ids, &needed.1, depth)
+                }
+                Input::Read { .. } => Err("no run searched lexically".into()),
+                Input::Absent(reason) => Err(format!("not checked: {reason}")),
+                Input::Refused(reason) => Err(reason.to_owned()),
+            };
+            Ok(Shared { query_index, vectors: inputs.vectors.content(), dense, lexical })
+        }
+        Err(unavailable) => Err(unavailable.clone()),
+    };
+    for run in runs {
+        let rows = run.rows_or_empty();
+        let scope = run.name.as_str();
+        let shared = match &shared {
+            Ok(shared) => shared,
+            Err(Unavailable::NotHere(reason)) => {
+                for name in names(run) {
+                    report.not_checked(scope, name, reason.clone());
+                }
+                continue;
+            }
+            Err(Unavailable::Broken(reason)) => {
+                for name in names(run) {
+                    report.record(scope, name, Err(reason.clone()));
+                }
+                continue;
+            }
+        };
+        let plan = Plan::of(run.config());
+        if run.mode() != "fts_only" {
+            match &shared.dense {
+                Ok(scans) => report.record(scope, "ranking.vector", vector(run, rows, shared, scans)),
+                Err(reason) => unavailable(&mut report, scope, "ranking.vector", reason),
+            }
+        }
+        if run.mode() != "vector_only" {
+            match (&shared.lexical, lexical_is_fts5(run)) {
+                (Ok(lists), Ok(())) => report.record(scope, "ranking.lexical", lexical(run, rows, shared, lists)),
+                (Err(reason), _) => unavailable(&mut report, scope, "ranking.lexical", reason),
+                (_, Err(reason)) => report.not_checked(scope, "ranking.lexical", reason),
+            }
+        }
+        if run.mode() == "hybrid" {
+            match (&shared.dense, &shared.lexical, &plan, lexical_is_fts5(run)) {
+                (Ok(scans), Ok(lists), Ok(plan), Ok(())) => {
+                    report.record(scope, "fusion.ranking", fused(run, rows, shared, scans, lists, plan))
+                }
+                (_, _, Err(reason), _) => report.record(scope, "fusion.ranking", Err(reason.clone())),
+                (Err(reason), _, _, _) | (_, Err(reason), _, _) => {
+                    unavailable(&mut report, scope, "fusion.ranking", reason)
+                }
+                (_, _, _, Err(reason)) => report.not_checked(scope, "fusion.ranking", reason),
+            }
+        }
+    }
+    report.extend(embedding(inputs));
+    report
+}
+
+/// Why the recomputation cannot run at all: an input not given here, or one given but broken.
+#[derive(Debug, Clone)]
+enum Unavailable {
+    NotHere(String),
+    Broken(String),
+}
+
+fn names(run: &Run) -> Vec<&'static str> {
+    match run.mode() {
+        "fts_only" => vec!["ranking.lexical"],
+        "vector_only" => vec!["ranking.vector"],
+        _ => vec!["ranking.vector", "ranking.lexical", "fusion.ranking"],
+    }
+}
+
+/// A recomputation that could not run: not checked when an input is absent, failed when it was broken.
+fn unavailable(report: &mut Report, scope: &str, name: &str, reason: &str) {
+    match reason.strip_prefix("not checked: ") {
+        Some(reason) => report.not_checked(scope, name, reason),
+        None => report.record(scope, name, Err(reason.to_owned())),
+    }
+}
+
+/// The fact id of every document in fixture order, from the mapping (which must list the fixture's documents
+/// in order), and every query id in fixture order.
+fn layout(view: &FixtureView, mapping: Input<'_, [u8]>) -> Result<(Vec<i64>, Vec<String>), Unavailable> {
+    let Some(query_ids) = view.query_ids.clone() else {
+        return Err(Unavailable::NotHere(format!(
+            "{} predates vectors and query order in bundles (claim v3 and earlier)",
+            view.schema
+        )));
+    };
+    let bytes = match mapping {
+        Input::Read { content, .. } => content,
+        Input::Absent(reason) => return Err(Unavailable::NotHere(reason.to_owned())),
+        Input::Refused(reason) => return Err(Unavailable::Broken(reason.to_owned())),
+    };
+    let mapping = crate::json::parse(bytes).map_err(|e| Unavailable::Broken(format!("the mapping: {e}")))?;
+    let entries = mapping["entries"].as_array().cloned().unwrap_or_default();
+    if entries.len() != view.document_ids.len() {
+        return Err(Unavailable::Broken(format!(
+            "the mapping has {} entries for {} documents",
+            entries.len(),
+            view.document_ids.len()
+        )));
+    }
+    let mut fact_ids = Vec::with_capacity(entries.len());
+    for (entry, id) in entries.iter().zip(&view.document_ids) {
+        match (entry["fact_id"].as_i64(), entry["doc_id"].as_str()) {
+            (Some(fact), Some(doc)) if doc == id => fact_ids.push(fact),
+            _ => return Err(Unavailable::Broken(format!("mapping entry {entry} is not document {id:?} in fixture order"))),
+        }
+    }
+    Ok((fact_ids, query_ids))
+}
+
+fn consistent_vectors(vectors: &Vectors, documents: usize, queries: usize) -> Result<(), String> {
+    if vectors.document_count() != documents || vectors.query_count() != queries {
+        return Err(format!(
+            "the vectors hold {} documents and {} queries; the fixture has {documents} and {queries}",
+            vectors.document_count(),
+            vectors.query_count()
+        ));
+    }
+    Ok(())
+}
+
+/// FTS5's `bm25()` fixes k1 and b; a run configured otherwise cannot be recomputed by it.
+fn lexical_is_fts5(run: &Run) -> Result<(), String> {
+    let config = run.config();
+    let k1 = config["bm25_k1"].as_f64().unwrap_or(FTS5_K1);
+    let b = config["bm25_b"].as_f64().unwrap_or(FTS5_B);
+    if k1 == FTS5_K1 && b == FTS5_B {
+        Ok(())
+    } else {
+        Err(format!("k1 {k1} and b {b}: FTS5's bm25() recomputes only k1 {FTS5_K1} and b {FTS5_B}"))
+    }
+}
+
+/// A row's query index, receipt and hits.
+fn parts<'r>(row: &'r Value, shared: &Shared<'_>) -> Result<Option<(usize, &'r Value, &'r [Value])>, String> {
+    let id = query_id(row);
+    let receipt = &row["receipt"];
+    if receipt.is_null() {
+        return Ok(None);
+    }
+    let index = *shared.query_index.get(id).ok_or_else(|| format!("query {id:?} is not in the fixture"))?;
+    let hits = receipt["hits"].as_array().ok_or_else(|| format!("query {id:?}: the receipt has no hits"))?;
+    Ok(Some((index, receipt, hits)))
+}
+
+fn candidates(run: &Run, key: &str) -> Result<usize, String> {
+    run.config()[key].as_u64().map(|n| n as usize).ok_or_else(|| format!("config.{key} is not a count"))
+}
+
+/// Positions of the facts in the first `depth` entries of a list.
+fn positions(list: &[(i64, f64)], depth: usize) -> HashMap<i64, usize> {
+    list.iter().take(depth).enumerate().map(|(i, (fact, _))| (*fact, i)).collect()
+}
+
+fn bits(value: &Value) -> Option<u64> {
+    value.as_f64().map(f64::to_bits)
+}
+
+/// Compares a hit's component with the recomputed list: present, it is the fact at its rank with its score
+/// bits; absent, the fact is not among the list's first `depth`.
+fn component(
+    id: &str,
+    what: &str,
+    hit: &Value,
+    list: &[(i64, f64)],
+    at: &HashMap<i64, usize>,
+    depth: usize,
+) -> Result<(), String> {
+    let fact = hit["fact_id"].as_i64().ok_or_else(|| format!("query {id:?}: a hit has no fact id"))?;
+    let recorded = &hit[what];
+    match (recorded.is_null(), at.get(&fact)) {
+        (true, None) => Ok(()),
+        (true, Some(position)) => Err(format!(
+            "query {id:?}: fact {fact} is {what} candidate {} of {depth} in the recomputation, but the receipt says it was not a candidate",
+            position + 1
+        )),
+        (false, position) => {
+            let rank = recorded["rank"].as_u64().unwrap_or(0) as usize;
+            let expected = position.map(|p| (p + 1, list[*p].1));
+            if expected.map(|(r, s)| (r, s.to_bits())) != Some((rank, bits(&recorded["score"]).unwrap_or(0))) {
+                return Err(format!(
+                    "query {id:?}: fact {fact}'s {what} component is rank {rank} score {}, the recomputation has {}",
+                    recorded["score"],
+                    expected.map_or_else(|| format!("no such candidate in the first {depth}"), |(r, s)| format!("rank {r} score {s}"))
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A convex receipt's normalisation of one list, and every hit's normalised value of it, against the
+/// recomputed list.
+fn normalisation(id: &str, what: &str, receipt: &Value, recomputed: &Normalization) -> Result<(), String> {
+    let recorded = &receipt["fusion"][what];
+    for (field, value) in [("shift", recomputed.shift), ("scale", recomputed.scale), ("missing", recomputed.missing)] {
+        if bits(&recorded[field]) != Some(value.to_bits()) {
+            return Err(format!(
+                "query {id:?}: the receipt normalises the {what} list with {field} {}, its recomputed candidates give {value}",
+                recorded[field]
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn query_vector_bound(id: &str, receipt: &Value, query: &[f32]) -> Result<(), String> {
+    let digest = vector_digest(query);
+    if receipt["query"]["vector_sha256"].as_str() != Some(digest.as_str()) {
+        return Err(format!(
+            "query {id:?}: the receipt searched vector {}, the fixture's query vector is {digest}",
+            receipt["query"]["vector_sha256"]
+        ));
+    }
+    Ok(())
+}
+
+fn vector(run: &Run, rows: &[Value], shared: &Shared<'_>, scans: &Scans) -> Outcome {
+    let vector_only = run.mode() == "vector_only";
+    let depth = if vector_only { candidates(run, "top_k")? } else { candidates(run, "vector_candidates")? };
+    if depth > scans.depth() {
+        return Err(format!("{depth} candidates asked, more than the {} scanned", scans.depth()));
+    }
+    let (mut queries, mut hits_checked) = (0, 0);
+    for row in rows {
+        let Some((index, receipt, hits)) = parts(row, shared)? else { continue };
+        let id = query_id(row);
+        let list = scans.list(index).ok_or_else(|| format!("query {id:?} was not scanned"))?;
+        if let Some(vectors) = shared.vectors {
+            query_vector_bound(id, receipt, vectors.query(index))?;
+        }
+        if vector_only {
+            let expected = &list[..depth.min(list.len())];
+            if hits.len() != expected.len() {
+                return Err(format!("query {id:?}: {} hits, the full scan's top {depth} has {}", hits.len(), expected.len()));
+            }
+            for (position, (hit, (fact, score))) in hits.iter().zip(expected).enumerate() {
+                if hit["fact_id"].as_i64() != Some(*fact) || bits(&hit["score"]) != Some(score.to_bits()) {
+                    return Err(format!(
+                        "query {id:?} rank {}: the receipt has fact {} score {}, a full scan of {} vectors has fact {fact} score {score}",
+                        position + 1,
+                        hit["fact_id"],
+                        hit["score"],
+                        scans.documents
+                    ));
+                }
+            }
+        } else {
+            let at = positions(list, depth);
+            for hit in hits {
+                component(id, "vector", hit, list, &at, depth)?;
+            }
+            if receipt["config"]["fusion"]["method"] == "convex" {
+                let plan = Plan::of(&receipt["config"])?;
+                if let fusion::Method::Convex { z_score, missing_lowest } = plan.method {
+                    let normal = fusion::normalize(&list[..depth.min(list.len())], z_score, missing_lowest);
+                    normalisation(id, "vector", receipt, &normal)?;
+                }
+            }
+        }
+        let returned = receipt["vector"]["returned"].as_u64();
+        if returned != Some(depth.min(list.len()) as u64) && returned.is_some() {
+            return Err(format!("query {id:?}: the vector evidence says {returned:?} returned, the scan gives {}", depth.min(list.len())));
+        }
+        queries += 1;
+        hits_checked += hits.len();
+    }
+    Ok(format!(
+        "{queries} queries: each query vector is the one its receipt searched, and every vector candidate list ({hits_checked} hits) is the exact top {depth} of a full scan of {} document vectors, ids, ranks and score bits",
+        scans.documents
+    ))
+}
+
+fn lexical(run: &Run, rows: &[Value], shared: &Shared<'_>, lists: &Lists) -> Outcome {
+    let fts_only = run.mode() == "fts_only";
+    let depth = if fts_only { candidates(run, "top_k")? } else { candidates(run, "lexical_candidates")? };
+    if depth > lists.depth() {
+        return Err(format!("{depth} candidates asked, more than the {} ranked", lists.depth()));
+    }
+    let (mut queries, mut hits_checked) = (0, 0);
+    for row in rows {
+        let Some((index, receipt, hits)) = parts(row, shared)? else { continue };
+        let id = query_id(row);
+        let list = lists.list(index).ok_or_else(|| format!("query {id:?} was not ranked"))?;
+        let expression = lists.expression(index).flatten();
+        let expected_digest = expression.map(|e| crate::canonical::sha256_tagged(e.as_bytes()));
+        if receipt["query"]["fts_expression_sha256"].as_str() != expected_digest.as_deref() {
+            return Err(format!(
+                "query {id:?}: the receipt's FTS5 expression is {}, the query text gives {}",
+                receipt["query"]["fts_expression_sha256"],
+                expected_digest.unwrap_or_else(|| "none".into())
+            ));
+        }
+        if fts_only {
+            let expected = &list[..depth.min(list.len())];
+            if hits.len() != expected.len() {
+                return Err(format!("query {id:?}: {} hits, FTS5's top {depth} has {}", hits.len(), expected.len()));
+            }
+            for (position, (hit, (fact, score))) in hits.iter().zip(expected).enumerate() {
+                if hit["fact_id"].as_i64() != Some(*fact) || bits(&hit["score"]) != Some(score.to_bits()) {
+                    return Err(format!(
+                        "query {id:?} rank {}: the receipt has fact {} score {}, this verifier's FTS5 bm25() has fact {fact} score {score}",
+                        position + 1,
+                        hit["fact_id"],
+                        hit["score"]
+                    ));
+                }
+            }
+        } else {
+            let at = positions(list, depth);
+            for hit in hits {
+                component(id, "lexical", hit, list, &at, depth)?;
+            }
+            if receipt["config"]["fusion"]["method"] == "convex" {
+                let plan = Plan::of(&receipt["config"])?;
+                if let fusion::Method::Convex { z_score, missing_lowest } = plan.method {
+                    let normal = fusion::normalize(&list[..depth.min(list.len())], z_score, missing_lowest);
+                    normalisation(id, "lexical", receipt, &normal)?;
+                }
+            }
+        }
+        let returned = receipt["lexical"]["returned"].as_u64();
+        if returned.is_some() && returned != Some(depth.min(list.len()) as u64) {
+            return Err(format!("query {id:?}: the lexical evidence says {returned:?} returned, FTS5 gives {}", depth.min(list.len())));
+        }
+        queries += 1;
+        hits_checked += hits.len();
+    }
+    Ok(format!(
+        "{queries} queries: each FTS5 expression rebuilt from the query text, and every lexical candidate list ({hits_checked} hits) is this verifier's own FTS5 bm25() top {depth}, ids, ranks and score bits"
+    ))
+}
+
+fn fused(run: &Run, rows: &[Value], shared: &Shared<'_>, scans: &Scans, lists: &Lists, plan: &Plan) -> Outcome {
+    let lexical_depth = candidates(run, "lexical_candidates")?;
+    let vector_depth = candidates(run, "vector_candidates")?;
+    let mut queries = 0;
+    for row in rows {
+        let Some((index, receipt, hits)) = parts(row, shared)? else { continue };
+        let id = query_id(row);
+        let (Some(l), Some(v)) = (lists.list(index), scans.list(index)) else {
+            return Err(format!("query {id:?} was not recomputed"));
+        };
+        let receipt_plan = Plan::of(&receipt["config"])?;
+        if receipt_plan != *plan {
+            return Err(format!("query {id:?}: the receipt fuses under another configuration than the aggregate's"));
+        }
+        let (expected, _) = fusion::fuse(&l[..lexical_depth.min(l.len())], &v[..vector_depth.min(v.len())], plan);
+        if hits.len() != expected.len() {
+            return Err(format!("query {id:?}: {} hits, fusion of the recomputed lists gives {}", hits.len(), expected.len()));
+        }
+        for (position, (hit, want)) in hits.iter().zip(&expected).enumerate() {
+            let same_component = |recorded: &Value, want: Option<Component>| match want {
+                None => recorded.is_null(),
+                Some(c) => {
+                    recorded["rank"].as_u64() == Some(c.rank as u64)
+                        && bits(&recorded["score"]) == Some(c.score.to_bits())
+                        && recorded["normalized"].as_f64().map(f64::to_bits) == c.normalized.map(f64::to_bits)
+                }
+            };
+            if hit["fact_id"].as_i64() != Some(want.fact)
+                || hit["rank"].as_u64() != Some(position as u64 + 1)
+                || bits(&hit["score"]) != Some(want.score.to_bits())
+                || !same_component(&hit["lexical"], want.lexical)
+                || !same_component(&hit["vector"], want.vector)
+            {
+                return Err(format!(
+                    "query {id:?} rank {}: the receipt has fact {} score {}, fusing the recomputed lists gives fact {} score {}",
+                    position + 1,
+                    hit["fact_id"],
+                    hit["score"],
+                    want.fact,
+                    want.score
+                ));
+            }
+        }
+        queries += 1;
+    }
+    Ok(format!(
+        "{queries} queries: every fused list (ids, ranks, score bits, components, normalisation) follows from the recomputed lexical top {lexical_depth} and vector top {vector_depth} under {}",
+        match plan.method {
+            fusion::Method::Rrf { k } => format!("reciprocal rank fusion, k {k}"),
+            fusion::Method::Convex { z_score, missing_lowest } => format!(
+                "a convex combination of {} scores, a missing document {}",
+                if z_score { "z-score" } else { "min-max" },
+                if missing_lowest { "at the lowest" } else { "at zero" }
+            ),
+        }
+    ))
+}
+
+/// `embedding.values`: a sample of texts (from randomness the signer cannot predict) re-embedded with the
+/// declared model and compared bit for bit.
+fn embedding(inputs: &Inputs<'_>) -> Report {
+    let mut report = Report::default();
+    let scope = "global";
+    let EmbeddingCheck { model_dir, sample, seed } = inputs.embedding;
+    let (vectors, texts, view) = match (inputs.vectors, inputs.texts, inputs.fixture) {
+        (Input::Read { content: v, .. }, Input::Read { content: t, .. }, Input::Read { content: f, .. }) => (v, t, f),
+        (Input::Refused(reason), _, _) | (_, Input::Refused(reason), _) | (_, _, Input::Refused(reason)) => {
+            report.record(scope, "embedding.values", Err(reason.to_owned()));
+            return report;
+        }
+        (Input::Absent(reason), _, _) | (_, Input::Absent(reason), _) | (_, _, Input::Absent(reason)) => {
+            report.not_checked(scope, "embedding.values", reason);
+            return report;
+        }
+    };
+    let identity = &view.metadata["embedding"];
+    let backend = identity["backend"].as_str().unwrap_or("");
+    if backend != embedding::BACKEND && backend != "candle" {
+        report.not_checked(
+            scope,
+            "embedding.values",
+            format!("the fixture was embedded by {backend:?}; only the in-process BERT forward pass re-runs offline"),
+        );
+        return report;
+    }
+    for run in inputs.runs {
+        if &run.aggregate["embedding"] != identity {
+            report.record(scope, "embedding.values", Err(format!("{} declares another embedding identity than the fixture", run.name)));
+            return report;
+        }
+    }
+    let Some(model_dir) = model_dir else {
+        report.not_checked(scope, "embedding.values", "no model directory (pass --model-dir)");
+        return report;
+    };
+    let population = texts.documents.len() + texts.queries.len();
+    let chosen = crate::recompute::embedding::draw(population, *sample, *seed);
+    report.notes.push(format!(
+        "embedding.values: {} of {population} texts drawn with seed {seed} (replay with --seed {seed})",
+        chosen.len()
+    ));
+    let result = crate::recompute::embedding::recheck(identity, model_dir, texts, vectors, &chosen)
+        .map(|evidence| format!("{evidence}; drawn with seed {seed}"));
+    report.record(scope, "embedding.values", result);
+    report
+}
+
+/// `fusion.scores`: every hybrid hit's score recomputed from its recorded components under the receipt's own
+/// configuration (the components themselves are `ranking.*`'s and `fusion.ranking`'s to recompute).
+pub(crate) fn fusion_scores(run: &Run, rows: &[Value]) -> Outcome {
+    let mode = run.mode();
+    if mode != "hybrid" {
+        return Ok(format!("{mode} does not fuse"));
+    }
+    let mut hits = 0;
+    let mut methods = std::collections::BTreeSet::new();
+    for row in rows.iter().filter(|r| !r["receipt"].is_null()) {
+        let id = query_id(row);
+        let receipt = &row["receipt"];
+        let plan = Plan::of(&receipt["config"]).map_err(|e| format!("query {id:?}: {e}"))?;
+        let Some(list) = receipt["hits"].as_array() else {
+            return Err(format!("query {id:?}: the receipt has no hits array"));
+        };
+        let number = |value: &Value, what: &str| {
+            value.as_f64().ok_or_else(|| format!("query {id:?}: {what} is not a number"))
+        };
+        for hit in list {
+            let recorded = number(&hit["score"], "a hit's score")?;
+            let fact = &hit["fact_id"];
+            let expected = match plan.method {
+                fusion::Method::Rrf { k } => {
+                    methods.insert("rrf");
+                    let part = |component: &Value, weight: f64| -> Result<f64, String> {
+                        if component.is_null() {
+                            return Ok(0.0);
+                        }
+                        Ok(weight / (k + number(&component["rank"], "a component's rank")?))
+                    };
+                    part(&hit["lexical"], plan.fts_weight)? + part(&hit["vector"], plan.vector_weight)?
+                }
+                fusion::Method::Convex { z_score, .. } => {
+                    methods.insert("convex");
+                    let degenerate = if z_score { 0.0 } else { 1.0 };
+                    let part = |component: &Value, name: &str| -> Result<f64, String> {
+                        let normal = &receipt["fusion"][name];
+                        let shift = number(&normal["shift"], "fusion shift")?;
+                        let scale = number(&normal["scale"], "fusion scale")?;
+                        if component.is_null() {
+                            return number(&normal["missing"], "fusion missing");
+                        }
+                        let raw = number(&component["score"], "a component's score")?;
+                        let value = if scale > 0.0 { (raw - shift) / scale } else { degenerate };
+                        let recorded = number(&component["normalized"], "a component's normalized score")?;
+                        if value.to_bits() != recorded.to_bits() {
+                            return Err(format!(
+                                "query {id:?}: fact {fact}'s {name} score {raw} normalises to {value}, the receipt says {recorded}"
+                            ));
+                        }
+                        Ok(value)
+                    };
+                    plan.fts_weight * part(&hit["lexical"], "lexical")?
+                        + plan.vector_weight * part(&hit["vector"], "vector")?
+                }
+            };
+            if expected.to_bits() != recorded.to_bits() {
+                return Err(format!("query {id:?}: fact {fact} scored {recorded}, its components give {expected}"));
+            }
+            hits += 1;
+        }
+        let scores: Vec<f64> = list.iter().filter_map(|h| h["score"].as_f64()).collect();
+        if scores.windows(2).any(|w| w[0] < w[1]) {
+            return Err(format!("query {id:?}: hits are not in descending score order"));
+        }
+    }
+    let methods: Vec<&str> = methods.into_iter().collect();
+    Ok(format!(
+        "{hits} fused scores recomputed bit for bit from their recorded components ({})",
+        methods.join(", ")
+    ))
+}
+
+/// Every texts-dependent identity of a view the archive (or full fixture) can confirm: documents and queries
+/// in the view's order, query text digests, semantic-text digests (version 2 views).
+pub(crate) fn texts_identity(view: &FixtureView, texts: &Texts) -> Outcome {
+    let ids: Vec<&str> = texts.documents.iter().map(|(id, _, _)| id.as_str()).collect();
+    if ids != view.document_ids.iter().map(String::as_str).collect::<Vec<_>>() {
+        return Err("the documents are not the fixture's, in its order".into());
+    }
+    let texts_by_query: BTreeMap<&str, &str> = texts.queries.iter().map(|(id, t)| (id.as_str(), t.as_str())).collect();
+    for (id, digest) in &view.query_text_sha256 {
+        let text = texts_by_query.get(id.as_str()).ok_or_else(|| format!("query {id:?} is not among the texts"))?;
+        if crate::canonical::sha256_tagged(text.as_bytes()) != *digest {
+            return Err(format!("query {id:?}: its text does not hash to the fixture's digest"));
+        }
+    }
+    if texts.queries.len() != view.query_text_sha256.len() {
+        return Err(format!("{} queries, the fixture has {}", texts.queries.len(), view.query_text_sha256.len()));
+    }
+    let mut semantic = "";
+    if let Some(digests) = &view.semantic_text_sha256 {
+        if texts.document_semantic_digests() != digests.documents {
+            let at = texts.document_semantic_digests().iter().zip(&digests.documents).position(|(a, b)| a != b);
+            return Err(format!(
+                "document {:?}: its semantic text does not hash to the fixture's digest",
+                at.and_then(|i| texts.documents.get(i)).map_or("?", |(id, _, _)| id.as_str())
+            ));
+        }
+        if texts.query_semantic_digests() != digests.queries {
+            return Err("a query's semantic text does not hash to the fixture's digest".into());
+        }
+        semantic = ", and every semantic text (what was embedded) hashes to the fixture's digest";
+    }
+    Ok(format!(
+        "{} documents in the fixture's order and {} queries whose texts hash to the fixture's digests{semantic}",
+        texts.documents.len(),
+        texts.queries.len()
+    ))
+}

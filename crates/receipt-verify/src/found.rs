@@ -1,0 +1,48 @@
+//! A file looked for at a path given or recorded, read only if it is a regular file within its cap: what the
+//! readers of output directories and the bundle maker use before anything is parsed.
+
+use std::path::Path;
+
+use crate::checks::Input;
+
+/// What was found at a path.
+pub(crate) enum Found {
+    /// A regular file within its cap, and its bytes.
+    Read(String, Vec<u8>),
+    /// Nothing there.
+    Absent(String),
+    /// Something there that is not read: a symlink, FIFO, device, directory, or a file over its cap.
+    Refused(String),
+}
+
+impl Found {
+    pub(crate) fn at(path: &Path, cap: u64) -> Found {
+        match safe_fs::read_regular(path, cap) {
+            Ok(bytes) => Found::Read(path.display().to_string(), bytes),
+            Err(error) if error.is_not_found() => Found::Absent(format!("{} is not present here", path.display())),
+            Err(error) => Found::Refused(format!("refused to read {error}")),
+        }
+    }
+
+    /// As an [`Input`] of a check.
+    pub(crate) fn input(&self) -> Input<'_, [u8]> {
+        match self {
+            Found::Read(origin, bytes) => Input::Read { origin, content: bytes },
+            Found::Absent(reason) => Input::Absent(reason),
+            Found::Refused(reason) => Input::Refused(reason),
+        }
+    }
+}
+
+/// The executable at `path`, hashed within [`crate::names::MAX_EXECUTABLE_BYTES`] without being held in
+/// memory: `(origin, Ok(sha256:hex))`, or why not.
+pub(crate) fn hash_executable(path: &Path) -> (String, Result<String, Found>) {
+    let origin = path.display().to_string();
+    match safe_fs::hash_regular(path, crate::names::MAX_EXECUTABLE_BYTES) {
+        Ok((hex, _)) => (origin, Ok(format!("sha256:{hex}"))),
+        Err(error) if error.is_not_found() => {
+            (origin.clone(), Err(Found::Absent(format!("{origin} is not present here"))))
+        }
+        Err(error) => (origin, Err(Found::Refused(format!("refused to read {error}")))),
+    }
+}

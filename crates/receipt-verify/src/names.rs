@@ -1,0 +1,95 @@
+//! Every file name, schema id, predicate type and cap the verifier knows, in one place below everything else:
+//! a bundle and an output directory are two readers of the same names.
+
+use safe_fs::Limits;
+
+/// The manifest file.
+pub const MANIFEST_FILE: &str = "manifest.json";
+/// The manifest's detached signature.
+pub const SIGNATURE_FILE: &str = "manifest.json.minisig";
+/// The prefix of a replaced signature kept beside the new one (`sign --replace-signature`); the unix time of
+/// the replacement follows. Such files are disclosed by the `signature` check, never read as evidence.
+pub const REPLACED_SIGNATURE_PREFIX: &str = "manifest.json.minisig.replaced-";
+/// The in-toto Statement type.
+pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
+/// The predicate type of the claims this build writes: version 4 is version 3's claim, and the bundle carries
+/// the fixture's vectors (so every dense score can be recomputed) and a report the verifier re-renders.
+pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v4";
+/// Version 3: version 2's claim with a TREC run file, ir_metadata and SLSA provenance per aggregate, the test
+/// qrels and an in-toto Test Result. Such bundles carry no vectors and keep verifying.
+pub const PREDICATE_TYPE_V3: &str = "urn:scifact-audit:claim:v3";
+/// Version 2 adds each result's configuration and, when the run selected a configuration, the selection and
+/// the held-out comparisons; such bundles carry no exports and keep verifying.
+pub const PREDICATE_TYPE_V2: &str = "urn:scifact-audit:claim:v2";
+/// The predicate type of bundles published before selection existed; they keep verifying.
+pub const PREDICATE_TYPE_V1: &str = "urn:scifact-audit:claim:v1";
+
+/// The human-readable report's file name, a subject of bundles with a selection.
+pub const REPORT_FILE: &str = "report.html";
+/// `preregistration.json`.
+pub const PREREGISTRATION_FILE: &str = "preregistration.json";
+/// Its detached signature.
+pub const PREREGISTRATION_SIGNATURE_FILE: &str = "preregistration.json.minisig";
+/// `selection.json`, the ledger.
+pub const SELECTION_FILE: &str = "selection.json";
+/// `statistics.json`.
+pub const STATISTICS_FILE: &str = "statistics.json";
+/// The documents of a selection a bundle carries when its output directory has them.
+pub const SELECTION_DOCUMENTS: [&str; 5] =
+    [PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, SELECTION_FILE, STATISTICS_FILE, REPORT_FILE];
+/// The fixture view's file name in a bundle.
+pub const FIXTURE_METADATA_FILE: &str = "fixture-metadata.json";
+/// The fixture's vectors in a bundle (binary; layout in `vectors.rs`).
+pub const VECTORS_FILE: &str = "vectors.f32";
+/// The effective configuration's file name.
+pub const EFFECTIVE_CONFIG_FILE: &str = "effective-config.json";
+/// The verification report's file name.
+pub const VERIFICATION_FILE: &str = "verification.json";
+/// The verdict as an in-toto Test Result statement.
+pub const TEST_RESULT_FILE: &str = "verification.intoto.json";
+/// The mapping's file name.
+pub const MAPPING_FILE: &str = "scifact.mapping.json";
+/// The test qrels file.
+pub const QRELS_FILE: &str = "scifact-test.qrels";
+/// A run file's suffix after its aggregate's stem.
+pub const TREC_SUFFIX: &str = ".trec";
+/// A run's ir_metadata suffix after its aggregate's stem.
+pub const METADATA_SUFFIX: &str = ".ir_metadata.yml";
+/// A run's SLSA provenance suffix after its aggregate's stem.
+pub const PROVENANCE_SUFFIX: &str = ".provenance.json";
+
+/// The in-toto Test Result predicate type.
+pub const TEST_RESULT_TYPE: &str = "https://in-toto.io/attestation/test-result/v0.1";
+/// The SLSA provenance predicate type.
+pub const SLSA_PROVENANCE_TYPE: &str = "https://slsa.dev/provenance/v1";
+
+/// The largest `manifest.json` read.
+pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
+/// The most subjects a manifest may list.
+pub const MAX_SUBJECTS: usize = 4096;
+/// The default caps on a bundle's files: 64 MiB each, 512 MiB in all (a SciFact bundle is about 45 MB).
+pub const BUNDLE_LIMITS: Limits = Limits { max_file_bytes: 64 << 20, max_total_bytes: 512 << 20 };
+/// Caps for the rows and aggregates of a local output directory.
+pub const OUTPUT_LIMITS: Limits = Limits { max_file_bytes: 256 << 20, max_total_bytes: 4 << 30 };
+/// The largest fixture read (the SciFact fixture is about 60 MB).
+pub const MAX_FIXTURE_BYTES: u64 = 1 << 30;
+/// The largest executable hashed.
+pub const MAX_EXECUTABLE_BYTES: u64 = 2 << 30;
+/// The largest mapping, effective configuration or fixture metadata read.
+pub const MAX_SIDECAR_BYTES: u64 = 256 << 20;
+/// The largest public archive read (the SciFact zip is about 3 MB).
+pub const MAX_ARCHIVE_BYTES: u64 = 256 << 20;
+
+/// The stem of an aggregate's exports.
+pub fn export_stem(aggregate: &str) -> &str {
+    aggregate.strip_suffix(".aggregate.json").unwrap_or(aggregate)
+}
+
+/// Returns true if and only if `name` is a file name that cannot leave its directory or hide: ASCII letters,
+/// digits, `.`, `_` and `-`, not starting with `.`, at most 255 bytes.
+pub fn is_plain_file_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && !name.starts_with('.')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}

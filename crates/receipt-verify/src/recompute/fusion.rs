@@ -1,0 +1,194 @@
+//! Fusion, recomputed from two candidate lists: reciprocal rank fusion, or the convex combination of min-max
+//! or z-score normalised scores with the declared rule for a document one list lacks. Written from the
+//! definitions, apart from the library's code, in the documented order of operations (contributions added
+//! lexical first; normalisation sums in candidate order), so that the results are the library's bits.
+
+use serde_json::Value;
+
+/// One component's place in a fused hit: its rank in its list (from 1), its score, and its normalised value
+/// (convex combination only).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Component {
+    pub(crate) rank: usize,
+    pub(crate) score: f64,
+    pub(crate) normalized: Option<f64>,
+}
+
+/// One fused hit.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Hit {
+    pub(crate) fact: i64,
+    pub(crate) score: f64,
+    pub(crate) lexical: Option<Component>,
+    pub(crate) vector: Option<Component>,
+}
+
+/// A list's normalisation: `(score - shift) / scale`, or `degenerate` when the scale is not positive; the
+/// value of a document the list lacks is `missing`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Normalization {
+    pub(crate) shift: f64,
+    pub(crate) scale: f64,
+    pub(crate) missing: f64,
+    degenerate: f64,
+}
+
+impl Normalization {
+    fn of(&self, score: f64) -> f64 {
+        if self.scale > 0.0 { (score - self.shift) / self.scale } else { self.degenerate }
+    }
+}
+
+/// How a configuration fuses, read from its JSON.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Method {
+    Rrf { k: f64 },
+    Convex { z_score: bool, missing_lowest: bool },
+}
+
+/// What fusion needs of a configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Plan {
+    pub(crate) top_k: usize,
+    pub(crate) fts_weight: f64,
+    pub(crate) vector_weight: f64,
+    pub(crate) method: Method,
+}
+
+impl Plan {
+    /// Reads a configuration (an absent `fusion` is reciprocal rank fusion, as in the baseline).
+    ///
+    /// # Errors
+    /// The field that is missing or unknown.
+    pub(crate) fn of(config: &Value) -> Result<Plan, String> {
+        let number = |key: &str| config[key].as_f64().ok_or_else(|| format!("config.{key} is not a number"));
+        let method = match config["fusion"]["method"].as_str().unwrap_or("rrf") {
+            "rrf" => Method::Rrf { k: number("rrf_k")? },
+            "convex" => Method::Convex {
+                z_score: match config["fusion"]["normalization"].as_str() {
+                    Some("min_max") => false,
+                    Some("z_score") => true,
+                    other => return Err(format!("unknown normalization {other:?}")),
+                },
+                missing_lowest: match config["fusion"]["missing"].as_str() {
+                    Some("zero") => false,
+                    Some("lowest") => true,
+                    other => return Err(format!("unknown missing rule {other:?}")),
+                },
+            },
+            other => return Err(format!("unknown fusion method {other:?}")),
+        };
+        let top_k = config["top_k"].as_u64().ok_or("config.top_k is not a count")? as usize;
+        Ok(Plan { top_k, fts_weight: number("fts_weight")?, vector_weight: number("vector_weight")?, method })
+    }
+}
+
+/// Normalises a candidate list (convex combination only).
+pub(crate) fn normalize(list: &[(i64, f64)], z_score: bool, missing_lowest: bool) -> Normalization {
+    let scores = || list.iter().map(|(_, s)| *s);
+    let (shift, scale, degenerate) = if list.is_empty() {
+        (0.0, 0.0, 0.0)
+    } else if z_score {
+        let n = list.len() as f64;
+        let mean = scores().sum::<f64>() / n;
+        let deviation = (scores().map(|s| (s - mean) * (s - mean)).sum::<f64>() / n).sqrt();
+        (mean, deviation, 0.0)
+    } else {
+        let low = scores().fold(f64::INFINITY, f64::min);
+        let high = scores().fold(f64::NEG_INFINITY, f64::max);
+        (low, high - low, 1.0)
+    };
+    let mut normal = Normalization { shift, scale, missing: 0.0, degenerate };
+    if missing_lowest && !list.is_empty() {
+        normal.missing = normal.of(scores().fold(f64::INFINITY, f64::min));
+    }
+    normal
+}
+
+/// The fused top k of two ranked candidate lists, best first, ties by fact id; and the two normalisations
+/// (convex combination only).
+pub(crate) fn fuse(
+    lexical: &[(i64, f64)],
+    vector: &[(i64, f64)],
+    plan: &Plan,
+) -> (Vec<Hit>, Option<(Normalization, Normalization)>) {
+    let normal = match plan.method {
+        Method::Rrf { .. } => None,
+        Method::Convex { z_score, missing_lowest } => {
+            Some((normalize(lexical, z_score, missing_lowest), normalize(vector, z_score, missing_lowest)))
+        }
+    };
+    let place = |index: usize, score: f64, normal: Option<&Normalization>| Component {
+        rank: index + 1,
+        score,
+        normalized: normal.map(|n| n.of(score)),
+    };
+    let mut by_fact: std::collections::BTreeMap<i64, (Option<Component>, Option<Component>)> =
+        std::collections::BTreeMap::new();
+    for (index, (fact, score)) in lexical.iter().enumerate() {
+        by_fact.entry(*fact).or_default().0 = Some(place(index, *score, normal.as_ref().map(|n| &n.0)));
+    }
+    for (index, (fact, score)) in vector.iter().enumerate() {
+        by_fact.entry(*fact).or_default().1 = Some(place(index, *score, normal.as_ref().map(|n| &n.1)));
+    }
+    let mut hits: Vec<Hit> = by_fact
+        .into_iter()
+        .map(|(fact, (lexical, vector))| {
+            let score = match (&plan.method, &normal) {
+                (Method::Rrf { k }, _) => {
+                    let rrf = |weight: f64, c: Option<Component>| c.map_or(0.0, |c| weight / (k + c.rank as f64));
+                    rrf(plan.fts_weight, lexical) + rrf(plan.vector_weight, vector)
+                }
+                (Method::Convex { .. }, Some((ln, vn))) => {
+                    let value = |c: Option<Component>, n: &Normalization| c.and_then(|c| c.normalized).unwrap_or(n.missing);
+                    plan.fts_weight * value(lexical, ln) + plan.vector_weight * value(vector, vn)
+                }
+                (Method::Convex { .. }, None) => f64::NAN,
+            };
+            Hit { fact, score, lexical, vector }
+        })
+        .collect();
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.fact.cmp(&b.fact)));
+    hits.truncate(plan.top_k);
+    (hits, normal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rrf_adds_weighted_reciprocal_ranks_lexical_first() {
+        let plan = Plan { top_k: 3, fts_weight: 1.0, vector_weight: 0.5, method: Method::Rrf { k: 60.0 } };
+        let (hits, normal) = fuse(&[(1, 9.0), (2, 8.0)], &[(2, 0.9), (3, 0.8)], &plan);
+        assert!(normal.is_none());
+        assert_eq!(hits.iter().map(|h| h.fact).collect::<Vec<_>>(), vec![2, 1, 3]);
+        assert_eq!(hits[0].score, 1.0 / 62.0 + 0.5 / 61.0);
+        assert_eq!(hits[0].lexical.map(|c| c.rank), Some(2));
+        assert_eq!(hits[2].lexical, None);
+    }
+
+    #[test]
+    fn convex_min_max_and_z_score_with_their_missing_rules() {
+        let plan = |z_score, missing_lowest| Plan {
+            top_k: 10,
+            fts_weight: 0.6,
+            vector_weight: 0.4,
+            method: Method::Convex { z_score, missing_lowest },
+        };
+        let lexical = [(1, 10.0), (2, 6.0), (3, 2.0)];
+        let vector = [(3, 0.5), (4, 0.3)];
+        let (hits, normal) = fuse(&lexical, &vector, &plan(false, false));
+        let (ln, vn) = normal.unwrap();
+        assert_eq!((ln.shift, ln.scale, ln.missing), (2.0, 8.0, 0.0));
+        assert_eq!(vn.scale, 0.5 - 0.3);
+        let three = hits.iter().find(|h| h.fact == 3).unwrap();
+        assert_eq!(three.score, 0.6 * 0.0 + 0.4 * 1.0);
+        let (_, normal) = fuse(&lexical, &vector, &plan(true, true));
+        let (ln, _) = normal.unwrap();
+        assert_eq!(ln.shift, 6.0);
+        assert!((ln.missing - (2.0 - 6.0) / ln.scale).abs() == 0.0, "lowest normalises the lowest score");
+        let (_, normal) = fuse(&[(1, 5.0)], &[], &plan(false, false));
+        assert_eq!(normal.unwrap().0.of(5.0), 1.0, "a degenerate min-max list normalises to 1");
+    }
+}

@@ -1,0 +1,326 @@
+//! `report.html`: the evaluation for a person, drawn from what this verifier recomputed ([`Model`]), so that
+//! `verify-bundle` can render it again and require the bundle's file byte for byte. A report with one other
+//! digit, a script or a remote resource is then a failed check, not a page a reader trusts.
+//!
+//! Static HTML with inline SVG charts and inline CSS, no script and no network request; every string from an
+//! input is escaped. Numbers the verifier cannot recompute (latency, host, times, the executable's identity)
+//! are drawn too, and labelled as the signer's word. Nothing here depends on the verdict of the run that
+//! renders it, so the same evidence renders the same bytes in `verify`, `eval` and `verify-bundle`.
+
+mod charts;
+
+use std::fmt::Write as _;
+
+use crate::recompute::statistics::{Estimate, HeldOut};
+use charts::{LatencySeries, TrialPoint, latency, ledger, scatter};
+
+/// One declared trial as the report draws it.
+#[derive(Debug, Clone)]
+pub(crate) struct Trial {
+    /// Declared index.
+    pub(crate) index: usize,
+    /// Declared name.
+    pub(crate) name: String,
+    /// Its calibration value of the rule's metric, recomputed from its rows.
+    pub(crate) value: f64,
+    /// Whether it fuses by a convex combination.
+    pub(crate) convex: bool,
+    /// What it sets over the baseline, as canonical JSON.
+    pub(crate) sets: String,
+}
+
+/// One held-out run's latency (attested: the signer's measurement).
+#[derive(Debug, Clone)]
+pub(crate) struct Latency {
+    /// `baseline` or `selected`.
+    pub(crate) config: String,
+    /// The mode.
+    pub(crate) mode: String,
+    /// Whole-call milliseconds of every measured query, in row order.
+    pub(crate) values: Vec<f64>,
+    /// The aggregate's p50 and p95 (recomputed from `values` by `metrics.aggregate`).
+    pub(crate) p50: f64,
+    /// See `p50`.
+    pub(crate) p95: f64,
+}
+
+/// Everything the report draws: recomputed numbers, and attested ones labelled so.
+#[derive(Debug, Clone)]
+pub(crate) struct Model {
+    /// Attested context: model name and dimensions, fixture and executable digests, build revision, host.
+    pub(crate) model: String,
+    pub(crate) dims: u64,
+    pub(crate) fixture_sha256: String,
+    pub(crate) executable_sha256: String,
+    pub(crate) build_revision: String,
+    pub(crate) host_cpu: String,
+    pub(crate) host_os: String,
+    pub(crate) calibration_count: u64,
+    /// The pre-registration: its digest, when the signer says it was written, and whether it is signed on
+    /// its own (its signature verified with the bundle's key, or exists beside it in an output directory).
+    pub(crate) preregistration_sha256: String,
+    pub(crate) created_unix: u64,
+    pub(crate) signed: bool,
+    /// The rule.
+    pub(crate) metric: String,
+    pub(crate) mode: String,
+    /// Every trial, the winner under the rule (recomputed) and whether it is the baseline.
+    pub(crate) trials: Vec<Trial>,
+    pub(crate) winner: usize,
+    pub(crate) winner_is_baseline: bool,
+    /// The held-out statistics, recomputed.
+    pub(crate) heldout: HeldOut,
+    /// Held-out nDCG@10 per query of the selected fts_only and hybrid runs, recomputed.
+    pub(crate) per_query: Vec<(f64, f64)>,
+    /// Held-out latency per run.
+    pub(crate) latency: Vec<Latency>,
+    /// The claim boundary the aggregates state.
+    pub(crate) boundary: String,
+    pub(crate) does_not_establish: Vec<String>,
+}
+
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` of a unix time.
+fn utc(unix: u64) -> String {
+    crate::time::rfc3339(unix).replace('T', " ").replace('Z', " UTC")
+}
+
+fn interval(i: Option<&Estimate>) -> String {
+    i.map_or_else(
+        || "–".into(),
+        |i| format!("{:.4} <span class=ci>[{:.4}, {:.4}]</span>", i.mean, i.low, i.high),
+    )
+}
+
+const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1000px;margin:2em auto;\
+padding:0 1em;color:#222;line-height:1.45}h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}\
+table{border-collapse:collapse;margin:1em 0;font-size:.92em}th,td{padding:.3em .6em;border-bottom:1px solid #eee;\
+text-align:right}th:first-child,td:first-child,th:nth-child(2),td:nth-child(2){text-align:left}\
+.ci{color:#666;font-size:.9em}.win{font-weight:bold;background:#fff4e0}.boundary{background:#f6f6f6;padding:.8em 1.2em;\
+border-left:4px solid #888}.attested{color:#8a5a00}figure{margin:1em 0}figcaption{color:#555;font-size:.9em}\
+code{font-size:.9em;background:#f3f3f3;padding:0 .25em}";
+
+/// The report's bytes for `model`.
+///
+/// # Errors
+/// When a chart cannot be drawn (no values).
+pub(crate) fn render(model: &Model) -> Result<String, String> {
+    let statistics = &model.heldout;
+    let winner = model.trials.get(model.winner).ok_or("the winner is not a declared trial")?;
+    let baseline_value = model.trials.first().map_or(f64::NAN, |t| t.value);
+    let metric = &model.metric;
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><meta name=viewport content='width=device-width'>\
+         <meta http-equiv=Content-Security-Policy content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
+         <title>SciFact held-out evaluation report</title><style>{STYLE}</style></head><body>\n"
+    );
+    h.push_str("<h1>SciFact retrieval evaluation: held-out report</h1>\n");
+    let _ = write!(
+        h,
+        "<p>Every ranking, score, metric, interval, p-value and the selection on this page is one that \
+         <code>scifact-audit verify-bundle</code> recomputes from the bundle and the public SciFact archive and model; it \
+         renders this page again from its own numbers and requires this file byte for byte. \
+         <span class=attested>Text in this colour is the signer's word</span>: it cannot be recomputed by anyone.</p>\n\
+         <p>Model <code>{}</code> ({} dimensions), fixture <code>{}</code>; <span class=attested>executable <code>{}</code> \
+         built from revision <code>{}</code></span>. {} held-out queries; top 10 per query.</p>\n",
+        escape(&model.model),
+        model.dims,
+        escape(&model.fixture_sha256),
+        escape(&model.executable_sha256),
+        escape(&model.build_revision),
+        statistics.queries,
+    );
+    let _ = write!(
+        h,
+        "<p>The configuration was chosen on the {} calibration queries only, by a rule fixed in the pre-registration \
+         (<code>{}</code>, <span class=attested>written {}{}</span>): the highest mean calibration {} of {} over {} declared \
+         trials, the earliest on a tie. The winner is trial {} (<code>{}</code>, calibration {} {:.4} against the \
+         baseline's {:.4}). Held-out ran the baseline and the winner, every mode. A pre-registration cannot show that the \
+         search space was not chosen after looking at held-out results elsewhere.</p>\n",
+        model.calibration_count,
+        escape(&model.preregistration_sha256),
+        utc(model.created_unix),
+        if model.signed { ", signed on its own" } else { ", not signed on its own" },
+        escape(metric),
+        escape(&model.mode),
+        model.trials.len(),
+        winner.index,
+        escape(&winner.name),
+        escape(metric),
+        winner.value,
+        baseline_value,
+    );
+
+    let _ = write!(
+        h,
+        "<h2>Held-out results</h2>\n<p>Means over the held-out queries with paired bootstrap 95% intervals ({} \
+         resamples, seed {}). <span class=attested>Latency is the signer's measurement on the signer's machine.</span></p>\n\
+         <table><tr><th>configuration</th><th>mode</th>",
+        statistics.resamples, statistics.seed
+    );
+    for name in ["nDCG@10", "Recall@1", "Recall@10", "MRR@10", "MAP@10"] {
+        let _ = write!(h, "<th>{name}</th>");
+    }
+    h.push_str("<th class=attested>p50 ms</th><th class=attested>p95 ms</th></tr>\n");
+    for arm in &statistics.arms {
+        let selected = arm.config == "selected" && arm.mode == model.mode;
+        let _ = write!(
+            h,
+            "<tr{}><td>{}</td><td>{}</td>",
+            if selected { " class=win" } else { "" },
+            escape(&arm.config),
+            escape(&arm.mode)
+        );
+        for key in ["ndcg@10", "recall@1", "recall@10", "mrr@10", "map@10"] {
+            let estimate = arm.metrics.iter().find(|(name, _)| name == key).map(|(_, e)| e);
+            let _ = write!(h, "<td>{}</td>", interval(estimate));
+        }
+        let latency = model.latency.iter().find(|l| l.config == arm.config && l.mode == arm.mode);
+        let _ = write!(
+            h,
+            "<td class=attested>{}</td><td class=attested>{}</td></tr>\n",
+            latency.map_or("–".into(), |l| format!("{:.3}", l.p50)),
+            latency.map_or("–".into(), |l| format!("{:.3}", l.p95))
+        );
+    }
+    h.push_str("</table>\n");
+    if model.winner_is_baseline {
+        h.push_str("<p>The baseline won the selection, so the selected rows are the baseline's.</p>\n");
+    }
+
+    let _ = write!(
+        h,
+        "<h2>Comparisons</h2>\n<p>Pre-registered comparisons: the mean paired difference with its bootstrap 95% \
+         interval, a two-sided paired randomization test ({} sign flips), and Holm's correction across all {}.</p>\n\
+         <table><tr><th>comparison</th><th>metric</th><th>difference</th><th>p</th><th>p (Holm)</th><th>at 0.05</th></tr>\n",
+        statistics.permutations,
+        statistics.comparisons.len()
+    );
+    for c in &statistics.comparisons {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{:+.4} <span class=ci>[{:+.4}, {:+.4}]</span></td><td>{:.4}</td><td>{:.4}</td><td>{}</td></tr>\n",
+            escape(&c.name),
+            escape(&c.metric),
+            c.difference.mean,
+            c.difference.low,
+            c.difference.high,
+            c.p,
+            c.p_holm,
+            if c.significant { "significant" } else { "not significant" }
+        );
+    }
+    h.push_str("</table>\n");
+
+    let points: Vec<TrialPoint> =
+        model.trials.iter().map(|t| TrialPoint { index: t.index, value: t.value, convex: t.convex }).collect();
+    let _ = write!(
+        h,
+        "<h2>Selection on calibration</h2>\n<figure>{}<figcaption>Every declared trial's calibration {} in declared \
+         order, recomputed from its rows; the line is the baseline (trial 0), the ring the winner. Nothing here saw a \
+         held-out query.</figcaption></figure>\n",
+        ledger(&points, winner.index, &winner.name, metric)?,
+        escape(metric)
+    );
+    h.push_str("<table><tr><th>trial</th><th>name</th><th style='text-align:left'>sets over the baseline</th><th>calibration</th></tr>\n");
+    for trial in &model.trials {
+        let _ = write!(
+            h,
+            "<tr{}><td>{}</td><td>{}</td><td style='text-align:left'><code>{}</code></td><td>{:.4}</td></tr>\n",
+            if trial.index == winner.index { " class=win" } else { "" },
+            trial.index,
+            escape(&trial.name),
+            escape(if trial.sets == "{}" { "nothing (the baseline)" } else { &trial.sets }),
+            trial.value
+        );
+    }
+    h.push_str("</table>\n");
+
+    if !model.per_query.is_empty() {
+        let pairs = &model.per_query;
+        let better = pairs.iter().filter(|(f, h)| h > f).count();
+        let worse = pairs.iter().filter(|(f, h)| h < f).count();
+        let _ = write!(
+            h,
+            "<h2>Per query: hybrid against fts_only</h2>\n<figure>{}<figcaption>Held-out nDCG@10 of each query under the \
+             selected hybrid (vertical) and fts_only (horizontal); a circle's area grows with the queries at that point. \
+             Above the diagonal: hybrid better ({better} queries); below: worse ({worse}); on it: equal ({}).</figcaption></figure>\n",
+            scatter(pairs, "fts_only nDCG@10", "selected hybrid nDCG@10", "Held-out nDCG@10 per query")?,
+            pairs.len() - better - worse
+        );
+    }
+
+    let series: Vec<LatencySeries> = model
+        .latency
+        .iter()
+        .filter(|l| l.config == "baseline" || !model.winner_is_baseline)
+        .map(|l| LatencySeries {
+            label: format!("{} {}", l.config, l.mode),
+            values: l.values.clone(),
+            mode: ["fts_only", "vector_only", "hybrid"].iter().position(|m| *m == l.mode).unwrap_or(0),
+            faint: l.config == "baseline",
+        })
+        .collect();
+    let _ = write!(
+        h,
+        "<h2 class=attested>Latency (the signer's measurement)</h2>\n<figure>{}<figcaption class=attested>Cumulative \
+         distribution of whole-call latency (retrieval, then the receipt built, hashed and durably stored) over the \
+         held-out queries, as the signer measured it on {} ({}). No verifier can recompute a latency; it is this host's \
+         only.</figcaption></figure>\n",
+        latency(&series)?,
+        escape(&model.host_cpu),
+        escape(&model.host_os)
+    );
+
+    h.push_str("<h2>What this supports, and what it does not</h2>\n<div class=boundary>\n");
+    h.push_str(
+        "<p>Supported: comparisons between the modes and configurations of this library on the SciFact held-out \
+         queries, with the p-values above, and the selected configuration's held-out numbers, because it was chosen on \
+         calibration alone by a pre-registered rule. The pre-registration's time and the order of events are the \
+         signer's word; that the space was not designed after seeing held-out results elsewhere cannot be shown by \
+         any file.</p>\n",
+    );
+    let _ = write!(h, "<p>{}</p>\n<p>Not established:</p><ul>", escape(&model.boundary));
+    for item in &model.does_not_establish {
+        let _ = write!(h, "<li>{}</li>", escape(item));
+    }
+    h.push_str("</ul></div>\n");
+    h.push_str(
+        "<h2>Checking it yourself</h2>\n<p>This page is one file of a signed bundle. <code>scifact-audit verify-bundle \
+         --bundle-dir DIR --public-key KEY --archive scifact.zip --model-dir all-MiniLM-L6-v2</code> checks the \
+         signature and every file's digest, recomputes every ranking from the bundle's vectors and its own index of the \
+         public archive, re-embeds texts drawn at random, re-derives every number above, renders this page again and \
+         compares it byte for byte.</p>\n</body></html>\n",
+    );
+    Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_and_times_are_civil() {
+        assert_eq!(escape("<script>&\"'\u{1b}"), "&lt;script&gt;&amp;&quot;&#39;\u{fffd}");
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_796_055_512), "2026-11-30 16:18:32 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
+    }
+}

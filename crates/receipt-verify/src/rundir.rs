@@ -1,0 +1,279 @@
+//! An output directory read as evidence: its rows and aggregates, the fixture they bind (texts and vectors),
+//! the store and mapping, the selection's documents and the exports, each a regular file within its cap, read
+//! once. Everything is handed to [`crate::checks::run_all`]; the live database is checked here.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::artifacts::{Run, aggregates_in};
+use crate::checks::{EmbeddingCheck, Input, Inputs, run_all, selection::Documents};
+use crate::error::{Error, Result};
+use crate::fixture::FixtureView;
+use crate::found::{Found, hash_executable};
+use crate::names::{
+    EFFECTIVE_CONFIG_FILE, MAPPING_FILE, MAX_FIXTURE_BYTES, MAX_SIDECAR_BYTES, OUTPUT_LIMITS,
+    PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, QRELS_FILE, REPORT_FILE, SELECTION_FILE,
+    STATISTICS_FILE, TEST_RESULT_FILE, VERIFICATION_FILE,
+};
+use crate::report::{REPORT_SCHEMA, Report};
+
+/// Where to find what the aggregates record, when it moved, and how to re-check embeddings.
+#[derive(Debug, Clone)]
+pub struct VerifyOptions {
+    /// The directory holding rows and aggregates.
+    pub output_dir: PathBuf,
+    /// The store directory (database and mapping).
+    pub store_dir: Option<PathBuf>,
+    /// The fixture.
+    pub corpus: Option<PathBuf>,
+    /// The embedding re-check.
+    pub embedding: EmbeddingCheck,
+}
+
+/// A verification's outcome: the checks, and the report page rendered from what was recomputed (for a run with
+/// a selection; `Err` says why it could not be drawn).
+#[derive(Debug, Clone)]
+pub struct Verified {
+    /// Every check.
+    pub report: Report,
+    /// `report.html`'s bytes.
+    pub page: Option<std::result::Result<String, String>>,
+}
+
+/// `verification.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verification {
+    /// Always [`REPORT_SCHEMA`].
+    pub schema: String,
+    /// `verified`, `publishable`, `not publishable` or `failed`.
+    pub verdict: String,
+    /// What the verdict means.
+    pub meaning: String,
+    /// Checks per status.
+    pub counts: BTreeMap<String, usize>,
+    /// Thresholds the checks applied.
+    pub thresholds: Value,
+    /// Lines a person needs besides the checks (the embedding draw's seed).
+    pub notes: Vec<String>,
+    /// Every check.
+    pub checks: Vec<crate::report::Check>,
+}
+
+impl Verification {
+    /// Wraps a report.
+    pub fn of(report: &Report) -> Verification {
+        let verdict = report.verdict();
+        Verification {
+            schema: REPORT_SCHEMA.into(),
+            verdict: verdict.as_str().into(),
+            meaning: verdict.meaning().into(),
+            counts: report
+                .counts()
+                .into_iter()
+                .map(|(status, n)| (serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(), n))
+                .collect(),
+            thresholds: json!({
+                "metric_tolerance": crate::checks::validate::METRIC_TOLERANCE,
+                "scores": "every recomputed score equal to the bit",
+                "embedding_values": "every re-embedded vector equal to the bit",
+                "rankings": "every query of every run",
+            }),
+            notes: report.notes.clone(),
+            checks: report.checks.clone(),
+        }
+    }
+}
+
+/// Verifies every aggregate of `options.output_dir`. Paths the aggregates record are read only if they are
+/// regular files within their caps; anything else there fails the check that needed it.
+///
+/// # Errors
+/// [`Error::Input`] / [`Error::Usage`] / [`Error::File`] when the directory or a file given explicitly
+/// (`corpus`) cannot be read at all.
+pub fn verify(options: &VerifyOptions) -> Result<Verified> {
+    let mut report = Report::default();
+    let mut runs = Vec::new();
+    let mut total = 0;
+    for path in aggregates_in(&options.output_dir)? {
+        match Run::load(&path, OUTPUT_LIMITS, &mut total) {
+            Ok(run) => runs.push(run),
+            Err(Error::Input { path, reason }) => {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                report.record(&name, "input.json", Err(reason));
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    strict_rows(&mut report, &runs);
+    let fixture = match &options.corpus {
+        Some(path) => Found::Read(
+            path.display().to_string(),
+            safe_fs::read_regular(path, MAX_FIXTURE_BYTES).map_err(Error::file)?,
+        ),
+        None => runs
+            .iter()
+            .map(|run| Found::at(Path::new(run.str_at("/corpus/fixture_path")), MAX_FIXTURE_BYTES))
+            .find(|found| !matches!(found, Found::Absent(_)))
+            .unwrap_or_else(|| Found::Absent("no fixture at the recorded path (pass --corpus)".into())),
+    };
+    report.subjects = crate::checks::exports::subjects_of(&runs);
+    let (view, full, fixture_problem) = match &fixture {
+        Found::Read(origin, bytes) => match FixtureView::from_bytes(Path::new(origin), bytes) {
+            Ok((view, full)) => (Some(view), full, None),
+            Err(error) => (None, None, Some(error.to_string())),
+        },
+        Found::Absent(reason) => (None, None, Some(format!("absent: {reason}"))),
+        Found::Refused(reason) => (None, None, Some(reason.clone())),
+    };
+    drop(fixture);
+    let fixture_input = match (&view, &fixture_problem) {
+        (Some(view), _) => Input::Read { origin: "the fixture", content: view },
+        (None, Some(reason)) if reason.starts_with("absent: ") => Input::Absent(&reason[8..]),
+        (None, Some(reason)) => Input::Refused(reason),
+        (None, None) => Input::Absent("no fixture"),
+    };
+    let vectors = full.as_ref().map(|f| f.vectors());
+    let texts = full.as_ref().map(|f| f.texts());
+    let no_full = "the fixture given holds no texts or vectors (pass the full fixture with --corpus)";
+    let vectors_input = match &vectors {
+        Some(Ok(vectors)) => Input::Read { origin: "the fixture", content: vectors },
+        Some(Err(reason)) => Input::Refused(reason),
+        None => Input::Absent(no_full),
+    };
+    let texts_input = match &texts {
+        Some(Ok(texts)) => Input::Read { origin: "the fixture", content: texts },
+        Some(Err(reason)) => Input::Refused(reason),
+        None => Input::Absent(no_full),
+    };
+    if let (Some(view), Some(Ok(texts))) = (&view, &texts) {
+        report.record("global", "texts.identity", crate::checks::rankings::texts_identity(view, texts));
+    }
+    let frozen = match Found::at(&options.output_dir.join(EFFECTIVE_CONFIG_FILE), MAX_SIDECAR_BYTES) {
+        Found::Read(origin, bytes) => {
+            Some(crate::json::parse(&bytes).map_err(|e| Error::input(Path::new(&origin), e))?)
+        }
+        Found::Absent(_) => None,
+        Found::Refused(reason) => return Err(Error::Usage(reason)),
+    };
+    let mapping_path = |run: &Run| match &options.store_dir {
+        Some(dir) => dir.join(MAPPING_FILE),
+        None => PathBuf::from(run.str_at("/store/mapping_path")),
+    };
+    let mut mappings: BTreeMap<PathBuf, Found> = BTreeMap::new();
+    let mut executables: BTreeMap<String, (String, std::result::Result<String, Found>)> = BTreeMap::new();
+    for run in &runs {
+        mappings.entry(mapping_path(run)).or_insert_with_key(|path| Found::at(path, MAX_SIDECAR_BYTES));
+        let recorded = run.str_at("/executable/path").to_owned();
+        executables.entry(recorded.clone()).or_insert_with(|| {
+            if recorded.is_empty() {
+                (String::new(), Err(Found::Absent("the aggregate records no executable path".into())))
+            } else {
+                hash_executable(Path::new(&recorded))
+            }
+        });
+    }
+    let document = |name: &str| match Found::at(&options.output_dir.join(name), MAX_SIDECAR_BYTES) {
+        Found::Read(_, bytes) => Ok(Some(bytes)),
+        Found::Absent(_) => Ok(None),
+        Found::Refused(reason) => Err(Error::Usage(reason)),
+    };
+    let (preregistration, signature, selection, statistics) = (
+        document(PREREGISTRATION_FILE)?,
+        document(PREREGISTRATION_SIGNATURE_FILE)?,
+        document(SELECTION_FILE)?,
+        document(STATISTICS_FILE)?,
+    );
+    let documents = Documents {
+        preregistration: preregistration.as_deref(),
+        signature: signature.as_deref(),
+        selection: selection.as_deref(),
+        statistics: statistics.as_deref(),
+        freeze: frozen.as_ref(),
+        key: None,
+    };
+    // Runs are checked in groups sharing a mapping and an executable (one group in every real run).
+    let mut model = None;
+    let mut groups: BTreeMap<(PathBuf, String), Vec<Run>> = BTreeMap::new();
+    for run in &runs {
+        groups.entry((mapping_path(run), run.str_at("/executable/path").to_owned())).or_default().push(run.clone());
+    }
+    let single = groups.len() == 1;
+    for ((mapping, executable), group) in &groups {
+        let (origin, digest) = &executables[executable];
+        let executable_input = match digest {
+            Ok(digest) => Input::Read { origin, content: digest.as_str() },
+            Err(Found::Refused(reason)) => Input::Refused(reason),
+            Err(Found::Absent(reason) | Found::Read(reason, _)) => Input::Absent(reason),
+        };
+        let outcome = run_all(&Inputs {
+            runs: group,
+            fixture: fixture_input,
+            mapping: mappings[mapping].input(),
+            executable: executable_input,
+            frozen: frozen.as_ref(),
+            documents: if single { documents } else { Documents { key: None, ..documents } },
+            vectors: vectors_input,
+            texts: texts_input,
+            embedding: &options.embedding,
+        });
+        report.extend(outcome.report);
+        model = model.or(outcome.model);
+    }
+    if options.output_dir.join(QRELS_FILE).symlink_metadata().is_ok() {
+        let mut exports: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        for name in crate::checks::exports::export_names(&runs) {
+            match Found::at(&options.output_dir.join(&name), MAX_FIXTURE_BYTES) {
+                Found::Read(_, bytes) => {
+                    exports.insert(name, bytes);
+                }
+                Found::Absent(_) => {}
+                Found::Refused(reason) => return Err(Error::Usage(reason)),
+            }
+        }
+        report.extend(crate::checks::exports::export_checks(
+            &runs,
+            |name| exports.get(name).map(Vec::as_slice),
+            view.as_ref().map(|view| &view.qrels),
+        ));
+    }
+    report.extend(crate::checks::store::stores(&runs, options.store_dir.as_deref()));
+    let page = model.map(|model| crate::render::render(&model));
+    Ok(Verified { report, page })
+}
+
+/// `input.json` for every rows file that was read but is not strict JSON lines.
+pub(crate) fn strict_rows(report: &mut Report, runs: &[Run]) {
+    for run in runs {
+        if let (Some(_), Err(reason)) = (&run.rows_bytes, &run.rows) {
+            report.record(run.str_at("/rows/file"), "input.json", Err(reason.clone()));
+        }
+    }
+}
+
+/// Writes `verification.json`, the same verdict as an in-toto Test Result statement
+/// (`verification.intoto.json`), and, when nothing failed and there is one, the report page, into `dir`;
+/// returns the path of `verification.json`.
+///
+/// # Errors
+/// [`Error::Input`] / [`Error::File`] when a file cannot be written.
+pub fn write_verification(dir: &Path, verified: &Verified) -> Result<PathBuf> {
+    let path = dir.join(VERIFICATION_FILE);
+    let mut bytes =
+        serde_json::to_vec_pretty(&Verification::of(&verified.report)).map_err(|e| Error::input(&path, e))?;
+    bytes.push(b'\n');
+    safe_fs::write_atomically(&path, &bytes).map_err(Error::file)?;
+    let statement = crate::checks::exports::test_result_statement(&verified.report.subjects, &bytes);
+    let mut statement_bytes = serde_json::to_vec_pretty(&statement).map_err(|e| Error::input(&path, e))?;
+    statement_bytes.push(b'\n');
+    safe_fs::write_atomically(&dir.join(TEST_RESULT_FILE), &statement_bytes).map_err(Error::file)?;
+    if let (true, Some(Ok(page))) = (verified.report.passed(), &verified.page) {
+        let report_path = dir.join(REPORT_FILE);
+        if safe_fs::read_regular(&report_path, 64 << 20).ok().as_deref() != Some(page.as_bytes()) {
+            safe_fs::write_atomically(&report_path, page.as_bytes()).map_err(Error::file)?;
+        }
+    }
+    Ok(path)
+}
