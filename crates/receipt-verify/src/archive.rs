@@ -46,10 +46,15 @@ pub fn read(path: &Path, expected: &str, prefix: &str, query_ids: &[String]) -> 
     let mut member = |name: &str| -> Result<String, String> {
         let file = zip.by_name(name).map_err(|e| format!("--archive member {name}: {e}"))?;
         if file.size() > MAX_MEMBER_BYTES {
-            return Err(format!("--archive member {name} declares {} bytes, over {MAX_MEMBER_BYTES}", file.size()));
+            return Err(format!(
+                "--archive member {name} declares {} bytes, over {MAX_MEMBER_BYTES}",
+                file.size()
+            ));
         }
         let mut text = String::new();
-        file.take(MAX_MEMBER_BYTES + 1).read_to_string(&mut text).map_err(|e| format!("--archive member {name}: {e}"))?;
+        file.take(MAX_MEMBER_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| format!("--archive member {name}: {e}"))?;
         Ok(text.strip_prefix('\u{feff}').map(str::to_owned).unwrap_or(text))
     };
     let corpus_name = format!("{prefix}/corpus.jsonl");
@@ -81,7 +86,8 @@ pub fn read(path: &Path, expected: &str, prefix: &str, query_ids: &[String]) -> 
         let [query, document, grade] = fields[..] else {
             return Err(format!("{qrels_name} line {index}: {} fields, not 3", fields.len()));
         };
-        let grade = grade.parse::<i64>().map_err(|_| format!("{qrels_name} line {index}: grade {grade:?}"))?;
+        let grade =
+            grade.parse::<i64>().map_err(|_| format!("{qrels_name} line {index}: grade {grade:?}"))?;
         qrels.entry(query.to_owned()).or_default().insert(document.to_owned(), grade);
     }
     for id in query_ids {

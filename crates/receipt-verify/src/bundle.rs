@@ -24,11 +24,12 @@ use crate::error::{Error, Result};
 use crate::fixture::FixtureView;
 use crate::found::{Found, hash_executable};
 use crate::names::{
-    BUNDLE_LIMITS, EFFECTIVE_CONFIG_FILE, FIXTURE_METADATA_FILE, MANIFEST_FILE, MAPPING_FILE, MAX_FIXTURE_BYTES,
-    MAX_MANIFEST_BYTES, MAX_SIDECAR_BYTES, MAX_SUBJECTS, PREDICATE_TYPE, PREDICATE_TYPE_V1, PREDICATE_TYPE_V2,
-    PREDICATE_TYPE_V3, PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, REPLACED_SIGNATURE_PREFIX, REPORT_FILE,
-    SELECTION_DOCUMENTS, SELECTION_FILE, SIGNATURE_FILE, STATEMENT_TYPE, STATISTICS_FILE, TEST_RESULT_FILE,
-    VECTORS_FILE, VERIFICATION_FILE, is_plain_file_name,
+    BUNDLE_LIMITS, EFFECTIVE_CONFIG_FILE, FIXTURE_METADATA_FILE, MANIFEST_FILE, MAPPING_FILE,
+    MAX_FIXTURE_BYTES, MAX_MANIFEST_BYTES, MAX_SIDECAR_BYTES, MAX_SUBJECTS, PREDICATE_TYPE,
+    PREDICATE_TYPE_V1, PREDICATE_TYPE_V2, PREDICATE_TYPE_V3, PREREGISTRATION_FILE,
+    PREREGISTRATION_SIGNATURE_FILE, REPLACED_SIGNATURE_PREFIX, REPORT_FILE, SELECTION_DOCUMENTS,
+    SELECTION_FILE, SIGNATURE_FILE, STATEMENT_TYPE, STATISTICS_FILE, TEST_RESULT_FILE, VECTORS_FILE,
+    VERIFICATION_FILE, is_plain_file_name,
 };
 use crate::report::{Report, Verdict};
 use crate::sign::{MAX_KEY_FILE_BYTES, TRUSTED_COMMENT_PREFIX, VerifyingKey, verify_bytes};
@@ -62,7 +63,10 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
     if dir.symlink_metadata().is_ok() {
         let empty = std::fs::read_dir(dir).map_err(|e| Error::input(dir, e))?.next().is_none();
         if !empty {
-            return Err(Error::Usage(format!("{} is not empty; bundles are never overwritten", dir.display())));
+            return Err(Error::Usage(format!(
+                "{} is not empty; bundles are never overwritten",
+                dir.display()
+            )));
         }
         std::fs::remove_dir(dir).map_err(|e| Error::input(dir, e))?;
     }
@@ -70,9 +74,13 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
     let verification_bytes = safe_fs::read_regular(&verification_path, MAX_SIDECAR_BYTES).map_err(|_| {
         Error::Usage(format!("{} is missing: run `scifact-audit verify` first", verification_path.display()))
     })?;
-    let verification = crate::json::parse(&verification_bytes).map_err(|e| Error::input(&verification_path, e))?;
+    let verification =
+        crate::json::parse(&verification_bytes).map_err(|e| Error::input(&verification_path, e))?;
     if verification["verdict"] == "failed" {
-        return Err(Error::Usage(format!("{} has verdict failed; nothing to bundle", verification_path.display())));
+        return Err(Error::Usage(format!(
+            "{} has verdict failed; nothing to bundle",
+            verification_path.display()
+        )));
     }
     let runs = load_runs(&options.output_dir)?;
     let first = runs.first().ok_or_else(|| Error::Usage("no aggregates".into()))?;
@@ -119,17 +127,27 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
         Some(store) => store.join(MAPPING_FILE),
         None => PathBuf::from(first.str_at("/store/mapping_path")),
     };
-    files.insert(MAPPING_FILE.into(), safe_fs::read_regular(&mapping_path, MAX_SIDECAR_BYTES).map_err(Error::file)?);
-    let fixture_path = options.corpus.clone().unwrap_or_else(|| PathBuf::from(first.str_at("/corpus/fixture_path")));
+    files.insert(
+        MAPPING_FILE.into(),
+        safe_fs::read_regular(&mapping_path, MAX_SIDECAR_BYTES).map_err(Error::file)?,
+    );
+    let fixture_path =
+        options.corpus.clone().unwrap_or_else(|| PathBuf::from(first.str_at("/corpus/fixture_path")));
     let fixture_bytes = safe_fs::read_regular(&fixture_path, MAX_FIXTURE_BYTES).map_err(Error::file)?;
     let (_, full) = FixtureView::from_bytes(&fixture_path, &fixture_bytes)?;
     let full = full.ok_or_else(|| {
-        Error::Usage(format!("{} is a fixture's metadata, not the fixture: its vectors are needed", fixture_path.display()))
+        Error::Usage(format!(
+            "{} is a fixture's metadata, not the fixture: its vectors are needed",
+            fixture_path.display()
+        ))
     })?;
     let vectors = full.vectors().map_err(|e| Error::input(&fixture_path, e))?.to_bytes();
     let view = FixtureView::of(&full, &sha256_tagged(&fixture_bytes), Some(&vectors));
     drop(full);
-    files.insert(FIXTURE_METADATA_FILE.into(), pretty(&serde_json::to_value(&view).map_err(|e| Error::input(&fixture_path, e))?));
+    files.insert(
+        FIXTURE_METADATA_FILE.into(),
+        pretty(&serde_json::to_value(&view).map_err(|e| Error::input(&fixture_path, e))?),
+    );
     files.insert(VECTORS_FILE.into(), vectors);
     let config_file = match Found::at(&options.output_dir.join(EFFECTIVE_CONFIG_FILE), MAX_SIDECAR_BYTES) {
         Found::Read(_, bytes) => bytes,
@@ -163,7 +181,8 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
         safe_fs::halt::point("bundle.file");
     }
     let manifest = statement(&runs, &files, &verification);
-    safe_fs::write_atomically(&staging.path().join(MANIFEST_FILE), &pretty(&manifest)).map_err(Error::file)?;
+    safe_fs::write_atomically(&staging.path().join(MANIFEST_FILE), &pretty(&manifest))
+        .map_err(Error::file)?;
     safe_fs::halt::point("bundle.staged");
     safe_fs::publish_dir(staging, dir).map_err(Error::file)?;
     Ok(manifest)
@@ -178,7 +197,8 @@ fn pretty(value: &Value) -> Vec<u8> {
 /// The claim a version 4 bundle makes: version 2's, and the digest of the vectors it carries.
 pub fn claim_v4(runs: &[Run], verdict: &Value, files: &BTreeMap<String, Vec<u8>>) -> Value {
     let mut value = claim_v2(runs, verdict, files);
-    value["vectors_sha256"] = files.get(VECTORS_FILE).map_or(Value::Null, |bytes| Value::from(sha256_tagged(bytes)));
+    value["vectors_sha256"] =
+        files.get(VECTORS_FILE).map_or(Value::Null, |bytes| Value::from(sha256_tagged(bytes)));
     value
 }
 
@@ -331,7 +351,11 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
     let manifest = match crate::json::parse(&manifest_bytes) {
         Ok(value) => value,
         Err(error) => {
-            report.record(MANIFEST_FILE, "input.json", Err(format!("manifest.json is not strict JSON: {error}")));
+            report.record(
+                MANIFEST_FILE,
+                "input.json",
+                Err(format!("manifest.json is not strict JSON: {error}")),
+            );
             return Ok((report, None));
         }
     };
@@ -351,8 +375,12 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
     let mut runs = Vec::new();
     for (name, bytes) in files.iter().filter(|(name, _)| name.ends_with(".aggregate.json")) {
         let parsed = crate::json::parse(bytes).ok();
-        let rows_file = parsed.as_ref().and_then(|a| a.pointer("/rows/file")).and_then(Value::as_str).unwrap_or("");
-        let rows = files.get(rows_file).cloned().ok_or_else(|| format!("rows file {rows_file:?} is not in the bundle"));
+        let rows_file =
+            parsed.as_ref().and_then(|a| a.pointer("/rows/file")).and_then(Value::as_str).unwrap_or("");
+        let rows = files
+            .get(rows_file)
+            .cloned()
+            .ok_or_else(|| format!("rows file {rows_file:?} is not in the bundle"));
         match Run::from_bytes(name, bytes, rows) {
             Ok(run) => runs.push(run),
             Err(error) => {
@@ -376,7 +404,9 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
             PREDICATE_TYPE => Some(claim_v4(&runs, &verification["verdict"], &files)),
             _ => None,
         };
-        if expected.is_some_and(|expected| manifest["predicate"] == expected) && manifest["_type"] == STATEMENT_TYPE {
+        if expected.is_some_and(|expected| manifest["predicate"] == expected)
+            && manifest["_type"] == STATEMENT_TYPE
+        {
             Ok(format!("the predicate ({predicate_type}) restates the {} aggregates", runs.len()))
         } else {
             Err("the manifest's predicate differs from the claim the aggregates make".into())
@@ -396,7 +426,9 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
             )),
         },
     );
-    let view = files.get(FIXTURE_METADATA_FILE).map(|bytes| FixtureView::from_bytes(Path::new(FIXTURE_METADATA_FILE), bytes));
+    let view = files
+        .get(FIXTURE_METADATA_FILE)
+        .map(|bytes| FixtureView::from_bytes(Path::new(FIXTURE_METADATA_FILE), bytes));
     let view_problem = match &view {
         Some(Ok(_)) => String::new(),
         Some(Err(error)) => error.to_string(),
@@ -426,7 +458,9 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
     let executable = check.executable.as_deref().map(hash_executable);
     let executable_input = match &executable {
         Some((origin, Ok(digest))) => Input::Read { origin, content: digest.as_str() },
-        Some((_, Err(Found::Refused(reason) | Found::Absent(reason) | Found::Read(reason, _)))) => Input::Refused(reason),
+        Some((_, Err(Found::Refused(reason) | Found::Absent(reason) | Found::Read(reason, _)))) => {
+            Input::Refused(reason)
+        }
         None => Input::Absent("no executable given"),
     };
     let frozen = json_of(EFFECTIVE_CONFIG_FILE);
@@ -453,11 +487,25 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         report.record(
             scope,
             "verification.statement",
-            test_result_agrees(&runs, files.get(VERIFICATION_FILE).map(Vec::as_slice), files.get(TEST_RESULT_FILE).map(Vec::as_slice)),
+            test_result_agrees(
+                &runs,
+                files.get(VERIFICATION_FILE).map(Vec::as_slice),
+                files.get(TEST_RESULT_FILE).map(Vec::as_slice),
+            ),
         );
-        report.extend(export_checks(&runs, |name| files.get(name).map(Vec::as_slice), view.as_ref().map(|view| &view.qrels)));
+        report.extend(export_checks(
+            &runs,
+            |name| files.get(name).map(Vec::as_slice),
+            view.as_ref().map(|view| &view.qrels),
+        ));
     }
-    rendered(&mut report, predicate_type, files.get(REPORT_FILE).map(Vec::as_slice), files.contains_key(PREREGISTRATION_FILE), outcome.model.as_ref());
+    rendered(
+        &mut report,
+        predicate_type,
+        files.get(REPORT_FILE).map(Vec::as_slice),
+        files.contains_key(PREREGISTRATION_FILE),
+        outcome.model.as_ref(),
+    );
     Ok((report, Some(BundleContents { manifest: manifest_bytes, files, runs })))
 }
 
@@ -493,10 +541,17 @@ fn strict_documents(files: &Files, report: &mut Report) -> bool {
 
 /// The bundle's vectors against their binding (`vectors.file`), for a version 2 fixture view. `Err((broken,
 /// reason))`: broken when the bundle promises vectors it does not deliver.
-fn vectors(view: Option<&FixtureView>, files: &Files, report: &mut Report) -> std::result::Result<Vectors, (bool, String)> {
+fn vectors(
+    view: Option<&FixtureView>,
+    files: &Files,
+    report: &mut Report,
+) -> std::result::Result<Vectors, (bool, String)> {
     let Some(view) = view else { return Err((true, "no readable fixture-metadata.json".into())) };
     let Some(binding) = &view.vectors else {
-        return Err((false, format!("this bundle carries no vectors ({}, claim v3 and earlier)", view.schema)));
+        return Err((
+            false,
+            format!("this bundle carries no vectors ({}, claim v3 and earlier)", view.schema),
+        ));
     };
     let outcome = match files.get(&binding.file) {
         None => Err(format!("{} is bound in fixture-metadata.json but not in the bundle", binding.file)),
@@ -529,23 +584,39 @@ fn vectors(view: Option<&FixtureView>, files: &Files, report: &mut Report) -> st
 
 /// The texts from the public archive (`--archive`), with `texts.identity`: the archive is the one recorded,
 /// and its documents, queries and judgements are the fixture's.
-fn texts(archive: Option<&Path>, view: Option<&FixtureView>, report: &mut Report) -> std::result::Result<Texts, (bool, String)> {
+fn texts(
+    archive: Option<&Path>,
+    view: Option<&FixtureView>,
+    report: &mut Report,
+) -> std::result::Result<Texts, (bool, String)> {
     let Some(path) = archive else {
-        return Err((false, "no texts: pass --archive with the public SciFact zip the bundle records".into()));
+        return Err((
+            false,
+            "no texts: pass --archive with the public SciFact zip the bundle records".into(),
+        ));
     };
     let Some(view) = view else { return Err((true, "no readable fixture-metadata.json".into())) };
     let recorded = view.metadata["source"]["archive_sha256"].as_str().unwrap_or("");
-    let query_ids = view.query_ids.clone().unwrap_or_else(|| view.query_text_sha256.keys().cloned().collect());
-    let outcome = crate::archive::read(path, &format!("sha256:{recorded}"), view.profile(), &query_ids).and_then(|archive| {
-        let evidence = crate::checks::rankings::texts_identity(view, &archive.texts)?;
-        if archive.qrels != view.qrels {
-            return Err("the archive's test judgements are not the fixture's".into());
-        }
-        Ok((archive, evidence))
-    });
+    let query_ids =
+        view.query_ids.clone().unwrap_or_else(|| view.query_text_sha256.keys().cloned().collect());
+    let outcome = crate::archive::read(path, &format!("sha256:{recorded}"), view.profile(), &query_ids)
+        .and_then(|archive| {
+            let evidence = crate::checks::rankings::texts_identity(view, &archive.texts)?;
+            if archive.qrels != view.qrels {
+                return Err("the archive's test judgements are not the fixture's".into());
+            }
+            Ok((archive, evidence))
+        });
     match outcome {
         Ok((archive, evidence)) => {
-            report.record("global", "texts.identity", Ok(format!("the archive is {}, as recorded; {evidence}; its judgements are the fixture's", archive.sha256)));
+            report.record(
+                "global",
+                "texts.identity",
+                Ok(format!(
+                    "the archive is {}, as recorded; {evidence}; its judgements are the fixture's",
+                    archive.sha256
+                )),
+            );
             Ok(archive.texts)
         }
         Err(reason) => {
@@ -557,7 +628,13 @@ fn texts(archive: Option<&Path>, view: Option<&FixtureView>, report: &mut Report
 
 /// `report.rendered`: a claim v4 report page is the verifier's own rendering of what it recomputed, to the
 /// byte; an earlier one is the signer's rendering (attested).
-fn rendered(report: &mut Report, predicate_type: &str, page: Option<&[u8]>, selection: bool, model: Option<&crate::render::Model>) {
+fn rendered(
+    report: &mut Report,
+    predicate_type: &str,
+    page: Option<&[u8]>,
+    selection: bool,
+    model: Option<&crate::render::Model>,
+) {
     let scope = "bundle";
     let name = "report.rendered";
     if predicate_type != PREDICATE_TYPE {
@@ -568,7 +645,11 @@ fn rendered(report: &mut Report, predicate_type: &str, page: Option<&[u8]>, sele
     }
     let Some(page) = page else {
         if selection {
-            report.record(scope, name, Err(format!("a bundle with a selection carries {REPORT_FILE}; this one does not")));
+            report.record(
+                scope,
+                name,
+                Err(format!("a bundle with a selection carries {REPORT_FILE}; this one does not")),
+            );
         }
         return;
     };
@@ -591,7 +672,12 @@ fn rendered(report: &mut Report, predicate_type: &str, page: Option<&[u8]>, sele
 fn first_difference(expected: &str, page: &[u8]) -> String {
     let text = String::from_utf8_lossy(page);
     let lower = text.to_lowercase();
-    for (needle, what) in [("<script", "a script"), ("http://", "a remote resource"), ("https://", "a remote resource"), ("//", "a network-path reference")] {
+    for (needle, what) in [
+        ("<script", "a script"),
+        ("http://", "a remote resource"),
+        ("https://", "a remote resource"),
+        ("//", "a network-path reference"),
+    ] {
         if lower.contains(needle) && !expected.to_lowercase().contains(needle) {
             return format!("{REPORT_FILE} holds {what} ({needle:?}) that the verified numbers do not draw");
         }
@@ -600,7 +686,10 @@ fn first_difference(expected: &str, page: &[u8]) -> String {
     let line = expected.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
     let context = |bytes: &[u8]| {
         let start = at.saturating_sub(30);
-        crate::report::terminal_safe(&String::from_utf8_lossy(&bytes[start.min(bytes.len())..(at + 30).min(bytes.len())])).into_owned()
+        crate::report::terminal_safe(&String::from_utf8_lossy(
+            &bytes[start.min(bytes.len())..(at + 30).min(bytes.len())],
+        ))
+        .into_owned()
     };
     format!(
         "{REPORT_FILE} differs from the rendering of the recomputed numbers at byte {at} (line {line}): the page has {:?}, the numbers give {:?}",
@@ -622,7 +711,8 @@ pub fn check_bundle_files(dir: &Path) -> std::result::Result<(), String> {
 
 /// [`check_bundle_files`], returning the manifest's bytes and every subject's, as hashed.
 pub(crate) fn read_bundle_files(dir: &Path) -> std::result::Result<(Vec<u8>, Files), String> {
-    let bytes = safe_fs::read_regular(&dir.join(MANIFEST_FILE), MAX_MANIFEST_BYTES).map_err(|e| e.to_string())?;
+    let bytes =
+        safe_fs::read_regular(&dir.join(MANIFEST_FILE), MAX_MANIFEST_BYTES).map_err(|e| e.to_string())?;
     let manifest = crate::json::parse(&bytes).map_err(|e| format!("manifest.json: {e}"))?;
     let (files, _) = read_subjects(dir, &manifest, BUNDLE_LIMITS)?;
     Ok((bytes, files))
@@ -677,7 +767,11 @@ fn signed_manifest(check: &BundleCheck, key: &VerifyingKey, report: &mut Report)
             Some(manifest)
         }
         Err(reason) => {
-            report.record("bundle", "signature", Err(format!("{reason}; nothing else in the bundle was read")));
+            report.record(
+                "bundle",
+                "signature",
+                Err(format!("{reason}; nothing else in the bundle was read")),
+            );
             None
         }
     }
@@ -687,7 +781,11 @@ fn signed_manifest(check: &BundleCheck, key: &VerifyingKey, report: &mut Report)
 /// opening anything, that the directory holds exactly those files (besides the manifest, its signature and
 /// disclosed replaced signatures), then reads each once within `limits` and compares its hash. Returns the
 /// bytes by name, and the evidence.
-fn read_subjects(dir: &Path, manifest: &Value, limits: Limits) -> std::result::Result<(Files, String), String> {
+fn read_subjects(
+    dir: &Path,
+    manifest: &Value,
+    limits: Limits,
+) -> std::result::Result<(Files, String), String> {
     let listed = manifest["subject"].as_array().ok_or("the manifest has no subject list")?;
     if listed.len() > MAX_SUBJECTS {
         return Err(format!("the manifest lists {} subjects, more than {MAX_SUBJECTS}", listed.len()));
@@ -725,7 +823,8 @@ fn read_subjects(dir: &Path, manifest: &Value, limits: Limits) -> std::result::R
     let mut files = BTreeMap::new();
     let mut total = 0;
     for (name, recorded) in &wanted {
-        let bytes = safe_fs::read_regular_in(&dir.join(name), limits, &mut total).map_err(|e| e.to_string())?;
+        let bytes =
+            safe_fs::read_regular_in(&dir.join(name), limits, &mut total).map_err(|e| e.to_string())?;
         let actual = sha256_tagged(&bytes);
         if &actual != recorded {
             return Err(format!("{name} hashes to {actual}, the manifest records {recorded}"));

@@ -140,10 +140,16 @@ impl FixtureView {
         if schema == FIXTURE_VIEW_SCHEMA || schema == FIXTURE_VIEW_SCHEMA_V1 {
             let schema = schema.as_str();
             let view: FixtureView = serde_json::from_value(probe).map_err(|e| Error::input(path, e))?;
-            let v2_fields = [view.query_ids.is_some(), view.semantic_text_sha256.is_some(), view.vectors.is_some()];
+            let v2_fields =
+                [view.query_ids.is_some(), view.semantic_text_sha256.is_some(), view.vectors.is_some()];
             let expected = schema == FIXTURE_VIEW_SCHEMA;
             if v2_fields.iter().any(|present| *present != expected) {
-                return Err(Error::input(path, format!("{schema} must have query_ids, semantic_text_sha256 and vectors exactly when it is version 2")));
+                return Err(Error::input(
+                    path,
+                    format!(
+                        "{schema} must have query_ids, semantic_text_sha256 and vectors exactly when it is version 2"
+                    ),
+                ));
             }
             return Ok((view, None));
         }
@@ -223,12 +229,20 @@ impl FullFixture {
     /// The first text whose semantic digest differs.
     pub fn texts(&self) -> std::result::Result<Texts, String> {
         let texts = Texts {
-            documents: self.documents.iter().map(|d| (d.id.clone(), d.title.clone(), d.text.clone())).collect(),
+            documents: self
+                .documents
+                .iter()
+                .map(|d| (d.id.clone(), d.title.clone(), d.text.clone()))
+                .collect(),
             queries: self.queries.iter().map(|q| (q.id.clone(), q.text.clone())).collect(),
         };
         for (document, (id, title, text)) in self.documents.iter().zip(&texts.documents) {
-            if crate::canonical::sha256_hex(semantic_document(title, text).as_bytes()) != document.semantic_text_sha256 {
-                return Err(format!("document {id:?}: its semantic text does not hash to the fixture's digest"));
+            if crate::canonical::sha256_hex(semantic_document(title, text).as_bytes())
+                != document.semantic_text_sha256
+            {
+                return Err(format!(
+                    "document {id:?}: its semantic text does not hash to the fixture's digest"
+                ));
             }
         }
         for (query, (id, text)) in self.queries.iter().zip(&texts.queries) {

@@ -19,7 +19,9 @@ impl Found {
     pub(crate) fn at(path: &Path, cap: u64) -> Found {
         match safe_fs::read_regular(path, cap) {
             Ok(bytes) => Found::Read(path.display().to_string(), bytes),
-            Err(error) if error.is_not_found() => Found::Absent(format!("{} is not present here", path.display())),
+            Err(error) if error.is_not_found() => {
+                Found::Absent(format!("{} is not present here", path.display()))
+            }
             Err(error) => Found::Refused(format!("refused to read {error}")),
         }
     }

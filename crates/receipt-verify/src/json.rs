@@ -36,7 +36,10 @@ pub fn parse_lines(bytes: &[u8]) -> Result<Vec<Value>, String> {
     if body.is_empty() {
         return Ok(Vec::new());
     }
-    body.split(|b| *b == b'\n').enumerate().map(|(i, line)| parse(line).map_err(|e| format!("line {}: {e}", i + 1))).collect()
+    body.split(|b| *b == b'\n')
+        .enumerate()
+        .map(|(i, line)| parse(line).map_err(|e| format!("line {}: {e}", i + 1)))
+        .collect()
 }
 
 /// Checks that `bytes` are one strict JSON document without building it.
@@ -147,7 +150,8 @@ impl Scanner<'_> {
             let key = self.string()?;
             if !keys.insert(key) {
                 self.at = start;
-                let shown = std::str::from_utf8(&self.bytes[start..start + self.key_len(start)]).unwrap_or("");
+                let shown =
+                    std::str::from_utf8(&self.bytes[start..start + self.key_len(start)]).unwrap_or("");
                 return Err(format!("duplicate key {shown}"));
             }
             self.whitespace();
@@ -371,7 +375,11 @@ mod tests {
             "12345678901234567e3",
             "1.0000000000000000",
         ] {
-            assert_eq!(parse(text.as_bytes()), serde_json::from_str::<Value>(text).map_err(|e| e.to_string()), "{text}");
+            assert_eq!(
+                parse(text.as_bytes()),
+                serde_json::from_str::<Value>(text).map_err(|e| e.to_string()),
+                "{text}"
+            );
         }
     }
 

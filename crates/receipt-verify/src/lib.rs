@@ -43,11 +43,14 @@ mod time;
 pub mod vectors;
 
 pub use crate::artifacts::{AGGREGATE_SCHEMA, ROW_SCHEMA, Run, SCHEMAS, aggregates_in, load_runs};
+pub use crate::baseline::{config_label, frozen_baseline, is_frozen_baseline};
 pub use crate::bundle::{
     BundleCheck, BundleContents, BundleOptions, check_bundle_files, claim, claim_v2, claim_v4, make_bundle,
     verify_bundle, verify_bundle_contents,
 };
-pub use crate::checks::exports::{export_checks, export_names, subjects_of, test_result_agrees, test_result_statement};
+pub use crate::checks::exports::{
+    export_checks, export_names, subjects_of, test_result_agrees, test_result_statement,
+};
 pub use crate::checks::selection::Documents;
 pub use crate::checks::store::{DATABASE_TIME_LIMIT, MAX_DATABASE_BYTES};
 pub use crate::checks::validate::{Evidence, METRIC_TOLERANCE, draw_split, validate};
@@ -60,10 +63,11 @@ pub use crate::names::*;
 pub use crate::recompute::embedding::{EMBEDDING_SAMPLE, Sample, fresh_seed};
 pub use crate::recompute::metrics;
 pub use crate::report::{Basis, Check, REPORT_SCHEMA, Report, Status, Verdict, terminal_safe};
-pub use crate::reproduction::{MAX_STATEMENT_BYTES, REPRODUCTION_TYPE, published_tolerances, verify_reproduction};
-pub use crate::rundir::{Verification, VerifyOptions, Verified, verify, write_verification};
+pub use crate::reproduction::{
+    MAX_STATEMENT_BYTES, REPRODUCTION_TYPE, published_tolerances, verify_reproduction,
+};
+pub use crate::rundir::{Verification, Verified, VerifyOptions, verify, write_verification};
 pub use crate::sign::{
     MAX_KEY_FILE_BYTES, TRUSTED_COMMENT_PREFIX, VerifyingKey, keygen, load_public_key, load_secret_key,
     public_key_of, secret_key_is_encrypted, sign_bytes, sign_document, verify_bytes,
 };
-pub use crate::baseline::{config_label, frozen_baseline, is_frozen_baseline};

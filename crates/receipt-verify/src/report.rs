@@ -135,7 +135,14 @@ pub struct Report {
 
 impl Report {
     /// Records a check with its outcome and basis.
-    pub fn push(&mut self, scope: &str, name: &str, status: Status, basis: Basis, evidence: impl Into<String>) {
+    pub fn push(
+        &mut self,
+        scope: &str,
+        name: &str,
+        status: Status,
+        basis: Basis,
+        evidence: impl Into<String>,
+    ) {
         self.checks.push(Check {
             scope: scope.into(),
             name: name.into(),
@@ -227,7 +234,10 @@ impl Report {
         for (status, heading) in [
             (Status::Fail, "failed:"),
             (Status::NotPublishable, "short of a publication gate:"),
-            (Status::NotChecked, "rests on the signer here (not checked; the evidence says what would check it):"),
+            (
+                Status::NotChecked,
+                "rests on the signer here (not checked; the evidence says what would check it):",
+            ),
             (Status::Attested, "attested (the signer's word; no one can recompute it):"),
         ] {
             let group = self.grouped(status);

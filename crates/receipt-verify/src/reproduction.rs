@@ -9,9 +9,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::names::MANIFEST_FILE;
 use crate::canonical::sha256_tagged;
 use crate::error::{Error, Result};
+use crate::names::MANIFEST_FILE;
 use crate::report::Report;
 use crate::sign::{VerifyingKey, verify_bytes};
 
@@ -68,14 +68,22 @@ pub fn verify_reproduction(bundle_dir: &Path, statement: &Path, key: &VerifyingK
     let (manifest, files) = match crate::bundle::read_bundle_files(bundle_dir) {
         Ok(read) => read,
         Err(reason) => {
-            report.record(SCOPE, "reproduction.subject", Err(format!("the bundle is not complete: {reason}")));
+            report.record(
+                SCOPE,
+                "reproduction.subject",
+                Err(format!("the bundle is not complete: {reason}")),
+            );
             return Ok(report);
         }
     };
     let statement = match crate::json::parse(&bytes) {
         Ok(value) => value,
         Err(error) => {
-            report.record(SCOPE, "reproduction.subject", Err(format!("the statement is not strict JSON: {error}")));
+            report.record(
+                SCOPE,
+                "reproduction.subject",
+                Err(format!("the statement is not strict JSON: {error}")),
+            );
             return Ok(report);
         }
     };

@@ -73,7 +73,15 @@ impl Verification {
             counts: report
                 .counts()
                 .into_iter()
-                .map(|(status, n)| (serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(), n))
+                .map(|(status, n)| {
+                    (
+                        serde_json::to_value(status)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_owned))
+                            .unwrap_or_default(),
+                        n,
+                    )
+                })
                 .collect(),
             thresholds: json!({
                 "metric_tolerance": crate::checks::validate::METRIC_TOLERANCE,
@@ -198,7 +206,10 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
     let mut model = None;
     let mut groups: BTreeMap<(PathBuf, String), Vec<Run>> = BTreeMap::new();
     for run in &runs {
-        groups.entry((mapping_path(run), run.str_at("/executable/path").to_owned())).or_default().push(run.clone());
+        groups
+            .entry((mapping_path(run), run.str_at("/executable/path").to_owned()))
+            .or_default()
+            .push(run.clone());
     }
     let single = groups.len() == 1;
     for ((mapping, executable), group) in &groups {

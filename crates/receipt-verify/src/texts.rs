@@ -54,7 +54,10 @@ pub fn searchable(title: &str, text: &str) -> String {
 impl Texts {
     /// Hex sha256 of every document's semantic text, in order.
     pub fn document_semantic_digests(&self) -> Vec<String> {
-        self.documents.iter().map(|(_, title, text)| sha256_hex(semantic_document(title, text).as_bytes())).collect()
+        self.documents
+            .iter()
+            .map(|(_, title, text)| sha256_hex(semantic_document(title, text).as_bytes()))
+            .collect()
     }
 
     /// Hex sha256 of every query's semantic text, in order.

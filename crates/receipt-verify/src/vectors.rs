@@ -26,8 +26,12 @@ impl Vectors {
     /// # Errors
     /// Why they are not whole vectors of finite values.
     pub fn new(dims: usize, documents: Vec<f32>, queries: Vec<f32>) -> Result<Vectors, String> {
-        if dims == 0 || documents.len() % dims != 0 || queries.len() % dims != 0 {
-            return Err(format!("{} + {} values are not whole vectors of {dims} dimensions", documents.len(), queries.len()));
+        if dims == 0 || !documents.len().is_multiple_of(dims) || !queries.len().is_multiple_of(dims) {
+            return Err(format!(
+                "{} + {} values are not whole vectors of {dims} dimensions",
+                documents.len(),
+                queries.len()
+            ));
         }
         if let Some(at) = documents.iter().chain(&queries).position(|x| !x.is_finite()) {
             return Err(format!("value {at} is not finite"));
@@ -42,12 +46,16 @@ impl Vectors {
     pub fn from_bytes(bytes: &[u8], binding: &VectorsBinding) -> Result<Vectors, String> {
         let actual = sha256_tagged(bytes);
         if actual != binding.sha256 {
-            return Err(format!("{} hashes to {actual}, fixture-metadata.json binds {}", binding.file, binding.sha256));
+            return Err(format!(
+                "{} hashes to {actual}, fixture-metadata.json binds {}",
+                binding.file, binding.sha256
+            ));
         }
         if binding.layout != LAYOUT {
             return Err(format!("layout {:?} is not the one this verifier reads", binding.layout));
         }
-        let expected = (binding.documents + binding.queries).checked_mul(binding.dims).and_then(|n| n.checked_mul(4));
+        let expected =
+            (binding.documents + binding.queries).checked_mul(binding.dims).and_then(|n| n.checked_mul(4));
         if expected != Some(bytes.len()) {
             return Err(format!(
                 "{} is {} bytes; {} documents and {} queries of {} dimensions are {expected:?}",

@@ -8,12 +8,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use receipt_verify::{
-    BundleCheck, BundleOptions, Evidence, FixtureView, Input, MANIFEST_FILE, Report, Run, SIGNATURE_FILE,
-    Status, Verification, VerifyOptions, terminal_safe,
+    BundleCheck, BundleOptions, EmbeddingCheck, Evidence, FixtureView, Input, MANIFEST_FILE,
+    REPLACED_SIGNATURE_PREFIX, Report, Run, SIGNATURE_FILE, Verification, VerifyOptions, terminal_safe,
 };
 
 use crate::cli::{
-    BundleArgs, KeygenArgs, ReportArgs, SignArgs, ValidateArgs, VerifyArgs, VerifyBundleArgs,
+    BundleArgs, EmbeddingArgs, KeygenArgs, ReportArgs, SignArgs, ValidateArgs, VerifyArgs, VerifyBundleArgs,
     VerifyReproductionArgs,
 };
 
@@ -21,7 +21,8 @@ pub(crate) fn password() -> Option<String> {
     std::env::var("MINISIGN_PASSWORD").ok().filter(|p| !p.is_empty())
 }
 
-/// Prints the report (its summary, or `verification.json`'s JSON with `--json`) and maps it to the exit code.
+/// Prints the report (its summary, or `verification.json`'s JSON with `--json`) and maps it to the exit code:
+/// 1 when a check failed, else 0 (the verdict line says whether it is verified, publishable or not).
 fn finish(report: &Report, output: &ReportArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     if output.json {
@@ -33,9 +34,18 @@ fn finish(report: &Report, output: &ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(if report.passed() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
+/// The embedding re-check as the flags ask: a seed from fresh randomness unless one is given.
+pub(crate) fn embedding_check(model_dir: Option<PathBuf>, args: &EmbeddingArgs) -> EmbeddingCheck {
+    EmbeddingCheck {
+        model_dir,
+        sample: args.embedding_sample,
+        seed: args.seed.unwrap_or_else(receipt_verify::fresh_seed),
+    }
+}
+
 pub(crate) fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let mut report = Report::default();
-    let mut fixtures: BTreeMap<PathBuf, Option<FixtureView>> = BTreeMap::new();
+    let mut fixtures: BTreeMap<PathBuf, Result<FixtureView, String>> = BTreeMap::new();
     let mut total = 0;
     for path in &args.aggregates {
         let run = Run::load(path, receipt_verify::OUTPUT_LIMITS, &mut total)?;
@@ -52,18 +62,19 @@ pub(crate) fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
                 if !fixtures.contains_key(&fixture) {
                     // A recorded path that is not a regular file within the cap is reported, not followed.
                     let loaded = match FixtureView::load(&fixture, receipt_verify::MAX_FIXTURE_BYTES) {
-                        Ok((view, _)) => Some(view),
+                        Ok((view, _)) => Ok(view),
                         Err(error) if args.corpus.is_some() => return Err(error.into()),
-                        Err(error) => {
-                            report.push("global", "corpus.file", Status::Fail, error.to_string());
-                            None
-                        }
+                        Err(error) => Err(error.to_string()),
                     };
                     fixtures.insert(fixture.clone(), loaded);
                 }
-                fixtures.get(&fixture).and_then(Option::as_ref)
+                match fixtures.get(&fixture) {
+                    Some(Ok(view)) => Input::Read { origin: "the fixture", content: view },
+                    Some(Err(reason)) => Input::Refused(reason),
+                    None => Input::Absent("no fixture"),
+                }
             }
-            None => None,
+            None => Input::Absent("no fixture or fixture-metadata.json beside the aggregate (pass --corpus)"),
         };
         let recorded = run.str_at("/executable/path");
         let hashed = (!recorded.is_empty())
@@ -93,18 +104,27 @@ pub(crate) fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(crate) fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
+    let model_dir = args.model_dir.clone().or_else(|| std::env::var_os("SCIFACT_MODEL_DIR").map(Into::into));
     let options = VerifyOptions {
         output_dir: args.output_dir.clone(),
         store_dir: args.store_dir.clone(),
         corpus: args.corpus.clone(),
-        model_dir: args.model_dir.clone().or_else(|| std::env::var_os("SCIFACT_MODEL_DIR").map(Into::into)),
+        embedding: embedding_check(model_dir, &args.embedding),
     };
-    let report = receipt_verify::verify(&options)?;
-    let path = receipt_verify::write_verification(&args.output_dir, &report)?;
+    let verified = receipt_verify::verify(&options)?;
+    let path = receipt_verify::write_verification(&args.output_dir, &verified)?;
     if !args.output.json {
-        writeln!(std::io::stdout().lock(), "wrote {}", path.display())?;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "wrote {}", path.display())?;
+        match &verified.page {
+            Some(Ok(_)) if verified.report.passed() => {
+                writeln!(out, "wrote {}", args.output_dir.join(receipt_verify::REPORT_FILE).display())?
+            }
+            Some(Err(reason)) => writeln!(out, "report.html not drawn: {}", terminal_safe(reason))?,
+            _ => {}
+        }
     }
-    finish(&report, &args.output)
+    finish(&verified.report, &args.output)
 }
 
 pub(crate) fn keygen(args: &KeygenArgs) -> anyhow::Result<ExitCode> {
@@ -165,11 +185,32 @@ pub(crate) fn sign(args: &SignArgs) -> anyhow::Result<ExitCode> {
     let manifest_path = args.bundle_dir.join(MANIFEST_FILE);
     let manifest = safe_fs::read_regular(&manifest_path, receipt_verify::MAX_MANIFEST_BYTES)
         .with_context(|| format!("reading {}", manifest_path.display()))?;
+    let path = args.bundle_dir.join(SIGNATURE_FILE);
+    let existing = match safe_fs::read_regular(&path, receipt_verify::MAX_KEY_FILE_BYTES) {
+        Ok(bytes) => Some(bytes),
+        Err(error) if error.is_not_found() => None,
+        Err(error) => return Err(error).with_context(|| format!("reading {}", path.display())),
+    };
+    if existing.is_some() && !args.replace_signature {
+        anyhow::bail!(
+            "{} exists: a signature is never replaced silently (--replace-signature keeps the old one beside the new, \
+             where verify-bundle discloses it)",
+            path.display()
+        );
+    }
     let key = receipt_verify::load_secret_key(&args.secret_key, password())?;
     let signature = receipt_verify::sign_bytes(&key, &manifest)?;
-    let path = args.bundle_dir.join(SIGNATURE_FILE);
+    let mut out = std::io::stdout().lock();
+    if let Some(old) = existing {
+        let unix =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let kept = args.bundle_dir.join(format!("{REPLACED_SIGNATURE_PREFIX}{unix}"));
+        safe_fs::write_new(&kept, &old)
+            .with_context(|| format!("keeping the old signature as {}", kept.display()))?;
+        writeln!(out, "kept the replaced signature as {}", kept.display())?;
+    }
     safe_fs::write_atomically(&path, signature.as_bytes())?;
-    writeln!(std::io::stdout().lock(), "wrote {}", path.display())?;
+    writeln!(out, "wrote {}", path.display())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -178,6 +219,8 @@ pub(crate) fn verify_bundle(args: &VerifyBundleArgs) -> anyhow::Result<ExitCode>
         bundle_dir: args.bundle_dir.clone(),
         public_key: args.public_key.clone(),
         executable: args.executable.clone(),
+        archive: args.archive.clone(),
+        embedding: embedding_check(args.model_dir.clone(), &args.embedding),
         allow_legacy_signature: args.allow_legacy_signature,
         limits: safe_fs::Limits {
             max_file_bytes: args.max_file_bytes,

@@ -45,9 +45,16 @@ pub(crate) enum Command {
     /// executable and mapping hashes when those files remain. Exits 1 and lists the failed checks on any
     /// mismatch.
     Validate(ValidateArgs),
-    /// Validate every aggregate in a directory and close the gaps the contract leaves open: exactness policy,
-    /// per-query receipt digests, effective configuration, a re-embedded sample, the live database and
-    /// mapping, clean git state, host identity. Writes verification.json there; exits 1 on any failure.
+    /// Verify every aggregate in a directory: the validator, then every ranking of every query recomputed (a
+    /// full scan of the fixture's vectors, this verifier's own FTS5 index of its texts, fusion from both), every
+    /// receipt digest, the exactness policy, the effective configuration, embeddings re-embedded bit for bit
+    /// (texts drawn at random; the seed is printed), the live database and mapping, the selection and its
+    /// statistics. Writes verification.json (and report.html, drawn from the recomputed numbers) there.
+    ///
+    /// Each check says what it rests on: recomputed, attested (the signer's word: git state, host, latency,
+    /// times) or not checked (an input is missing). The verdict is `verified` when every number a reader sees
+    /// was recomputed, `publishable` when some rest on the signer, `not publishable` short of a gate (a dirty
+    /// tree), `failed` when a check failed (exit 1).
     Verify(VerifyArgs),
     /// Write, beside every aggregate in a directory, its TREC run file (`qid Q0 docid rank score tag`),
     /// ir_metadata (PRIMAD) YAML and SLSA provenance (an in-toto Statement), and the test qrels
@@ -63,7 +70,9 @@ pub(crate) enum Command {
     /// in a private staging directory and renamed into place, so it appears complete or not at all.
     Bundle(BundleArgs),
     /// Sign a bundle's manifest.json with a minisign secret key (ours or the minisign CLI's; password from
-    /// $MINISIGN_PASSWORD or a prompt), writing manifest.json.minisig.
+    /// $MINISIGN_PASSWORD or a prompt), writing manifest.json.minisig. An existing signature is never replaced
+    /// unless --replace-signature is given, and then it is kept beside the new one, where verify-bundle
+    /// discloses it.
     Sign(SignArgs),
     /// Re-execute a bundle's evaluation here and state whether its numbers reproduce.
     ///
@@ -86,13 +95,27 @@ pub(crate) enum Command {
     /// Check a reproduction statement against its bundle: signature, subject (this bundle's manifest), the
     /// original's numbers, the stated tolerances (the published ones) and the verdict they imply.
     VerifyReproduction(VerifyReproductionArgs),
-    /// Verify a bundle offline: signature, every file's sha256, the claim, and validation of its own files.
+    /// Verify a bundle offline, trusting no one: not the code that made it, nor the person who signed it.
+    ///
+    /// A signature proves who made the claim, not that it is true, so every number a reader sees is recomputed
+    /// from the bundle and public inputs: every dense score and vector candidate list by a full scan of the
+    /// bundle's vectors (always); every lexical score and candidate list by this verifier's own FTS5 index of
+    /// the public SciFact archive (--archive, whose sha256 must be the bundle's); every fused list from both;
+    /// embeddings re-embedded bit for bit for texts drawn from fresh randomness (--model-dir with --archive; the
+    /// seed is printed, --seed replays it); metrics, intervals, p-values and the selection; and report.html,
+    /// rendered again and compared byte for byte.
+    ///
+    /// Each check says what it rests on: recomputed, attested (the signer's word: git state, host, latency,
+    /// times; no one can recompute them) or not checked (an input was not given). Verdict: `verified` (every
+    /// number recomputed), `publishable` (nothing failed, some numbers rest on the signer: the summary says
+    /// which and what would check them), `not publishable`, `failed` (exit 1).
     ///
     /// The bundle is treated as hostile. The signature is checked first (prehashed minisign only, key and
     /// signature files parsed strictly), and when it fails nothing else is read. Subject names are checked
     /// before any file is opened; each file is then read exactly once, and only if it is a regular file (no
     /// symlink, FIFO, device or directory) within the caps (by default 64 MiB per file, 512 MiB in all), and
-    /// every check works on the bytes that were hashed. Text from the bundle is escaped before it is printed.
+    /// every check works on the bytes that were hashed. Every JSON document must be I-JSON (no duplicate key,
+    /// lone surrogate or out-of-range number). Text from the bundle is escaped before it is printed.
     VerifyBundle(VerifyBundleArgs),
 }
 
@@ -254,6 +277,21 @@ pub(crate) struct ReportArgs {
     pub(crate) json: bool,
 }
 
+/// How embeddings are re-checked.
+#[derive(Debug, clap::Args)]
+pub(crate) struct EmbeddingArgs {
+    /// How many texts (documents and queries together) to re-embed and compare bit for bit, or `all`
+    #[arg(long, value_name = "N|all", default_value = "64", value_parser = parse_sample)]
+    pub(crate) embedding_sample: receipt_verify::Sample,
+    /// Draw the texts with this seed instead of fresh randomness (to replay a draw someone printed)
+    #[arg(long, value_name = "N")]
+    pub(crate) seed: Option<u64>,
+}
+
+fn parse_sample(text: &str) -> Result<receipt_verify::Sample, String> {
+    receipt_verify::Sample::parse(text)
+}
+
 #[derive(Debug, clap::Args)]
 pub(crate) struct VerifyArgs {
     /// Directory holding the rows and aggregates
@@ -268,6 +306,8 @@ pub(crate) struct VerifyArgs {
     /// The model directory for the embedding re-check [default: $SCIFACT_MODEL_DIR, else the user cache]
     #[arg(long, value_name = "DIR")]
     pub(crate) model_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) embedding: EmbeddingArgs,
     #[command(flatten)]
     pub(crate) output: ReportArgs,
 }
@@ -322,6 +362,10 @@ pub(crate) struct SignArgs {
     /// A minisign secret key file
     #[arg(long, value_name = "FILE")]
     pub(crate) secret_key: PathBuf,
+    /// Replace an existing signature; the old one is kept beside it as manifest.json.minisig.replaced-<unix
+    /// time>, and verify-bundle discloses it
+    #[arg(long)]
+    pub(crate) replace_signature: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -369,9 +413,19 @@ pub(crate) struct VerifyBundleArgs {
     #[arg(long, alias = "pubkey", value_name = "FILE")]
     pub(crate) public_key: PathBuf,
     /// An executable to hash against the recorded digest, such as `scripts/reproducible-build.sh`'s output at
-    /// the recorded revision (without it, that check is "not checked")
+    /// the recorded revision (without it, the recorded digest is attested: the signer's word)
     #[arg(long, value_name = "FILE")]
     pub(crate) executable: Option<PathBuf>,
+    /// The public BEIR SciFact zip (its sha256 must be the one the bundle records): this verifier builds its own
+    /// FTS5 index from it and recomputes every lexical score and candidate list
+    #[arg(long, value_name = "ZIP")]
+    pub(crate) archive: Option<PathBuf>,
+    /// The model directory (all-MiniLM-L6-v2, the weights the bundle records): re-embeds texts drawn at random
+    /// from the archive and requires the bundle's vectors bit for bit
+    #[arg(long, value_name = "DIR")]
+    pub(crate) model_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) embedding: EmbeddingArgs,
     /// Accept a legacy (not prehashed) minisign signature; by default only prehashed ones verify
     #[arg(long)]
     pub(crate) allow_legacy_signature: bool,

@@ -23,8 +23,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, bail};
 use minisign::SecretKey;
 use receipt_verify::{
-    BundleOptions, Evidence, FixtureView, Input, MANIFEST_FILE, Report, Run, SIGNATURE_FILE, VerifyOptions,
-    VerifyingKey, terminal_safe,
+    BundleOptions, EmbeddingCheck, Evidence, FixtureView, Input, MANIFEST_FILE, Report, Run, SIGNATURE_FILE,
+    VerifyOptions, VerifyingKey, terminal_safe,
 };
 use scifact_eval::selection::{Preregistration, PreregistrationInputs, Selection, digest_of};
 use scifact_eval::statistics::Statistics;
@@ -186,16 +186,25 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     stages.time("export", |_| {
         crate::export::export(&results, &view.qrels, model_dir.as_deref(), &run_id).map(|_| ())
     })?;
-    let report = stages.time("verify", |_| {
+    let (report, report_path) = stages.time("verify", |_| {
         let options = VerifyOptions {
             output_dir: results.clone(),
             store_dir: Some(store.clone()),
             corpus: Some(fixture.clone()),
-            model_dir: model_dir.clone(),
+            embedding: EmbeddingCheck {
+                model_dir: model_dir.clone(),
+                sample: receipt_verify::Sample::Count(receipt_verify::EMBEDDING_SAMPLE),
+                seed: receipt_verify::fresh_seed(),
+            },
         };
-        let report = receipt_verify::verify(&options)?;
-        receipt_verify::write_verification(&results, &report)?;
-        Ok(report)
+        let verified = receipt_verify::verify(&options)?;
+        receipt_verify::write_verification(&results, &verified)?;
+        let page = match &verified.page {
+            Some(Ok(_)) => Ok(results.join(receipt_verify::REPORT_FILE)),
+            Some(Err(reason)) => Err(reason.clone()),
+            None => Err("the verifier recomputed no selection to draw".to_owned()),
+        };
+        Ok((verified.report, page))
     })?;
     safe_fs::halt::point("eval.verified");
     if !report.passed() {
@@ -204,22 +213,8 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         writeln!(out, "verification failed; see {}", results.join("verification.json").display())?;
         return Ok(ExitCode::from(1));
     }
-    let report_path = stages.time("report", |_| {
-        let heldout = crate::selection::heldout_runs(&results, &selection)?;
-        let signed = results.join(crate::selection::PREREGISTRATION_SIGNATURE).exists();
-        crate::report::write_report(
-            &results,
-            &crate::report::ReportInputs {
-                preregistration: &preregistration,
-                preregistration_sha256: &preregistration_sha256,
-                signed,
-                selection: &selection,
-                statistics: &statistics,
-                verification: &report,
-                heldout: &heldout,
-            },
-        )
-    })?;
+    let report_path =
+        report_path.map_err(|reason| anyhow::anyhow!("report.html could not be drawn: {reason}"))?;
     safe_fs::halt::point("eval.reported");
     let bundle = work.join("bundles").join(&run_id);
     stages.time("bundle", |_| ensure_bundle(&bundle, &results, &store, &fixture))?;
@@ -308,7 +303,7 @@ fn validate_runs(results: &Path, names: &[String], what: &str, view: &FixtureVie
     for name in names {
         let run = Run::load(&results.join(name), receipt_verify::OUTPUT_LIMITS, &mut total)?;
         let evidence = Evidence {
-            fixture: Some(view),
+            fixture: Input::Read { origin: "the fixture", content: view },
             mapping: Input::Absent("checked by verify"),
             executable_sha256: Input::Absent("checked by verify"),
         };
@@ -354,15 +349,26 @@ fn ensure_bundle(bundle: &Path, results: &Path, store: &Path, fixture: &Path) ->
     Ok(())
 }
 
-/// Signs the bundle, or keeps an existing signature if it verifies with this key over this manifest.
+/// Signs the bundle, or keeps an existing signature if it verifies with this key over this manifest. A
+/// signature by another key (or over another manifest) is never replaced: eval says so and stops.
 fn ensure_signature(bundle: &Path, signer: &Signer) -> anyhow::Result<()> {
     let manifest = safe_fs::read_regular(&bundle.join(MANIFEST_FILE), receipt_verify::MAX_MANIFEST_BYTES)?;
     let path = bundle.join(SIGNATURE_FILE);
-    if let Ok(existing) = safe_fs::read_regular(&path, receipt_verify::MAX_KEY_FILE_BYTES)
-        && let Ok(text) = String::from_utf8(existing)
-        && receipt_verify::verify_bytes(&signer.public, &text, &manifest, false).is_ok()
-    {
-        return Ok(());
+    match safe_fs::read_regular(&path, receipt_verify::MAX_KEY_FILE_BYTES) {
+        Ok(existing) => {
+            let text = String::from_utf8(existing).unwrap_or_default();
+            if receipt_verify::verify_bytes(&signer.public, &text, &manifest, false).is_ok() {
+                return Ok(());
+            }
+            bail!(
+                "{} holds a signature that does not verify with --secret-key's key ({}) over this manifest; eval \
+                 never replaces a signature (scifact-audit sign --replace-signature does, keeping the old one beside it)",
+                path.display(),
+                signer.public.id()
+            );
+        }
+        Err(error) if error.is_not_found() => {}
+        Err(error) => return Err(error.into()),
     }
     safe_fs::halt::point("eval.signing");
     let text = receipt_verify::sign_bytes(&signer.secret, &manifest)?;
@@ -468,24 +474,24 @@ fn print_summary(
         }
     }
     writeln!(out)?;
-    writeln!(out, "verdict      {}", report.verdict())?;
+    writeln!(out, "verdict      {}: {}", report.verdict().as_str(), report.verdict().meaning())?;
     // The same finding in many runs (a dirty worktree, say) is one line, with where it holds.
-    let mut findings: Vec<(&str, &str, Vec<&str>)> = Vec::new();
+    let mut findings: Vec<(&str, &str, &str, Vec<&str>)> = Vec::new();
     for check in report.checks.iter().filter(|c| c.status != receipt_verify::Status::Pass) {
         match findings
             .iter_mut()
-            .find(|(name, evidence, _)| *name == check.name && *evidence == check.evidence)
+            .find(|(_, name, evidence, _)| *name == check.name && *evidence == check.evidence)
         {
-            Some((_, _, scopes)) => scopes.push(&check.scope),
-            None => findings.push((&check.name, &check.evidence, vec![&check.scope])),
+            Some((_, _, _, scopes)) => scopes.push(&check.scope),
+            None => findings.push((check.status.label(), &check.name, &check.evidence, vec![&check.scope])),
         }
     }
-    for (name, evidence, scopes) in findings {
+    for (label, name, evidence, scopes) in findings {
         let scope = match scopes.as_slice() {
             [one] => terminal_safe(one).into_owned(),
             many => format!("{} runs", many.len()),
         };
-        writeln!(out, "             {scope} {}: {}", terminal_safe(name), terminal_safe(evidence))?;
+        writeln!(out, "             {label} {scope} {}: {}", terminal_safe(name), terminal_safe(evidence))?;
     }
     if attempts.is_empty() {
         writeln!(out, "attempts     every run ran in one uninterrupted attempt")?;

@@ -2,14 +2,12 @@
 
 mod audit;
 mod build;
-mod charts;
 mod cli;
 mod embed;
 mod eval;
 mod export;
 mod model;
 mod progress;
-mod report;
 mod reproduce;
 mod run;
 mod selection;

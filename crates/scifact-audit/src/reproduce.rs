@@ -69,6 +69,12 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         bundle_dir: args.bundle_dir.clone(),
         public_key: args.public_key.clone(),
         executable: None,
+        archive: None,
+        embedding: receipt_verify::EmbeddingCheck {
+            model_dir: None,
+            sample: receipt_verify::Sample::Count(receipt_verify::EMBEDDING_SAMPLE),
+            seed: receipt_verify::fresh_seed(),
+        },
         allow_legacy_signature: false,
         limits: BUNDLE_LIMITS,
     })?;

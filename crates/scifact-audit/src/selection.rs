@@ -1,6 +1,7 @@
 //! `eval`'s selection stages, each of which finds its file complete and consistent or writes it atomically:
 //! the pre-registration (signed at once with a key), the ledger, the freeze and the held-out statistics.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -95,13 +96,34 @@ pub(crate) fn ensure_preregistration(
     };
     if let Some(signer) = signer {
         let signature = results.join(PREREGISTRATION_SIGNATURE);
-        let valid = safe_fs::read_regular(&signature, receipt_verify::MAX_KEY_FILE_BYTES)
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
+        let existing = safe_fs::read_regular(&signature, receipt_verify::MAX_KEY_FILE_BYTES).ok();
+        let valid = existing
+            .as_ref()
+            .and_then(|b| String::from_utf8(b.clone()).ok())
             .is_some_and(|text| receipt_verify::verify_bytes(&signer.public, &text, &bytes, false).is_ok());
+        if existing.is_some() && !valid {
+            bail!(
+                "{} is signed by another key than --secret-key ({}); eval never replaces a signature (start over in a \
+                 fresh --work-dir to sign with this key)",
+                path.display(),
+                signer.public.id()
+            );
+        }
         if !valid {
-            let text = receipt_verify::sign_document(&signer.secret, &bytes, "preregistration")?;
-            safe_fs::write_atomically(&signature, text.as_bytes())?;
+            if let Some(work) = calibration_work(results)? {
+                let mut err = std::io::stderr().lock();
+                writeln!(
+                    err,
+                    "eval: {} was written unsigned and calibration has begun ({}): signing it now would not show \
+                     that it came first, so it stays unsigned; the bundle will be signed, and the verifier says the \
+                     pre-registration is not signed on its own",
+                    path.display(),
+                    work.display()
+                )?;
+            } else {
+                let text = receipt_verify::sign_document(&signer.secret, &bytes, "preregistration")?;
+                safe_fs::write_atomically(&signature, text.as_bytes())?;
+            }
         }
     }
     Ok((preregistration, tagged(&bytes)))
@@ -135,13 +157,24 @@ pub(crate) fn ensure_selection(
         .collect::<Result<Vec<_>, _>>()?;
     let path = results.join(SELECTION_FILE);
     if let Some((bytes, existing)) = read_json::<Selection>(&path)? {
-        let expected = ledger(preregistration, preregistration_sha256, trials, existing.decided_unix)?;
+        let recorded = existing.preregistration_signature_sha256.as_deref();
+        let expected =
+            ledger(preregistration, preregistration_sha256, recorded, trials, existing.decided_unix)?;
         if expected != existing {
             bail!("{} is not the ledger the finished trials give; it is never rewritten", path.display());
         }
         return Ok((existing, tagged(&bytes)));
     }
-    let selection = ledger(preregistration, preregistration_sha256, trials, now())?;
+    // The ledger records whether the pre-registration was signed on its own before the selection.
+    let signature = match safe_fs::read_regular(
+        &results.join(PREREGISTRATION_SIGNATURE),
+        receipt_verify::MAX_KEY_FILE_BYTES,
+    ) {
+        Ok(bytes) => Some(tagged(&bytes)),
+        Err(error) if error.is_not_found() => None,
+        Err(error) => return Err(error.into()),
+    };
+    let selection = ledger(preregistration, preregistration_sha256, signature.as_deref(), trials, now())?;
     let bytes = pretty(&selection)?;
     safe_fs::write_new(&path, &bytes)?;
     Ok((selection, tagged(&bytes)))

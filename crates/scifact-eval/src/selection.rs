@@ -33,7 +33,7 @@ pub const SEARCH_SPACE_SCHEMA: &str = "scifact-audit-search-space-v1";
 /// `preregistration.json`'s schema id.
 pub const PREREGISTRATION_SCHEMA: &str = "scifact-audit-preregistration-v1";
 /// `selection.json`'s schema id.
-pub const SELECTION_SCHEMA: &str = "scifact-audit-selection-v1";
+pub const SELECTION_SCHEMA: &str = "scifact-audit-selection-v2";
 /// `effective-config.json`'s schema id when a selection froze it.
 pub const FREEZE_SCHEMA: &str = "scifact-audit-effective-config-v2";
 /// The pre-registration's file name.
@@ -362,6 +362,10 @@ pub struct Selection {
     pub schema: String,
     /// `sha256:` of the `preregistration.json` bytes.
     pub preregistration_sha256: String,
+    /// `sha256:` of the pre-registration's own signature when the selection was written, `None` when it was
+    /// unsigned then: a signature made later shows who, not when (version 2).
+    #[serde(default)]
+    pub preregistration_signature_sha256: Option<String>,
     /// The rule applied (the pre-registered one).
     pub rule: SelectionRule,
     /// Every declared trial, in declared order.
@@ -383,13 +387,15 @@ pub fn decide(trials: &[LedgerTrial]) -> Option<usize> {
     best.map(|b| b.index)
 }
 
-/// Builds the ledger from every trial's outcome (in declared order) and applies the rule.
+/// Builds the ledger from every trial's outcome (in declared order) and applies the rule, recording the digest
+/// of the pre-registration's signature as it is at this moment (`None`: unsigned).
 ///
 /// # Errors
 /// [`Error::Selection`] when a trial is missing or out of order, or the rule's metric is unknown.
 pub fn ledger(
     preregistration: &Preregistration,
     preregistration_sha256: &str,
+    signature_sha256: Option<&str>,
     mut trials: Vec<LedgerTrial>,
     decided_unix: u64,
 ) -> Result<Selection> {
@@ -418,6 +424,7 @@ pub fn ledger(
     Ok(Selection {
         schema: SELECTION_SCHEMA.into(),
         preregistration_sha256: preregistration_sha256.into(),
+        preregistration_signature_sha256: signature_sha256.map(str::to_owned),
         rule: preregistration.selection_rule.clone(),
         trials,
         winner,

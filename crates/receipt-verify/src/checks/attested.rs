@@ -39,7 +39,10 @@ fn git_state(run: &Run) -> (Status, String) {
     if revision != head {
         return (Status::NotPublishable, format!("executable built from {revision}, worktree at {head}"));
     }
-    (Status::Attested, format!("the signer's tool recorded a clean worktree at {head}, the executable built from it"))
+    (
+        Status::Attested,
+        format!("the signer's tool recorded a clean worktree at {head}, the executable built from it"),
+    )
 }
 
 fn host_identity(run: &Run) -> Result<String, String> {
@@ -77,7 +80,8 @@ fn latency(run: &Run) -> Result<String, String> {
 /// `freeze.order` for a held-out run under a freeze: it started (by the signer's clock) no earlier than the
 /// configuration was frozen.
 pub(crate) fn freeze_order(run: &Run, frozen: &Value) -> Result<String, String> {
-    let frozen_at = frozen.get("frozen_unix").and_then(Value::as_u64).ok_or("the freeze records no frozen_unix")?;
+    let frozen_at =
+        frozen.get("frozen_unix").and_then(Value::as_u64).ok_or("the freeze records no frozen_unix")?;
     let started = run.aggregate.get("started_unix").and_then(Value::as_u64).ok_or("no started_unix")?;
     if started < frozen_at {
         return Err(format!(

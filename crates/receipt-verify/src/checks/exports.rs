@@ -316,7 +316,8 @@ pub fn test_result_statement(subjects: &[(String, String)], verification: &[u8])
             Some(_) => "recomputed",
             None => "unstated",
         };
-        let scoped = format!("{}: {}", check["scope"].as_str().unwrap_or(""), check["name"].as_str().unwrap_or(""));
+        let scoped =
+            format!("{}: {}", check["scope"].as_str().unwrap_or(""), check["name"].as_str().unwrap_or(""));
         // Version 1 reports (bundles of claim v3) named tests without a basis; they keep their statement.
         let name = if version_1 { scoped } else { format!("{basis}: {scoped}") };
         match check["status"].as_str() {
@@ -359,7 +360,8 @@ pub fn test_result_agrees(
     let (Some(verification), Some(statement)) = (verification, statement) else {
         return Err(format!("verification.json or {TEST_RESULT_FILE} is missing"));
     };
-    let found = crate::json::parse(statement).map_err(|e| format!("{TEST_RESULT_FILE} does not parse: {e}"))?;
+    let found =
+        crate::json::parse(statement).map_err(|e| format!("{TEST_RESULT_FILE} does not parse: {e}"))?;
     let expected = test_result_statement(&subjects_of(runs), verification);
     if found == expected {
         Ok(format!(

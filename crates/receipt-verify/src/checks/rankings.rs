@@ -114,7 +114,9 @@ pub(crate) fn rankings(inputs: &Inputs<'_>) -> Report {
         }
         if run.mode() != "vector_only" {
             match (&shared.lexical, lexical_is_fts5(run)) {
-                (Ok(lists), Ok(())) => report.record(scope, "ranking.lexical", lexical(run, rows, shared, lists)),
+                (Ok(lists), Ok(())) => {
+                    report.record(scope, "ranking.lexical", lexical(run, rows, shared, lists))
+                }
                 (Err(reason), _) => unavailable(&mut report, scope, "ranking.lexical", reason),
                 (_, Err(reason)) => report.not_checked(scope, "ranking.lexical", reason),
             }
@@ -186,7 +188,11 @@ fn layout(view: &FixtureView, mapping: Input<'_, [u8]>) -> Result<(Vec<i64>, Vec
     for (entry, id) in entries.iter().zip(&view.document_ids) {
         match (entry["fact_id"].as_i64(), entry["doc_id"].as_str()) {
             (Some(fact), Some(doc)) if doc == id => fact_ids.push(fact),
-            _ => return Err(Unavailable::Broken(format!("mapping entry {entry} is not document {id:?} in fixture order"))),
+            _ => {
+                return Err(Unavailable::Broken(format!(
+                    "mapping entry {entry} is not document {id:?} in fixture order"
+                )));
+            }
         }
     }
     Ok((fact_ids, query_ids))
@@ -216,7 +222,9 @@ fn lexical_is_fts5(run: &Run) -> Result<(), String> {
 }
 
 /// A row's query index, receipt and hits.
-fn parts<'r>(row: &'r Value, shared: &Shared<'_>) -> Result<Option<(usize, &'r Value, &'r [Value])>, String> {
+type Parts<'r> = (usize, &'r Value, &'r [Value]);
+
+fn parts<'r>(row: &'r Value, shared: &Shared<'_>) -> Result<Option<Parts<'r>>, String> {
     let id = query_id(row);
     let receipt = &row["receipt"];
     if receipt.is_null() {
@@ -261,11 +269,15 @@ fn component(
         (false, position) => {
             let rank = recorded["rank"].as_u64().unwrap_or(0) as usize;
             let expected = position.map(|p| (p + 1, list[*p].1));
-            if expected.map(|(r, s)| (r, s.to_bits())) != Some((rank, bits(&recorded["score"]).unwrap_or(0))) {
+            if expected.map(|(r, s)| (r, s.to_bits())) != Some((rank, bits(&recorded["score"]).unwrap_or(0)))
+            {
                 return Err(format!(
                     "query {id:?}: fact {fact}'s {what} component is rank {rank} score {}, the recomputation has {}",
                     recorded["score"],
-                    expected.map_or_else(|| format!("no such candidate in the first {depth}"), |(r, s)| format!("rank {r} score {s}"))
+                    expected.map_or_else(
+                        || format!("no such candidate in the first {depth}"),
+                        |(r, s)| format!("rank {r} score {s}")
+                    )
                 ));
             }
             Ok(())
@@ -277,7 +289,9 @@ fn component(
 /// recomputed list.
 fn normalisation(id: &str, what: &str, receipt: &Value, recomputed: &Normalization) -> Result<(), String> {
     let recorded = &receipt["fusion"][what];
-    for (field, value) in [("shift", recomputed.shift), ("scale", recomputed.scale), ("missing", recomputed.missing)] {
+    for (field, value) in
+        [("shift", recomputed.shift), ("scale", recomputed.scale), ("missing", recomputed.missing)]
+    {
         if bits(&recorded[field]) != Some(value.to_bits()) {
             return Err(format!(
                 "query {id:?}: the receipt normalises the {what} list with {field} {}, its recomputed candidates give {value}",
@@ -316,7 +330,11 @@ fn vector(run: &Run, rows: &[Value], shared: &Shared<'_>, scans: &Scans) -> Outc
         if vector_only {
             let expected = &list[..depth.min(list.len())];
             if hits.len() != expected.len() {
-                return Err(format!("query {id:?}: {} hits, the full scan's top {depth} has {}", hits.len(), expected.len()));
+                return Err(format!(
+                    "query {id:?}: {} hits, the full scan's top {depth} has {}",
+                    hits.len(),
+                    expected.len()
+                ));
             }
             for (position, (hit, (fact, score))) in hits.iter().zip(expected).enumerate() {
                 if hit["fact_id"].as_i64() != Some(*fact) || bits(&hit["score"]) != Some(score.to_bits()) {
@@ -344,7 +362,10 @@ fn vector(run: &Run, rows: &[Value], shared: &Shared<'_>, scans: &Scans) -> Outc
         }
         let returned = receipt["vector"]["returned"].as_u64();
         if returned != Some(depth.min(list.len()) as u64) && returned.is_some() {
-            return Err(format!("query {id:?}: the vector evidence says {returned:?} returned, the scan gives {}", depth.min(list.len())));
+            return Err(format!(
+                "query {id:?}: the vector evidence says {returned:?} returned, the scan gives {}",
+                depth.min(list.len())
+            ));
         }
         queries += 1;
         hits_checked += hits.len();
@@ -378,7 +399,11 @@ fn lexical(run: &Run, rows: &[Value], shared: &Shared<'_>, lists: &Lists) -> Out
         if fts_only {
             let expected = &list[..depth.min(list.len())];
             if hits.len() != expected.len() {
-                return Err(format!("query {id:?}: {} hits, FTS5's top {depth} has {}", hits.len(), expected.len()));
+                return Err(format!(
+                    "query {id:?}: {} hits, FTS5's top {depth} has {}",
+                    hits.len(),
+                    expected.len()
+                ));
             }
             for (position, (hit, (fact, score))) in hits.iter().zip(expected).enumerate() {
                 if hit["fact_id"].as_i64() != Some(*fact) || bits(&hit["score"]) != Some(score.to_bits()) {
@@ -405,7 +430,10 @@ fn lexical(run: &Run, rows: &[Value], shared: &Shared<'_>, lists: &Lists) -> Out
         }
         let returned = receipt["lexical"]["returned"].as_u64();
         if returned.is_some() && returned != Some(depth.min(list.len()) as u64) {
-            return Err(format!("query {id:?}: the lexical evidence says {returned:?} returned, FTS5 gives {}", depth.min(list.len())));
+            return Err(format!(
+                "query {id:?}: the lexical evidence says {returned:?} returned, FTS5 gives {}",
+                depth.min(list.len())
+            ));
         }
         queries += 1;
         hits_checked += hits.len();
@@ -415,7 +443,14 @@ fn lexical(run: &Run, rows: &[Value], shared: &Shared<'_>, lists: &Lists) -> Out
     ))
 }
 
-fn fused(run: &Run, rows: &[Value], shared: &Shared<'_>, scans: &Scans, lists: &Lists, plan: &Plan) -> Outcome {
+fn fused(
+    run: &Run,
+    rows: &[Value],
+    shared: &Shared<'_>,
+    scans: &Scans,
+    lists: &Lists,
+    plan: &Plan,
+) -> Outcome {
     let lexical_depth = candidates(run, "lexical_candidates")?;
     let vector_depth = candidates(run, "vector_candidates")?;
     let mut queries = 0;
@@ -427,11 +462,18 @@ fn fused(run: &Run, rows: &[Value], shared: &Shared<'_>, scans: &Scans, lists: &
         };
         let receipt_plan = Plan::of(&receipt["config"])?;
         if receipt_plan != *plan {
-            return Err(format!("query {id:?}: the receipt fuses under another configuration than the aggregate's"));
+            return Err(format!(
+                "query {id:?}: the receipt fuses under another configuration than the aggregate's"
+            ));
         }
-        let (expected, _) = fusion::fuse(&l[..lexical_depth.min(l.len())], &v[..vector_depth.min(v.len())], plan);
+        let (expected, _) =
+            fusion::fuse(&l[..lexical_depth.min(l.len())], &v[..vector_depth.min(v.len())], plan);
         if hits.len() != expected.len() {
-            return Err(format!("query {id:?}: {} hits, fusion of the recomputed lists gives {}", hits.len(), expected.len()));
+            return Err(format!(
+                "query {id:?}: {} hits, fusion of the recomputed lists gives {}",
+                hits.len(),
+                expected.len()
+            ));
         }
         for (position, (hit, want)) in hits.iter().zip(&expected).enumerate() {
             let same_component = |recorded: &Value, want: Option<Component>| match want {
@@ -480,7 +522,9 @@ fn embedding(inputs: &Inputs<'_>) -> Report {
     let scope = "global";
     let EmbeddingCheck { model_dir, sample, seed } = inputs.embedding;
     let (vectors, texts, view) = match (inputs.vectors, inputs.texts, inputs.fixture) {
-        (Input::Read { content: v, .. }, Input::Read { content: t, .. }, Input::Read { content: f, .. }) => (v, t, f),
+        (Input::Read { content: v, .. }, Input::Read { content: t, .. }, Input::Read { content: f, .. }) => {
+            (v, t, f)
+        }
         (Input::Refused(reason), _, _) | (_, Input::Refused(reason), _) | (_, _, Input::Refused(reason)) => {
             report.record(scope, "embedding.values", Err(reason.to_owned()));
             return report;
@@ -502,7 +546,11 @@ fn embedding(inputs: &Inputs<'_>) -> Report {
     }
     for run in inputs.runs {
         if &run.aggregate["embedding"] != identity {
-            report.record(scope, "embedding.values", Err(format!("{} declares another embedding identity than the fixture", run.name)));
+            report.record(
+                scope,
+                "embedding.values",
+                Err(format!("{} declares another embedding identity than the fixture", run.name)),
+            );
             return report;
         }
     }
@@ -580,7 +628,9 @@ pub(crate) fn fusion_scores(run: &Run, rows: &[Value]) -> Outcome {
                 }
             };
             if expected.to_bits() != recorded.to_bits() {
-                return Err(format!("query {id:?}: fact {fact} scored {recorded}, its components give {expected}"));
+                return Err(format!(
+                    "query {id:?}: fact {fact} scored {recorded}, its components give {expected}"
+                ));
             }
             hits += 1;
         }
@@ -603,20 +653,27 @@ pub(crate) fn texts_identity(view: &FixtureView, texts: &Texts) -> Outcome {
     if ids != view.document_ids.iter().map(String::as_str).collect::<Vec<_>>() {
         return Err("the documents are not the fixture's, in its order".into());
     }
-    let texts_by_query: BTreeMap<&str, &str> = texts.queries.iter().map(|(id, t)| (id.as_str(), t.as_str())).collect();
+    let texts_by_query: BTreeMap<&str, &str> =
+        texts.queries.iter().map(|(id, t)| (id.as_str(), t.as_str())).collect();
     for (id, digest) in &view.query_text_sha256 {
-        let text = texts_by_query.get(id.as_str()).ok_or_else(|| format!("query {id:?} is not among the texts"))?;
+        let text =
+            texts_by_query.get(id.as_str()).ok_or_else(|| format!("query {id:?} is not among the texts"))?;
         if crate::canonical::sha256_tagged(text.as_bytes()) != *digest {
             return Err(format!("query {id:?}: its text does not hash to the fixture's digest"));
         }
     }
     if texts.queries.len() != view.query_text_sha256.len() {
-        return Err(format!("{} queries, the fixture has {}", texts.queries.len(), view.query_text_sha256.len()));
+        return Err(format!(
+            "{} queries, the fixture has {}",
+            texts.queries.len(),
+            view.query_text_sha256.len()
+        ));
     }
     let mut semantic = "";
     if let Some(digests) = &view.semantic_text_sha256 {
         if texts.document_semantic_digests() != digests.documents {
-            let at = texts.document_semantic_digests().iter().zip(&digests.documents).position(|(a, b)| a != b);
+            let at =
+                texts.document_semantic_digests().iter().zip(&digests.documents).position(|(a, b)| a != b);
             return Err(format!(
                 "document {:?}: its semantic text does not hash to the fixture's digest",
                 at.and_then(|i| texts.documents.get(i)).map_or("?", |(id, _, _)| id.as_str())

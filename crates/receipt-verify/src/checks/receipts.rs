@@ -60,7 +60,9 @@ fn exactness(run: &Run, rows: &[Value]) -> std::result::Result<String, String> {
         let size = vector["index_size"].as_u64();
         let declared = receipt["config"]["exactness"].as_str().unwrap_or("");
         if profile != declared {
-            return Err(format!("query {id:?}: the vector evidence says profile {profile:?}, the config {declared:?}"));
+            return Err(format!(
+                "query {id:?}: the vector evidence says profile {profile:?}, the config {declared:?}"
+            ));
         }
         match profile {
             "require_exact" if !is_exact => {
@@ -192,4 +194,3 @@ fn effective_config(
         if baseline { " (the frozen baseline)" } else { "" }
     ))
 }
-

@@ -85,7 +85,11 @@ pub(crate) fn selection_checks(runs: &[Run], documents: Documents<'_>) -> (Repor
     let (ledger, ledger_sha256) = match parse(documents.selection, SELECTION_FILE) {
         Ok(parsed) => parsed,
         Err(reason) => {
-            report.attest(SCOPE, "preregistration.timing", preregistration_timing(&prereg, runs, documents.signature, None));
+            report.attest(
+                SCOPE,
+                "preregistration.timing",
+                preregistration_timing(&prereg, runs, documents.signature, None),
+            );
             report.record(SCOPE, "selection.ledger", Err(reason));
             return (report, None);
         }
@@ -97,17 +101,29 @@ pub(crate) fn selection_checks(runs: &[Run], documents: Documents<'_>) -> (Repor
     };
     report.push(SCOPE, "preregistration.timing", status, Basis::Attested, evidence);
     let trial_values = ledger_check(&prereg, &prereg_sha256, &ledger, runs);
-    report.record(SCOPE, "selection.ledger", trial_values.as_ref().map(|(evidence, _)| evidence.clone()).map_err(Clone::clone));
+    report.record(
+        SCOPE,
+        "selection.ledger",
+        trial_values.as_ref().map(|(evidence, _)| evidence.clone()).map_err(Clone::clone),
+    );
     let winner = winner(&prereg, &ledger);
     report.record(SCOPE, "selection.winner", winner.clone().map(|(evidence, _)| evidence));
-    report.record(SCOPE, "selection.isolation", isolation(&prereg, &prereg_sha256, &ledger, &ledger_sha256, documents.freeze, runs));
+    report.record(
+        SCOPE,
+        "selection.isolation",
+        isolation(&prereg, &prereg_sha256, &ledger, &ledger_sha256, documents.freeze, runs),
+    );
     report.attest(SCOPE, "selection.order", order(&ledger, documents.freeze, runs));
     report.record(SCOPE, "selection.heldout", heldout(&prereg, &ledger, runs));
     let statistics = match parse(documents.statistics, STATISTICS_FILE) {
         Ok((statistics, _)) => statistics_check(&prereg, &prereg_sha256, &ledger, &statistics, runs),
         Err(reason) => Err(reason),
     };
-    report.record(SCOPE, "statistics.heldout", statistics.as_ref().map(|(evidence, _)| evidence.clone()).map_err(Clone::clone));
+    report.record(
+        SCOPE,
+        "statistics.heldout",
+        statistics.as_ref().map(|(evidence, _)| evidence.clone()).map_err(Clone::clone),
+    );
     let model = match (trial_values, winner, statistics) {
         (Ok((_, values)), Ok((_, winner)), Ok((_, heldout))) => Some(model(
             &prereg,
@@ -217,7 +233,9 @@ fn preregistration(prereg: &Value, runs: &[Run]) -> Outcome {
 
 fn signature(bytes: &[u8], signature: Option<&[u8]>, key: &VerifyingKey) -> Outcome {
     let Some(signature) = signature else {
-        return Ok("not signed on its own (eval ran without a key): only the bundle's signature covers it".into());
+        return Ok(
+            "not signed on its own (eval ran without a key): only the bundle's signature covers it".into()
+        );
     };
     let text = std::str::from_utf8(signature).map_err(|_| "the signature file is not UTF-8".to_owned())?;
     let comment = crate::sign::verify_bytes(key, text, bytes, false).map_err(|e| e.to_string())?;
@@ -231,12 +249,20 @@ fn signature(bytes: &[u8], signature: Option<&[u8]>, key: &VerifyingKey) -> Outc
 /// When the pre-registration was written and signed, by the signer's clock and files: written no later than
 /// every calibration run started, and signed before the selection (the ledger, written before held-out,
 /// records the signature's digest). `Err` starting "first signed" when the signature came after the selection.
-fn preregistration_timing(prereg: &Value, runs: &[Run], signature: Option<&[u8]>, ledger: Option<&Value>) -> Outcome {
+fn preregistration_timing(
+    prereg: &Value,
+    runs: &[Run],
+    signature: Option<&[u8]>,
+    ledger: Option<&Value>,
+) -> Outcome {
     let created = prereg["created_unix"].as_u64().ok_or("created_unix is missing")?;
     for run in runs.iter().filter(|r| r.str_at("/split") == "calibration") {
         let started = run.aggregate["started_unix"].as_u64().unwrap_or(0);
         if started < created {
-            return Err(format!("{} started at {started}, before the pre-registration ({created})", run.name));
+            return Err(format!(
+                "{} started at {started}, before the pre-registration ({created})",
+                run.name
+            ));
         }
     }
     let recorded = ledger.map(|l| (l["schema"] == LEDGER_SCHEMAS[1], &l["preregistration_signature_sha256"]));
@@ -267,7 +293,12 @@ fn preregistration_timing(prereg: &Value, runs: &[Run], signature: Option<&[u8]>
 
 /// Every trial's ledger entry against its run: the declared trial, its aggregate and rows, and each metric
 /// recomputed from its rows. Returns the recomputed value of the rule's metric per trial.
-fn ledger_check(prereg: &Value, prereg_sha256: &str, ledger: &Value, runs: &[Run]) -> Result<(String, Vec<f64>), String> {
+fn ledger_check(
+    prereg: &Value,
+    prereg_sha256: &str,
+    ledger: &Value,
+    runs: &[Run],
+) -> Result<(String, Vec<f64>), String> {
     if !LEDGER_SCHEMAS.contains(&text(&ledger["schema"])) {
         return Err(format!("schema {}", ledger["schema"]));
     }
@@ -285,7 +316,10 @@ fn ledger_check(prereg: &Value, prereg_sha256: &str, ledger: &Value, runs: &[Run
         };
         for field in ["name", "config_sha256", "label"] {
             if trial[field] != expected[field] || trial["index"] != index {
-                return Err(format!("ledger entry {index} is not declared trial {index} ({})", expected["name"]));
+                return Err(format!(
+                    "ledger entry {index} is not declared trial {index} ({})",
+                    expected["name"]
+                ));
             }
         }
     }
@@ -297,9 +331,15 @@ fn ledger_check(prereg: &Value, prereg_sha256: &str, ledger: &Value, runs: &[Run
     let mut values = Vec::with_capacity(trials.len());
     for trial in &trials {
         let name = text(&trial["aggregate"]);
-        let run = runs.iter().find(|run| run.name == name).ok_or_else(|| format!("trial {}: {name:?} is not here", trial["name"]))?;
+        let run = runs
+            .iter()
+            .find(|run| run.name == name)
+            .ok_or_else(|| format!("trial {}: {name:?} is not here", trial["name"]))?;
         if run.str_at("/split") != text(&rule["split"]) || run.mode() != text(&rule["mode"]) {
-            return Err(format!("trial {}: {name} is not a {} {} run", trial["name"], rule["mode"], rule["split"]));
+            return Err(format!(
+                "trial {}: {name} is not a {} {} run",
+                trial["name"], rule["mode"], rule["split"]
+            ));
         }
         if digest_of(run) != text(&trial["config_sha256"]) {
             return Err(format!("trial {}: {name} ran under another configuration", trial["name"]));
@@ -315,8 +355,11 @@ fn ledger_check(prereg: &Value, prereg_sha256: &str, ledger: &Value, runs: &[Run
         let recomputed = means(rows);
         for (metric_name, value) in &recomputed {
             let recorded = trial["metrics"][*metric_name].as_f64().unwrap_or(f64::NAN);
-            if !((recorded - value).abs() <= METRIC_TOLERANCE) {
-                return Err(format!("trial {}: {metric_name} {recorded}, recomputed from its rows {value}", trial["name"]));
+            if (recorded - value).abs().is_nan() || (recorded - value).abs() > METRIC_TOLERANCE {
+                return Err(format!(
+                    "trial {}: {metric_name} {recorded}, recomputed from its rows {value}",
+                    trial["name"]
+                ));
             }
         }
         if trial["value"] != trial["metrics"][metric] {
@@ -324,7 +367,10 @@ fn ledger_check(prereg: &Value, prereg_sha256: &str, ledger: &Value, runs: &[Run
         }
         values.push(recomputed.get(metric).copied().unwrap_or(f64::NAN));
     }
-    Ok((format!("{} trials, every declared one, each {metric} recomputed from its rows", trials.len()), values))
+    Ok((
+        format!("{} trials, every declared one, each {metric} recomputed from its rows", trials.len()),
+        values,
+    ))
 }
 
 fn winner(prereg: &Value, ledger: &Value) -> Result<(String, usize), String> {
@@ -362,7 +408,14 @@ fn winner(prereg: &Value, ledger: &Value) -> Result<(String, usize), String> {
 }
 
 /// No trial saw a held-out query, and the freeze binds this ledger, pre-registration, winner and baseline.
-fn isolation(prereg: &Value, prereg_sha256: &str, ledger: &Value, ledger_sha256: &str, freeze: Option<&Value>, runs: &[Run]) -> Outcome {
+fn isolation(
+    prereg: &Value,
+    prereg_sha256: &str,
+    ledger: &Value,
+    ledger_sha256: &str,
+    freeze: Option<&Value>,
+    runs: &[Run],
+) -> Outcome {
     let freeze = freeze.ok_or("effective-config.json (the freeze) is missing")?;
     if freeze["schema"] != "scifact-audit-effective-config-v2"
         || text(&freeze["selection_sha256"]) != ledger_sha256
@@ -409,7 +462,10 @@ fn order(ledger: &Value, freeze: Option<&Value>, runs: &[Run]) -> Outcome {
         let Some(run) = runs.iter().find(|r| r.name == text(&trial["aggregate"])) else { continue };
         let finished = run.aggregate["finished_unix"].as_u64().unwrap_or(u64::MAX);
         if finished > decided {
-            return Err(format!("trial {} finished at {finished}, after the decision ({decided})", trial["name"]));
+            return Err(format!(
+                "trial {} finished at {finished}, after the decision ({decided})",
+                trial["name"]
+            ));
         }
     }
     for run in runs.iter().filter(|r| r.str_at("/split") != "calibration") {
@@ -502,7 +558,11 @@ fn statistics_check(
             let run = arm_run(prereg, ledger, runs, arm)?;
             run.rows.as_deref().map_err(|e| format!("{}: {e}", run.name))
         };
-        pairs.push((text(&comparison["name"]).to_owned(), rows_of(&comparison["a"])?, rows_of(&comparison["b"])?));
+        pairs.push((
+            text(&comparison["name"]).to_owned(),
+            rows_of(&comparison["a"])?,
+            rows_of(&comparison["b"])?,
+        ));
     }
     let recomputed = recompute_heldout(&plan, &metric_names, primary, &arms, &pairs)?;
     let recorded_arms: BTreeSet<(String, String)> = recorded_runs
@@ -510,19 +570,26 @@ fn statistics_check(
         .map(|r| (text(&r["arm"]["config"]).to_owned(), text(&r["arm"]["mode"]).to_owned()))
         .collect();
     if recorded_arms.len() != arms.len() || recorded_runs.len() != arms.len() {
-        return Err("statistics.json does not cover the baseline and the winner in every mode, once each".into());
+        return Err(
+            "statistics.json does not cover the baseline and the winner in every mode, once each".into()
+        );
     }
     for recorded in &recorded_runs {
         let estimates = recomputed
             .arms
             .iter()
-            .find(|a| a.config == text(&recorded["arm"]["config"]) && a.mode == text(&recorded["arm"]["mode"]))
+            .find(|a| {
+                a.config == text(&recorded["arm"]["config"]) && a.mode == text(&recorded["arm"]["mode"])
+            })
             .ok_or_else(|| format!("statistics.json names an arm {} not declared", recorded["arm"]))?;
         let run = runs.iter().find(|r| r.name == estimates.aggregate).ok_or("a held-out run vanished")?;
-        if text(&recorded["aggregate"]) != run.name || Some(text(&recorded["rows_sha256"]).to_owned()) != run.rows_sha256() {
+        if text(&recorded["aggregate"]) != run.name
+            || Some(text(&recorded["rows_sha256"]).to_owned()) != run.rows_sha256()
+        {
             return Err(format!("the statistics of {} name another aggregate or rows", recorded["arm"]));
         }
-        let names: BTreeSet<&str> = recorded["metrics"].as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
+        let names: BTreeSet<&str> =
+            recorded["metrics"].as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
         if names != metric_names.iter().copied().collect::<BTreeSet<_>>() {
             return Err(format!("{}: the metrics listed are not the plan's", recorded["arm"]));
         }
@@ -603,11 +670,13 @@ fn model(
     let held_out_run = |config: &str, mode: &str| {
         arm_run(prereg, ledger, runs, &serde_json::json!({"config": config, "mode": mode})).ok()
     };
-    let ndcg = |run: Option<&Run>| run.map(|r| series(r.rows_or_empty()).remove("ndcg@10").unwrap_or_default());
-    let per_query = match (ndcg(held_out_run("selected", "fts_only")), ndcg(held_out_run("selected", "hybrid"))) {
-        (Some(fts), Some(hybrid)) => fts.into_iter().zip(hybrid).collect(),
-        _ => Vec::new(),
-    };
+    let ndcg =
+        |run: Option<&Run>| run.map(|r| series(r.rows_or_empty()).remove("ndcg@10").unwrap_or_default());
+    let per_query =
+        match (ndcg(held_out_run("selected", "fts_only")), ndcg(held_out_run("selected", "hybrid"))) {
+            (Some(fts), Some(hybrid)) => fts.into_iter().zip(hybrid).collect(),
+            _ => Vec::new(),
+        };
     let latency = heldout
         .arms
         .iter()

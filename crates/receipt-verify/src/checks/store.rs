@@ -290,7 +290,6 @@ fn check_database(
     ))
 }
 
-
 fn check_header(bytes: &[u8]) -> Result<(), String> {
     if bytes.len() < 100 || &bytes[..16] != b"SQLite format 3\0" {
         return Err("not a SQLite database (no SQLite header)".into());

@@ -116,12 +116,7 @@ mod tests {
 
     #[test]
     fn scans_rank_by_score_then_fact_id_and_keep_the_depth() {
-        let vectors = Vectors::new(
-            2,
-            vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.6, 0.8],
-            vec![1.0, 0.0],
-        )
-        .unwrap();
+        let vectors = Vectors::new(2, vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.6, 0.8], vec![1.0, 0.0]).unwrap();
         let scans = Scans::compute(&vectors, &[10, 11, 12, 13], &[0], 3);
         let list = scans.list(0).unwrap();
         assert_eq!(list.iter().map(|(f, _)| *f).collect::<Vec<_>>(), vec![10, 12, 13], "ties by fact id");

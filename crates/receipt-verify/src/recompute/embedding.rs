@@ -46,13 +46,16 @@ impl Sample {
 /// A seed from the operating system's randomness, below 2^53 so that every reader prints and reads it exactly.
 pub fn fresh_seed() -> u64 {
     let mut bytes = [0u8; 8];
-    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
+    let read =
+        std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
     let seed = if read.is_ok() {
         u64::from_le_bytes(bytes)
     } else {
         use std::hash::{BuildHasher, Hasher};
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+        hasher.write_u128(
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
+        );
         hasher.write_u32(std::process::id());
         hasher.finish()
     };
@@ -114,7 +117,11 @@ pub(crate) fn recheck(
             (&texts.queries[index - documents].0, vectors.query(index - documents))
         };
         if fresh.vector.len() != held.len() {
-            return Err(format!("{id:?}: {} dimensions re-embedded, {} held", fresh.vector.len(), held.len()));
+            return Err(format!(
+                "{id:?}: {} dimensions re-embedded, {} held",
+                fresh.vector.len(),
+                held.len()
+            ));
         }
         if let Some(at) = fresh.vector.iter().zip(held).position(|(a, b)| a.to_bits() != b.to_bits()) {
             return Err(format!(

@@ -136,11 +136,14 @@ pub(crate) fn fuse(
         .map(|(fact, (lexical, vector))| {
             let score = match (&plan.method, &normal) {
                 (Method::Rrf { k }, _) => {
-                    let rrf = |weight: f64, c: Option<Component>| c.map_or(0.0, |c| weight / (k + c.rank as f64));
+                    let rrf =
+                        |weight: f64, c: Option<Component>| c.map_or(0.0, |c| weight / (k + c.rank as f64));
                     rrf(plan.fts_weight, lexical) + rrf(plan.vector_weight, vector)
                 }
                 (Method::Convex { .. }, Some((ln, vn))) => {
-                    let value = |c: Option<Component>, n: &Normalization| c.and_then(|c| c.normalized).unwrap_or(n.missing);
+                    let value = |c: Option<Component>, n: &Normalization| {
+                        c.and_then(|c| c.normalized).unwrap_or(n.missing)
+                    };
                     plan.fts_weight * value(lexical, ln) + plan.vector_weight * value(vector, vn)
                 }
                 (Method::Convex { .. }, None) => f64::NAN,

@@ -43,7 +43,12 @@ impl Lists {
     ///
     /// # Errors
     /// SQLite's, when the index cannot be built or queried.
-    pub(crate) fn compute(texts: &Texts, fact_ids: &[i64], queries: &[usize], depth: usize) -> Result<Lists, String> {
+    pub(crate) fn compute(
+        texts: &Texts,
+        fact_ids: &[i64],
+        queries: &[usize],
+        depth: usize,
+    ) -> Result<Lists, String> {
         let conn = Connection::open_in_memory().map_err(|e| e.to_string())?;
         conn.execute_batch(
             "CREATE VIRTUAL TABLE documents USING fts5 (text, tokenize = 'porter unicode61'); BEGIN;",
@@ -54,7 +59,9 @@ impl Lists {
                 .prepare("INSERT INTO documents (rowid, text) VALUES (?1, ?2)")
                 .map_err(|e| e.to_string())?;
             for ((_, title, text), fact) in texts.documents.iter().zip(fact_ids) {
-                insert.execute(rusqlite::params![fact, searchable(title, text)]).map_err(|e| e.to_string())?;
+                insert
+                    .execute(rusqlite::params![fact, searchable(title, text)])
+                    .map_err(|e| e.to_string())?;
             }
         }
         conn.execute_batch("COMMIT;").map_err(|e| e.to_string())?;
@@ -115,7 +122,11 @@ mod tests {
         };
         let lists = Lists::compute(&texts, &[7, 8, 5], &[0, 1], 10).unwrap();
         let list = lists.list(0).unwrap();
-        assert_eq!(list.iter().map(|(f, _)| *f).collect::<Vec<_>>(), vec![5, 7], "equal scores: fact 5 first");
+        assert_eq!(
+            list.iter().map(|(f, _)| *f).collect::<Vec<_>>(),
+            vec![5, 7],
+            "equal scores: fact 5 first"
+        );
         assert!(list[0].1 > 0.0 && list[0].1 == list[1].1);
         assert_eq!(lists.expression(0), Some(Some("\"vitamin\" OR \"d\" OR \"bone\"")));
         assert_eq!(lists.list(1), Some(&[][..]));

@@ -68,7 +68,8 @@ pub fn metrics(ranked: &[String], qrels: &BTreeMap<String, i64>) -> BTreeMap<&'s
 
 /// Every metric per query, in row order, recomputed from each row's ranking and judgements.
 pub(crate) fn series(rows: &[serde_json::Value]) -> BTreeMap<&'static str, Vec<f64>> {
-    let mut series: BTreeMap<&'static str, Vec<f64>> = METRIC_NAMES.iter().map(|n| (*n, Vec::new())).collect();
+    let mut series: BTreeMap<&'static str, Vec<f64>> =
+        METRIC_NAMES.iter().map(|n| (*n, Vec::new())).collect();
     for row in rows {
         let ranked = crate::artifacts::strings(row.get("ranked_doc_ids"));
         for (name, value) in metrics(&ranked, &crate::artifacts::qrels_of(row)) {

@@ -125,21 +125,21 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
     let baseline_value = model.trials.first().map_or(f64::NAN, |t| t.value);
     let metric = &model.metric;
     let mut h = String::new();
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><meta name=viewport content='width=device-width'>\
          <meta http-equiv=Content-Security-Policy content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
-         <title>SciFact held-out evaluation report</title><style>{STYLE}</style></head><body>\n"
+         <title>SciFact held-out evaluation report</title><style>{STYLE}</style></head><body>"
     );
     h.push_str("<h1>SciFact retrieval evaluation: held-out report</h1>\n");
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<p>Every ranking, score, metric, interval, p-value and the selection on this page is one that \
          <code>scifact-audit verify-bundle</code> recomputes from the bundle and the public SciFact archive and model; it \
          renders this page again from its own numbers and requires this file byte for byte. \
          <span class=attested>Text in this colour is the signer's word</span>: it cannot be recomputed by anyone.</p>\n\
          <p>Model <code>{}</code> ({} dimensions), fixture <code>{}</code>; <span class=attested>executable <code>{}</code> \
-         built from revision <code>{}</code></span>. {} held-out queries; top 10 per query.</p>\n",
+         built from revision <code>{}</code></span>. {} held-out queries; top 10 per query.</p>",
         escape(&model.model),
         model.dims,
         escape(&model.fixture_sha256),
@@ -147,13 +147,13 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
         escape(&model.build_revision),
         statistics.queries,
     );
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<p>The configuration was chosen on the {} calibration queries only, by a rule fixed in the pre-registration \
          (<code>{}</code>, <span class=attested>written {}{}</span>): the highest mean calibration {} of {} over {} declared \
          trials, the earliest on a tie. The winner is trial {} (<code>{}</code>, calibration {} {:.4} against the \
          baseline's {:.4}). Held-out ran the baseline and the winner, every mode. A pre-registration cannot show that the \
-         search space was not chosen after looking at held-out results elsewhere.</p>\n",
+         search space was not chosen after looking at held-out results elsewhere.</p>",
         model.calibration_count,
         escape(&model.preregistration_sha256),
         utc(model.created_unix),
@@ -193,9 +193,9 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
             let _ = write!(h, "<td>{}</td>", interval(estimate));
         }
         let latency = model.latency.iter().find(|l| l.config == arm.config && l.mode == arm.mode);
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<td class=attested>{}</td><td class=attested>{}</td></tr>\n",
+            "<td class=attested>{}</td><td class=attested>{}</td></tr>",
             latency.map_or("–".into(), |l| format!("{:.3}", l.p50)),
             latency.map_or("–".into(), |l| format!("{:.3}", l.p95))
         );
@@ -205,18 +205,18 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
         h.push_str("<p>The baseline won the selection, so the selected rows are the baseline's.</p>\n");
     }
 
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<h2>Comparisons</h2>\n<p>Pre-registered comparisons: the mean paired difference with its bootstrap 95% \
          interval, a two-sided paired randomization test ({} sign flips), and Holm's correction across all {}.</p>\n\
-         <table><tr><th>comparison</th><th>metric</th><th>difference</th><th>p</th><th>p (Holm)</th><th>at 0.05</th></tr>\n",
+         <table><tr><th>comparison</th><th>metric</th><th>difference</th><th>p</th><th>p (Holm)</th><th>at 0.05</th></tr>",
         statistics.permutations,
         statistics.comparisons.len()
     );
     for c in &statistics.comparisons {
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{:+.4} <span class=ci>[{:+.4}, {:+.4}]</span></td><td>{:.4}</td><td>{:.4}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{}</td><td>{:+.4} <span class=ci>[{:+.4}, {:+.4}]</span></td><td>{:.4}</td><td>{:.4}</td><td>{}</td></tr>",
             escape(&c.name),
             escape(&c.metric),
             c.difference.mean,
@@ -229,21 +229,24 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
     }
     h.push_str("</table>\n");
 
-    let points: Vec<TrialPoint> =
-        model.trials.iter().map(|t| TrialPoint { index: t.index, value: t.value, convex: t.convex }).collect();
-    let _ = write!(
+    let points: Vec<TrialPoint> = model
+        .trials
+        .iter()
+        .map(|t| TrialPoint { index: t.index, value: t.value, convex: t.convex })
+        .collect();
+    let _ = writeln!(
         h,
         "<h2>Selection on calibration</h2>\n<figure>{}<figcaption>Every declared trial's calibration {} in declared \
          order, recomputed from its rows; the line is the baseline (trial 0), the ring the winner. Nothing here saw a \
-         held-out query.</figcaption></figure>\n",
+         held-out query.</figcaption></figure>",
         ledger(&points, winner.index, &winner.name, metric)?,
         escape(metric)
     );
     h.push_str("<table><tr><th>trial</th><th>name</th><th style='text-align:left'>sets over the baseline</th><th>calibration</th></tr>\n");
     for trial in &model.trials {
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<tr{}><td>{}</td><td>{}</td><td style='text-align:left'><code>{}</code></td><td>{:.4}</td></tr>\n",
+            "<tr{}><td>{}</td><td>{}</td><td style='text-align:left'><code>{}</code></td><td>{:.4}</td></tr>",
             if trial.index == winner.index { " class=win" } else { "" },
             trial.index,
             escape(&trial.name),
@@ -257,11 +260,11 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
         let pairs = &model.per_query;
         let better = pairs.iter().filter(|(f, h)| h > f).count();
         let worse = pairs.iter().filter(|(f, h)| h < f).count();
-        let _ = write!(
+        let _ = writeln!(
             h,
             "<h2>Per query: hybrid against fts_only</h2>\n<figure>{}<figcaption>Held-out nDCG@10 of each query under the \
              selected hybrid (vertical) and fts_only (horizontal); a circle's area grows with the queries at that point. \
-             Above the diagonal: hybrid better ({better} queries); below: worse ({worse}); on it: equal ({}).</figcaption></figure>\n",
+             Above the diagonal: hybrid better ({better} queries); below: worse ({worse}); on it: equal ({}).</figcaption></figure>",
             scatter(pairs, "fts_only nDCG@10", "selected hybrid nDCG@10", "Held-out nDCG@10 per query")?,
             pairs.len() - better - worse
         );
@@ -278,12 +281,12 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
             faint: l.config == "baseline",
         })
         .collect();
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<h2 class=attested>Latency (the signer's measurement)</h2>\n<figure>{}<figcaption class=attested>Cumulative \
          distribution of whole-call latency (retrieval, then the receipt built, hashed and durably stored) over the \
          held-out queries, as the signer measured it on {} ({}). No verifier can recompute a latency; it is this host's \
-         only.</figcaption></figure>\n",
+         only.</figcaption></figure>",
         latency(&series)?,
         escape(&model.host_cpu),
         escape(&model.host_os)
