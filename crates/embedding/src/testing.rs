@@ -26,28 +26,63 @@ const WORDS: &[&str] = &[
     "_", ":", ".", ",", "-", "##s", "##ed", "##ing",
 ];
 
+/// The shape of a miniature BERT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BertShape {
+    /// Whole-word WordPiece vocabulary (the special tokens are added before it).
+    pub words: Vec<String>,
+    /// Hidden size (a multiple of `heads`).
+    pub hidden: usize,
+    /// Feed-forward size.
+    pub intermediate: usize,
+    /// Attention heads.
+    pub heads: usize,
+    /// Encoder layers.
+    pub layers: usize,
+    /// Position embeddings (texts are truncated to this many tokens).
+    pub max_positions: usize,
+}
+
 /// Writes a tiny BERT (2 layers, hidden 32, 4 heads, a 36-token WordPiece vocabulary) into `dir`, its
 /// weights drawn from a generator seeded with `seed`.
 ///
 /// # Errors
 /// [`Error::Io`] or [`Error::Model`] when a file cannot be written.
 pub fn write_tiny_bert(dir: &Path, seed: u64) -> Result<()> {
+    let shape = BertShape {
+        words: WORDS.iter().map(|w| (*w).to_owned()).collect(),
+        hidden: TINY_HIDDEN,
+        intermediate: 64,
+        heads: 4,
+        layers: 2,
+        max_positions: TINY_MAX_POSITIONS,
+    };
+    write_bert(dir, &shape, seed)
+}
+
+/// Writes a randomly initialised BERT of `shape` into `dir` (`model.safetensors`, `tokenizer.json`,
+/// `config.json`, `vocab.txt`), its weights drawn from a generator seeded with `seed`: the same bytes for the
+/// same arguments on every machine.
+///
+/// # Errors
+/// [`Error::Io`] or [`Error::Model`] when a file cannot be written.
+pub fn write_bert(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
     let specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
-    let vocab: Vec<&str> = specials.iter().chain(WORDS).copied().collect();
+    let vocab: Vec<&str> = specials.iter().copied().chain(shape.words.iter().map(String::as_str)).collect();
     let vocab_size = vocab.len();
     let config = serde_json::json!({
         "architectures": ["BertModel"],
         "attention_probs_dropout_prob": 0.1,
         "hidden_act": "gelu",
         "hidden_dropout_prob": 0.1,
-        "hidden_size": TINY_HIDDEN,
+        "hidden_size": shape.hidden,
         "initializer_range": 0.02,
-        "intermediate_size": 64,
+        "intermediate_size": shape.intermediate,
         "layer_norm_eps": 1e-12,
-        "max_position_embeddings": TINY_MAX_POSITIONS,
+        "max_position_embeddings": shape.max_positions,
         "model_type": "bert",
-        "num_attention_heads": 4,
-        "num_hidden_layers": 2,
+        "num_attention_heads": shape.heads,
+        "num_hidden_layers": shape.layers,
         "pad_token_id": 0,
         "position_embedding_type": "absolute",
         "type_vocab_size": 2,
@@ -70,24 +105,24 @@ pub fn write_tiny_bert(dir: &Path, seed: u64) -> Result<()> {
             .collect();
         (shape.to_vec(), values)
     };
-    let h = TINY_HIDDEN;
+    let (h, inner) = (shape.hidden, shape.intermediate);
     let mut tensors: HashMap<String, (Vec<usize>, Vec<f32>)> = HashMap::new();
     tensors.insert("embeddings.word_embeddings.weight".into(), random(&[vocab_size, h], 0.5));
-    tensors.insert("embeddings.position_embeddings.weight".into(), random(&[TINY_MAX_POSITIONS, h], 0.1));
+    tensors.insert("embeddings.position_embeddings.weight".into(), random(&[shape.max_positions, h], 0.1));
     tensors.insert("embeddings.token_type_embeddings.weight".into(), random(&[2, h], 0.1));
     let ones = |n: usize| (vec![n], vec![1.0f32; n]);
     let zeros = |n: usize| (vec![n], vec![0.0f32; n]);
     tensors.insert("embeddings.LayerNorm.weight".into(), ones(h));
     tensors.insert("embeddings.LayerNorm.bias".into(), zeros(h));
-    for layer in 0..2 {
+    for layer in 0..shape.layers {
         let prefix = format!("encoder.layer.{layer}");
         for (name, rows, cols) in [
             ("attention.self.query", h, h),
             ("attention.self.key", h, h),
             ("attention.self.value", h, h),
             ("attention.output.dense", h, h),
-            ("intermediate.dense", 64, h),
-            ("output.dense", h, 64),
+            ("intermediate.dense", inner, h),
+            ("output.dense", h, inner),
         ] {
             tensors.insert(format!("{prefix}.{name}.weight"), random(&[rows, cols], 0.3));
             tensors.insert(format!("{prefix}.{name}.bias"), random(&[rows], 0.05));
@@ -97,6 +132,9 @@ pub fn write_tiny_bert(dir: &Path, seed: u64) -> Result<()> {
             tensors.insert(format!("{prefix}.{name}.bias"), zeros(h));
         }
     }
+    // Sorted by name, so the file's bytes do not depend on the hash map's order.
+    let mut tensors: Vec<(String, (Vec<usize>, Vec<f32>))> = tensors.into_iter().collect();
+    tensors.sort_by(|a, b| a.0.cmp(&b.0));
     let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = tensors
         .into_iter()
         .map(|(name, (shape, values))| (name, shape, values.iter().flat_map(|v| v.to_le_bytes()).collect()))

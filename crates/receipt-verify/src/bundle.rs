@@ -31,7 +31,7 @@ use crate::names::{
     SELECTION_FILE, SIGNATURE_FILE, STATEMENT_TYPE, STATISTICS_FILE, TEST_RESULT_FILE, VECTORS_FILE,
     VERIFICATION_FILE, is_plain_file_name,
 };
-use crate::report::{Report, Verdict};
+use crate::report::{Basis, Report, Status, Verdict};
 use crate::sign::{MAX_KEY_FILE_BYTES, TRUSTED_COMMENT_PREFIX, VerifyingKey, verify_bytes};
 use crate::texts::Texts;
 use crate::vectors::Vectors;
@@ -412,20 +412,25 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
             Err("the manifest's predicate differs from the claim the aggregates make".into())
         }
     });
-    report.attest(
-        scope,
-        "verification.report",
-        match verification["verdict"].as_str().and_then(Verdict::parse) {
-            Some(verdict @ (Verdict::Verified | Verdict::Publishable)) => Ok(format!(
+    let (status, evidence) = match verification["verdict"].as_str().and_then(Verdict::parse) {
+        Some(verdict @ (Verdict::Verified | Verdict::Publishable)) => (
+            Status::Attested,
+            format!(
                 "the signer's own verification.json says {}: their word; every check it lists is made again here",
                 verdict.as_str()
-            )),
-            _ => Err(format!(
-                "verification.json's verdict is {}: a bundle is published only from a verified or publishable run",
-                verification["verdict"]
-            )),
-        },
-    );
+            ),
+        ),
+        Some(Verdict::NotPublishable) => (
+            Status::NotPublishable,
+            "the signer's own verification.json says not publishable: the bundle was made from a run short of a gate"
+                .into(),
+        ),
+        _ => (
+            Status::Fail,
+            format!("verification.json's verdict is {}: no bundle is made from a failed run", verification["verdict"]),
+        ),
+    };
+    report.push(scope, "verification.report", status, Basis::Attested, evidence);
     let view = files
         .get(FIXTURE_METADATA_FILE)
         .map(|bytes| FixtureView::from_bytes(Path::new(FIXTURE_METADATA_FILE), bytes));

@@ -4,9 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use scifact_eval::{
-    BuildOptions, DigestPolicy, Profile, SCIFACT_PUBLISHED_MD5, SCIFACT_URL, build_fixture, fetch_archive,
-};
+use scifact_eval::{DigestPolicy, SCIFACT_PUBLISHED_MD5, SCIFACT_URL, build_fixture, fetch_archive};
 
 use crate::cli::BuildArgs;
 use crate::model::open_embedder;
@@ -14,25 +12,6 @@ use crate::progress::StageProgress;
 
 /// The archive to build from: `--archive`, else `$SCIFACT_ARCHIVE`, else a download into `work_dir` pinned to
 /// BEIR's published md5 (or an explicitly accepted sha256).
-/// The one fixture build of SciFact that `build`, `eval` and `reproduce` all run: the SciFact profile, its
-/// published URL, batches of 64, `work_dir` for the embedding cache and scratch, the fixture written to `out`.
-pub(crate) fn scifact_options(
-    archive: PathBuf,
-    digest_policy: DigestPolicy,
-    work_dir: PathBuf,
-    out: PathBuf,
-) -> BuildOptions {
-    BuildOptions {
-        archive,
-        digest_policy,
-        url: SCIFACT_URL.into(),
-        work_dir,
-        out,
-        profile: Profile::scifact(),
-        batch_size: 64,
-    }
-}
-
 pub(crate) fn acquire_archive(
     archive: Option<&Path>,
     work_dir: &Path,
@@ -56,14 +35,14 @@ pub(crate) fn acquire_archive(
 
 pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
     let progress = StageProgress::new();
-    let (archive, digest_policy) = acquire_archive(
+    let (archive, digest_policy) = args.profile.archive(
         args.archive.as_deref(),
         &args.work_dir,
         args.accept_archive_digest.as_deref(),
         &progress,
     )?;
-    let (embedder, _) = open_embedder(&args.model_args)?;
-    let options = scifact_options(archive, digest_policy, args.work_dir.clone(), args.out.clone());
+    let (embedder, _) = open_embedder(&args.profile.model_args(&args.model_args)?)?;
+    let options = args.profile.build_options(archive, digest_policy, args.work_dir.clone(), args.out.clone());
     let summary = build_fixture(&options, embedder.as_ref(), &progress)
         .with_context(|| format!("building {} from {}", args.out.display(), options.archive.display()))?;
     let mut out = std::io::stdout().lock();

@@ -137,8 +137,18 @@ pub(crate) enum RoleArg {
     Query,
 }
 
+/// Which corpus to work on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CorpusArg {
+    /// BEIR SciFact: 5,183 documents, 300 test queries (the archive from --archive, $SCIFACT_ARCHIVE or BEIR).
+    Scifact,
+    /// The tiny stand-in committed under fixtures/tiny/ (300 made-up documents, 200 queries, a miniature BERT):
+    /// the whole pipeline offline in seconds, to see that a build works. Run from the source checkout.
+    Tiny,
+}
+
 /// Which model embeds, shared by `embed` and `build`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct ModelArgs {
     /// Directory holding model.safetensors, tokenizer.json and config.json [default: $SCIFACT_MODEL_DIR,
     /// else the user cache, else a download of the pinned files into it]
@@ -181,6 +191,9 @@ pub(crate) struct BuildArgs {
     /// Admit a downloaded archive whose md5 differs from BEIR's published one, if its sha256 is this
     #[arg(long, value_name = "sha256:HEX")]
     pub(crate) accept_archive_digest: Option<String>,
+    /// Which corpus
+    #[arg(long, value_enum, default_value = "scifact")]
+    pub(crate) profile: CorpusArg,
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,
 }
@@ -252,6 +265,10 @@ pub(crate) struct EvalArgs {
     /// [default: the built-in configs/search-space.json, 32 trials]
     #[arg(long, value_name = "FILE")]
     pub(crate) search_space: Option<PathBuf>,
+    /// Which corpus: `tiny` runs the whole evaluation on the committed stand-in in seconds, offline (from the
+    /// source checkout), to see that this build works before the real one
+    #[arg(long, value_enum, default_value = "scifact")]
+    pub(crate) profile: CorpusArg,
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,
 }

@@ -35,7 +35,6 @@ use scifact_eval::{
 use semantic_memory::{SearchConfig, SearchMode};
 use serde_json::Value;
 
-use crate::build::{acquire_archive, scifact_options};
 use crate::cli::EvalArgs;
 use crate::model::open_embedder;
 use crate::progress::StageProgress;
@@ -75,18 +74,18 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     // Everything the run will need, checked before the first expensive stage.
     let signer = args.secret_key.as_deref().map(load_signer).transpose()?;
     let (space_source, space_bytes) = crate::selection::load_space(args.search_space.as_deref())?;
-    let (archive, digest_policy) = acquire_archive(
+    let (archive, digest_policy) = args.profile.archive(
         args.archive.as_deref(),
         work,
         args.accept_archive_digest.as_deref(),
         &stages.progress,
     )?;
     check_archive(&archive)?;
-    let (embedder, model_dir) = open_embedder(&args.model_args)?;
+    let (embedder, model_dir) = open_embedder(&args.profile.model_args(&args.model_args)?)?;
 
     let fixture = work.join("fixture.json");
     let fixture_sha256 = stages.time("fixture", |progress| {
-        let options = scifact_options(archive, digest_policy, work.join("build"), fixture.clone());
+        let options = args.profile.build_options(archive, digest_policy, work.join("build"), fixture.clone());
         let summary = build_fixture(&options, embedder.as_ref(), progress)
             .with_context(|| format!("building {}", fixture.display()))?;
         Ok(format!("sha256:{}", summary.fixture_sha256.trim_start_matches("sha256:")))

@@ -3,6 +3,7 @@
 mod audit;
 mod build;
 mod cli;
+mod corpus;
 mod embed;
 mod eval;
 mod export;

@@ -24,7 +24,7 @@ use scifact_eval::{
 use semantic_memory::{SearchConfig, SearchMode};
 use serde_json::{Value, json};
 
-use crate::build::{acquire_archive, scifact_options};
+use crate::cli::CorpusArg;
 use crate::cli::ReproduceArgs;
 use crate::model::open_embedder;
 use crate::progress::StageProgress;
@@ -89,7 +89,13 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         bail!("the bundle holds no aggregate")
     };
 
-    let (archive, digest_policy) = acquire_archive(args.archive.as_deref(), work, None, &progress)?;
+    let metadata = contents
+        .files
+        .get(receipt_verify::FIXTURE_METADATA_FILE)
+        .and_then(|bytes| receipt_verify::json::parse(bytes).ok())
+        .unwrap_or(Value::Null);
+    let corpus = CorpusArg::of_profile(metadata["metadata"]["profile"].as_str().unwrap_or("scifact"))?;
+    let (archive, digest_policy) = corpus.archive(args.archive.as_deref(), work, None, &progress)?;
     let archive_sha256 = tagged(&sha256_hex(&safe_fs::read_regular(&archive, 1 << 30)?));
     let recorded_archive = first["corpus"]["source"]["archive_sha256"].as_str().unwrap_or("").to_owned();
     if archive_sha256 != tagged(&recorded_archive) {
@@ -98,7 +104,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
             format!("{} is {archive_sha256}, the bundle's archive is {recorded_archive}", archive.display()),
         );
     }
-    let (embedder, model_dir) = open_embedder(&args.model_args)?;
+    let (embedder, model_dir) = open_embedder(&corpus.model_args(&args.model_args)?)?;
     let weights = embedder.identity().weights_sha256.clone().unwrap_or_default();
     let recorded_weights = first["embedding"]["weights_sha256"].as_str().unwrap_or("").to_owned();
     if tagged(&weights) != tagged(&recorded_weights) {
@@ -111,7 +117,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     let fixture = work.join("fixture.json");
     writeln!(out, "fixture      rebuilding from {} (resumable)", archive.display())?;
     let summary = build_fixture(
-        &scifact_options(archive.clone(), digest_policy, work.join("build"), fixture.clone()),
+        &corpus.build_options(archive.clone(), digest_policy, work.join("build"), fixture.clone()),
         embedder.as_ref(),
         &progress,
     )

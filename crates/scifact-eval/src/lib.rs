@@ -33,6 +33,7 @@ mod split;
 pub mod statistics;
 mod store;
 mod text;
+pub mod tiny;
 
 pub use crate::acquire::{SCIFACT_PUBLISHED_MD5, fetch_archive, judge_download};
 pub use crate::archive::{

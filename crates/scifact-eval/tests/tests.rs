@@ -16,3 +16,4 @@ mod real;
 mod reproduction;
 mod run;
 mod scipy;
+mod tiny;

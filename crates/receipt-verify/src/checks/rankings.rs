@@ -162,14 +162,11 @@ fn unavailable(report: &mut Report, scope: &str, name: &str, reason: &str) {
 }
 
 /// The fact id of every document in fixture order, from the mapping (which must list the fixture's documents
-/// in order), and every query id in fixture order.
+/// in order), and every query id in fixture order (by id for a version 1 view, which does not record it).
 fn layout(view: &FixtureView, mapping: Input<'_, [u8]>) -> Result<(Vec<i64>, Vec<String>), Unavailable> {
-    let Some(query_ids) = view.query_ids.clone() else {
-        return Err(Unavailable::NotHere(format!(
-            "{} predates vectors and query order in bundles (claim v3 and earlier)",
-            view.schema
-        )));
-    };
+    // A version 1 view does not record the fixture's query order; texts are then ordered by id alike.
+    let query_ids =
+        view.query_ids.clone().unwrap_or_else(|| view.query_text_sha256.keys().cloned().collect());
     let bytes = match mapping {
         Input::Read { content, .. } => content,
         Input::Absent(reason) => return Err(Unavailable::NotHere(reason.to_owned())),

@@ -1,0 +1,179 @@
+//! The tiny corpus: a SciFact-shaped stand-in written by this project (made-up words, no real text) and a
+//! miniature BERT over its vocabulary, so that the whole pipeline (build, pre-registration, calibration,
+//! selection, held-out, statistics, exports, verification, report, bundle) runs offline in seconds. Its files
+//! are committed under `fixtures/tiny/`; [`write_archive`] and [`write_model`] write them again, byte for byte,
+//! and a test holds the committed copies to that.
+//!
+//! The archive has BEIR's layout under `tiny/`: 300 documents of 18 to 40 made-up words with a title, 200 test
+//! queries, each of words from one document (its judged relevant one) and a few others, and a second judged
+//! document for every fifth query. The numbers it gives mean nothing about retrieval; their digests are the
+//! point (the same on every CPU).
+
+use std::io::Write;
+use std::path::Path;
+
+use embedding::testing::{BertShape, write_bert};
+
+use crate::beir::Profile;
+use crate::error::{Error, Result};
+
+/// The profile's name: the archive's member prefix and the fixture's `profile`.
+pub const TINY_PROFILE: &str = "tiny";
+/// Documents in the tiny corpus.
+pub const TINY_DOCUMENTS: usize = 300;
+/// Test queries in the tiny corpus.
+pub const TINY_QUERIES: usize = 200;
+/// The tiny archive's file name under `fixtures/tiny/`.
+pub const TINY_ARCHIVE_FILE: &str = "scifact-tiny.zip";
+/// The tiny model's directory under `fixtures/tiny/`.
+pub const TINY_MODEL_DIR: &str = "model";
+/// sha256 (hex) of the tiny model's `model.safetensors`, pinned like MiniLM's.
+pub const TINY_WEIGHTS_SHA256: &str = "3ce634324a4512b4b24a23cb4b78f3c5558ade07462de632c49632211731b2a0";
+/// The seed of the tiny model's weights.
+const MODEL_SEED: u64 = 20_261_201;
+/// The seed of the tiny corpus.
+const CORPUS_SEED: u64 = 1_977;
+
+/// The shape gate of the tiny corpus.
+pub fn profile() -> Profile {
+    Profile { name: TINY_PROFILE.into(), documents: Some(TINY_DOCUMENTS), test_queries: Some(TINY_QUERIES) }
+}
+
+/// SplitMix64, so that the corpus is the same on every machine.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// The made-up vocabulary: 160 words of two or three syllables.
+pub fn words() -> Vec<String> {
+    const ONSETS: [&str; 12] = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t"];
+    const NUCLEI: [&str; 5] = ["a", "e", "i", "o", "u"];
+    let mut rng = Rng(CORPUS_SEED ^ 0xA5A5);
+    let mut words: Vec<String> = Vec::new();
+    while words.len() < 160 {
+        let syllables = 2 + rng.below(2);
+        let word: String = (0..syllables)
+            .map(|_| format!("{}{}", ONSETS[rng.below(ONSETS.len())], NUCLEI[rng.below(NUCLEI.len())]))
+            .collect();
+        if !words.contains(&word) {
+            words.push(word);
+        }
+    }
+    words
+}
+
+fn sentence(rng: &mut Rng, words: &[String], topic: &[usize], length: usize) -> Vec<String> {
+    (0..length)
+        .map(|_| {
+            // Two words in three come from the document's topic, so documents on a topic share words.
+            let index = if rng.below(3) < 2 { topic[rng.below(topic.len())] } else { rng.below(words.len()) };
+            words[index].clone()
+        })
+        .collect()
+}
+
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    chars.next().map_or_else(String::new, |first| first.to_uppercase().chain(chars).collect())
+}
+
+/// The archive's three members: `(name, bytes)`.
+pub fn archive_members() -> Vec<(String, Vec<u8>)> {
+    let words = words();
+    let mut rng = Rng(CORPUS_SEED);
+    let topics: Vec<Vec<usize>> = (0..20).map(|_| (0..8).map(|_| rng.below(words.len())).collect()).collect();
+    let mut corpus = String::new();
+    let mut documents: Vec<Vec<String>> = Vec::new();
+    for i in 0..TINY_DOCUMENTS {
+        let topic = &topics[rng.below(topics.len())];
+        let title_length = 2 + rng.below(3);
+        let title = sentence(&mut rng, &words, topic, title_length);
+        let body_length = 18 + rng.below(23);
+        let body = sentence(&mut rng, &words, topic, body_length);
+        let title_text: Vec<String> =
+            title.iter().enumerate().map(|(j, w)| if j == 0 { capitalized(w) } else { w.clone() }).collect();
+        let mut text = capitalized(&body.join(" "));
+        text.push('.');
+        let record = serde_json::json!({
+            "_id": format!("{}", 4_000 + i * 7),
+            "title": title_text.join(" "),
+            "text": text,
+            "metadata": {},
+        });
+        corpus.push_str(&record.to_string());
+        corpus.push('\n');
+        documents.push(title.into_iter().chain(body).collect());
+    }
+    let mut queries = String::new();
+    let mut qrels = String::from("query-id\tcorpus-id\tscore\n");
+    for q in 0..TINY_QUERIES {
+        let target = rng.below(TINY_DOCUMENTS);
+        let from = &documents[target];
+        let mut query: Vec<String> =
+            (0..4 + rng.below(3)).map(|_| from[rng.below(from.len())].clone()).collect();
+        query.push(words[rng.below(words.len())].clone());
+        let id = format!("{}", 1 + q * 3);
+        let record = serde_json::json!({"_id": id, "text": format!("{}?", capitalized(&query.join(" "))), "metadata": {}});
+        queries.push_str(&record.to_string());
+        queries.push('\n');
+        qrels.push_str(&format!("{id}\t{}\t1\n", 4_000 + target * 7));
+        if q % 5 == 0 {
+            let other = (target + 1 + rng.below(TINY_DOCUMENTS - 1)) % TINY_DOCUMENTS;
+            qrels.push_str(&format!("{id}\t{}\t1\n", 4_000 + other * 7));
+        }
+    }
+    vec![
+        (format!("{TINY_PROFILE}/corpus.jsonl"), corpus.into_bytes()),
+        (format!("{TINY_PROFILE}/queries.jsonl"), queries.into_bytes()),
+        (format!("{TINY_PROFILE}/qrels/test.tsv"), qrels.into_bytes()),
+    ]
+}
+
+/// Writes the tiny archive (stored, not deflated, every time stamp 1980-01-01) to `path`.
+///
+/// # Errors
+/// [`Error::Io`] when it cannot be written.
+pub fn write_archive(path: &Path) -> Result<()> {
+    let io = |source: std::io::Error| Error::Io { path: path.to_owned(), source };
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Stored)
+        .last_modified_time(zip::DateTime::default());
+    for (name, bytes) in archive_members() {
+        writer.start_file(name, options).map_err(|e| io(std::io::Error::other(e)))?;
+        writer.write_all(&bytes).map_err(io)?;
+    }
+    let bytes = writer.finish().map_err(|e| io(std::io::Error::other(e)))?.into_inner();
+    safe_fs::write_atomically(path, &bytes).map_err(|e| io(std::io::Error::other(e)))
+}
+
+/// Writes the tiny model (hidden 64, 2 layers, 4 heads, the tiny vocabulary and punctuation) into `dir`.
+///
+/// # Errors
+/// [`Error::Io`] when it cannot be written.
+pub fn write_model(dir: &Path) -> Result<()> {
+    let mut vocabulary = words();
+    vocabulary.extend([".", ",", "?", "_", ":", "-", "search", "document", "query"].map(str::to_owned));
+    let shape = BertShape {
+        words: vocabulary,
+        hidden: 64,
+        intermediate: 128,
+        heads: 4,
+        layers: 2,
+        max_positions: 96,
+    };
+    write_bert(dir, &shape, MODEL_SEED)
+        .map_err(|e| Error::Io { path: dir.to_owned(), source: std::io::Error::other(e) })
+}
