@@ -246,9 +246,10 @@ impl Report {
             }
             let _ = writeln!(out, "{heading}");
             for (check, scopes) in group {
-                let scope = match scopes.as_slice() {
-                    [one] => terminal_safe(one).into_owned(),
-                    many => format!("{} scopes", many.len()),
+                let scope = match (scopes.as_slice(), status) {
+                    ([one], _) => terminal_safe(one).into_owned(),
+                    (many, Status::Attested) => format!("{} scopes, the first", many.len()),
+                    (many, _) => format!("{} scopes", many.len()),
                 };
                 let _ = writeln!(
                     out,
@@ -262,12 +263,15 @@ impl Report {
         out
     }
 
-    /// The checks of `status`, failures one by one, others merged by (name, evidence) with their scopes.
+    /// The checks of `status`: failures one by one; attestations merged by name (each run attests its own
+    /// values: the first is shown); the rest merged by (name, evidence); each with its scopes.
     fn grouped(&self, status: Status) -> Vec<(&Check, Vec<&str>)> {
         let mut groups: Vec<(&Check, Vec<&str>)> = Vec::new();
         for check in self.checks.iter().filter(|c| c.status == status) {
-            let same = groups.iter_mut().find(|(first, _)| {
-                status != Status::Fail && first.name == check.name && first.evidence == check.evidence
+            let same = groups.iter_mut().find(|(first, _)| match status {
+                Status::Fail => false,
+                Status::Attested => first.name == check.name,
+                _ => first.name == check.name && first.evidence == check.evidence,
             });
             match same {
                 Some((_, scopes)) => scopes.push(&check.scope),

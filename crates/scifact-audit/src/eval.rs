@@ -477,9 +477,11 @@ fn print_summary(
     // The same finding in many runs (a dirty worktree, say) is one line, with where it holds.
     let mut findings: Vec<(&str, &str, &str, Vec<&str>)> = Vec::new();
     for check in report.checks.iter().filter(|c| c.status != receipt_verify::Status::Pass) {
+        // Every run attests its own latency and host: one line per kind of attestation.
+        let attested = check.status == receipt_verify::Status::Attested;
         match findings
             .iter_mut()
-            .find(|(_, name, evidence, _)| *name == check.name && *evidence == check.evidence)
+            .find(|(_, name, evidence, _)| *name == check.name && (attested || *evidence == check.evidence))
         {
             Some((_, _, _, scopes)) => scopes.push(&check.scope),
             None => findings.push((check.status.label(), &check.name, &check.evidence, vec![&check.scope])),
@@ -488,6 +490,9 @@ fn print_summary(
     for (label, name, evidence, scopes) in findings {
         let scope = match scopes.as_slice() {
             [one] => terminal_safe(one).into_owned(),
+            many if label == receipt_verify::Status::Attested.label() => {
+                format!("{} runs, the first", many.len())
+            }
             many => format!("{} runs", many.len()),
         };
         writeln!(out, "             {label} {scope} {}: {}", terminal_safe(name), terminal_safe(evidence))?;

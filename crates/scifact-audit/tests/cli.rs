@@ -14,15 +14,18 @@ mod audit;
 mod checks;
 mod crash;
 mod forge;
+mod forger;
 mod formats;
 mod hostile;
 mod reproduce;
 mod selection;
+mod signer;
 
 pub(crate) fn scifact_audit(args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_scifact-audit"))
         .args(args)
         .env_remove("SCIFACT_MODEL_DIR")
+        .env_remove("SCIFACT_ARCHIVE")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

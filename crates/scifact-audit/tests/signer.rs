@@ -1,0 +1,794 @@
+//! The hostile signer: a real `eval` bundle of the tiny corpus, edited as the person whose claim it is would edit
+//! it, every digest a forger can repair repaired ([`crate::forger`]), and signed again with the signer's own
+//! key. Each forgery must fail its named check in `verify-bundle`, given the public inputs (the tiny archive
+//! and model); the untouched bundle must be `verified`.
+//!
+//! The base bundle's git state is laundered to "clean" before anything else: git state is the signer's word,
+//! which no verifier can recompute, so the laundered bundle still verifies, and the test shows that it is
+//! reported as attested, never as a pass.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::forger::{Forgery, row_metrics, sha256};
+use crate::scifact_audit;
+
+/// The workspace root (where `fixtures/` is).
+fn root() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap()).join("../..")
+}
+
+struct Base {
+    _dir: tempfile::TempDir,
+    bundle: PathBuf,
+    secret_key: PathBuf,
+    public_key: PathBuf,
+}
+
+fn ok(args: &[&str]) -> String {
+    let output = scifact_audit(args, "");
+    assert!(
+        output.status.success(),
+        "{args:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+fn archive() -> String {
+    root().join("fixtures/tiny/scifact-tiny.zip").display().to_string()
+}
+
+fn model() -> String {
+    root().join("fixtures/tiny/model").display().to_string()
+}
+
+/// The tiny eval's signed bundle, its git state laundered to clean, re-signed: made once for every test here.
+fn base() -> &'static Base {
+    static BASE: OnceLock<Base> = OnceLock::new();
+    BASE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let (secret_key, public_key) = (dir.path().join("signer.key"), dir.path().join("signer.pub"));
+        let (secret, public) = (secret_key.to_str().unwrap(), public_key.to_str().unwrap());
+        ok(&["keygen", "--secret-key", secret, "--public-key", public, "--without-password"]);
+        let work = dir.path().join("work");
+        let (archive, model) = (archive(), model());
+        ok(&[
+            "eval",
+            "--profile",
+            "tiny",
+            "--work-dir",
+            work.to_str().unwrap(),
+            "--archive",
+            &archive,
+            "--model-dir",
+            &model,
+            "--secret-key",
+            secret,
+        ]);
+        let made = std::fs::read_dir(work.join("bundles")).unwrap().next().unwrap().unwrap().path();
+        let laundered = Forgery::of(&made);
+        for aggregate in laundered.aggregates() {
+            laundered.edit_json(&aggregate, |a| {
+                // The revision stays what the report shows; the worktree is said to be clean at it.
+                let head = a["source"]["build_revision"].clone();
+                let git = &mut a["source"]["git"];
+                git["available"] = Value::from(true);
+                git["unavailable"] = Value::Null;
+                git["head"] = head;
+                git["clean"] = Value::from(true);
+                git["dirty"] = Value::Array(Vec::new());
+                git["untracked"] = Value::Array(Vec::new());
+                git["dirty_digest"] = Value::Null;
+            });
+        }
+        laundered.edit_json("verification.json", |v| v["verdict"] = Value::from("verified"));
+        laundered.repair_and_sign(&secret_key);
+        let bundle = dir.path().join("bundle");
+        std::fs::rename(&laundered.dir, &bundle).unwrap();
+        Base { _dir: dir, bundle, secret_key, public_key }
+    })
+}
+
+/// `verify-bundle --json` over `bundle` with the public inputs; the exit code and (scope, name) -> (status,
+/// basis, evidence).
+fn verify(bundle: &Path, extra: &[&str]) -> (Option<i32>, Vec<(String, String, String, String, String)>) {
+    let base = base();
+    let (archive, model) = (archive(), model());
+    let mut args = vec![
+        "verify-bundle",
+        "--bundle-dir",
+        bundle.to_str().unwrap(),
+        "--public-key",
+        base.public_key.to_str().unwrap(),
+        "--archive",
+        &archive,
+        "--model-dir",
+        &model,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let output = scifact_audit(&args, "");
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("no JSON report ({e}): {}", String::from_utf8_lossy(&output.stderr)));
+    let checks = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let field = |k: &str| c[k].as_str().unwrap_or("").to_owned();
+            (field("scope"), field("name"), field("status"), field("basis"), field("evidence"))
+        })
+        .collect();
+    (output.status.code(), checks)
+}
+
+/// Forges a copy of the base with `edit`, repairs and re-signs it, and requires `check` to fail (its evidence
+/// containing `evidence`), the verification to exit 1, and the verdict `failed`.
+fn caught(edit: impl FnOnce(&Forgery), check: &str, evidence: &str) {
+    caught_with(edit, check, evidence, &[]);
+}
+
+fn caught_with(edit: impl FnOnce(&Forgery), check: &str, evidence: &str, extra: &[&str]) {
+    let forgery = Forgery::of(&base().bundle);
+    edit(&forgery);
+    forgery.repair_and_sign(&base().secret_key);
+    let (code, checks) = verify(&forgery.dir, extra);
+    let failed: Vec<&(String, String, String, String, String)> =
+        checks.iter().filter(|c| c.2 == "fail").collect();
+    assert!(
+        failed.iter().any(|c| c.1 == check && c.4.contains(evidence)),
+        "{check} did not fail with {evidence:?}; failed: {failed:#?}"
+    );
+    assert_eq!(code, Some(1));
+}
+
+fn swap_results(row: &mut Value, a: usize, b: usize) {
+    // The documents trade places; ranks and scores stay where they were, so the list still reads in order.
+    let results = row["results"].as_array_mut().unwrap();
+    for key in ["fact_id", "doc_id"] {
+        let (x, y) = (results[a][key].clone(), results[b][key].clone());
+        results[a][key] = y;
+        results[b][key] = x;
+    }
+    let hits = row["receipt"]["hits"].as_array_mut().unwrap();
+    let (x, y) = (hits[a]["fact_id"].clone(), hits[b]["fact_id"].clone());
+    hits[a]["fact_id"] = y;
+    hits[b]["fact_id"] = x;
+    let ranked: Vec<Value> = row["results"].as_array().unwrap().iter().map(|r| r["doc_id"].clone()).collect();
+    row["ranked_doc_ids"] = Value::Array(ranked);
+    row["metrics"] = row_metrics(row);
+}
+
+/// The first row whose top two results are both relevant or both not (so a swap leaves the metrics as they
+/// were, and only the ranking recomputation can see it).
+fn quiet_swap_row(rows: &[Value]) -> usize {
+    let long = |row: &Value| row["ranked_doc_ids"].as_array().is_some_and(|r| r.len() >= 2);
+    rows.iter()
+        .position(|row| {
+            let qrels = &row["qrels"];
+            let ranked = row["ranked_doc_ids"].as_array().unwrap();
+            long(row)
+                && qrels.get(ranked[0].as_str().unwrap()).is_none()
+                && qrels.get(ranked[1].as_str().unwrap()).is_none()
+        })
+        .or_else(|| rows.iter().position(long))
+        .unwrap()
+}
+
+#[test]
+fn the_untouched_bundle_is_verified_and_what_it_attests_is_never_a_pass() {
+    let (code, checks) = verify(&base().bundle, &[]);
+    assert_eq!(code, Some(0));
+    let short: Vec<_> = checks.iter().filter(|c| c.2 != "pass" && c.2 != "attested").collect();
+    assert!(short.is_empty(), "every check recomputed or attested: {short:#?}");
+    for (_, name, status, basis, _) in &checks {
+        match name.as_str() {
+            "git.clean"
+            | "host.identity"
+            | "latency.measured"
+            | "selection.order"
+            | "preregistration.timing"
+            | "verification.report"
+            | "executable.hash"
+            | "attempts.disclosure"
+            | "freeze.order" => {
+                assert_eq!((status.as_str(), basis.as_str()), ("attested", "attested"), "{name}")
+            }
+            _ => assert_eq!((status.as_str(), basis.as_str()), ("pass", "recomputed"), "{name}"),
+        }
+    }
+    for name in [
+        "ranking.vector",
+        "ranking.lexical",
+        "fusion.ranking",
+        "embedding.values",
+        "report.rendered",
+        "texts.identity",
+    ] {
+        assert!(checks.iter().any(|c| c.1 == name && c.2 == "pass"), "{name} was not recomputed");
+    }
+    let output = scifact_audit(
+        &[
+            "verify-bundle",
+            "--bundle-dir",
+            base().bundle.to_str().unwrap(),
+            "--public-key",
+            base().public_key.to_str().unwrap(),
+            "--archive",
+            &archive(),
+            "--model-dir",
+            &model(),
+        ],
+        "",
+    );
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert!(summary.lines().any(|l| l.starts_with("verdict: verified (")), "{summary}");
+}
+
+#[test]
+fn without_the_public_inputs_the_verdict_says_what_rests_on_the_signer() {
+    let output = scifact_audit(
+        &[
+            "verify-bundle",
+            "--bundle-dir",
+            base().bundle.to_str().unwrap(),
+            "--public-key",
+            base().public_key.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(output.status.code(), Some(0));
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert!(summary.starts_with("verdict: publishable ("), "{summary}");
+    for line in ["NOT CHECKED", "ranking.lexical", "pass --archive", "embedding.values"] {
+        assert!(summary.contains(line), "{line} missing: {summary}");
+    }
+}
+
+#[test]
+fn a_vector_only_ranking_with_two_documents_swapped() {
+    caught(
+        |f| {
+            let aggregate = f.aggregate("vector_only", "heldout", false);
+            f.edit_rows(&aggregate, |rows| {
+                let at = quiet_swap_row(rows);
+                swap_results(&mut rows[at], 0, 1);
+            });
+        },
+        "ranking.vector",
+        "a full scan",
+    );
+}
+
+#[test]
+fn a_vector_only_score_one_bit_higher() {
+    caught(
+        |f| {
+            let aggregate = f.aggregate("vector_only", "heldout", true);
+            f.edit_rows(&aggregate, |rows| {
+                let score = rows[0]["results"][2]["score"].as_f64().unwrap();
+                let raised = f64::from((score as f32).next_up());
+                rows[0]["results"][2]["score"] = Value::from(raised);
+                rows[0]["receipt"]["hits"][2]["score"] = Value::from(raised);
+            });
+        },
+        "ranking.vector",
+        "a full scan",
+    );
+}
+
+#[test]
+fn an_fts_only_ranking_with_two_documents_swapped() {
+    caught(
+        |f| {
+            let aggregate = f.aggregate("fts_only", "heldout", false);
+            f.edit_rows(&aggregate, |rows| {
+                let at = quiet_swap_row(rows);
+                swap_results(&mut rows[at], 0, 1);
+            });
+        },
+        "ranking.lexical",
+        "bm25()",
+    );
+}
+
+#[test]
+fn a_lexical_score_rounded() {
+    caught(
+        |f| {
+            let aggregate = f.aggregate("fts_only", "calibration", false);
+            f.edit_rows(&aggregate, |rows| {
+                let score = rows[3]["results"][0]["score"].as_f64().unwrap();
+                let rounded = (score * 1000.0).round() / 1000.0;
+                rows[3]["results"][0]["score"] = Value::from(rounded);
+                rows[3]["receipt"]["hits"][0]["score"] = Value::from(rounded);
+            });
+        },
+        "ranking.lexical",
+        "bm25()",
+    );
+}
+
+#[test]
+fn a_hybrid_hit_claimed_absent_from_the_vector_candidates() {
+    caught(
+        |f| {
+            let aggregate = f.aggregate("hybrid", "heldout", false);
+            f.edit_rows(&aggregate, |rows| {
+                let row = rows.iter_mut().find(|r| r["receipt"]["hits"][0]["vector"].is_object()).unwrap();
+                row["receipt"]["hits"][0]["vector"] = Value::Null;
+                row["results"][0]["vector"] = Value::Null;
+            });
+        },
+        "ranking.vector",
+        "not a candidate",
+    );
+}
+
+#[test]
+fn a_convex_normalisation_chosen_to_favour_a_document() {
+    caught(
+        |f| {
+            let aggregate = f.aggregate("hybrid", "heldout", true);
+            f.edit_rows(&aggregate, |rows| {
+                // The forger narrows the lexical scale, which lifts every lexical contribution, and makes every
+                // normalised value and fused score follow from it, so that fusion.scores is satisfied.
+                let row = &mut rows[0];
+                let mut receipt = row["receipt"].take();
+                let scale = receipt["fusion"]["lexical"]["scale"].as_f64().unwrap() * 0.5;
+                receipt["fusion"]["lexical"]["scale"] = Value::from(scale);
+                let shift = receipt["fusion"]["lexical"]["shift"].as_f64().unwrap();
+                let (fts, vector) = (
+                    receipt["config"]["fts_weight"].as_f64().unwrap(),
+                    receipt["config"]["vector_weight"].as_f64().unwrap(),
+                );
+                let missing = (
+                    receipt["fusion"]["lexical"]["missing"].as_f64().unwrap(),
+                    receipt["fusion"]["vector"]["missing"].as_f64().unwrap(),
+                );
+                let results = row["results"].as_array_mut().unwrap();
+                for (hit, result) in receipt["hits"].as_array_mut().unwrap().iter_mut().zip(results) {
+                    if hit["lexical"].is_object() {
+                        let value = (hit["lexical"]["score"].as_f64().unwrap() - shift) / scale;
+                        hit["lexical"]["normalized"] = Value::from(value);
+                        result["lexical"]["normalized"] = Value::from(value);
+                    }
+                    let part = |c: &Value, m: f64| c.get("normalized").and_then(Value::as_f64).unwrap_or(m);
+                    let score =
+                        fts * part(&hit["lexical"], missing.0) + vector * part(&hit["vector"], missing.1);
+                    hit["score"] = Value::from(score);
+                    result["score"] = Value::from(score);
+                }
+                row["receipt"] = receipt;
+            });
+        },
+        "ranking.lexical",
+        "normalises the lexical list",
+    );
+}
+
+#[test]
+fn a_fused_list_that_does_not_follow_from_its_candidates() {
+    caught(
+        |f| {
+            let aggregate = f.aggregate("hybrid", "calibration", false);
+            f.edit_rows(&aggregate, |rows| {
+                // The last hit replaced by a candidate fused lower: components and scores consistent in themselves.
+                let row = &mut rows[1];
+                let last = row["receipt"]["hits"].as_array().unwrap().len() - 1;
+                row["receipt"]["hits"][last]["score"] = Value::from(0.0);
+                row["results"][last]["score"] = Value::from(0.0);
+                row["receipt"]["hits"][last]["lexical"] = Value::Null;
+                row["receipt"]["hits"][last]["vector"] = Value::Null;
+                row["results"][last]["lexical"] = Value::Null;
+                row["results"][last]["vector"] = Value::Null;
+            });
+        },
+        "fusion.ranking",
+        "fusing the recomputed lists",
+    );
+}
+
+#[test]
+fn a_document_vector_the_model_does_not_give() {
+    caught_with(
+        |f| {
+            // Halve a document vector that no run retrieves: every ranking still holds, only re-embedding sees it.
+            let mut bytes = f.bytes("vectors.f32");
+            let metadata = f.json("fixture-metadata.json");
+            let dims = metadata["vectors"]["dims"].as_u64().unwrap() as usize;
+            let last = metadata["vectors"]["documents"].as_u64().unwrap() as usize - 1;
+            for value in bytes[last * dims * 4..(last + 1) * dims * 4].chunks_exact_mut(4) {
+                let halved = f32::from_le_bytes([value[0], value[1], value[2], value[3]]) * 0.5;
+                value.copy_from_slice(&halved.to_le_bytes());
+            }
+            f.set_bytes("vectors.f32", &bytes);
+            f.edit_json("fixture-metadata.json", |m| m["vectors"]["sha256"] = Value::from(sha256(&bytes)));
+        },
+        "embedding.values",
+        "not the declared model's vector",
+        &["--embedding-sample", "all"],
+    );
+}
+
+#[test]
+fn an_aggregate_metric_raised() {
+    caught(
+        |f| {
+            let aggregate = f.aggregate("hybrid", "heldout", true);
+            f.edit_json(&aggregate, |a| {
+                let value = a["metrics"]["ndcg@10"].as_f64().unwrap();
+                a["metrics"]["ndcg@10"] = Value::from(value + 0.1);
+            });
+        },
+        "metrics.aggregate",
+        "ndcg@10",
+    );
+}
+
+#[test]
+fn a_row_metric_raised() {
+    caught(
+        |f| {
+            let aggregate = f.aggregate("fts_only", "heldout", false);
+            f.edit_rows(&aggregate, |rows| rows[5]["metrics"]["recall@10"] = Value::from(1.5));
+        },
+        "metrics.per_query",
+        "recall@10",
+    );
+}
+
+#[test]
+fn an_interval_narrowed() {
+    caught(
+        |f| f.edit_json("statistics.json", |s| s["runs"][5]["metrics"]["ndcg@10"]["low"] = Value::from(0.99)),
+        "statistics.heldout",
+        "recomputed mean",
+    );
+}
+
+#[test]
+fn a_p_value_lowered() {
+    caught(
+        |f| {
+            f.edit_json("statistics.json", |s| {
+                s["comparisons"][1]["p_value"] = Value::from(0.001);
+                s["comparisons"][1]["p_holm"] = Value::from(0.003);
+                s["comparisons"][1]["significant"] = Value::from(true);
+            })
+        },
+        "statistics.heldout",
+        "permutations reached",
+    );
+}
+
+#[test]
+fn the_winner_moved_to_another_trial() {
+    caught(
+        |f| {
+            let prereg = f.json("preregistration.json");
+            f.edit_json("selection.json", |ledger| {
+                let trial = &prereg["search_space"]["trials"][1];
+                ledger["winner"]["index"] = Value::from(1);
+                ledger["winner"]["name"] = trial["name"].clone();
+                ledger["winner"]["label"] = trial["label"].clone();
+                ledger["winner"]["config"] = trial["config"].clone();
+                ledger["winner"]["config_sha256"] = trial["config_sha256"].clone();
+            })
+        },
+        "selection.winner",
+        "the rule picks trial",
+    );
+}
+
+#[test]
+fn a_trial_value_raised_in_the_ledger() {
+    caught(
+        |f| {
+            f.edit_json("selection.json", |ledger| {
+                let value = ledger["trials"][3]["metrics"]["ndcg@10"].as_f64().unwrap() + 0.01;
+                ledger["trials"][3]["metrics"]["ndcg@10"] = Value::from(value);
+                ledger["trials"][3]["value"] = Value::from(value);
+            })
+        },
+        "selection.ledger",
+        "recomputed from its rows",
+    );
+}
+
+fn report_edit(f: &Forgery, from: &str, to: &str) {
+    let page = String::from_utf8(f.bytes("report.html")).unwrap();
+    assert!(page.contains(from), "the report lacks {from:?}");
+    f.set_bytes("report.html", page.replacen(from, to, 1).as_bytes());
+}
+
+#[test]
+fn the_report_with_one_digit_changed() {
+    caught(
+        |f| {
+            let page = String::from_utf8(f.bytes("report.html")).unwrap();
+            let at = page.find("<tr class=win>").unwrap();
+            let number = page[at..].find("<td>0.").unwrap() + at + 6;
+            let mut bytes = page.into_bytes();
+            bytes[number] = if bytes[number] == b'9' { b'8' } else { bytes[number] + 1 };
+            f.set_bytes("report.html", &bytes);
+        },
+        "report.rendered",
+        "differs from the rendering of the recomputed numbers",
+    );
+}
+
+#[test]
+fn the_report_with_a_script() {
+    caught(
+        |f| report_edit(f, "</body>", "<script>document.title='verified'</script></body>"),
+        "report.rendered",
+        "a script",
+    );
+}
+
+#[test]
+fn the_report_with_a_remote_image() {
+    caught(
+        |f| report_edit(f, "</body>", "<img src=https://example.invalid/pixel.png></body>"),
+        "report.rendered",
+        "a remote resource",
+    );
+}
+
+/// Inserts `member` right after the first `{` of `name`'s bytes: a duplicate key when it repeats one.
+fn duplicate_key(f: &Forgery, name: &str, member: &str) {
+    let bytes = f.bytes(name);
+    let at = bytes.iter().position(|b| *b == b'{').unwrap() + 1;
+    let mut forged = bytes[..at].to_vec();
+    forged.extend_from_slice(member.as_bytes());
+    forged.extend_from_slice(&bytes[at..]);
+    f.set_bytes(name, &forged);
+}
+
+/// Forges the bytes (a parser trick survives no re-serialization), then repairs the manifest's digests and
+/// signs; with `signs_itself`, the edit signs the manifest it forged.
+fn caught_after_repair(edit: impl FnOnce(&Forgery), check: &str, evidence: &str, signs_itself: bool) {
+    let forgery = Forgery::of(&base().bundle);
+    edit(&forgery);
+    if !signs_itself {
+        let key = receipt_verify::load_secret_key(&base().secret_key, None).unwrap();
+        forgery.resign_subjects(&key);
+    }
+    let (code, checks) = verify(&forgery.dir, &[]);
+    assert!(
+        checks.iter().any(|c| c.1 == check && c.2 == "fail" && c.4.contains(evidence)),
+        "{check} did not fail with {evidence:?}: {:#?}",
+        checks.iter().filter(|c| c.2 == "fail").collect::<Vec<_>>()
+    );
+    assert_eq!(code, Some(1));
+}
+
+#[test]
+fn an_aggregate_with_its_metric_twice() {
+    caught_after_repair(
+        |f| {
+            let aggregate = f.aggregate("hybrid", "heldout", true);
+            let value = f.json(&aggregate)["metrics"].clone();
+            let member = format!(
+                "\"metrics\":{},",
+                serde_json::json!({"ndcg@10": 0.99, "recall@1": value["recall@1"]})
+            );
+            duplicate_key(f, &aggregate, &member);
+        },
+        "input.json",
+        "duplicate key \"metrics\"",
+        false,
+    );
+}
+
+#[test]
+fn a_row_with_a_key_twice() {
+    caught_after_repair(
+        |f| {
+            let aggregate = f.aggregate("fts_only", "heldout", false);
+            let file = f.json(&aggregate)["rows"]["file"].as_str().unwrap().to_owned();
+            let text = String::from_utf8(f.bytes(&file)).unwrap();
+            let forged = text.replacen("{", "{\"query_id\":\"0\",", 1);
+            f.set_bytes(&file, forged.as_bytes());
+        },
+        "input.json",
+        "duplicate key \"query_id\"",
+        false,
+    );
+}
+
+#[test]
+fn the_manifest_predicate_with_its_verdict_twice() {
+    caught_after_repair(
+        |f| {
+            let key = receipt_verify::load_secret_key(&base().secret_key, None).unwrap();
+            f.sign_manifest(&key);
+            let text = String::from_utf8(f.bytes("manifest.json")).unwrap();
+            let forged = text.replacen(
+                "\"verification_verdict\":",
+                "\"verification_verdict\": \"failed\", \"verification_verdict\":",
+                1,
+            );
+            f.set_bytes("manifest.json", forged.as_bytes());
+            f.sign_manifest_bytes(&key);
+        },
+        "input.json",
+        "duplicate key \"verification_verdict\"",
+        true,
+    );
+}
+
+#[test]
+fn a_lone_surrogate_in_a_row() {
+    caught_after_repair(
+        |f| {
+            let aggregate = f.aggregate("vector_only", "heldout", false);
+            let file = f.json(&aggregate)["rows"]["file"].as_str().unwrap().to_owned();
+            let text = String::from_utf8(f.bytes(&file)).unwrap();
+            f.set_bytes(&file, text.replacen("\"error\":null", "\"error\":\"\\ud800\"", 1).as_bytes());
+        },
+        "input.json",
+        "lone surrogate",
+        false,
+    );
+}
+
+#[test]
+fn a_number_beyond_a_double_in_the_statistics() {
+    caught_after_repair(
+        |f| {
+            let text = String::from_utf8(f.bytes("statistics.json")).unwrap();
+            let at = text.find("\"queries\": ").unwrap() + 11;
+            let end = at + text[at..].find(',').unwrap();
+            f.set_bytes("statistics.json", format!("{}1e400{}", &text[..at], &text[end..]).as_bytes());
+        },
+        "input.json",
+        "beyond a double's range",
+        false,
+    );
+}
+
+#[test]
+fn fixture_metadata_that_does_not_parse() {
+    caught(
+        |f| {
+            f.edit_json("fixture-metadata.json", |m| {
+                m.as_object_mut().unwrap().remove("document_ids");
+            })
+        },
+        "corpus.hashes",
+        "fixture-metadata.json",
+    );
+}
+
+#[test]
+fn a_verification_report_that_failed() {
+    caught(
+        |f| f.edit_json("verification.json", |v| v["verdict"] = Value::from("failed")),
+        "verification.report",
+        "failed",
+    );
+}
+
+#[test]
+fn require_exact_without_an_exact_answer() {
+    caught(
+        |f| {
+            let aggregate = f.aggregate("vector_only", "calibration", false);
+            f.edit_rows(&aggregate, |rows| {
+                let receipt = &mut rows[0]["receipt"];
+                receipt["config"]["exactness"] = Value::from("require_exact");
+                receipt["vector"]["profile"] = Value::from("require_exact");
+                receipt["vector"]["exact"] = Value::from(false);
+                receipt["vector"]["exact_available"] = Value::from(false);
+            });
+        },
+        "exactness.policy",
+        "require_exact",
+    );
+}
+
+#[test]
+fn a_trec_line_that_is_not_the_rows() {
+    let forgery = Forgery::of(&base().bundle);
+    forgery.repair_and_sign(&base().secret_key);
+    let name = "scifact-fts_only-heldout.trec";
+    let text = String::from_utf8(forgery.bytes(name)).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.swap(0, 1);
+    forgery.set_bytes(name, format!("{}\n", lines.join("\n")).as_bytes());
+    let stem = "scifact-fts_only-heldout";
+    let metadata = String::from_utf8(forgery.bytes(&format!("{stem}.ir_metadata.yml"))).unwrap();
+    let fixed: Vec<String> = metadata
+        .lines()
+        .map(|l| {
+            if l.starts_with("  sha256: ") {
+                format!("  sha256: \"{}\"", sha256(&forgery.bytes(name)))
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect();
+    forgery.set_bytes(&format!("{stem}.ir_metadata.yml"), format!("{}\n", fixed.join("\n")).as_bytes());
+    let key = receipt_verify::load_secret_key(&base().secret_key, None).unwrap();
+    forgery.sign_manifest(&key);
+    let (code, checks) = verify(&forgery.dir, &[]);
+    assert!(checks.iter().any(|c| c.1 == "exports.trec" && c.2 == "fail"), "{checks:#?}");
+    assert_eq!(code, Some(1));
+}
+
+#[test]
+fn a_query_text_digest_that_is_not_the_archive_s() {
+    caught(
+        |f| {
+            f.edit_json("fixture-metadata.json", |m| {
+                let (id, _) = m["query_text_sha256"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .next()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .unwrap();
+                m["query_text_sha256"][&id] = Value::from(sha256(b"another query"));
+            });
+            // The forger makes every row agree with the forged digest.
+            for aggregate in f.aggregates() {
+                let metadata = f.json("fixture-metadata.json");
+                f.edit_rows(&aggregate, |rows| {
+                    for row in rows.iter_mut() {
+                        let id = row["query_id"].as_str().unwrap().to_owned();
+                        let digest = metadata["query_text_sha256"][&id].clone();
+                        row["query_text_sha256"] = digest.clone();
+                        if row["receipt"].is_object() && row["receipt"]["query"]["text_sha256"].is_string() {
+                            row["receipt"]["query"]["text_sha256"] = digest;
+                        }
+                    }
+                });
+            }
+        },
+        "texts.identity",
+        "does not hash to the fixture's digest",
+    );
+}
+
+#[test]
+fn a_pre_registration_signed_after_the_selection_is_reported_so() {
+    let forgery = Forgery::of(&base().bundle);
+    forgery.edit_json("selection.json", |l| l["preregistration_signature_sha256"] = Value::Null);
+    forgery.repair_and_sign(&base().secret_key);
+    // The repair keeps the ledger's null when the ledger says unsigned, so sign the pre-registration afterwards.
+    let key = receipt_verify::load_secret_key(&base().secret_key, None).unwrap();
+    let signature =
+        receipt_verify::sign_document(&key, &forgery.bytes("preregistration.json"), "preregistration")
+            .unwrap();
+    forgery.set_bytes("preregistration.json.minisig", signature.as_bytes());
+    forgery.sign_manifest(&key);
+    let (code, checks) = verify(&forgery.dir, &[]);
+    let timing = checks.iter().find(|c| c.1 == "preregistration.timing").unwrap();
+    assert_eq!((timing.2.as_str(), timing.3.as_str()), ("not_publishable", "attested"), "{timing:?}");
+    assert!(timing.4.contains("first signed after the selection"), "{timing:?}");
+    assert!(
+        checks.iter().any(|c| c.1 == "preregistration.signature" && c.2 == "pass"),
+        "the signature itself verifies"
+    );
+    assert_eq!(code, Some(0), "not a failure: short of a gate");
+}
+
+#[test]
+fn a_replaced_signature_is_disclosed_and_sign_never_replaces_silently() {
+    let forgery = Forgery::of(&base().bundle);
+    let (dir, key) = (forgery.dir.to_str().unwrap(), base().secret_key.to_str().unwrap());
+    let refused = scifact_audit(&["sign", "--bundle-dir", dir, "--secret-key", key], "");
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("never replaced silently"));
+    ok(&["sign", "--bundle-dir", dir, "--secret-key", key, "--replace-signature"]);
+    let (code, checks) = verify(&forgery.dir, &[]);
+    assert_eq!(code, Some(0));
+    let signature = checks.iter().find(|c| c.1 == "signature").unwrap();
+    assert!(signature.4.contains("re-signed: replaced signatures kept beside it"), "{signature:?}");
+}
