@@ -2,7 +2,7 @@
 //! (`model.safetensors`, `tokenizer.json`, `config.json`), so tests exercise loading, tokenizing, batching,
 //! padding, pooling and normalisation without the 90 MB checkpoint. Its vectors mean nothing.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use safetensors::Dtype;
@@ -106,7 +106,8 @@ pub fn write_bert(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
         (shape.to_vec(), values)
     };
     let (h, inner) = (shape.hidden, shape.intermediate);
-    let mut tensors: HashMap<String, (Vec<usize>, Vec<f32>)> = HashMap::new();
+    // Sorted by name, so that the file's bytes do not depend on a hash map's order.
+    let mut tensors: BTreeMap<String, (Vec<usize>, Vec<f32>)> = BTreeMap::new();
     tensors.insert("embeddings.word_embeddings.weight".into(), random(&[vocab_size, h], 0.5));
     tensors.insert("embeddings.position_embeddings.weight".into(), random(&[shape.max_positions, h], 0.1));
     tensors.insert("embeddings.token_type_embeddings.weight".into(), random(&[2, h], 0.1));
@@ -132,9 +133,6 @@ pub fn write_bert(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
             tensors.insert(format!("{prefix}.{name}.bias"), zeros(h));
         }
     }
-    // Sorted by name, so the file's bytes do not depend on the hash map's order.
-    let mut tensors: Vec<(String, (Vec<usize>, Vec<f32>))> = tensors.into_iter().collect();
-    tensors.sort_by(|a, b| a.0.cmp(&b.0));
     let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = tensors
         .into_iter()
         .map(|(name, (shape, values))| (name, shape, values.iter().flat_map(|v| v.to_le_bytes()).collect()))

@@ -353,7 +353,7 @@ mod tests {
         }
         let summary = report.summary();
         assert_eq!(summary.lines().filter(|l| l.contains("git.clean")).count(), 1, "{summary}");
-        assert!(summary.contains("3 scopes git.clean"), "{summary}");
+        assert!(summary.contains("3 scopes, the first git.clean"), "{summary}");
         assert_eq!(summary.lines().filter(|l| l.contains("metrics")).count(), 3, "{summary}");
     }
 

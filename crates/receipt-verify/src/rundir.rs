@@ -137,6 +137,9 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
         Found::Refused(reason) => (None, None, Some(reason.clone())),
     };
     drop(fixture);
+    if let Some(reason) = fixture_problem.as_deref().filter(|r| !r.starts_with("absent: ")) {
+        report.record("global", "corpus.file", Err(reason.to_owned()));
+    }
     let fixture_input = match (&view, &fixture_problem) {
         (Some(view), _) => Input::Read { origin: "the fixture", content: view },
         (None, Some(reason)) if reason.starts_with("absent: ") => Input::Absent(&reason[8..]),

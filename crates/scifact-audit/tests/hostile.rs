@@ -212,20 +212,25 @@ fn hostile_bundles_fail_fast_and_clean() {
             write_json(&path, &manifest);
             resign(b, signed);
         }),
-        ("an aggregate nested 100,000 deep, re-hashed and signed", "aggregates", "recursion", |b, signed| {
-            let deep = "[".repeat(100_000) + &"]".repeat(100_000);
-            std::fs::write(b.join(HYBRID), &deep).unwrap();
-            let path = b.join("manifest.json");
-            let mut manifest = read_json(&path);
-            for subject in manifest["subject"].as_array_mut().unwrap() {
-                if subject["name"] == HYBRID {
-                    subject["digest"]["sha256"] =
-                        Value::from(sha256(deep.as_bytes()).trim_start_matches("sha256:").to_owned());
+        (
+            "an aggregate nested 100,000 deep, re-hashed and signed",
+            "input.json",
+            "nested deeper than 128",
+            |b, signed| {
+                let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+                std::fs::write(b.join(HYBRID), &deep).unwrap();
+                let path = b.join("manifest.json");
+                let mut manifest = read_json(&path);
+                for subject in manifest["subject"].as_array_mut().unwrap() {
+                    if subject["name"] == HYBRID {
+                        subject["digest"]["sha256"] =
+                            Value::from(sha256(deep.as_bytes()).trim_start_matches("sha256:").to_owned());
+                    }
                 }
-            }
-            write_json(&path, &manifest);
-            resign(b, signed);
-        }),
+                write_json(&path, &manifest);
+                resign(b, signed);
+            },
+        ),
         (
             "escape codes inside a JSON string, re-hashed and signed",
             "aggregate.schema",

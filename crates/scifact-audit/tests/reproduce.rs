@@ -110,7 +110,8 @@ fn a_bundle_reproduces_exactly_here_and_each_forged_statement_fails_its_check() 
     let (code, clean) = checks(&e, &e.bundle, &statement);
     assert_eq!(code, Some(0), "{clean:?}");
     assert_eq!(failed(&clean), Vec::<&str>::new());
-    assert_eq!(clean.len(), 5, "{clean:?}");
+    assert_eq!(clean.len(), 6, "{clean:?}");
+    assert!(clean.contains(&("reproduction.measurements".to_owned(), "attested".to_owned())), "{clean:?}");
 
     // A statement about another bundle: the same statement, a bundle whose manifest differs.
     let other = work.with_file_name("other-bundle");

@@ -108,7 +108,7 @@ fn each_selection_forgery_fails_its_named_check() {
     let (_, clean) = verify(&e.results, &e.store);
     let selection_checks: Vec<&(String, String)> =
         clean.keys().filter(|(scope, _)| scope == "selection").collect();
-    assert_eq!(selection_checks.len(), 6, "{selection_checks:?}");
+    assert_eq!(selection_checks.len(), 8, "{selection_checks:?}");
     assert!(clean.iter().all(|(_, status)| status != "fail"), "the clean run fails: {clean:?}");
     let mut case = 0;
     let mut tamper = |what: &str, mutate: &dyn Fn(&Path)| -> Failed {
@@ -236,7 +236,12 @@ fn each_selection_forgery_fails_its_named_check() {
     let (code, after) = check(&bundle);
     let failed = newly_failed(&before, &after);
     assert_eq!(code, Some(1));
-    assert_eq!(names(&failed), BTreeSet::from(["preregistration.signature"]), "{failed:?}");
+    // The report shows the pre-registration's digest and time: its rendering no longer matches either.
+    assert_eq!(
+        names(&failed),
+        BTreeSet::from(["preregistration.signature", "report.rendered"]),
+        "{failed:?}"
+    );
 }
 
 /// The report of a real `eval` is a signed subject of its bundle, names the winner and every comparison,

@@ -95,7 +95,10 @@ fn base() -> &'static Base {
 
 /// `verify-bundle --json` over `bundle` with the public inputs; the exit code and (scope, name) -> (status,
 /// basis, evidence).
-fn verify(bundle: &Path, extra: &[&str]) -> (Option<i32>, Vec<(String, String, String, String, String)>) {
+/// One check as the JSON report gives it: scope, name, status, basis, evidence.
+type Reported = (String, String, String, String, String);
+
+fn verify(bundle: &Path, extra: &[&str]) -> (Option<i32>, Vec<Reported>) {
     let base = base();
     let (archive, model) = (archive(), model());
     let mut args = vec![
@@ -137,8 +140,7 @@ fn caught_with(edit: impl FnOnce(&Forgery), check: &str, evidence: &str, extra: 
     edit(&forgery);
     forgery.repair_and_sign(&base().secret_key);
     let (code, checks) = verify(&forgery.dir, extra);
-    let failed: Vec<&(String, String, String, String, String)> =
-        checks.iter().filter(|c| c.2 == "fail").collect();
+    let failed: Vec<&Reported> = checks.iter().filter(|c| c.2 == "fail").collect();
     assert!(
         failed.iter().any(|c| c.1 == check && c.4.contains(evidence)),
         "{check} did not fail with {evidence:?}; failed: {failed:#?}"
