@@ -3,7 +3,40 @@
 
 use std::path::Path;
 
-use crate::checks::Input;
+/// An optional input of a check, as the caller found it.
+#[derive(Debug)]
+pub enum Input<'a, T: ?Sized> {
+    /// Read: where from, and what.
+    Read {
+        /// The path or bundle member it came from, for the evidence.
+        origin: &'a str,
+        /// The content.
+        content: &'a T,
+    },
+    /// Not available here; the check is `not_checked` with this reason.
+    Absent(&'a str),
+    /// Present but refused (not a regular file, over its cap, unreadable, not parseable); the check fails with
+    /// this reason.
+    Refused(&'a str),
+}
+
+impl<T: ?Sized> Clone for Input<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: ?Sized> Copy for Input<'_, T> {}
+
+impl<'a, T: ?Sized> Input<'a, T> {
+    /// The content, when read.
+    pub fn content(&self) -> Option<&'a T> {
+        match self {
+            Input::Read { content, .. } => Some(content),
+            _ => None,
+        }
+    }
+}
 
 /// What was found at a path.
 pub(crate) enum Found {

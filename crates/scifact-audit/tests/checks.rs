@@ -437,12 +437,13 @@ fn each_bundle_check_fails_alone() {
         resign(b, &signed, |m| rehash(m, "scifact-test.qrels", kept.as_bytes()));
     });
     case(
-        "a test-result statement that says PASSED, re-hashed and re-signed",
+        "a test-result statement that says FAILED, re-hashed and re-signed",
         "verification.statement",
         &|b| {
             let path = b.join("verification.intoto.json");
             let mut statement = read_json(&path);
-            statement["predicate"]["result"] = Value::from("PASSED");
+            assert_ne!(statement["predicate"]["result"], "FAILED", "the clean run's statement");
+            statement["predicate"]["result"] = Value::from("FAILED");
             write_json(&path, &statement);
             let bytes = std::fs::read(&path).unwrap();
             resign(b, &signed, |m| rehash(m, "verification.intoto.json", &bytes));

@@ -119,3 +119,62 @@ fn the_manifest_parser_reads_both_dependency_shapes() {
     let manifest = "[package]\nname = \"x\"\n[dependencies]\nserde.workspace = true\nclap = { version = \"4\" }\n\n[lints]\nworkspace = true\n";
     assert_eq!(dependencies(manifest), vec!["serde", "clap"]);
 }
+
+/// receipt-verify's layers, lowest first: a module may use its own layer and those below, never one above.
+/// Recomputation has one home per thing recomputed (`recompute/`), the checks sit on it (`checks/`), and the
+/// bundle and the output directory are two thin readers over the checks (`bundle.rs`, `rundir.rs`).
+const VERIFIER_LAYERS: &[&[&str]] = &[
+    &["error", "names", "canonical", "json", "report", "time", "baseline"],
+    &["artifacts", "texts", "vectors", "fixture", "archive", "sign", "found"],
+    &["recompute", "render"],
+    &["checks"],
+    &["rundir", "bundle"],
+    &["reproduction", "lib"],
+];
+
+/// The top-level module a file of `receipt-verify/src` belongs to.
+fn verifier_module(relative: &Path) -> String {
+    let first = relative
+        .components()
+        .next()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    first.trim_end_matches(".rs").to_owned()
+}
+
+fn layer_of(module: &str) -> Option<usize> {
+    VERIFIER_LAYERS.iter().position(|layer| layer.contains(&module))
+}
+
+#[test]
+fn the_verifier_uses_only_the_layers_below_it() {
+    let src = workspace_root().join("crates/receipt-verify/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(files.len() > 20, "found only {} files in {}", files.len(), src.display());
+    let mut violations = Vec::new();
+    for file in &files {
+        let relative = file.strip_prefix(&src).unwrap_or(file);
+        let module = verifier_module(relative);
+        let own = layer_of(&module).unwrap_or_else(|| panic!("{module} is in no layer of VERIFIER_LAYERS"));
+        let text = fs::read_to_string(file).unwrap_or_default();
+        for (at, _) in text.match_indices("crate::") {
+            let used: String =
+                text[at + 7..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if let Some(layer) = layer_of(&used)
+                && layer > own
+            {
+                violations.push(format!("{} ({module}) uses crate::{used}", relative.display()));
+            }
+        }
+    }
+    assert!(violations.is_empty(), "a lower layer uses a higher one: {violations:#?}");
+}
+
+#[test]
+fn the_layer_check_sees_a_violation() {
+    assert_eq!(verifier_module(Path::new("checks/rankings.rs")), "checks");
+    assert_eq!(verifier_module(Path::new("json.rs")), "json");
+    assert!(layer_of("checks") > layer_of("recompute"));
+    assert!(layer_of("bundle") > layer_of("checks"));
+}

@@ -1,5 +1,5 @@
-//! Every check over a set of runs, whatever they were read from. A bundle ([`crate::bundle`]) and an output
-//! directory ([`crate::rundir`]) are two thin readers: each turns what it found into [`Inputs`] and calls
+//! Every check over a set of runs, whatever they were read from. A bundle (`bundle.rs`) and an output
+//! directory (`rundir.rs`) are two thin readers: each turns what it found into [`Inputs`] and calls
 //! [`run_all`], then adds the few checks only it can make (signature and subjects; the live database).
 //!
 //! Each check records its basis: recomputed from the inputs, attested (the signer's word), or not checked (an
@@ -25,40 +25,7 @@ pub(crate) mod selection;
 pub(crate) mod store;
 pub(crate) mod validate;
 
-/// An optional input of a check, as the caller found it.
-#[derive(Debug)]
-pub enum Input<'a, T: ?Sized> {
-    /// Read: where from, and what.
-    Read {
-        /// The path or bundle member it came from, for the evidence.
-        origin: &'a str,
-        /// The content.
-        content: &'a T,
-    },
-    /// Not available here; the check is `not_checked` with this reason.
-    Absent(&'a str),
-    /// Present but refused (not a regular file, over its cap, unreadable, not parseable); the check fails with
-    /// this reason.
-    Refused(&'a str),
-}
-
-impl<T: ?Sized> Clone for Input<'_, T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<T: ?Sized> Copy for Input<'_, T> {}
-
-impl<'a, T: ?Sized> Input<'a, T> {
-    /// The content, when read.
-    pub fn content(&self) -> Option<&'a T> {
-        match self {
-            Input::Read { content, .. } => Some(content),
-            _ => None,
-        }
-    }
-}
+pub use crate::found::Input;
 
 /// How the embedding re-check runs.
 #[derive(Debug, Clone)]
