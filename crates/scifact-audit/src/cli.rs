@@ -86,11 +86,12 @@ pub(crate) enum Command {
     /// --secret-key), with a verdict: reproduced_exactly, reproduced_within_tolerance or not_reproduced (exit
     /// 1), and why.
     ///
-    /// What differs legitimately across machines: latency, always (it is not compared); the last bits of
-    /// embeddings across CPU kernels (AVX-512, AVX2, portable), which move cosines by about 1e-7 and can swap
-    /// documents closer than that. Lexical scores do not move. Hence the tolerances stated in the file:
-    /// scores within 1e-5, every metric's mean within 0.005 (less than one swapped pair in one of 200
-    /// queries can do), at least 95% of rankings identical per run, effect ratios within 0.1 of 1.
+    /// What differs legitimately across machines: latency, always (it is not compared). Embeddings, scores and
+    /// rankings do not: the forward pass gives a text the same bits on AVX-512, AVX2 and portable kernels, so
+    /// this code reproduces exactly on any x86-64 machine. The tolerances stated in the file are for another
+    /// build or implementation of the same contract: scores within 1e-5, every metric's mean within 0.005 (less
+    /// than one swapped pair in one of 200 queries can do), at least 95% of rankings identical per run, effect
+    /// ratios within 0.1 of 1.
     Reproduce(ReproduceArgs),
     /// Check a reproduction statement against its bundle: signature, subject (this bundle's manifest), the
     /// original's numbers, the stated tolerances (the published ones) and the verdict they imply.

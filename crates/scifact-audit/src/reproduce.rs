@@ -38,9 +38,10 @@ pub(crate) const REPRODUCTION_SIGNATURE_FILE: &str = "reproduction.json.minisig"
 pub(crate) const REPRODUCTION_TYPE: &str = "urn:scifact-audit:reproduction:v1";
 
 /// What differs legitimately across machines, stated in every reproduction.
-const LEGITIMATE_DIFFERENCES: &str = "Latency is never compared (it belongs to a host). Embeddings may differ in \
-    their last bits across CPU kernels (AVX-512, AVX2, portable), which moves cosines by about 1e-7 and can swap \
-    documents whose scores were closer than that; lexical scores do not move. The tolerances allow exactly that.";
+const LEGITIMATE_DIFFERENCES: &str = "Latency is never compared (it belongs to a host). Embeddings, scores and \
+    rankings are the same bits on every x86-64 kernel (AVX-512, AVX2, portable) for this code, so a reproduction \
+    by it is exact; the tolerances are for another build or implementation of the same contract, whose \
+    floating-point order may differ (a cosine moving by about 1e-7 can swap two documents closer than that).";
 
 /// A named refusal: the inputs are not the bundle's, so nothing would be a reproduction.
 fn refuse(check: &str, reason: String) -> anyhow::Result<ExitCode> {

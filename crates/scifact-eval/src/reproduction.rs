@@ -7,12 +7,13 @@
 //! error of per-query metrics, and for each pre-registered comparison the effect ratio (`ER`) and delta
 //! relative improvement (`ΔRI`).
 //!
-//! What legitimately differs between machines: latency, always (it is not compared); and the last bits of
-//! embeddings, because the forward pass picks AVX-512, AVX2 or portable kernels at run time and they round
-//! differently. A cosine then moves by about 1e-7, which can swap two documents whose scores were closer than
-//! that; lexical scores are integer statistics through one SQLite and do not move. [`Tolerances::STANDARD`]
-//! follows: scores may move by 1e-5, a run may differ in a few queries' rankings, and a metric's mean may move
-//! by what one swapped pair in one query can do (under 1/200 on held-out).
+//! What legitimately differs between machines: latency, always (it is not compared). This code gives a text the
+//! same vector bits on AVX-512, AVX2 and portable kernels (every product one fixed fused-multiply-add chain), and
+//! exact scores the same bits everywhere, so its reproductions are exact. [`Tolerances::STANDARD`] is for
+//! another build or implementation of the same contract, whose floating-point order may differ: a cosine moving
+//! by about 1e-7 can swap two documents closer than that, so scores may move by 1e-5, a run may differ in a few
+//! queries' rankings, and a metric's mean may move by what one swapped pair in one query can do (under 1/200 on
+//! held-out).
 
 use std::collections::BTreeMap;
 

@@ -896,6 +896,9 @@ pub fn claim_boundary() -> ClaimBoundary {
             "token-level late interaction",
             "Matryoshka retrieval quality",
             "production latency on another host",
+            "that the search space and the selection rule were not chosen after seeing held-out results elsewhere: \
+             a pre-registration shows, by its signer's clock, when it was written, not why",
+            "latency, git state, host or times beyond the signer's word: they are attested, not recomputable",
         ]),
     }
 }
