@@ -27,6 +27,7 @@ pub mod baseline;
 mod bundle;
 pub mod canonical;
 mod checks;
+mod comparison;
 mod error;
 mod fixture;
 mod found;
@@ -55,6 +56,10 @@ pub use crate::checks::selection::Documents;
 pub use crate::checks::store::{DATABASE_TIME_LIMIT, MAX_DATABASE_BYTES};
 pub use crate::checks::validate::{Evidence, METRIC_TOLERANCE, draw_split, validate};
 pub use crate::checks::{EmbeddingCheck, Input};
+pub use crate::comparison::{
+    COMPARISON_DRAWS, COMPARISON_FILE, COMPARISON_PAGE, COMPARISON_TYPE, ComparedRun, comparable,
+    compared_runs, distinct, render_comparison, verify_comparison,
+};
 pub use crate::error::{Error, Result};
 pub use crate::fixture::{
     FIXTURE_VIEW_SCHEMA, FIXTURE_VIEW_SCHEMA_V1, FixtureView, FullFixture, SemanticDigests, VectorsBinding,

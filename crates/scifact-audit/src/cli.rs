@@ -96,6 +96,25 @@ pub(crate) enum Command {
     /// Check a reproduction statement against its bundle: signature, subject (this bundle's manifest), the
     /// original's numbers, the stated tolerances (the published ones) and the verdict they imply.
     VerifyReproduction(VerifyReproductionArgs),
+    /// Is the candidate identical to, no worse than, or better than the baseline? A signed, checkable answer.
+    ///
+    /// Verifies both bundles first (one that does not verify is refused, named), and refuses a pair whose
+    /// corpus, judgements, split or query ids differ. Matches every run present in both (mode, split and
+    /// configuration role: the frozen baseline, the selected configuration, or a trial by digest; `--match mode`
+    /// pairs runs by mode and split alone) and compares query by query: identical rankings and score bits, the
+    /// per-query deltas of all nine metrics with paired bootstrap intervals, a two-sided paired sign-flip test
+    /// and a one-sided non-inferiority test at --margin on nDCG@10, Holm across the runs compared. A verdict per
+    /// run and overall: identical, improved, non_inferior, inconclusive or regressed, with the reasons.
+    ///
+    /// Writes --out/comparison.json (an in-toto Statement about both manifests, the plan and every number;
+    /// signed with --secret-key) and --out/compare.html (drawn by the verifier from its own re-derivation).
+    /// Exit 0 only for identical, improved or non_inferior: usable as a gate. The draws are SplitMix64 as the
+    /// selection statistics define them, so `verify-comparison` makes the same ones.
+    Compare(CompareArgs),
+    /// Check a comparison statement against its two bundles, re-deriving every number with the verifier's own
+    /// metrics and statistics: signature, subject (these two manifests), plan, every run's deltas, intervals
+    /// and p-values, the verdicts, and compare.html beside the statement byte for byte.
+    VerifyComparison(VerifyComparisonArgs),
     /// Verify a bundle offline, trusting no one: not the code that made it, nor the person who signed it.
     ///
     /// A signature proves who made the claim, not that it is true, so every number a reader sees is recomputed
@@ -405,6 +424,62 @@ pub(crate) struct ReproduceArgs {
     pub(crate) secret_key: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CompareArgs {
+    /// The bundle compared against (the earlier version)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) baseline: PathBuf,
+    /// The bundle under question (the new version)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) candidate: PathBuf,
+    /// The baseline signer's minisign public key (the candidate's too, unless --candidate-public-key)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) public_key: PathBuf,
+    /// The candidate signer's public key, when another key signed it
+    #[arg(long, value_name = "FILE")]
+    pub(crate) candidate_public_key: Option<PathBuf>,
+    /// The non-inferiority margin on nDCG@10. The default, 0.01, is two of 200 held-out queries losing their only
+    /// relevant document from rank 1 to below rank 10 (each costs 0.005): a quarter of the smallest improvement the
+    /// selection reported significant (+0.033), well inside a held-out mean's 95% half-width (about 0.05)
+    #[arg(long, value_name = "M", default_value_t = scifact_eval::comparison::DEFAULT_MARGIN)]
+    pub(crate) margin: f64,
+    /// How runs are paired: `role` (mode, split and configuration role) or `mode` (mode and split alone)
+    #[arg(long = "match", value_name = "role|mode", default_value = "role", value_parser = ["role", "mode"])]
+    pub(crate) matching: String,
+    /// Sign comparison.json with this minisign secret key (password from $MINISIGN_PASSWORD or a prompt)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) secret_key: Option<PathBuf>,
+    /// Where comparison.json and compare.html go
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: PathBuf,
+    /// The public SciFact zip, so that both bundles' lexical rankings are recomputed before comparing
+    #[arg(long, value_name = "ZIP")]
+    pub(crate) archive: Option<PathBuf>,
+    /// The model directory, so that both bundles' vectors are re-embedded in part before comparing
+    #[arg(long, value_name = "DIR")]
+    pub(crate) model_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) embedding: EmbeddingArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct VerifyComparisonArgs {
+    /// The baseline bundle the statement names
+    #[arg(long, value_name = "DIR")]
+    pub(crate) baseline: PathBuf,
+    /// The candidate bundle the statement names
+    #[arg(long, value_name = "DIR")]
+    pub(crate) candidate: PathBuf,
+    /// The comparison statement (its signature is read from FILE.minisig, compare.html from beside it)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) statement: PathBuf,
+    /// The comparer's minisign public key
+    #[arg(long, value_name = "FILE")]
+    pub(crate) public_key: PathBuf,
+    #[command(flatten)]
+    pub(crate) output: ReportArgs,
 }
 
 #[derive(Debug, clap::Args)]

@@ -3,6 +3,7 @@
 mod audit;
 mod build;
 mod cli;
+mod compare;
 mod corpus;
 mod embed;
 mod eval;
@@ -47,5 +48,7 @@ fn run() -> anyhow::Result<ExitCode> {
         cli::Command::VerifyBundle(args) => audit::verify_bundle(&args),
         cli::Command::Reproduce(args) => reproduce::run(&args),
         cli::Command::VerifyReproduction(args) => audit::verify_reproduction(&args),
+        cli::Command::Compare(args) => compare::run(&args),
+        cli::Command::VerifyComparison(args) => compare::verify(&args),
     }
 }

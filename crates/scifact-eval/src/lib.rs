@@ -18,6 +18,7 @@ mod archive;
 mod beir;
 mod build;
 mod cache;
+pub mod comparison;
 mod error;
 pub mod exports;
 mod fixture;

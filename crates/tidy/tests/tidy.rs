@@ -129,7 +129,7 @@ const VERIFIER_LAYERS: &[&[&str]] = &[
     &["recompute", "render"],
     &["checks"],
     &["rundir", "bundle"],
-    &["reproduction", "lib"],
+    &["reproduction", "comparison", "lib"],
 ];
 
 /// The top-level module a file of `receipt-verify/src` belongs to.

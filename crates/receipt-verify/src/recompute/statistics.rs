@@ -86,11 +86,20 @@ pub(crate) struct Estimate {
 
 /// Every series' mean and paired percentile interval, from one shared set of resamples.
 pub(crate) fn bootstrap(plan: &Plan, series: &[Vec<f64>]) -> Vec<Estimate> {
+    bootstrap_with(plan.seed, plan.resamples, plan.level, series)
+}
+
+/// [`bootstrap`] with its parameters given: one SplitMix64 stream from `seed`, `resamples` resamples of `n`
+/// indices each (Lemire's bounded draw), shared by every series.
+pub(crate) fn bootstrap_with(seed: u64, resamples: usize, level: f64, series: &[Vec<f64>]) -> Vec<Estimate> {
     let Some(n) = series.first().map(Vec::len).filter(|n| *n > 0) else { return Vec::new() };
-    let mut stream = Stream(plan.seed);
-    let mut means: Vec<Vec<f64>> = vec![Vec::with_capacity(plan.resamples); series.len()];
+    if resamples == 0 {
+        return Vec::new();
+    }
+    let mut stream = Stream(seed);
+    let mut means: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); series.len()];
     let mut sums = vec![0.0f64; series.len()];
-    for _ in 0..plan.resamples {
+    for _ in 0..resamples {
         sums.iter_mut().for_each(|s| *s = 0.0);
         for _ in 0..n {
             let index = stream.below(n as u64);
@@ -102,9 +111,9 @@ pub(crate) fn bootstrap(plan: &Plan, series: &[Vec<f64>]) -> Vec<Estimate> {
             list.push(sum / n as f64);
         }
     }
-    let count = plan.resamples as f64;
-    let low_at = ((count * (1.0 - plan.level) / 2.0).floor() as usize).min(plan.resamples - 1);
-    let high_at = ((count * (1.0 + plan.level) / 2.0).ceil() as usize).clamp(1, plan.resamples) - 1;
+    let count = resamples as f64;
+    let low_at = ((count * (1.0 - level) / 2.0).floor() as usize).min(resamples - 1);
+    let high_at = ((count * (1.0 + level) / 2.0).ceil() as usize).clamp(1, resamples) - 1;
     series
         .iter()
         .zip(means)
@@ -117,20 +126,31 @@ pub(crate) fn bootstrap(plan: &Plan, series: &[Vec<f64>]) -> Vec<Estimate> {
 
 /// The two-sided sign-flip test of paired differences: how many permutations reach the observed statistic.
 pub(crate) fn randomization(plan: &Plan, differences: &[f64], comparison: usize) -> usize {
-    let n = differences.len();
-    let observed = differences.iter().sum::<f64>().abs() / n as f64;
-    let mut stream = Stream(plan.seed.wrapping_add(1 + comparison as u64));
+    flips(differences, plan.permutations, plan.seed.wrapping_add(1 + comparison as u64), true)
+}
+
+/// Sign flips from one SplitMix64 stream seeded `seed`: each permutation draws ceil(n / 64) words and flips
+/// value i when bit i mod 64 of word i / 64 is set; counts the permutations whose statistic reaches the
+/// observed one less 1e-12. The statistic is |sum| / n (two-sided) or sum / n (one-sided, upper).
+pub(crate) fn flips(values: &[f64], permutations: usize, seed: u64, two_sided: bool) -> usize {
+    let n = values.len();
+    if n == 0 {
+        return 0;
+    }
+    let statistic = |sum: f64| if two_sided { sum.abs() / n as f64 } else { sum / n as f64 };
+    let observed = statistic(values.iter().sum::<f64>());
+    let mut stream = Stream(seed);
     let mut reached = 0;
     let mut bits = Vec::with_capacity(n.div_ceil(64));
-    for _ in 0..plan.permutations {
+    for _ in 0..permutations {
         bits.clear();
         bits.extend((0..n.div_ceil(64)).map(|_| stream.next()));
         let mut sum = 0.0;
-        for (i, d) in differences.iter().enumerate() {
+        for (i, d) in values.iter().enumerate() {
             let flip = (bits[i / 64] >> (i % 64)) & 1 == 1;
             sum += if flip { -*d } else { *d };
         }
-        if sum.abs() / n as f64 >= observed - 1e-12 {
+        if statistic(sum) >= observed - 1e-12 {
             reached += 1;
         }
     }

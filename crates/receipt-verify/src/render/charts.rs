@@ -235,3 +235,59 @@ pub(crate) fn latency(series: &[LatencySeries]) -> Result<String, String> {
     }
     Ok(svg)
 }
+
+/// Per-query differences of one metric (candidate minus baseline), sorted, one line per run, with zero marked.
+pub(crate) fn deltas(series: &[(String, usize, Vec<f64>)], metric: &str) -> Result<String, String> {
+    let all: Vec<f64> = series.iter().flat_map(|(_, _, v)| v.iter().copied()).collect();
+    if all.is_empty() {
+        return Err("no differences to draw".into());
+    }
+    let bound = all.iter().fold(0.05f64, |m, v| m.max(v.abs())) * 1.1;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 380)).into_drawing_area();
+        root.fill(&WHITE).map_err(failed)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("Per-query {metric} difference, candidate minus baseline, sorted"),
+                ("sans-serif", 18),
+            )
+            .margin(14)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0f64..1.0, -bound..bound)
+            .map_err(failed)?;
+        chart
+            .configure_mesh()
+            .light_line_style(BLACK.mix(0.04))
+            .x_desc("fraction of queries")
+            .y_desc(format!("{metric} difference"))
+            .draw()
+            .map_err(failed)?;
+        chart.draw_series(LineSeries::new(vec![(0.0, 0.0), (1.0, 0.0)], BLACK.mix(0.45))).map_err(failed)?;
+        for (label, mode, values) in series.iter().filter(|(_, _, v)| !v.is_empty()) {
+            let mut sorted = values.clone();
+            sorted.sort_by(f64::total_cmp);
+            let n = sorted.len() as f64;
+            let style = MODE_COLOURS[mode % 3].stroke_width(3);
+            chart
+                .draw_series(LineSeries::new(
+                    sorted.iter().enumerate().map(|(i, v)| ((i as f64 + 0.5) / n, *v)),
+                    style,
+                ))
+                .map_err(failed)?
+                .label(label.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font(("sans-serif", 13))
+            .draw()
+            .map_err(failed)?;
+        root.present().map_err(failed)?;
+    }
+    Ok(svg)
+}

@@ -8,6 +8,7 @@
 //! renders it, so the same evidence renders the same bytes in `verify`, `eval` and `verify-bundle`.
 
 mod charts;
+pub(crate) mod compare;
 
 use std::fmt::Write as _;
 
@@ -79,7 +80,7 @@ pub(crate) struct Model {
     pub(crate) does_not_establish: Vec<String>,
 }
 
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -107,7 +108,7 @@ fn interval(i: Option<&Estimate>) -> String {
     )
 }
 
-const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1000px;margin:2em auto;\
+pub(crate) const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1000px;margin:2em auto;\
 padding:0 1em;color:#222;line-height:1.45}h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}\
 table{border-collapse:collapse;margin:1em 0;font-size:.92em}th,td{padding:.3em .6em;border-bottom:1px solid #eee;\
 text-align:right}th:first-child,td:first-child,th:nth-child(2),td:nth-child(2){text-align:left}\
