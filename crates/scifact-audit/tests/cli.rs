@@ -12,6 +12,7 @@ mod fixture_gen;
 
 mod audit;
 mod checks;
+mod compare;
 mod crash;
 mod forge;
 mod forger;
