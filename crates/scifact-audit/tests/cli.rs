@@ -21,6 +21,7 @@ mod hostile;
 mod reproduce;
 mod selection;
 mod signer;
+mod tiny;
 
 pub(crate) fn scifact_audit(args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_scifact-audit"))
