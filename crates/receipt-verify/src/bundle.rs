@@ -24,12 +24,12 @@ use crate::error::{Error, Result};
 use crate::fixture::FixtureView;
 use crate::found::{Found, hash_executable};
 use crate::names::{
-    BUNDLE_LIMITS, EFFECTIVE_CONFIG_FILE, FIXTURE_METADATA_FILE, MANIFEST_FILE, MAPPING_FILE,
-    MAX_FIXTURE_BYTES, MAX_MANIFEST_BYTES, MAX_SIDECAR_BYTES, MAX_SUBJECTS, PREDICATE_TYPE,
-    PREDICATE_TYPE_V1, PREDICATE_TYPE_V2, PREDICATE_TYPE_V3, PREREGISTRATION_FILE,
-    PREREGISTRATION_SIGNATURE_FILE, REPLACED_SIGNATURE_PREFIX, REPORT_FILE, SELECTION_DOCUMENTS,
-    SELECTION_FILE, SIGNATURE_FILE, STATEMENT_TYPE, STATISTICS_FILE, TEST_RESULT_FILE, VECTORS_FILE,
-    VERIFICATION_FILE, is_plain_file_name,
+    BUNDLE_LIMITS, CARRIED_PREFIX, CARRIED_SUBJECT, COMPARISON_FILE, COMPARISON_PAGE, EFFECTIVE_CONFIG_FILE,
+    FIXTURE_METADATA_FILE, MANIFEST_FILE, MAPPING_FILE, MAX_FIXTURE_BYTES, MAX_MANIFEST_BYTES,
+    MAX_SIDECAR_BYTES, MAX_SUBJECTS, PREDICATE_TYPE, PREDICATE_TYPE_V1, PREDICATE_TYPE_V2, PREDICATE_TYPE_V3,
+    PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, REPLACED_SIGNATURE_PREFIX, REPORT_FILE,
+    SELECTION_DOCUMENTS, SELECTION_FILE, SIGNATURE_FILE, STATEMENT_TYPE, STATISTICS_FILE, TEST_RESULT_FILE,
+    VECTORS_FILE, VERIFICATION_FILE, is_plain_file_name,
 };
 use crate::report::{Basis, Report, Status, Verdict};
 use crate::sign::{MAX_KEY_FILE_BYTES, TRUSTED_COMMENT_PREFIX, VerifyingKey, verify_bytes};
@@ -50,6 +50,9 @@ pub struct BundleOptions {
     pub store_dir: Option<PathBuf>,
     /// The fixture, when it moved.
     pub corpus: Option<PathBuf>,
+    /// Directories of comparisons with earlier attestations to carry (`compare --carried`'s output: each about
+    /// this bundle's runs), as `comparison-<earlier>.json` with its signature and `compare-<earlier>.html`.
+    pub comparisons: Vec<PathBuf>,
 }
 
 /// Builds a bundle and returns its manifest. The directory appears complete or not at all.
@@ -175,6 +178,31 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
         }
     }
 
+    let own = crate::checks::carried::runs_digest(&files);
+    for comparison in &options.comparisons {
+        let read = |name: &str| {
+            safe_fs::read_regular(&comparison.join(name), MAX_SIDECAR_BYTES).map_err(Error::file)
+        };
+        let statement_bytes = read(COMPARISON_FILE)?;
+        let statement = crate::json::parse(&statement_bytes)
+            .map_err(|e| Error::input(&comparison.join(COMPARISON_FILE), e))?;
+        let earlier = statement["predicate"]["baseline_bundle"]["bundle"].as_str().unwrap_or("").to_owned();
+        if statement["subject"][1]["name"] != CARRIED_SUBJECT
+            || statement["subject"][1]["digest"]["sha256"].as_str() != Some(own.trim_start_matches("sha256:"))
+            || !is_plain_file_name(&earlier)
+        {
+            return Err(Error::Usage(format!(
+                "{} is not a comparison about these runs (make it with `compare --carried` on this evaluation's bundle)",
+                comparison.display()
+            )));
+        }
+        files.insert(format!("{CARRIED_PREFIX}{earlier}.json"), statement_bytes);
+        files.insert(
+            format!("{CARRIED_PREFIX}{earlier}.json.minisig"),
+            read(&format!("{COMPARISON_FILE}.minisig"))?,
+        );
+        files.insert(format!("compare-{earlier}.html"), read(COMPARISON_PAGE)?);
+    }
     let staging = safe_fs::staging_dir(dir).map_err(Error::file)?;
     for (name, bytes) in &files {
         safe_fs::write_atomically(&staging.path().join(name), bytes).map_err(Error::file)?;
@@ -511,6 +539,7 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         files.contains_key(PREREGISTRATION_FILE),
         outcome.model.as_ref(),
     );
+    crate::checks::carried::carried(&files, &key, &mut report);
     Ok((report, Some(BundleContents { manifest: manifest_bytes, files, runs })))
 }
 

@@ -18,9 +18,10 @@ use serde_json::{Value, json};
 use crate::baseline::is_frozen_baseline;
 use crate::bundle::read_bundle_files;
 use crate::canonical::{canonical_digest, sha256_tagged};
+use crate::checks::carried::runs_digest;
 use crate::names::{
-    FIXTURE_METADATA_FILE, MANIFEST_FILE, PREREGISTRATION_FILE, SELECTION_FILE, STATEMENT_TYPE,
-    is_plain_file_name,
+    CARRIED_PREFIX, CARRIED_SUBJECT, COMPARISON_PAGE, COMPARISON_TYPE, FIXTURE_METADATA_FILE, MANIFEST_FILE,
+    PREREGISTRATION_FILE, SELECTION_FILE, STATEMENT_TYPE,
 };
 use crate::recompute::metrics::{METRIC_NAMES, series};
 use crate::recompute::statistics::{Estimate, bootstrap_with, flips, holm};
@@ -28,12 +29,6 @@ use crate::render::compare::{ComparedRow, ComparisonModel};
 use crate::report::Report;
 use crate::sign::{VerifyingKey, verify_bytes};
 
-/// The predicate type of a comparison statement.
-pub const COMPARISON_TYPE: &str = "urn:scifact-audit:comparison:v1";
-/// The comparison statement's file name.
-pub const COMPARISON_FILE: &str = "comparison.json";
-/// The comparison page's file name, beside the statement.
-pub const COMPARISON_PAGE: &str = "compare.html";
 /// The largest statement read.
 const MAX_COMPARISON_BYTES: u64 = 16 << 20;
 /// The draws a statement must declare, word for word (the runner's definition).
@@ -47,6 +42,15 @@ pub const COMPARISON_DRAWS: &str = "SplitMix64 (state += 0x9E3779B97F4A7C15; z =
     apart; d = candidate - baseline";
 
 const SCOPE: &str = "comparison";
+
+/// The page beside a statement: `compare.html`, or `compare-<x>.html` beside a carried `comparison-<x>.json`.
+fn page_beside(statement: &Path) -> std::path::PathBuf {
+    let name = statement.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    match name.strip_prefix(CARRIED_PREFIX).and_then(|rest| rest.strip_suffix(".json")) {
+        Some(earlier) => statement.with_file_name(format!("compare-{earlier}.html")),
+        None => statement.with_file_name(COMPARISON_PAGE),
+    }
+}
 type Outcome = Result<String, String>;
 
 /// One run of a bundle as comparisons match it: under each role it plays.
@@ -528,9 +532,16 @@ fn check_statement(
         }
     };
     let hex = |bytes: &[u8]| sha256_tagged(bytes).trim_start_matches("sha256:").to_owned();
+    // A comparison carried inside the candidate bundle names the candidate's runs, not its manifest.
+    let carried = statement_value["subject"][1]["name"] == CARRIED_SUBJECT;
+    let candidate_subject = if carried {
+        json!({"name": CARRIED_SUBJECT, "digest": {"sha256": runs_digest(&candidate.1).trim_start_matches("sha256:")}})
+    } else {
+        json!({"name": format!("candidate/{MANIFEST_FILE}"), "digest": {"sha256": hex(&candidate.0)}})
+    };
     let expected_subject = json!([
         {"name": format!("baseline/{MANIFEST_FILE}"), "digest": {"sha256": hex(&baseline.0)}},
-        {"name": format!("candidate/{MANIFEST_FILE}"), "digest": {"sha256": hex(&candidate.0)}},
+        candidate_subject,
     ]);
     report.record(
         SCOPE,
@@ -561,14 +572,32 @@ fn check_statement(
         Ok(mut model) => {
             report.record(SCOPE, "comparison.runs", runs_agree(predicate, &model));
             report.record(SCOPE, "comparison.verdict", verdicts_follow(predicate, &model));
-            name_sides(&mut model, baseline_dir, candidate_dir);
+            name_sides(&mut model, predicate);
             match crate::render::compare::render(&model) {
                 Ok(rendered) => {
-                    let beside = statement.with_file_name(COMPARISON_PAGE);
+                    let beside = page_beside(statement);
                     match safe_fs::read_regular(&beside, 64 << 20) {
-                        Ok(found) if found == rendered.as_bytes() => report.record(SCOPE, "comparison.report", Ok(format!("{COMPARISON_PAGE} is this verifier's rendering of the numbers it recomputed, byte for byte"))),
-                        Ok(_) => report.record(SCOPE, "comparison.report", Err(format!("{COMPARISON_PAGE} differs from the rendering of the recomputed numbers"))),
-                        Err(error) if error.is_not_found() => report.not_checked(SCOPE, "comparison.report", format!("no {COMPARISON_PAGE} beside the statement")),
+                        Ok(found) if found == rendered.as_bytes() => report.record(
+                            SCOPE,
+                            "comparison.report",
+                            Ok(format!(
+                                "{} is this verifier's rendering of the numbers it recomputed, byte for byte",
+                                beside.display()
+                            )),
+                        ),
+                        Ok(_) => report.record(
+                            SCOPE,
+                            "comparison.report",
+                            Err(format!(
+                                "{} differs from the rendering of the recomputed numbers",
+                                beside.display()
+                            )),
+                        ),
+                        Err(error) if error.is_not_found() => report.not_checked(
+                            SCOPE,
+                            "comparison.report",
+                            format!("no {} beside the statement", beside.display()),
+                        ),
                         Err(error) => report.record(SCOPE, "comparison.report", Err(error.to_string())),
                     }
                     page = Some(rendered);
@@ -602,17 +631,14 @@ pub fn render_comparison(
     let (baseline, candidate) = (read_bundle_files(baseline_dir)?, read_bundle_files(candidate_dir)?);
     let mut model =
         derive(&value["predicate"]["plan"], &compared_runs(&baseline.1)?, &compared_runs(&candidate.1)?)?;
-    name_sides(&mut model, baseline_dir, candidate_dir);
+    name_sides(&mut model, &value["predicate"]);
     crate::render::compare::render(&model)
 }
 
-/// The names the page gives the two bundles: their directories' names, when plain.
-fn name_sides(model: &mut ComparisonModel, baseline_dir: &Path, candidate_dir: &Path) {
-    let name = |dir: &Path| dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    model.baseline_name = name(baseline_dir);
-    model.candidate_name = name(candidate_dir);
-    if !is_plain_file_name(&model.baseline_name) || !is_plain_file_name(&model.candidate_name) {
-        model.baseline_name = "baseline".into();
-        model.candidate_name = "candidate".into();
-    }
+/// The names the page gives the two bundles: the ones the signed statement records (never a directory's name
+/// here, so that the page is the same wherever the bundles lie).
+fn name_sides(model: &mut ComparisonModel, predicate: &Value) {
+    let name = |side: &str| predicate[side]["bundle"].as_str().unwrap_or(side).to_owned();
+    model.baseline_name = name("baseline_bundle");
+    model.candidate_name = name("candidate_bundle");
 }

@@ -49,6 +49,7 @@ pub use crate::bundle::{
     BundleCheck, BundleContents, BundleOptions, check_bundle_files, claim, claim_v2, claim_v4, make_bundle,
     verify_bundle, verify_bundle_contents,
 };
+pub use crate::checks::carried::runs_digest;
 pub use crate::checks::exports::{
     export_checks, export_names, subjects_of, test_result_agrees, test_result_statement,
 };
@@ -57,8 +58,7 @@ pub use crate::checks::store::{DATABASE_TIME_LIMIT, MAX_DATABASE_BYTES};
 pub use crate::checks::validate::{Evidence, METRIC_TOLERANCE, draw_split, validate};
 pub use crate::checks::{EmbeddingCheck, Input};
 pub use crate::comparison::{
-    COMPARISON_DRAWS, COMPARISON_FILE, COMPARISON_PAGE, COMPARISON_TYPE, ComparedRun, comparable,
-    compared_runs, distinct, render_comparison, verify_comparison,
+    COMPARISON_DRAWS, ComparedRun, comparable, compared_runs, distinct, render_comparison, verify_comparison,
 };
 pub use crate::error::{Error, Result};
 pub use crate::fixture::{

@@ -58,6 +58,19 @@ pub const METADATA_SUFFIX: &str = ".ir_metadata.yml";
 /// A run's SLSA provenance suffix after its aggregate's stem.
 pub const PROVENANCE_SUFFIX: &str = ".provenance.json";
 
+/// The predicate type of a comparison statement.
+pub const COMPARISON_TYPE: &str = "urn:scifact-audit:comparison:v1";
+/// The comparison statement's file name.
+pub const COMPARISON_FILE: &str = "comparison.json";
+/// The comparison page's file name, beside the statement.
+pub const COMPARISON_PAGE: &str = "compare.html";
+/// The name of a comparison's candidate subject when the comparison is carried inside the candidate bundle
+/// (whose manifest lists the comparison, so cannot be its subject): the digest of its runs ([`runs_digest`]).
+pub const CARRIED_SUBJECT: &str = "candidate/runs";
+/// The prefix of a comparison carried in a bundle: `comparison-<earlier bundle>.json`, with its `.minisig`,
+/// and its page `compare-<earlier bundle>.html`.
+pub const CARRIED_PREFIX: &str = "comparison-";
+
 /// The in-toto Test Result predicate type.
 pub const TEST_RESULT_TYPE: &str = "https://in-toto.io/attestation/test-result/v0.1";
 /// The SLSA provenance predicate type.

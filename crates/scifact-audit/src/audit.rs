@@ -164,6 +164,7 @@ pub(crate) fn bundle(args: &BundleArgs) -> anyhow::Result<ExitCode> {
         bundle_dir: args.bundle_dir.clone(),
         store_dir: args.store_dir.clone(),
         corpus: args.corpus.clone(),
+        comparisons: args.comparison.clone(),
     })?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "bundle       {}", args.bundle_dir.display())?;

@@ -376,6 +376,11 @@ pub(crate) struct BundleArgs {
     /// The fixture, when it moved
     #[arg(long, value_name = "FIXTURE")]
     pub(crate) corpus: Option<PathBuf>,
+    /// Carry a comparison with an earlier attestation (the --out directory of `compare --carried` on this
+    /// evaluation's bundle), so that the release says "identical to" or "better than" a named earlier claim;
+    /// repeatable
+    #[arg(long, value_name = "DIR")]
+    pub(crate) comparison: Vec<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -445,6 +450,10 @@ pub(crate) struct CompareArgs {
     /// selection reported significant (+0.033), well inside a held-out mean's 95% half-width (about 0.05)
     #[arg(long, value_name = "M", default_value_t = scifact_eval::comparison::DEFAULT_MARGIN)]
     pub(crate) margin: f64,
+    /// Make the comparison about the candidate's runs rather than its manifest, so that a bundle of the same
+    /// evaluation can carry it (`bundle --comparison`)
+    #[arg(long)]
+    pub(crate) carried: bool,
     /// How runs are paired: `role` (mode, split and configuration role) or `mode` (mode and split alone)
     #[arg(long = "match", value_name = "role|mode", default_value = "role", value_parser = ["role", "mode"])]
     pub(crate) matching: String,

@@ -129,7 +129,11 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         "_type": STATEMENT_TYPE,
         "subject": [
             {"name": format!("baseline/{MANIFEST_FILE}"), "digest": {"sha256": hex(&baseline.manifest)}},
-            {"name": format!("candidate/{MANIFEST_FILE}"), "digest": {"sha256": hex(&candidate.manifest)}},
+            if args.carried {
+                json!({"name": receipt_verify::CARRIED_SUBJECT, "digest": {"sha256": receipt_verify::runs_digest(&candidate.files).trim_start_matches("sha256:")}})
+            } else {
+                json!({"name": format!("candidate/{MANIFEST_FILE}"), "digest": {"sha256": hex(&candidate.manifest)}})
+            },
         ],
         "predicateType": COMPARISON_TYPE,
         "predicate": predicate,

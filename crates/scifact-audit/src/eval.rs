@@ -344,6 +344,7 @@ fn ensure_bundle(bundle: &Path, results: &Path, store: &Path, fixture: &Path) ->
         bundle_dir: bundle.to_owned(),
         store_dir: Some(store.to_owned()),
         corpus: Some(fixture.to_owned()),
+        comparisons: Vec::new(),
     })?;
     Ok(())
 }

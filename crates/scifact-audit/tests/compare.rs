@@ -367,3 +367,58 @@ fn ranx_paired_tests_agree_with_the_comparison() {
     assert!(output.status.success(), "{text}");
     assert!(text.contains("agree within Monte Carlo error"), "{text}");
 }
+
+#[test]
+fn a_bundle_carries_its_comparison_with_an_earlier_attestation() {
+    let p = pair();
+    let out = p.work.join("carried");
+    let (code, text, statement) = compare(&p.selects_nothing, &p.standard, &out, &["--carried"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(statement["subject"][1]["name"], "candidate/runs");
+    // The same evaluation bundled again, carrying the comparison, and signed.
+    let id = p.standard.file_name().unwrap();
+    let results = p.standard.parent().unwrap().parent().unwrap().join("runs").join(id).join("results");
+    let bundle = p.work.join("carrying");
+    let (bundle_str, out_str, results_str) =
+        (bundle.to_str().unwrap(), out.to_str().unwrap(), results.to_str().unwrap());
+    ok(&["bundle", "--output-dir", results_str, "--bundle-dir", bundle_str, "--comparison", out_str]);
+    ok(&["sign", "--bundle-dir", bundle_str, "--secret-key", p.secret.to_str().unwrap()]);
+    let earlier = p.selects_nothing.file_name().unwrap().to_string_lossy().into_owned();
+    let carried = bundle.join(format!("comparison-{earlier}.json"));
+    assert!(carried.exists() && bundle.join(format!("compare-{earlier}.html")).exists());
+    let output = scifact_audit(
+        &["verify-bundle", "--bundle-dir", bundle_str, "--public-key", p.public.to_str().unwrap(), "--json"],
+        "",
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let check =
+        report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "comparison.carried").unwrap();
+    assert_eq!(
+        (check["status"].as_str(), check["basis"].as_str()),
+        (Some("attested"), Some("attested")),
+        "{check}"
+    );
+    assert!(check["evidence"].as_str().unwrap().contains("this bundle is improved against"), "{check}");
+    // With the earlier bundle at hand, every number of the carried comparison is re-derived.
+    let (code, checks) = verify_comparison(&p.selects_nothing, &bundle, &carried);
+    assert_eq!(code, Some(0), "{checks:?}");
+    assert!(checks.iter().all(|(_, status, _)| status == "pass"), "{checks:?}");
+    // A comparison about other runs is not carried.
+    let other = p.work.join("carried-other");
+    let (code, text, _) = compare(&p.standard, &p.selects_nothing, &other, &["--carried"]);
+    assert_eq!(code, Some(1), "{text}");
+    let refused = scifact_audit(
+        &[
+            "bundle",
+            "--output-dir",
+            results_str,
+            "--bundle-dir",
+            p.work.join("refused-bundle").to_str().unwrap(),
+            "--comparison",
+            other.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not a comparison about these runs"));
+}

@@ -18,6 +18,7 @@ use crate::texts::Texts;
 use crate::vectors::Vectors;
 
 pub(crate) mod attested;
+pub(crate) mod carried;
 pub(crate) mod exports;
 pub(crate) mod rankings;
 pub(crate) mod receipts;
