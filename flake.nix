@@ -16,7 +16,7 @@
           version = "0.1.0";
           src = pkgs.lib.fileset.toSource {
             root = ./.;
-            fileset = pkgs.lib.fileset.unions [ ./Cargo.toml ./Cargo.lock ./flake.lock ./crates ./configs ./rustfmt.toml ./clippy.toml ];
+            fileset = pkgs.lib.fileset.unions [ ./Cargo.toml ./Cargo.lock ./flake.lock ./crates ./configs ./fixtures ./rustfmt.toml ./clippy.toml ];
           };
           cargoLock.lockFile = ./Cargo.lock;
           # Bundled SQLite, vendored libgit2 and usearch's C++ compile with stdenv's cc/c++; zlib for libz-sys.
@@ -25,6 +25,21 @@
           cargoBuildFlags = [ "-p" "scifact-audit" ];
           cargoTestFlags = [ "--workspace" ];
           SCIFACT_AUDIT_BUILD_REVISION = revision;
+          # After the tests, the built binary runs the whole evaluation on the committed tiny corpus in the
+          # sandbox (offline, seconds) and must find it identical, run by run and bit by bit, to the expected
+          # bundle: a hermetic build is also an end-to-end check.
+          postCheck = ''
+            bin=$(find target -path '*/release/scifact-audit' -type f | head -n 1)
+            "$bin" keygen --secret-key "$TMPDIR/tiny.key" --public-key "$TMPDIR/tiny.pub" --without-password
+            "$bin" eval --profile tiny --work-dir "$TMPDIR/tiny" --archive fixtures/tiny/scifact-tiny.zip \
+              --model-dir fixtures/tiny/model --search-space fixtures/tiny/baseline-only.json \
+              --secret-key "$TMPDIR/tiny.key"
+            "$bin" compare --baseline fixtures/tiny/expected --public-key fixtures/tiny/expected.pub \
+              --candidate "$TMPDIR"/tiny/bundles/* --candidate-public-key "$TMPDIR/tiny.pub" \
+              --archive fixtures/tiny/scifact-tiny.zip --out "$TMPDIR/tiny-compare"
+            grep -q '"verdict": "identical"' "$TMPDIR/tiny-compare/comparison.json"
+            ! grep -Eq '"verdict": "(improved|non_inferior|inconclusive|regressed)"' "$TMPDIR/tiny-compare/comparison.json"
+          '';
           preBuild = ''
             export RUSTFLAGS="''${RUSTFLAGS:+$RUSTFLAGS }--remap-path-prefix=$NIX_BUILD_TOP=/build"
             export NIX_CFLAGS_COMPILE="''${NIX_CFLAGS_COMPILE:-} -ffile-prefix-map=$NIX_BUILD_TOP=/build"
@@ -65,7 +80,8 @@
             "Check a reproduction statement: `nix run <flake>#verify-reproduction -- --bundle-dir B --statement S --public-key K`";
         });
 
-      # The package's checkPhase runs `cargo test --workspace` (the README's test command).
+      # The package's checkPhase runs `cargo test --workspace` (the README's test command), then the tiny
+      # evaluation against fixtures/tiny/expected (postCheck).
       checks = forAllSystems (pkgs: {
         build = self.packages.${pkgs.stdenv.hostPlatform.system}.default;
       });

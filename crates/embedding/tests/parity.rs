@@ -14,7 +14,7 @@ fn shared(relative: &str) -> PathBuf {
     .join(relative)
 }
 
-fn model_dir() -> PathBuf {
+pub(crate) fn model_dir() -> PathBuf {
     std::env::var_os("SCIFACT_MODEL_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| shared("models/all-MiniLM-L6-v2"))
@@ -64,7 +64,11 @@ fn check_against_reference(model: &MiniLm) -> (f64, f64) {
 fn matches_sentence_transformers_on_all_48_reference_texts() {
     let mut model = MiniLm::all_minilm_l6_v2(&model_dir()).unwrap();
     let mut runs = Vec::new();
-    for kernels in embedding::Kernels::available().into_iter().filter(|k| *k != embedding::Kernels::Scalar) {
+    let available = embedding::Kernels::available();
+    // The portable kernels run everywhere, so they are what a CPU without AVX2 embeds with: checked too.
+    assert!(available.contains(&embedding::Kernels::Scalar));
+    eprintln!("kernels on this CPU: {available:?}");
+    for kernels in available.iter().copied() {
         model.use_kernels(kernels).unwrap();
         for batch_size in [1, 16, 64] {
             model.set_batch_size(batch_size);
@@ -75,6 +79,7 @@ fn matches_sentence_transformers_on_all_48_reference_texts() {
             runs.push(vectors(&model));
         }
     }
+    assert_eq!(runs.len(), 3 * available.len());
     assert!(
         runs.windows(2).all(|w| w[0] == w[1]),
         "the real model's vectors depend on batch size or kernels"

@@ -146,6 +146,7 @@ fn original(predicate: &Value, files: &BTreeMap<String, Vec<u8>>) -> Outcome {
         {
             return Err(format!("{name}: configuration, queries, mode or split differ from the bundle's"));
         }
+        listed_metrics(run)?;
         for (metric, values) in run["metrics"].as_object().into_iter().flatten() {
             let recorded = aggregate["metrics"][metric].as_f64();
             let stated = values["original"].as_f64();
@@ -155,6 +156,22 @@ fn original(predicate: &Value, files: &BTreeMap<String, Vec<u8>>) -> Outcome {
         }
     }
     Ok(format!("every one of the bundle's {} runs is compared, with the bundle's own metrics", runs.len()))
+}
+
+/// A run compares every metric of the contract, no fewer and no others: a statement that lists none would
+/// otherwise pass every per-metric test by having nothing to test.
+fn listed_metrics(run: &Value) -> Outcome {
+    let listed: Vec<&str> =
+        run["metrics"].as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
+    let mut expected = crate::recompute::metrics::METRIC_NAMES.to_vec();
+    expected.sort_unstable();
+    let mut sorted = listed.clone();
+    sorted.sort_unstable();
+    if sorted == expected {
+        Ok(String::new())
+    } else {
+        Err(format!("{}: compares the metrics {listed:?}, not the contract's {expected:?}", run["aggregate"]))
+    }
 }
 
 /// The reproducer's measurements (rankings compared, deltas, who ran it where) are their word: only a
@@ -179,6 +196,7 @@ fn verdict(predicate: &Value) -> Outcome {
     let mut exact = predicate["inputs"]["same_fixture"] == true;
     let mut within = true;
     for run in &runs {
+        listed_metrics(run)?;
         let queries = run["queries"].as_u64().unwrap_or(0);
         exact &= run["identical_scores"].as_u64() == Some(queries);
         let share = run["identical_rankings"].as_u64().unwrap_or(0) as f64 / queries.max(1) as f64;

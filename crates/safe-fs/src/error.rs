@@ -55,6 +55,20 @@ pub enum Error {
         /// The path.
         path: PathBuf,
     },
+    /// Another process holds the directory's lock.
+    #[error("{dir}: in use by {holder}; wait for it to finish, or pass --wait to queue behind it")]
+    Locked {
+        /// The locked directory.
+        dir: PathBuf,
+        /// Who holds it, as the holder wrote it.
+        holder: String,
+    },
+    /// A stop signal ended a wait before anything was written.
+    #[error("stopped by {} while waiting for a lock; nothing was written", crate::stop::name(*signal))]
+    Stopped {
+        /// The signal number.
+        signal: i32,
+    },
     /// Any other I/O failure.
     #[error("{path}: {source}")]
     Io {

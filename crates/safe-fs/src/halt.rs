@@ -36,6 +36,7 @@ fn target() -> Option<&'static Target> {
 
 /// Passes the halt point `name`: halts here if the environment asks for this pass.
 pub fn point(name: &str) {
+    crate::stop::here();
     let Some(target) = target() else { return };
     if target.name != name {
         return;
@@ -52,7 +53,23 @@ pub fn point(name: &str) {
         let _ = writeln!(err, "halted at {name}:{pass}");
         let _ = err.flush();
     }
+    // Halted, a process still ends at a stop signal as it would have here: the signal tests use that.
     loop {
-        std::thread::sleep(Duration::from_secs(3600));
+        std::thread::sleep(Duration::from_millis(20));
+        crate::stop::here();
     }
+}
+
+/// The environment variable naming the write that fails with "No space left on device".
+pub const FAIL_WRITE_ENV: &str = "SCIFACT_AUDIT_FAIL_WRITE_AT";
+
+/// For the full-disk tests: `SCIFACT_AUDIT_FAIL_WRITE_AT=<n>` makes the `n`-th file write through this crate
+/// or an append-only log (1-based) fail with ENOSPC after half its bytes, as a disk that filled up mid-write would. Unset, it
+/// costs one atomic load.
+pub fn write_fault() -> Option<std::io::Error> {
+    static TARGET: OnceLock<Option<u64>> = OnceLock::new();
+    static SEEN: AtomicU64 = AtomicU64::new(0);
+    let target = (*TARGET.get_or_init(|| std::env::var(FAIL_WRITE_ENV).ok()?.parse().ok()))?;
+    let pass = SEEN.fetch_add(1, Ordering::SeqCst) + 1;
+    (pass == target).then(|| std::io::Error::from_raw_os_error(libc::ENOSPC))
 }

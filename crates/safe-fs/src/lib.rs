@@ -9,13 +9,18 @@
 //!   FIFOs, devices and directories before reading a byte, never block on open, and stop at a byte cap, so
 //!   an input can neither hang the reader, exhaust its memory nor redirect it elsewhere. The bytes returned
 //!   are the bytes hashed: callers parse what they hashed, never a second read.
-//! - [`halt`] marks the places where the crash tests stop a process in order to SIGKILL it.
+//! - [`halt`] marks the places where the crash tests stop a process in order to SIGKILL it; they are also
+//!   where a process told to stop by SIGINT or SIGTERM ([`stop`]) ends, its finished work on disk.
+//! - [`lock_dir`] makes a directory one process's at a time.
 
 mod error;
 pub mod halt;
+mod lock;
 mod read;
+pub mod stop;
 mod write;
 
 pub use crate::error::{Error, Result};
+pub use crate::lock::{Contention, DirLock, LOCK_FILE, lock_dir};
 pub use crate::read::{Limits, hash_regular, read_regular, read_regular_in};
 pub use crate::write::{publish_dir, staging_dir, write_atomically, write_new};

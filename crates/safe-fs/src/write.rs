@@ -81,6 +81,10 @@ fn write_temp(path: &Path, bytes: &[u8]) -> Result<NamedTempFile> {
     remove_stale(&parent, &prefix);
     let mut temp =
         Builder::new().prefix(&prefix).tempfile_in(&parent).map_err(|error| Error::io(path, error))?;
+    if let Some(full) = crate::halt::write_fault() {
+        let _ = temp.write_all(&bytes[..bytes.len() / 2]);
+        return Err(Error::io(path, full));
+    }
     temp.write_all(bytes).and_then(|()| temp.as_file().sync_all()).map_err(|error| Error::io(path, error))?;
     Ok(temp)
 }

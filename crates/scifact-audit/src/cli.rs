@@ -167,6 +167,15 @@ pub(crate) enum CorpusArg {
     Tiny,
 }
 
+/// How a writing command shares its directories: one process at a time, the second told who holds them.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct LockArgs {
+    /// When another scifact-audit process is writing the same directory, wait for it to finish instead of
+    /// exiting (exit 2, naming the process that holds it)
+    #[arg(long)]
+    pub(crate) wait: bool,
+}
+
 /// Which model embeds, shared by `embed` and `build`.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct ModelArgs {
@@ -216,6 +225,8 @@ pub(crate) struct BuildArgs {
     pub(crate) profile: CorpusArg,
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
 }
 
 /// A retrieval mode, or all of them.
@@ -263,6 +274,8 @@ pub(crate) struct RunArgs {
     /// Which retrieval mode(s) to run
     #[arg(long, value_enum)]
     pub(crate) mode: ModeArg,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -291,6 +304,8 @@ pub(crate) struct EvalArgs {
     pub(crate) profile: CorpusArg,
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -347,6 +362,8 @@ pub(crate) struct VerifyArgs {
     pub(crate) embedding: EmbeddingArgs,
     #[command(flatten)]
     pub(crate) output: ReportArgs,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -381,6 +398,8 @@ pub(crate) struct BundleArgs {
     /// repeatable
     #[arg(long, value_name = "DIR")]
     pub(crate) comparison: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -394,6 +413,8 @@ pub(crate) struct ExportArgs {
     /// The model directory the fixture was embedded with (its config.json digest goes into the provenance)
     #[arg(long, value_name = "DIR")]
     pub(crate) model_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -429,6 +450,8 @@ pub(crate) struct ReproduceArgs {
     pub(crate) secret_key: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
 }
 
 #[derive(Debug, clap::Args)]

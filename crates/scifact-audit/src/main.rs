@@ -8,6 +8,7 @@ mod corpus;
 mod embed;
 mod eval;
 mod export;
+mod guard;
 mod model;
 mod progress;
 mod reproduce;
@@ -24,11 +25,25 @@ fn main() -> ExitCode {
         Err(error) => {
             #[allow(clippy::print_stderr)]
             {
-                eprintln!("error: {error:#}");
+                eprintln!("error: {}", chain(&error));
             }
-            ExitCode::from(2)
+            guard::stopped_code(&error).map_or(ExitCode::from(2), ExitCode::from)
         }
     }
+}
+
+/// The error and its causes, each said once: a cause whose text the message already holds (an I/O error that
+/// names its path and its reason, say) is not repeated.
+fn chain(error: &anyhow::Error) -> String {
+    let mut message = error.to_string();
+    for cause in error.chain().skip(1) {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+    }
+    message
 }
 
 fn run() -> anyhow::Result<ExitCode> {

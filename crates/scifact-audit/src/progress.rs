@@ -67,6 +67,26 @@ impl StageProgress {
     }
 }
 
+/// The stage in hand and how far it got, for the word said when a stop signal ends the work.
+static LAST_STAGE: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
+/// The stage in hand, as "<stage> (<done>/<total> done)", or empty before the first.
+pub(crate) fn last_stage() -> String {
+    LAST_STAGE.lock().map(|s| s.clone()).unwrap_or_default()
+}
+
+fn remember(stage: &str, done: u64, total: u64) {
+    if let Ok(mut last) = LAST_STAGE.lock() {
+        last.clear();
+        last.push_str(&format!("{stage} ({done}/{total} done)"));
+    }
+}
+
+/// A line on stderr, outside any bar.
+pub(crate) fn say(text: &str) {
+    line(text);
+}
+
 fn line(text: &str) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{text}");
@@ -89,6 +109,7 @@ impl Progress for StageProgress {
         self.done.set(0);
         self.skipped.store(0, Ordering::Relaxed);
         self.started.set(Instant::now());
+        remember(stage, 0, total);
         if !self.terminal {
             line(&format!("{stage}: {total} to do"));
             self.last_line.set(Instant::now());
@@ -116,6 +137,7 @@ impl Progress for StageProgress {
 
     fn advance(&self, steps: u64) {
         self.done.set(self.done.get() + steps);
+        remember(&self.stage.borrow(), self.done.get(), self.total.get());
         if self.terminal {
             self.bar.borrow().inc(steps);
         } else if self.last_line.get().elapsed() >= PLAIN_INTERVAL {
@@ -125,6 +147,7 @@ impl Progress for StageProgress {
 
     fn skip(&self, steps: u64) {
         self.done.set(self.done.get() + steps);
+        remember(&self.stage.borrow(), self.done.get(), self.total.get());
         self.skipped.fetch_add(steps, Ordering::Relaxed);
         if self.terminal {
             self.bar.borrow().inc(steps);

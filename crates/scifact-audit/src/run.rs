@@ -14,6 +14,7 @@ use crate::progress::StageProgress;
 pub(crate) const BUILD_REVISION: &str = env!("SCIFACT_AUDIT_BUILD_REVISION");
 
 pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let _guard = crate::guard::writing("run", &[&args.store_dir, &args.output_dir], &[], &args.lock)?;
     let modes = match args.mode {
         ModeArg::FtsOnly => vec![SearchMode::FtsOnly],
         ModeArg::VectorOnly => vec![SearchMode::VectorOnly],

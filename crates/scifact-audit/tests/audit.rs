@@ -38,7 +38,7 @@ pub(crate) fn signed_run(seed: u64) -> Signed {
     }
     ok(&["export", "--output-dir", path_str(&out), "--corpus", path_str(&fixture)]);
     let verify = ok(&["verify", "--output-dir", path_str(&out)]);
-    assert!(verify.contains("0 fail"), "{verify}");
+    assert_eq!(failed_count(&verify), 0, "{verify}");
     ok(&["bundle", "--output-dir", path_str(&out), "--bundle-dir", path_str(&bundle)]);
     let (secret_key, public_key) = (dir.path().join("key.sec"), dir.path().join("key.pub"));
     ok(&[
@@ -119,6 +119,15 @@ fn flip_byte(path: &Path, at: usize) {
 }
 
 /// The check names that failed in a command's summary.
+/// The number of failed checks the summary's verdict line states (`… 3 failed)`); "0 fail" would also match
+/// "10 failed".
+pub(crate) fn failed_count(stdout: &str) -> usize {
+    let line =
+        stdout.lines().find(|l| l.starts_with("verdict: ")).unwrap_or_else(|| panic!("no verdict: {stdout}"));
+    let before = line.strip_suffix(" failed)").unwrap_or_else(|| panic!("no failed count: {line}"));
+    before.rsplit([' ', '(']).next().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{line}"))
+}
+
 fn failed_checks(stdout: &str) -> Vec<String> {
     stdout
         .lines()
@@ -216,8 +225,8 @@ fn output_mutations() -> Vec<Mutation> {
 #[test]
 fn every_tamper_with_the_output_directory_is_caught_by_validate_or_verify() {
     let signed = signed_run(21);
-    let mut caught = 0;
     let mutations = output_mutations();
+    let mut missed = Vec::new();
     for (i, (what, check, mutate)) in mutations.iter().enumerate() {
         let out = signed.dir.path().join(format!("tampered-{i}"));
         copy_dir(&signed.out, &out);
@@ -228,17 +237,16 @@ fn every_tamper_with_the_output_directory_is_caught_by_validate_or_verify() {
         );
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         let failed = failed_checks(&stdout);
-        assert_eq!(
-            output.status.code(),
-            Some(1),
-            "{what}: not caught\n{stdout}{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert!(failed.iter().any(|f| f == check), "{what}: expected {check} among {failed:?}\n{stdout}");
-        caught += 1;
+        if output.status.code() != Some(1) || !failed.iter().any(|f| f == check) {
+            missed.push(format!(
+                "{what}: expected exit 1 and {check} among {failed:?}, got {:?}\n{stdout}{}",
+                output.status.code(),
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
     }
-    eprintln!("output-directory mutations caught: {caught} of {}", mutations.len());
-    assert_eq!(caught, mutations.len());
+    eprintln!("output-directory mutations caught: {} of {}", mutations.len() - missed.len(), mutations.len());
+    assert!(missed.is_empty(), "{}", missed.join("\n"));
 }
 
 #[test]
@@ -291,7 +299,7 @@ fn validate_passes_clean_artifacts_and_names_each_failed_check() {
     let mut args = vec!["validate"];
     args.extend(aggregates.iter().map(String::as_str));
     let stdout = ok(&args);
-    assert!(stdout.contains("0 fail"), "{stdout}");
+    assert_eq!(failed_count(&stdout), 0, "{stdout}");
 
     edit_aggregate(&signed.out, HYBRID, |a| a["metrics"]["map@10"] = Value::from(0.99));
     let output = scifact_audit(&args, "");
@@ -344,15 +352,19 @@ fn every_tamper_with_a_signed_bundle_is_caught_by_verify_bundle() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    let mut tried = 0;
+    let (mut tried, mut missed) = (0, Vec::new());
     let mut check = |what: &str, expected: &str, mutate: &dyn Fn(&Path)| {
         let bundle = signed.dir.path().join(format!("bundle-{tried}"));
+        tried += 1;
         copy_dir(&signed.bundle, &bundle);
         mutate(&bundle);
         let (code, stdout) = verify_bundle(&bundle, &signed.public_key);
-        assert_ne!(code, Some(0), "{what}: not caught\n{stdout}");
-        assert!(stdout.contains(expected), "{what}: expected {expected:?} in\n{stdout}");
-        tried += 1;
+        let named = failed_checks(&stdout).iter().any(|name| name.contains(expected));
+        if code != Some(1) || !named {
+            missed.push(format!(
+                "{what}: expected exit 1 and a failed {expected} check, got {code:?}\n{stdout}"
+            ));
+        }
     };
     for file in &files {
         let expected =
@@ -401,8 +413,9 @@ fn every_tamper_with_a_signed_bundle_is_caught_by_verify_bundle() {
         std::fs::remove_file(b.join("manifest.json.minisig")).unwrap();
         ok(&["sign", "--bundle-dir", path_str(b), "--secret-key", path_str(&other.secret_key)]);
     });
-    eprintln!("bundle mutations caught: {tried} of {tried}");
-    assert!(tried >= files.len() + 7);
+    eprintln!("bundle mutations caught: {} of {tried}", tried - missed.len());
+    assert!(missed.is_empty(), "{}", missed.join("\n"));
+    assert_eq!(tried, files.len() + 7, "one mutation per file, and seven more");
 }
 
 #[test]

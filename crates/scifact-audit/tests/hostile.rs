@@ -208,7 +208,7 @@ fn hostile_bundles_fail_fast_and_clean() {
         ("a subject name with terminal escapes, signed", "subjects", "not a plain file name", |b, signed| {
             let path = b.join("manifest.json");
             let mut manifest = read_json(&path);
-            manifest["subject"][0]["name"] = Value::from("x\u{1b}[2K\rverdict: publishable");
+            manifest["subject"][0]["name"] = Value::from("x\u{1b}[2K\r\nverdict: verified");
             write_json(&path, &manifest);
             resign(b, signed);
         }),
@@ -238,7 +238,7 @@ fn hostile_bundles_fail_fast_and_clean() {
             |b, signed| {
                 let path = b.join(HYBRID);
                 let mut aggregate = read_json(&path);
-                aggregate["schema"] = Value::from("\u{1b}[2K\rverdict: publishable\u{1b}[8m");
+                aggregate["schema"] = Value::from("\u{1b}[2K\r\nverdict: verified\u{1b}[8m");
                 write_json(&path, &aggregate);
                 let bytes = std::fs::read(&path).unwrap();
                 let manifest_path = b.join("manifest.json");
@@ -287,6 +287,11 @@ fn hostile_bundles_fail_fast_and_clean() {
             summary.stdout.lines().filter(|l| l.starts_with("verdict:")).count(),
             1,
             "{what}: {}",
+            summary.stdout
+        );
+        assert!(
+            !summary.stdout.contains(['\u{1b}', '\r']),
+            "{what}: a raw control character: {}",
             summary.stdout
         );
     }
@@ -354,11 +359,25 @@ fn hostile_output_directories_and_stores_fail_fast_and_clean() {
     std::fs::write(&victim, "precious").unwrap();
     std::fs::remove_file(out.join("verification.json")).unwrap();
     std::os::unix::fs::symlink(&victim, out.join("verification.json")).unwrap();
-    std::os::unix::fs::symlink(&victim, out.join("verification.json.partial")).unwrap();
+    // The temp files are `.verification.json.partial-<random>`: one planted under that prefix is a stale
+    // leftover, unlinked (never followed) before the write.
+    let planted = out.join(".verification.json.partial-planted");
+    std::os::unix::fs::symlink(&victim, &planted).unwrap();
     let outcome = verify(&out, Some(&store));
     assert_eq!(outcome.code, Some(0), "{}", outcome.stderr);
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
     assert!(out.join("verification.json").symlink_metadata().unwrap().is_file());
+    assert!(planted.symlink_metadata().is_err(), "the planted temp name is removed as a stale leftover");
+
+    // A file name is the one thing in an output directory that no parser escapes: the summary does.
+    let (out, store) = fresh("escaping-name");
+    let hostile = "x\u{1b}[2K\r\nverdict: verified\u{1b}[8m.aggregate.json";
+    std::fs::rename(out.join(HYBRID), out.join(hostile)).unwrap();
+    let summary = bounded(&["verify", "--output-dir", path_str(&out), "--store-dir", path_str(&store)]);
+    assert_eq!(summary.code, Some(1), "{}\n{}", summary.stdout, summary.stderr);
+    assert!(summary.stdout.contains("x\\u{1b}[2K\\u{d}\\u{a}verdict: verified"), "{}", summary.stdout);
+    assert!(!summary.stdout.contains(['\u{1b}', '\r']), "a raw control character: {}", summary.stdout);
+    assert_eq!(summary.stdout.lines().filter(|l| l.starts_with("verdict:")).count(), 1, "{}", summary.stdout);
 
     // Recorded paths that are not regular files are never read.
     let (out, _) = fresh("dev-zero-executable");

@@ -147,6 +147,15 @@ fn a_bundle_reproduces_exactly_here_and_each_forged_statement_fails_its_check() 
         assert_eq!(failed(&after), [check], "{what}: {after:?}");
         assert_eq!(code, Some(1), "{what}");
     }
+    // A statement that compares no metric has nothing to disagree with: both checks that read metrics refuse it.
+    forge(&e, &statement, &forged, |v| {
+        for run in v["predicate"]["runs"].as_array_mut().unwrap() {
+            run["metrics"] = serde_json::json!({});
+        }
+    });
+    let (code, after) = checks(&e, &e.bundle, &forged);
+    assert_eq!(failed(&after), ["reproduction.original", "reproduction.verdict"], "{after:?}");
+    assert_eq!(code, Some(1));
     // Edited without the key: only the signature is reported.
     let mut bytes = std::fs::read(&statement).unwrap();
     bytes.extend_from_slice(b" ");

@@ -5,13 +5,13 @@
 //! whichever machine it gets (Zen 4 with AVX-512, AVX2-only Zen, Sapphire Rapids), so this is the check that the
 //! embeddings, the exact scores and the rankings are the same bits on every CPU.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use crate::scifact_audit;
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap()).join("../..")
 }
 
@@ -37,10 +37,9 @@ fn digests(bundle: &std::path::Path) -> (String, String) {
     (fixture, newest.1)
 }
 
-#[test]
-fn a_fresh_tiny_evaluation_is_identical_to_the_expected_one_on_this_cpu() {
-    let dir = tempfile::tempdir().unwrap();
-    let (secret, public) = (dir.path().join("k.key"), dir.path().join("k.pub"));
+/// A keypair without a password in `dir`: (secret, public).
+pub(crate) fn keys(dir: &Path) -> (PathBuf, PathBuf) {
+    let (secret, public) = (dir.join("k.key"), dir.join("k.pub"));
     let keygen = [
         "keygen",
         "--secret-key",
@@ -50,31 +49,45 @@ fn a_fresh_tiny_evaluation_is_identical_to_the_expected_one_on_this_cpu() {
         "--without-password",
     ];
     assert!(scifact_audit(&keygen, "").status.success());
+    (secret, public)
+}
+
+/// The arguments of the tiny evaluation the expected bundle came from, in `work`, signed with `secret`.
+pub(crate) fn tiny_eval_args(work: &Path, secret: &Path) -> Vec<String> {
     let fixtures = root().join("fixtures/tiny");
-    let work = dir.path().join("work");
-    let output = scifact_audit(
-        &[
-            "eval",
-            "--profile",
-            "tiny",
-            "--work-dir",
-            work.to_str().unwrap(),
-            "--archive",
-            fixtures.join("scifact-tiny.zip").to_str().unwrap(),
-            "--model-dir",
-            fixtures.join("model").to_str().unwrap(),
-            "--search-space",
-            fixtures.join("baseline-only.json").to_str().unwrap(),
-            "--secret-key",
-            secret.to_str().unwrap(),
-        ],
-        "",
-    );
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let fresh = std::fs::read_dir(work.join("bundles")).unwrap().next().unwrap().unwrap().path();
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    vec![
+        "eval".into(),
+        "--profile".into(),
+        "tiny".into(),
+        "--work-dir".into(),
+        path(work),
+        "--archive".into(),
+        path(&fixtures.join("scifact-tiny.zip")),
+        "--model-dir".into(),
+        path(&fixtures.join("model")),
+        "--search-space".into(),
+        path(&fixtures.join("baseline-only.json")),
+        "--secret-key".into(),
+        path(secret),
+    ]
+}
+
+/// The one bundle a tiny evaluation in `work` made.
+pub(crate) fn only_bundle(work: &Path) -> PathBuf {
+    let bundles: Vec<PathBuf> =
+        std::fs::read_dir(work.join("bundles")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(bundles.len(), 1, "{bundles:?}");
+    bundles[0].clone()
+}
+
+/// `compare` of `fresh` (signed by `public`) against the committed expected bundle says `identical`, run by
+/// run, and the fixture and store are the same bytes.
+pub(crate) fn assert_identical_to_expected(fresh: &Path, public: &Path, scratch: &Path) {
+    let fixtures = root().join("fixtures/tiny");
     let expected = fixtures.join("expected");
-    assert_eq!(digests(&fresh), digests(&expected), "the fixture and the store are the same bytes");
-    let out = dir.path().join("comparison");
+    assert_eq!(digests(fresh), digests(&expected), "the fixture and the store are the same bytes");
+    let out = scratch.join("comparison");
     let output = scifact_audit(
         &[
             "compare",
@@ -102,4 +115,16 @@ fn a_fresh_tiny_evaluation_is_identical_to_the_expected_one_on_this_cpu() {
         9,
         "six runs, three of them also the selected"
     );
+}
+
+#[test]
+fn a_fresh_tiny_evaluation_is_identical_to_the_expected_one_on_this_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let (secret, public) = keys(dir.path());
+    let work = dir.path().join("work");
+    let args = tiny_eval_args(&work, &secret);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = scifact_audit(&args, "");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_identical_to_expected(&only_bundle(&work), &public, dir.path());
 }

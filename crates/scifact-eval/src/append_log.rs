@@ -69,6 +69,10 @@ impl AppendLog {
             buffer.push('\n');
         }
         let io = |source| Error::Io { path: self.path.clone(), source };
+        if let Some(full) = safe_fs::halt::write_fault() {
+            let _ = self.file.write_all(&buffer.as_bytes()[..buffer.len() / 2]);
+            return Err(io(full));
+        }
         self.file.write_all(buffer.as_bytes()).map_err(io)?;
         self.file.sync_data().map_err(io)
     }

@@ -103,11 +103,21 @@ pub fn open_or_build(
     let refuse = |reason: String| Error::Store { path: db_path.clone(), reason };
 
     let stored = store.count_in(NAMESPACE)?;
-    if store.len() != stored {
-        return Err(refuse(format!(
-            "holds {} facts outside namespace {NAMESPACE}; use a fresh --store-dir",
-            store.len() - stored
-        )));
+    match store.len().checked_sub(stored) {
+        Some(0) => {}
+        Some(outside) => {
+            return Err(refuse(format!(
+                "holds {outside} facts outside namespace {NAMESPACE}; use a fresh --store-dir"
+            )));
+        }
+        // More rows than were loaded a moment ago: someone else is inserting (the directory lock keeps
+        // scifact-audit's own processes apart; this is another writer).
+        None => {
+            return Err(refuse(format!(
+                "grew from {} to {stored} facts while it was being opened: another process is writing it",
+                store.len()
+            )));
+        }
     }
     if stored > fixture.documents.len() {
         return Err(refuse(format!(

@@ -255,6 +255,8 @@ fn memory_bm25_equals_fts5_bm25_on_every_scifact_query() {
             let memory = search(LexicalBackendKind::MemoryBm25, "memory");
             let fts5 = search(LexicalBackendKind::Fts5, "fts5");
             assert_eq!(memory.receipt.lexical.as_ref().unwrap().backend, "memory_bm25", "query {}", query.id);
+            // The reference really is FTS5: a fallback inside the "fts5" call would compare memory with itself.
+            assert_eq!(fts5.receipt.lexical.as_ref().unwrap().backend, "fts5_bm25", "query {}", query.id);
             let ours: Vec<_> = memory.hits().iter().map(|h| h.fact_id).collect();
             let theirs: Vec<_> = fts5.hits().iter().map(|h| h.fact_id).collect();
             assert_eq!(ours, theirs, "query {} top {top_k}", query.id);

@@ -157,12 +157,12 @@ fn an_empty_request_id_or_namespace_is_refused() {
     }
 }
 
+/// The log's shape; that a receipt survives a power cut is `tests/powercut.rs`'s job.
 #[test]
-fn every_returned_receipt_survives_a_crash_with_the_log_preallocated_and_checkpointed() {
+fn receipts_go_to_a_preallocated_log_that_the_seal_folds_away() {
     let corpus = texts(50, 7);
     let refs: Vec<&str> = corpus.iter().map(String::as_str).collect();
     let test = store_with(&refs, 8, 8);
-    let db = test.dir.path().join("facts.db");
     let wal = test.dir.path().join("facts.db-wal");
     let config = SearchConfig { top_k: 50, ..SearchConfig::default() };
     let mut rng = Rng::new(9);
@@ -179,17 +179,9 @@ fn every_returned_receipt_survives_a_crash_with_the_log_preallocated_and_checkpo
             assert!(size >= 256 * 4_120, "the log was not preallocated: {size} bytes");
         }
     }
-    // A crash now: copy the files as they are on disk, with the store still open, and open the copy.
-    let crashed = tempfile::tempdir().unwrap();
-    std::fs::copy(&db, crashed.path().join("facts.db")).unwrap();
-    std::fs::copy(&wal, crashed.path().join("facts.db-wal")).unwrap();
-    let reopened =
-        semantic_memory::FactStore::open(crashed.path().join("facts.db"), &crate::util::options(8)).unwrap();
-    assert_eq!(reopened.receipt_count().unwrap(), 300);
-    let last = last.unwrap().receipt;
-    assert_eq!(reopened.receipt_for(&last.request_id).unwrap().unwrap(), last);
-    drop(reopened);
-    // Sealed, the store is one file again.
+    assert_eq!(test.store.receipt_count().unwrap(), 300);
     test.store.seal().unwrap();
     assert!(!wal.exists(), "the log outlived the seal");
+    let last = last.unwrap().receipt;
+    assert_eq!(test.store.receipt_for(&last.request_id).unwrap().unwrap(), last);
 }

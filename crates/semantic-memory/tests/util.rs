@@ -49,7 +49,11 @@ pub(crate) struct TestStore {
 
 /// A store in a fresh temp dir holding `texts`, each with a random vector, in namespace `ns`, source `doc`.
 pub(crate) fn store_with(texts: &[&str], dims: usize, seed: u64) -> TestStore {
-    let dir = tempfile::tempdir().unwrap();
+    store_in(tempfile::tempdir().unwrap(), texts, dims, seed)
+}
+
+/// [`store_with`] in a directory the caller made (and may be watching).
+pub(crate) fn store_in(dir: TempDir, texts: &[&str], dims: usize, seed: u64) -> TestStore {
     let mut store = FactStore::open(dir.path().join("facts.db"), &options(dims)).unwrap();
     let mut rng = Rng::new(seed);
     let vectors: Vec<Vec<f32>> = texts.iter().map(|_| unit_vector(&mut rng, dims)).collect();

@@ -194,6 +194,7 @@ dispatch! {
 }
 
 #[cfg(test)]
+#[allow(clippy::print_stderr)]
 mod tests {
     use super::*;
 
@@ -239,23 +240,90 @@ mod tests {
         sum * 2.0 / std::f64::consts::PI.sqrt()
     }
 
+    /// A row with large, small and negative values, 384 wide (MiniLM's hidden size) and 13 wide (a short
+    /// sequence's attention row).
+    fn rows(width: usize, count: usize) -> Vec<f32> {
+        (0..width * count).map(|i| ((i * 7919) % 1000) as f32 / 97.0 - 5.0).collect()
+    }
+
     #[test]
-    fn row_sums_do_not_depend_on_the_vector_width() {
-        let row: Vec<f32> = (0..384).map(|i| ((i * 7919) % 1000) as f32 / 997.0 - 0.5).collect();
+    fn the_portable_kernels_agree_with_f64_definitions() {
+        let width = 384;
+        let row = rows(width, 1);
+        let gamma: Vec<f32> = (0..width).map(|i| 0.5 + (i % 7) as f32 / 7.0).collect();
+        let beta: Vec<f32> = (0..width).map(|i| (i % 5) as f32 / 10.0 - 0.2).collect();
+        let mut normed = row.clone();
+        layer_norm(Kernels::Scalar, &mut normed, &gamma, &beta, 1e-12);
+        let mean = row.iter().map(|x| f64::from(*x)).sum::<f64>() / width as f64;
+        let variance = row.iter().map(|x| (f64::from(*x) - mean).powi(2)).sum::<f64>() / width as f64;
+        for i in 0..width {
+            let expected = (f64::from(row[i]) - mean) / (variance + 1e-12).sqrt() * f64::from(gamma[i])
+                + f64::from(beta[i]);
+            assert!(
+                (f64::from(normed[i]) - expected).abs() < 1e-5,
+                "layer norm at {i}: {} vs {expected}",
+                normed[i]
+            );
+        }
+
+        let mut activated = row.clone();
+        gelu(Kernels::Scalar, &mut activated);
+        for (x, y) in row.iter().zip(&activated) {
+            let x = f64::from(*x);
+            let expected = x * 0.5 * (1.0 + erf_reference(x / std::f64::consts::SQRT_2));
+            assert!((f64::from(*y) - expected).abs() < 4e-6, "gelu({x}) = {y}, expected {expected}");
+        }
+
+        for width in [13, 384] {
+            let scores = rows(width, 3);
+            let mut probabilities = scores.clone();
+            softmax_rows(Kernels::Scalar, &mut probabilities, width);
+            for (row, got) in scores.chunks(width).zip(probabilities.chunks(width)) {
+                let max = row.iter().fold(f64::NEG_INFINITY, |m, x| m.max(f64::from(*x)));
+                let total: f64 = row.iter().map(|x| (f64::from(*x) - max).exp()).sum();
+                for (x, p) in row.iter().zip(got) {
+                    let expected = (f64::from(*x) - max).exp() / total;
+                    assert!((f64::from(*p) - expected).abs() < 1e-6, "softmax {p} vs {expected}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_kernel_gives_the_portable_bits_for_every_row_operation() {
+        let row = rows(384, 2);
         let mut expected = [0.0f32; 16];
-        for (i, v) in row.iter().enumerate() {
+        for (i, v) in row[..384].iter().enumerate() {
             expected[i % 16] += *v;
         }
-        assert_eq!(sum16(&row).to_bits(), tree(expected).to_bits());
-        let gamma = vec![1.0f32; 384];
-        let beta = vec![0.0f32; 384];
-        let mut by_kernels = Vec::new();
-        for kernels in Kernels::available() {
-            let mut copy = row.clone();
-            layer_norm(kernels, &mut copy, &gamma, &beta, 1e-12);
-            gelu(kernels, &mut copy);
-            by_kernels.push(copy.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+        assert_eq!(sum16(&row[..384]).to_bits(), tree(expected).to_bits());
+        let gamma: Vec<f32> = (0..384).map(|i| 0.5 + (i % 7) as f32 / 7.0).collect();
+        let beta: Vec<f32> = (0..384).map(|i| (i % 5) as f32 / 10.0 - 0.2).collect();
+        let run = |kernels: Kernels| {
+            let mut normed = row.clone();
+            layer_norm(kernels, &mut normed, &gamma, &beta, 1e-12);
+            let mut activated = row.clone();
+            gelu(kernels, &mut activated);
+            let mut attention = rows(13, 5);
+            softmax_rows(kernels, &mut attention, 13);
+            let mut wide = row.clone();
+            softmax_rows(kernels, &mut wide, 384);
+            [normed, activated, attention, wide].map(|v| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>())
+        };
+        let portable = run(Kernels::Scalar);
+        let others: Vec<Kernels> =
+            Kernels::available().into_iter().filter(|k| *k != Kernels::Scalar).collect();
+        if others.is_empty() {
+            eprintln!("only the portable kernels run on this CPU (no AVX2+FMA): no other kernel to compare");
         }
-        assert!(by_kernels.windows(2).all(|w| w[0] == w[1]), "kernels disagree");
+        for kernels in others {
+            let got = run(kernels);
+            for (what, (a, b)) in
+                ["layer norm", "gelu", "softmax (13)", "softmax (384)"].iter().zip(got.iter().zip(&portable))
+            {
+                assert_eq!(a, b, "{kernels:?} {what} differs from the portable kernel");
+            }
+            eprintln!("{kernels:?}: layer norm, gelu and softmax equal the portable kernel to the bit");
+        }
     }
 }

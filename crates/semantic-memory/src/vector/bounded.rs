@@ -241,6 +241,11 @@ fn bounds(index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &mut [f
             return;
         }
     }
+    bounds_portable(index, query, lower, upper);
+}
+
+/// [`bounds`] on any CPU: the integer products in plain Rust, then [`bound`] lane by lane.
+fn bounds_portable(index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
     let block_bytes = index.groups * GROUP * ROWS;
     for (block, codes) in index.codes.chunks_exact(block_bytes).enumerate() {
         let products = block_products_portable(codes, &query.groups, query.sum);
@@ -387,11 +392,12 @@ impl VectorBackend for Bounded {
 }
 
 #[cfg(test)]
+#[allow(clippy::print_stderr)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_integer_products_are_exact_on_every_path() {
+    fn the_portable_integer_products_are_exact() {
         let groups = 7;
         let codes: Vec<u8> = (0..groups * GROUP * ROWS).map(|i| ((i * 97) % 256) as u8).collect();
         let signed: Vec<i8> =
@@ -410,6 +416,40 @@ mod tests {
             }
         }
         assert_eq!(block_products_portable(&codes, &query, sum), expected);
+    }
+
+    /// The VNNI first pass against the portable one, to the bit, on dims whose groups fill whole quads (384)
+    /// and leave a remainder (27: seven groups, one quad and three more), over more than one block.
+    #[test]
+    fn the_vnni_bounds_equal_the_portable_bounds() {
+        #[cfg(target_arch = "x86_64")]
+        if vnni() {
+            for dims in [384, 27] {
+                let mut index = Bounded::new(dims);
+                let vector = |seed: usize| -> Vec<f32> {
+                    (0..dims)
+                        .map(|d| (((seed * 7919 + d * 104_729) % 2001) as f32 / 1000.0 - 1.0) / 3.0)
+                        .collect()
+                };
+                for row in 0..37 {
+                    index.add(FactId(row as i64), &vector(row)).unwrap();
+                }
+                for seed in [1000, 1001, 1002] {
+                    let query = QueryCodes::of(&vector(seed), index.groups, dims).unwrap();
+                    let padded = index.scale.len();
+                    let (mut low_v, mut high_v) = (vec![0.0f32; padded], vec![0.0f32; padded]);
+                    let (mut low_p, mut high_p) = (vec![0.0f32; padded], vec![0.0f32; padded]);
+                    // SAFETY: vnni() detected the features on this CPU.
+                    unsafe { bounds_vnni(&index, &query, &mut low_v, &mut high_v) };
+                    bounds_portable(&index, &query, &mut low_p, &mut high_p);
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+                    assert_eq!(bits(&low_v), bits(&low_p), "lower bounds, dims {dims}");
+                    assert_eq!(bits(&high_v), bits(&high_p), "upper bounds, dims {dims}");
+                }
+            }
+            return;
+        }
+        eprintln!("skipped: this CPU has no AVX-512 VNNI, so only the portable first pass runs here");
     }
 
     #[test]

@@ -1,0 +1,69 @@
+//! What every writing command does first: take the exclusive lock of each directory it writes, and ask for
+//! SIGINT and SIGTERM to end the work at the next durable point with a word about what was kept.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use safe_fs::{Contention, DirLock};
+
+use crate::cli::LockArgs;
+
+/// The held locks; dropping them releases the directories.
+pub(crate) struct Guard {
+    _locks: Vec<DirLock>,
+}
+
+/// Locks `created` (made if missing) and `existing` (which must exist: a mistyped path is an error, not a new
+/// directory) for `command`, in path order so that two waiting processes never hold one each; and installs
+/// the stop handler.
+pub(crate) fn writing(
+    command: &str,
+    created: &[&Path],
+    existing: &[&Path],
+    args: &LockArgs,
+) -> anyhow::Result<Guard> {
+    let mut sorted: Vec<PathBuf> = Vec::new();
+    for dir in created {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    for dir in created.iter().chain(existing) {
+        if !dir.is_dir() {
+            anyhow::bail!("{}: is not a directory", dir.display());
+        }
+        sorted.push(dir.canonicalize().with_context(|| format!("resolving {}", dir.display()))?);
+    }
+    sorted.sort();
+    sorted.dedup();
+    safe_fs::stop::install(farewell);
+    let contention = if args.wait { Contention::Wait } else { Contention::Refuse };
+    let purpose = format!("scifact-audit {command}");
+    let mut locks = Vec::new();
+    for dir in &sorted {
+        let waiting = |holder: &str| {
+            crate::progress::say(&format!(
+                "{}: in use by {holder}; waiting for it (--wait; Ctrl-C to give up)",
+                dir.display()
+            ));
+        };
+        locks.push(safe_fs::lock_dir(dir, &purpose, contention, &waiting)?);
+    }
+    Ok(Guard { _locks: locks })
+}
+
+/// Said on the way out after a stop signal, at a durable point.
+fn farewell(signal: &str) {
+    let stage = crate::progress::last_stage();
+    let at = if stage.is_empty() { String::new() } else { format!(" during {stage}") };
+    crate::progress::say(&format!(
+        "stopped by {signal}{at}: everything finished so far is on disk and is kept; rerun the same command to \
+         resume"
+    ));
+}
+
+/// The exit code of an error that is a stop signal's (128 + the signal), if it is one.
+pub(crate) fn stopped_code(error: &anyhow::Error) -> Option<u8> {
+    error.chain().find_map(|cause| match cause.downcast_ref::<safe_fs::Error>() {
+        Some(safe_fs::Error::Stopped { signal }) => u8::try_from(128 + signal).ok(),
+        _ => None,
+    })
+}
