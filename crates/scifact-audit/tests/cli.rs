@@ -53,6 +53,10 @@ pub(crate) fn assert_eval_verdict(stdout: &str, wanted: &str) {
         stdout.lines().find(|l| l.starts_with("verdict      ")).unwrap_or_else(|| panic!("{stdout}"));
     let gates: Vec<&str> = stdout.lines().filter(|l| l.trim_start().starts_with("NOT PUBLISHABLE")).collect();
     assert!(!stdout.lines().any(|l| l.trim_start().starts_with("FAIL")), "{stdout}");
+    // A dirty worktree's "not publishable" would hide a "publishable" (something not recomputed): say it apart.
+    if wanted == "verified" {
+        assert!(!stdout.lines().any(|l| l.trim_start().starts_with("NOT CHECKED")), "{stdout}");
+    }
     if verdict.starts_with(&format!("verdict      {wanted}: ")) {
         return;
     }
@@ -84,6 +88,9 @@ pub(crate) fn assert_summary_verdict(summary: &str, wanted: &str) {
 pub(crate) fn assert_report_verdict(report: &serde_json::Value, wanted: &[&str]) {
     assert_eq!(report["counts"]["fail"], 0, "{report:#}");
     let verdict = report["verdict"].as_str().unwrap_or_default();
+    if wanted == ["verified"] {
+        assert_eq!(report["counts"]["not_checked"], 0, "{report:#}");
+    }
     if wanted.contains(&verdict) {
         return;
     }
