@@ -11,7 +11,7 @@
 //! offer.
 
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -60,11 +60,18 @@ fn shared() -> Option<&'static Shared> {
     })
 }
 
-/// The helper's loop: take a job, run it, spin for the next one, and sleep when none comes.
+/// The helper's loop: take a job, run it, spin for the next one (while spinning pays, see [`Policy`]), and
+/// sleep when none comes.
 fn serve(shared: &'static Shared) {
     loop {
-        let deadline = Instant::now() + SPIN;
+        let spin = if POLICY.spin.load(Ordering::Relaxed) { SPIN } else { Duration::ZERO };
+        let deadline = Instant::now() + spin;
         let job = loop {
+            #[cfg(test)]
+            if tests::HELPER_PAUSED.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_micros(100));
+                continue;
+            }
             if shared.posted.load(Ordering::Acquire)
                 && let Some(job) = take(shared, &mut lock(&shared.slot))
             {
@@ -75,7 +82,14 @@ fn serve(shared: &'static Shared) {
                 let job = loop {
                     match take(shared, &mut slot) {
                         Some(job) => break job,
-                        None => slot = shared.wake.wait(slot).unwrap_or_else(PoisonError::into_inner),
+                        // A timeout, so that a wake-up lost to a reclaimed job cannot strand a posted one.
+                        None => {
+                            slot = shared
+                                .wake
+                                .wait_timeout(slot, SPIN)
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .0;
+                        }
                     }
                 };
                 break job;
@@ -86,13 +100,107 @@ fn serve(shared: &'static Shared) {
     }
 }
 
+/// CPU time of the calling thread, in ns: what a job costs, without the time its thread waited for a CPU (which
+/// the caller, running the job itself, would not have waited).
+fn thread_cpu_nanos() -> u64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `now` is a valid timespec to write to; CLOCK_THREAD_CPUTIME_ID exists on every Linux and macOS.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+        return 0;
+    }
+    u64::try_from(now.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(now.tv_nsec).unwrap_or(0))
+}
+
+/// When to use the helper, learnt from the searches themselves, so that the answer holds on a quiet machine
+/// and beside a compiler alike.
+///
+/// - The helper spins between jobs only while it takes nearly every job in time. When its CPU is taken by
+///   other processes it misses jobs (the caller reclaims them), and a spinning helper would only take CPU from
+///   the caller: then it sleeps between jobs instead.
+/// - Each parallel search is compared with what its two halves cost: the CPU time of the caller's half plus
+///   that of the helper's is what running them in sequence would have taken on a CPU of its own (time a thread
+///   spent waiting for a CPU, which the extra thread itself causes on a busy machine, is not counted). While the parallel searches cost more than that on
+///   average, the next [`SEQUENTIAL_RUN`] searches run in sequence, and then parallelism is tried again.
+struct Policy {
+    spin: AtomicBool,
+    /// Recent share of jobs reclaimed, in 1/65536 (an exponentially weighted mean over about 16 jobs).
+    reclaimed: AtomicU64,
+    /// Recent mean of (parallel time − sequential estimate), in ns, offset by [`EXCESS_ZERO`] to stay unsigned.
+    excess: AtomicU64,
+    /// Searches left to run in sequence.
+    sequential: AtomicU64,
+}
+
+const EXCESS_ZERO: u64 = 1 << 40;
+/// Searches run in sequence after parallelism was found to lose, before it is tried again.
+const SEQUENTIAL_RUN: u64 = 256;
+
+static POLICY: Policy = Policy::new();
+
+impl Policy {
+    const fn new() -> Policy {
+        Policy {
+            spin: AtomicBool::new(true),
+            reclaimed: AtomicU64::new(0),
+            excess: AtomicU64::new(EXCESS_ZERO),
+            sequential: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether this search should run its halves in sequence.
+    fn sequential(&self) -> bool {
+        let chosen =
+            self.sequential.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
+        if chosen {
+            IN_SEQUENCE.fetch_add(1, Ordering::Relaxed);
+        }
+        chosen
+    }
+
+    /// Learns from one parallel search: whether its job was reclaimed, how long the whole took, and how long
+    /// each half took.
+    fn learn(&self, reclaimed: bool, total: Duration, here: Duration, there: Duration) {
+        let share = self.reclaimed.load(Ordering::Relaxed);
+        let sample = if reclaimed { 65_536 } else { 0 };
+        let share = share - share / 16 + sample / 16;
+        self.reclaimed.store(share, Ordering::Relaxed);
+        // Spin while fewer than 1 job in 20 is missed; sleep once more than 1 in 10 is.
+        if share > 65_536 / 10 {
+            self.spin.store(false, Ordering::Relaxed);
+        } else if share < 65_536 / 20 {
+            self.spin.store(true, Ordering::Relaxed);
+        }
+        let nanos = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+        let sample = nanos(total).saturating_sub(nanos(here).saturating_add(nanos(there)));
+        let mean = self.excess.load(Ordering::Relaxed) as i64 - EXCESS_ZERO as i64;
+        let mean = mean - mean / 16 + sample.clamp(-1_000_000, 1_000_000) / 16;
+        if mean > 0 {
+            self.sequential.store(SEQUENTIAL_RUN, Ordering::Relaxed);
+            self.excess.store(EXCESS_ZERO, Ordering::Relaxed);
+        } else {
+            self.excess.store((mean + EXCESS_ZERO as i64) as u64, Ordering::Relaxed);
+        }
+    }
+}
+
 /// How many jobs their caller ran itself because the helper had not taken them (for the benchmark).
-static RECLAIMED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static RECLAIMED: AtomicU64 = AtomicU64::new(0);
 
 /// How many hybrid searches ran their vector half on the calling thread because the helper had not started it
 /// by the time the lexical half was done, since the process began (a measurement, for benchmarks).
 pub fn hybrid_halves_reclaimed() -> u64 {
     RECLAIMED.load(Ordering::Relaxed)
+}
+
+static IN_SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+/// How many hybrid searches ran their halves in sequence because parallelism had been losing (see
+/// [`Policy`]), since the process began (a measurement, for benchmarks).
+pub fn hybrid_searches_in_sequence() -> u64 {
+    IN_SEQUENCE.load(Ordering::Relaxed)
 }
 
 static PARALLEL: AtomicBool = AtomicBool::new(true);
@@ -119,18 +227,22 @@ pub(crate) fn join<A, B>(there: impl FnOnce() -> A + Send, here: impl FnOnce() -
 where
     A: Send,
 {
-    let parallel = PARALLEL.load(Ordering::Relaxed);
+    let parallel = PARALLEL.load(Ordering::Relaxed) && !POLICY.sequential();
     let Some(shared) = shared().filter(|shared| parallel && !shared.busy.swap(true, Ordering::Acquire))
     else {
         let a = there();
         return (a, here());
     };
+    let started = Instant::now();
     let done = AtomicBool::new(false);
+    let there_took = AtomicU64::new(0);
     let mut result: Option<std::thread::Result<A>> = None;
     let b = {
-        let (result, done) = (&mut result, &done);
+        let (result, done, there_took) = (&mut result, &done, &there_took);
         let task = move || {
+            let began = thread_cpu_nanos();
             *result = Some(panic::catch_unwind(AssertUnwindSafe(there)));
+            there_took.store(thread_cpu_nanos().saturating_sub(began), Ordering::Relaxed);
             done.store(true, Ordering::Release);
             // Past `done`, the job touches only `shared`, which is never freed.
             let _order = lock(&shared.finished_lock);
@@ -145,16 +257,20 @@ where
         *lock(&shared.slot) = Some(job);
         shared.posted.store(true, Ordering::Release);
         shared.wake.notify_one();
+        let here_began = thread_cpu_nanos();
         let b = here();
+        let here_took = Duration::from_nanos(thread_cpu_nanos().saturating_sub(here_began));
         // A helper that has not taken the job by now (asleep, or its CPU taken by another process) would only
-        // make this caller wait: the caller runs it itself, so a hybrid search is never slower than its two
-        // halves in sequence.
+        // make this caller wait: the caller runs it itself.
         let unclaimed = take(shared, &mut lock(&shared.slot));
+        let reclaimed = unclaimed.is_some();
         if let Some(job) = unclaimed {
             RECLAIMED.fetch_add(1, Ordering::Relaxed);
             job();
         }
         drop(finish);
+        let there_took = Duration::from_nanos(there_took.load(Ordering::Relaxed));
+        POLICY.learn(reclaimed, started.elapsed(), here_took, there_took);
         b
     };
     match result {
@@ -195,6 +311,71 @@ impl Drop for Finish<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Keeps the helper from taking jobs, as a helper without a CPU would.
+    pub(super) static HELPER_PAUSED: AtomicBool = AtomicBool::new(false);
+
+    #[test]
+    fn a_job_the_helper_has_not_taken_is_run_by_its_caller() {
+        let _ = join(|| 0, || 0);
+        HELPER_PAUSED.store(true, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(2));
+        let caller = std::thread::current().id();
+        // Other tests share the helper (a busy helper, or a policy run in sequence, also runs both halves
+        // here): try until this caller's job is the one reclaimed.
+        let mut reclaimed = false;
+        for _ in 0..2_000 {
+            let before = hybrid_halves_reclaimed();
+            let started = Instant::now();
+            let (there, here) = join(|| std::thread::current().id(), || std::thread::current().id());
+            assert_eq!((there, here), (caller, caller), "the paused helper ran nothing");
+            if hybrid_halves_reclaimed() > before {
+                assert!(
+                    started.elapsed() < Duration::from_millis(50),
+                    "the caller did not wait for the helper"
+                );
+                reclaimed = true;
+                break;
+            }
+        }
+        HELPER_PAUSED.store(false, Ordering::Relaxed);
+        assert!(reclaimed, "no job was ever reclaimed");
+        assert_eq!(join(|| 5, || 6), (5, 6), "the helper serves on");
+    }
+
+    #[test]
+    fn the_policy_sleeps_the_helper_when_it_misses_jobs_and_goes_sequential_when_parallel_loses() {
+        let policy = Policy::new();
+        let us = Duration::from_micros;
+        // Parallel winning: 100 µs for halves of 80 + 80.
+        for _ in 0..64 {
+            policy.learn(false, us(100), us(80), us(80));
+        }
+        assert!(policy.spin.load(Ordering::Relaxed) && !policy.sequential());
+        // Jobs missed one in three: the helper stops spinning between jobs.
+        for round in 0..64 {
+            policy.learn(round % 3 == 0, us(100), us(80), us(80));
+        }
+        assert!(!policy.spin.load(Ordering::Relaxed));
+        // Parallel losing: 250 µs for halves of 80 + 80. Soon the next searches run in sequence, then it
+        // tries again.
+        let mut learnt = 0;
+        while !policy.sequential() {
+            policy.learn(false, us(250), us(80), us(80));
+            learnt += 1;
+            assert!(learnt < 64, "the policy never went sequential");
+        }
+        let mut in_sequence = 1;
+        while policy.sequential() {
+            in_sequence += 1;
+        }
+        assert_eq!(in_sequence, SEQUENTIAL_RUN);
+        // Caught up: missing no jobs, the helper spins again.
+        for _ in 0..64 {
+            policy.learn(false, us(100), us(80), us(80));
+        }
+        assert!(policy.spin.load(Ordering::Relaxed));
+    }
 
     #[test]
     fn both_halves_run_and_borrow_from_the_caller() {

@@ -46,7 +46,7 @@ pub use crate::config::{
     Normalization, Recency, SearchConfig,
 };
 pub use crate::error::{Error, Result};
-pub use crate::helper::{hybrid_halves_reclaimed, set_hybrid_parallel};
+pub use crate::helper::{hybrid_halves_reclaimed, hybrid_searches_in_sequence, set_hybrid_parallel};
 pub use crate::lexical::FtsQuery;
 pub use crate::receipt::{
     ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, QueryEvidence,
