@@ -104,7 +104,8 @@ pub(crate) fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(crate) fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
-    let _guard = crate::guard::writing("verify", &[], &[&args.output_dir], &args.lock)?;
+    let _guard =
+        crate::guard::writing("verify", &[], &[&args.output_dir], &args.lock, crate::guard::OnStop::AtOnce)?;
     let model_dir = args.model_dir.clone().or_else(|| std::env::var_os("SCIFACT_MODEL_DIR").map(Into::into));
     let options = VerifyOptions {
         output_dir: args.output_dir.clone(),
@@ -160,7 +161,13 @@ pub(crate) fn prompt_line(prompt: &str) -> anyhow::Result<String> {
 }
 
 pub(crate) fn bundle(args: &BundleArgs) -> anyhow::Result<ExitCode> {
-    let _guard = crate::guard::writing("bundle", &[], &[&args.output_dir], &args.lock)?;
+    let _guard = crate::guard::writing(
+        "bundle",
+        &[],
+        &[&args.output_dir],
+        &args.lock,
+        crate::guard::OnStop::AtDurablePoint,
+    )?;
     let manifest = receipt_verify::make_bundle(&BundleOptions {
         output_dir: args.output_dir.clone(),
         bundle_dir: args.bundle_dir.clone(),

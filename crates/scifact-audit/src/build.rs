@@ -34,7 +34,13 @@ pub(crate) fn acquire_archive(
 }
 
 pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
-    let _guard = crate::guard::writing("build", &[&args.work_dir], &[], &args.lock)?;
+    let _guard = crate::guard::writing(
+        "build",
+        &[&args.work_dir],
+        &[],
+        &args.lock,
+        crate::guard::OnStop::AtDurablePoint,
+    )?;
     let progress = StageProgress::new();
     let (archive, digest_policy) = args.profile.archive(
         args.archive.as_deref(),

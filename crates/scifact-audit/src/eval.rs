@@ -70,7 +70,8 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let mut stages = Stages { started: Instant::now(), timings: Vec::new(), progress: StageProgress::new() };
     let work = &args.work_dir;
     std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
-    let _guard = crate::guard::writing("eval", &[work], &[], &args.lock)?;
+    let _guard =
+        crate::guard::writing("eval", &[work], &[], &args.lock, crate::guard::OnStop::AtDurablePoint)?;
 
     // Everything the run will need, checked before the first expensive stage.
     let signer = args.secret_key.as_deref().map(load_signer).transpose()?;
@@ -111,7 +112,13 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let run_dir = work.join("runs").join(&run_id);
     let (store, results) = (run_dir.join("store"), run_dir.join("results"));
     // `run`, `verify` or `bundle` pointed at this evaluation's own directories wait for it too.
-    let _inner = crate::guard::writing("eval", &[&store, &results], &[], &args.lock)?;
+    let _inner = crate::guard::writing(
+        "eval",
+        &[&store, &results],
+        &[],
+        &args.lock,
+        crate::guard::OnStop::AtDurablePoint,
+    )?;
     let view = FixtureView::load(&fixture, scifact_eval::MAX_FIXTURE_BYTES)?.0;
 
     let (preregistration, preregistration_sha256) = stages.time("pre-register", |_| {

@@ -17,7 +17,8 @@ const CARGO_LOCK: &[u8] = include_bytes!("../../../Cargo.lock");
 const FLAKE_LOCK: &[u8] = include_bytes!("../../../flake.lock");
 
 pub(crate) fn run(args: &ExportArgs) -> anyhow::Result<ExitCode> {
-    let _guard = crate::guard::writing("export", &[], &[&args.output_dir], &args.lock)?;
+    let _guard =
+        crate::guard::writing("export", &[], &[&args.output_dir], &args.lock, crate::guard::OnStop::AtOnce)?;
     let run_id = args.output_dir.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let bytes = safe_fs::read_regular(&args.corpus, MAX_FIXTURE_BYTES)?;
     let fixture: Fixture = serde_json::from_slice(&bytes)

@@ -13,14 +13,25 @@ pub(crate) struct Guard {
     _locks: Vec<DirLock>,
 }
 
+/// Whether a stop signal waits for the next durable point (long work with halt points), or ends the process at
+/// once as by default (short work whose every write is atomic, where dying anywhere is as safe).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnStop {
+    /// Finish the durable step in hand, then exit 130/143 with a word on what was kept.
+    AtDurablePoint,
+    /// The default: end at once.
+    AtOnce,
+}
+
 /// Locks `created` (made if missing) and `existing` (which must exist: a mistyped path is an error, not a new
 /// directory) for `command`, in path order so that two waiting processes never hold one each; and installs
-/// the stop handler.
+/// the stop handler when `on_stop` asks for it.
 pub(crate) fn writing(
     command: &str,
     created: &[&Path],
     existing: &[&Path],
     args: &LockArgs,
+    on_stop: OnStop,
 ) -> anyhow::Result<Guard> {
     let mut sorted: Vec<PathBuf> = Vec::new();
     for dir in created {
@@ -34,7 +45,9 @@ pub(crate) fn writing(
     }
     sorted.sort();
     sorted.dedup();
-    safe_fs::stop::install(farewell);
+    if on_stop == OnStop::AtDurablePoint {
+        safe_fs::stop::install(farewell);
+    }
     let contention = if args.wait { Contention::Wait } else { Contention::Refuse };
     let purpose = format!("scifact-audit {command}");
     let mut locks = Vec::new();

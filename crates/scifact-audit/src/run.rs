@@ -14,7 +14,13 @@ use crate::progress::StageProgress;
 pub(crate) const BUILD_REVISION: &str = env!("SCIFACT_AUDIT_BUILD_REVISION");
 
 pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let _guard = crate::guard::writing("run", &[&args.store_dir, &args.output_dir], &[], &args.lock)?;
+    let _guard = crate::guard::writing(
+        "run",
+        &[&args.store_dir, &args.output_dir],
+        &[],
+        &args.lock,
+        crate::guard::OnStop::AtDurablePoint,
+    )?;
     let modes = match args.mode {
         ModeArg::FtsOnly => vec![SearchMode::FtsOnly],
         ModeArg::VectorOnly => vec![SearchMode::VectorOnly],

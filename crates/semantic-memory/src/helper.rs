@@ -80,7 +80,11 @@ fn serve(shared: &'static Shared) {
             if Instant::now() >= deadline {
                 let mut slot = lock(&shared.slot);
                 let job = loop {
-                    match take(shared, &mut slot) {
+                    #[cfg(test)]
+                    let paused = tests::HELPER_PAUSED.load(Ordering::Relaxed);
+                    #[cfg(not(test))]
+                    let paused = false;
+                    match if paused { None } else { take(shared, &mut slot) } {
                         Some(job) => break job,
                         // A timeout, so that a wake-up lost to a reclaimed job cannot strand a posted one.
                         None => {
