@@ -103,40 +103,31 @@ impl Verification {
 /// (`corpus`) cannot be read at all.
 pub fn verify(options: &VerifyOptions) -> Result<Verified> {
     let mut report = Report::default();
-    let mut runs = Vec::new();
-    let mut total = 0;
-    for path in aggregates_in(&options.output_dir)? {
-        match Run::load(&path, OUTPUT_LIMITS, &mut total) {
-            Ok(run) => runs.push(run),
-            Err(Error::Input { path, reason }) => {
-                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                report.record(&name, "input.json", Err(reason));
-            }
-            Err(other) => return Err(other),
-        }
-    }
+    // A fixture given by path (52 MB in a real run) is read and parsed beside the runs.
+    let (runs, given) = std::thread::scope(|scope| {
+        let given = options.corpus.as_ref().map(|path| {
+            scope.spawn(move || -> Result<Opened> {
+                let bytes = safe_fs::read_regular(path, MAX_FIXTURE_BYTES).map_err(Error::file)?;
+                Ok(open_fixture(Found::Read(path.display().to_string(), bytes)))
+            })
+        });
+        let runs = load_runs(&options.output_dir, &mut report);
+        let given =
+            given.map(|thread| thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+        (runs, given)
+    });
+    let runs = runs?;
     strict_rows(&mut report, &runs);
-    let fixture = match &options.corpus {
-        Some(path) => Found::Read(
-            path.display().to_string(),
-            safe_fs::read_regular(path, MAX_FIXTURE_BYTES).map_err(Error::file)?,
+    let (view, full, fixture_problem) = match given {
+        Some(opened) => opened?,
+        None => open_fixture(
+            runs.iter()
+                .map(|run| Found::at(Path::new(run.str_at("/corpus/fixture_path")), MAX_FIXTURE_BYTES))
+                .find(|found| !matches!(found, Found::Absent(_)))
+                .unwrap_or_else(|| Found::Absent("no fixture at the recorded path (pass --corpus)".into())),
         ),
-        None => runs
-            .iter()
-            .map(|run| Found::at(Path::new(run.str_at("/corpus/fixture_path")), MAX_FIXTURE_BYTES))
-            .find(|found| !matches!(found, Found::Absent(_)))
-            .unwrap_or_else(|| Found::Absent("no fixture at the recorded path (pass --corpus)".into())),
     };
     report.subjects = crate::checks::exports::subjects_of(&runs);
-    let (view, full, fixture_problem) = match &fixture {
-        Found::Read(origin, bytes) => match FixtureView::from_bytes(Path::new(origin), bytes) {
-            Ok((view, full)) => (Some(view), full, None),
-            Err(error) => (None, None, Some(error.to_string())),
-        },
-        Found::Absent(reason) => (None, None, Some(format!("absent: {reason}"))),
-        Found::Refused(reason) => (None, None, Some(reason.clone())),
-    };
-    drop(fixture);
     if let Some(reason) = fixture_problem.as_deref().filter(|r| !r.starts_with("absent: ")) {
         report.record("global", "corpus.file", Err(reason.to_owned()));
     }
@@ -207,15 +198,23 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
     };
     // Runs are checked in groups sharing a mapping and an executable (one group in every real run).
     let mut model = None;
-    let mut groups: BTreeMap<(PathBuf, String), Vec<Run>> = BTreeMap::new();
-    for run in &runs {
-        groups
-            .entry((mapping_path(run), run.str_at("/executable/path").to_owned()))
-            .or_default()
-            .push(run.clone());
-    }
-    let single = groups.len() == 1;
-    for ((mapping, executable), group) in &groups {
+    let key = |run: &Run| (mapping_path(run), run.str_at("/executable/path").to_owned());
+    let mut keys: Vec<(PathBuf, String)> = runs.iter().map(key).collect();
+    keys.sort();
+    keys.dedup();
+    let single = keys.len() == 1;
+    for (mapping, executable) in &keys {
+        let copies: Vec<Run>;
+        let group: &[Run] = if single {
+            &runs
+        } else {
+            copies = runs
+                .iter()
+                .filter(|run| key(run) == (mapping.clone(), executable.clone()))
+                .cloned()
+                .collect();
+            &copies
+        };
         let (origin, digest) = &executables[executable];
         let executable_input = match digest {
             Ok(digest) => Input::Read { origin, content: digest.as_str() },
@@ -256,6 +255,37 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
     report.extend(crate::checks::store::stores(&runs, options.store_dir.as_deref()));
     let page = model.map(|model| crate::render::render(&model));
     Ok(Verified { report, page })
+}
+
+/// The fixture's view and, for a full fixture, its texts and vectors; or why there is neither.
+type Opened = (Option<FixtureView>, Option<crate::fixture::FullFixture>, Option<String>);
+
+fn open_fixture(found: Found) -> Opened {
+    match &found {
+        Found::Read(origin, bytes) => match FixtureView::from_bytes(Path::new(origin), bytes) {
+            Ok((view, full)) => (Some(view), full, None),
+            Err(error) => (None, None, Some(error.to_string())),
+        },
+        Found::Absent(reason) => (None, None, Some(format!("absent: {reason}"))),
+        Found::Refused(reason) => (None, None, Some(reason.clone())),
+    }
+}
+
+/// Every aggregate of `dir` with its rows; one that is not strict JSON is recorded as `input.json`.
+fn load_runs(dir: &Path, report: &mut Report) -> Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    let mut total = 0;
+    for path in aggregates_in(dir)? {
+        match Run::load(&path, OUTPUT_LIMITS, &mut total) {
+            Ok(run) => runs.push(run),
+            Err(Error::Input { path, reason }) => {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                report.record(&name, "input.json", Err(reason));
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    Ok(runs)
 }
 
 /// `input.json` for every rows file that was read but is not strict JSON lines.

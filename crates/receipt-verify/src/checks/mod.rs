@@ -67,30 +67,63 @@ pub(crate) struct Outcome {
     pub(crate) model: Option<Model>,
 }
 
+/// How the machine's cores are shared while the embedding re-check runs beside the other checks.
+pub(crate) struct Share {
+    /// Threads re-embedding.
+    pub(crate) embedding: usize,
+    /// Threads ranking lexically, each with its own index (at most four).
+    pub(crate) lexical: usize,
+}
+
+/// Half the cores each (one each on two) when `reembedding`; otherwise all of them rank lexically.
+pub(crate) fn share(reembedding: bool) -> Share {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let embedding = if reembedding { (cores / 2).max(1) } else { 0 };
+    Share { embedding, lexical: (cores - embedding).clamp(1, 4) }
+}
+
 /// Runs every check that needs nothing but [`Inputs`]: the contract's validator, the receipts, what is
-/// attested, every ranking recomputed, the embeddings, and the selection.
+/// attested, every ranking recomputed, the embeddings (on a second thread), and the selection.
 pub(crate) fn run_all(inputs: &Inputs<'_>) -> Outcome {
-    let mut report = Report::default();
-    for run in inputs.runs {
-        report.extend(validate::validate(
-            run,
-            validate::Evidence {
-                fixture: inputs.fixture,
-                mapping: inputs.mapping,
-                executable_sha256: inputs.executable,
-            },
-        ));
-        report.extend(receipts::receipts(run, inputs.frozen));
-        report.extend(attested::attested(run));
-        if let Some(frozen) = inputs.frozen
-            && frozen.get("frozen_unix").is_some()
-            && run.str_at("/split") != "calibration"
-        {
-            report.attest(&run.name, "freeze.order", attested::freeze_order(run, frozen));
+    std::thread::scope(|scope| {
+        // Re-embedding is the longest check and shares nothing with the others, so it runs beside them, on
+        // threads of its own: the other checks keep the other cores, and no idle worker spins against them.
+        let beside = std::thread::Builder::new()
+            .name("embedding-check".into())
+            .spawn_scoped(scope, || {
+                match rayon::ThreadPoolBuilder::new().num_threads(share(true).embedding).build() {
+                    Ok(pool) => pool.install(|| rankings::embedding(inputs)),
+                    Err(_) => rankings::embedding(inputs),
+                }
+            })
+            .ok();
+        let mut report = Report::default();
+        for run in inputs.runs {
+            report.extend(validate::validate(
+                run,
+                validate::Evidence {
+                    fixture: inputs.fixture,
+                    mapping: inputs.mapping,
+                    executable_sha256: inputs.executable,
+                },
+            ));
+            report.extend(receipts::receipts(run, inputs.frozen));
+            report.extend(attested::attested(run));
+            if let Some(frozen) = inputs.frozen
+                && frozen.get("frozen_unix").is_some()
+                && run.str_at("/split") != "calibration"
+            {
+                report.attest(&run.name, "freeze.order", attested::freeze_order(run, frozen));
+            }
         }
-    }
-    report.extend(rankings::rankings(inputs));
-    let (selection, model) = selection::selection_checks(inputs.runs, inputs.documents);
-    report.extend(selection);
-    Outcome { report, model }
+        report.extend(rankings::rankings(inputs));
+        let (selection, model) = selection::selection_checks(inputs.runs, inputs.documents);
+        let embedded = match beside {
+            Some(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            None => rankings::embedding(inputs),
+        };
+        report.extend(embedded);
+        report.extend(selection);
+        Outcome { report, model }
+    })
 }

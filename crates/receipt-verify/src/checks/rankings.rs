@@ -29,7 +29,7 @@ struct Shared<'a> {
     lexical: Result<Lists, String>,
 }
 
-/// The ranking checks of every run, and `embedding.values`.
+/// The ranking checks of every run (`embedding.values` is [`embedding`], run beside them).
 pub(crate) fn rankings(inputs: &Inputs<'_>) -> Report {
     let mut report = Report::default();
     let runs = inputs.runs;
@@ -77,7 +77,8 @@ pub(crate) fn rankings(inputs: &Inputs<'_>) -> Report {
             };
             let lexical = match inputs.texts {
                 Input::Read { content, .. } if wants_lexical => {
-                    Lists::compute(content, fact_ids, &needed.1, depth)
+                    let threads = crate::checks::share(inputs.embedding.model_dir.is_some()).lexical;
+                    Lists::compute(content, fact_ids, &needed.1, depth, threads)
                 }
                 Input::Read { .. } => Err("no run searched lexically".into()),
                 Input::Absent(reason) => Err(format!("not checked: {reason}")),
@@ -134,7 +135,6 @@ pub(crate) fn rankings(inputs: &Inputs<'_>) -> Report {
             }
         }
     }
-    report.extend(embedding(inputs));
     report
 }
 
@@ -514,7 +514,7 @@ fn fused(
 
 /// `embedding.values`: a sample of texts (from randomness the signer cannot predict) re-embedded with the
 /// declared model and compared bit for bit.
-fn embedding(inputs: &Inputs<'_>) -> Report {
+pub(crate) fn embedding(inputs: &Inputs<'_>) -> Report {
     let mut report = Report::default();
     let scope = "global";
     let EmbeddingCheck { model_dir, sample, seed } = inputs.embedding;

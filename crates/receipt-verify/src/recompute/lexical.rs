@@ -29,6 +29,48 @@ pub(crate) fn fts_expression(text: &str) -> Option<String> {
     })
 }
 
+/// Each query's index, FTS5 expression and ranked candidates.
+type Ranked = Vec<(usize, Option<String>, Vec<(i64, f64)>)>;
+
+/// Builds an FTS5 index of every document of `texts` and ranks `queries` with it.
+fn rank(texts: &Texts, fact_ids: &[i64], queries: &[usize], depth: usize) -> Result<Ranked, String> {
+    let conn = Connection::open_in_memory().map_err(|e| e.to_string())?;
+    conn.execute_batch(
+        "CREATE VIRTUAL TABLE documents USING fts5 (text, tokenize = 'porter unicode61'); BEGIN;",
+    )
+    .map_err(|e| e.to_string())?;
+    {
+        let mut insert =
+            conn.prepare("INSERT INTO documents (rowid, text) VALUES (?1, ?2)").map_err(|e| e.to_string())?;
+        for ((_, title, text), fact) in texts.documents.iter().zip(fact_ids) {
+            insert.execute(rusqlite::params![fact, searchable(title, text)]).map_err(|e| e.to_string())?;
+        }
+    }
+    conn.execute_batch("COMMIT;").map_err(|e| e.to_string())?;
+    let mut statement = conn
+        .prepare(
+            "SELECT rowid, bm25(documents) AS score FROM documents WHERE documents MATCH ?1 \
+             ORDER BY score ASC, rowid ASC LIMIT ?2",
+        )
+        .map_err(|e| e.to_string())?;
+    let mut ranked = Vec::with_capacity(queries.len());
+    for &query in queries {
+        let Some((id, text)) = texts.queries.get(query) else { continue };
+        let expression = fts_expression(text);
+        let list = match &expression {
+            None => Vec::new(),
+            Some(expression) => statement
+                .query_map(rusqlite::params![expression, depth as i64], |row| {
+                    Ok((row.get::<_, i64>(0)?, -row.get::<_, f64>(1)?))
+                })
+                .and_then(Iterator::collect)
+                .map_err(|e| format!("query {id:?}: {e}"))?,
+        };
+        ranked.push((query, expression, list));
+    }
+    Ok(ranked)
+}
+
 /// The ranked lexical candidates of every query, `depth` long, by query index.
 pub(crate) struct Lists {
     lists: BTreeMap<usize, Vec<(i64, f64)>>,
@@ -39,7 +81,8 @@ pub(crate) struct Lists {
 
 impl Lists {
     /// Indexes every document of `texts` under its fact id (`fact_ids[i]` for document i) and ranks each of
-    /// `queries` (indexes into `texts.queries`).
+    /// `queries` (indexes into `texts.queries`). Ranking is most of the work: each of `threads` builds its own
+    /// index and ranks its share of the queries.
     ///
     /// # Errors
     /// SQLite's, when the index cannot be built or queried.
@@ -48,44 +91,25 @@ impl Lists {
         fact_ids: &[i64],
         queries: &[usize],
         depth: usize,
+        threads: usize,
     ) -> Result<Lists, String> {
-        let conn = Connection::open_in_memory().map_err(|e| e.to_string())?;
-        conn.execute_batch(
-            "CREATE VIRTUAL TABLE documents USING fts5 (text, tokenize = 'porter unicode61'); BEGIN;",
-        )
-        .map_err(|e| e.to_string())?;
-        {
-            let mut insert = conn
-                .prepare("INSERT INTO documents (rowid, text) VALUES (?1, ?2)")
-                .map_err(|e| e.to_string())?;
-            for ((_, title, text), fact) in texts.documents.iter().zip(fact_ids) {
-                insert
-                    .execute(rusqlite::params![fact, searchable(title, text)])
-                    .map_err(|e| e.to_string())?;
-            }
-        }
-        conn.execute_batch("COMMIT;").map_err(|e| e.to_string())?;
-        let mut statement = conn
-            .prepare(
-                "SELECT rowid, bm25(documents) AS score FROM documents WHERE documents MATCH ?1 \
-                 ORDER BY score ASC, rowid ASC LIMIT ?2",
-            )
-            .map_err(|e| e.to_string())?;
+        let chunk = queries.len().div_ceil(threads.max(1)).max(1);
+        let parts: Vec<Result<Ranked, String>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = queries
+                .chunks(chunk)
+                .map(|part| scope.spawn(move || rank(texts, fact_ids, part, depth)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
+        });
         let (mut lists, mut expressions) = (BTreeMap::new(), BTreeMap::new());
-        for &query in queries {
-            let Some((id, text)) = texts.queries.get(query) else { continue };
-            let expression = fts_expression(text);
-            let list = match &expression {
-                None => Vec::new(),
-                Some(expression) => statement
-                    .query_map(rusqlite::params![expression, depth as i64], |row| {
-                        Ok((row.get::<_, i64>(0)?, -row.get::<_, f64>(1)?))
-                    })
-                    .and_then(Iterator::collect)
-                    .map_err(|e| format!("query {id:?}: {e}"))?,
-            };
-            lists.insert(query, list);
-            expressions.insert(query, expression);
+        for part in parts {
+            for (query, expression, list) in part? {
+                lists.insert(query, list);
+                expressions.insert(query, expression);
+            }
         }
         Ok(Lists { lists, expressions, depth })
     }
@@ -120,7 +144,13 @@ mod tests {
             ],
             queries: vec![("q".into(), "Vitamin-D, bone?".into()), ("empty".into(), "?!".into())],
         };
-        let lists = Lists::compute(&texts, &[7, 8, 5], &[0, 1], 10).unwrap();
+        let lists = Lists::compute(&texts, &[7, 8, 5], &[0, 1], 10, 1).unwrap();
+        let split = Lists::compute(&texts, &[7, 8, 5], &[0, 1], 10, 2).unwrap();
+        assert_eq!(
+            (split.lists.clone(), split.expressions.clone()),
+            (lists.lists.clone(), lists.expressions.clone()),
+            "two indexes, the same lists"
+        );
         let list = lists.list(0).unwrap();
         assert_eq!(
             list.iter().map(|(f, _)| *f).collect::<Vec<_>>(),
