@@ -83,9 +83,12 @@ pub(crate) fn product(kernels: Kernels, a: Rows<'_>, w: &Packed, out: &mut [f32]
     });
 }
 
-/// One block of rows through every panel: the driver each kernel set shares. The block's rows are first
-/// repacked tile by tile (for each k, the tile's rows side by side), so each step's broadcasts share a cache
-/// line; `tile(a, rows, panel, bias, c, ldc)` then computes up to `mr` rows of one panel into `c`.
+/// One block of rows through every panel: the driver each kernel set shares. With more than one panel, the
+/// block's rows are first repacked tile by tile (for each k, the tile's rows side by side), so each step's
+/// broadcasts share a cache line; with one panel (an attention head's values) the repacking would cost as
+/// much as the product, and the tile reads the rows where they are. `tile(a, rows, lda, panel, bias, c, ldc)`
+/// then computes up to `mr` rows of one panel into `c`: row r's element p of `a` is at `p * rows + r` when
+/// `lda` is 0 (repacked), at `r * lda + p` otherwise.
 #[inline(always)]
 fn drive(
     a: Rows<'_>,
@@ -93,13 +96,14 @@ fn drive(
     out: &mut [f32],
     ldc: usize,
     mr: usize,
-    mut tile: impl FnMut(&[f32], usize, &[f32], &[f32], &mut [f32], usize),
+    mut tile: impl FnMut(&[f32], usize, usize, &[f32], &[f32], &mut [f32], usize),
 ) {
     let (k, n, width, rows) = (w.k, w.n, w.width, a.m);
     let mut scratch = vec![0.0f32; mr * width];
-    let mut packed = vec![0.0f32; rows * k];
+    let direct = n <= width;
+    let mut packed = vec![0.0f32; if direct { 0 } else { rows * k }];
     let mut row = 0;
-    while row < rows {
+    while row < rows && !direct {
         let take = mr.min(rows - row);
         let tile = &mut packed[row * k..(row + take) * k];
         for p in 0..k {
@@ -117,12 +121,16 @@ fn drive(
         let mut row = 0;
         while row < rows {
             let take = mr.min(rows - row);
-            let a_tile = &packed[row * k..(row + take) * k];
+            let (a_tile, lda) = if direct {
+                (&a.data[row * a.stride..(row + take - 1) * a.stride + k], a.stride)
+            } else {
+                (&packed[row * k..(row + take) * k], 0)
+            };
             if full {
-                tile(a_tile, take, weights, bias, &mut out[row * ldc + first..], ldc);
+                tile(a_tile, take, lda, weights, bias, &mut out[row * ldc + first..], ldc);
             } else {
                 // The last, partial panel goes through a scratch tile; only its real columns are kept.
-                tile(a_tile, take, weights, bias, &mut scratch, width);
+                tile(a_tile, take, lda, weights, bias, &mut scratch, width);
                 let kept = n - first;
                 for r in 0..take {
                     out[(row + r) * ldc + first..(row + r) * ldc + n]
@@ -134,11 +142,17 @@ fn drive(
     }
 }
 
+/// Row `r`'s element `p` of a tile of `R` rows: repacked (`lda` 0) or in place, `lda` apart.
+#[inline(always)]
+fn at<const R: usize>(lda: usize, r: usize, p: usize) -> usize {
+    if lda == 0 { p * R + r } else { r * lda + p }
+}
+
 mod avx512 {
     #[cfg(target_arch = "x86_64")]
     use std::arch::x86_64::*;
 
-    use super::{Packed, Rows, drive};
+    use super::{Packed, Rows, at, drive};
 
     const MR: usize = 12;
 
@@ -147,23 +161,35 @@ mod avx512 {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn block(a: Rows<'_>, w: &Packed, out: &mut [f32], ldc: usize) {
-        drive(a, w, out, ldc, MR, |a, take, b, bias, c, ldc| {
+        drive(a, w, out, ldc, MR, |a, take, lda, b, bias, c, ldc| {
             // SAFETY: the slices hold `take` rows of k, k panels of 32 weights, 32 biases and `take` rows
             // of at least 32 outputs, `ldc` apart; the CPU has AVX-512F (this function's precondition).
             unsafe {
-                match take {
-                    12 => tile::<12>(a, b, bias, c, ldc),
-                    11 => tile::<11>(a, b, bias, c, ldc),
-                    10 => tile::<10>(a, b, bias, c, ldc),
-                    9 => tile::<9>(a, b, bias, c, ldc),
-                    8 => tile::<8>(a, b, bias, c, ldc),
-                    7 => tile::<7>(a, b, bias, c, ldc),
-                    6 => tile::<6>(a, b, bias, c, ldc),
-                    5 => tile::<5>(a, b, bias, c, ldc),
-                    4 => tile::<4>(a, b, bias, c, ldc),
-                    3 => tile::<3>(a, b, bias, c, ldc),
-                    2 => tile::<2>(a, b, bias, c, ldc),
-                    _ => tile::<1>(a, b, bias, c, ldc),
+                match (take, lda == 0) {
+                    (12, true) => tile::<12, true>(a, 0, b, bias, c, ldc),
+                    (11, true) => tile::<11, true>(a, 0, b, bias, c, ldc),
+                    (10, true) => tile::<10, true>(a, 0, b, bias, c, ldc),
+                    (9, true) => tile::<9, true>(a, 0, b, bias, c, ldc),
+                    (8, true) => tile::<8, true>(a, 0, b, bias, c, ldc),
+                    (7, true) => tile::<7, true>(a, 0, b, bias, c, ldc),
+                    (6, true) => tile::<6, true>(a, 0, b, bias, c, ldc),
+                    (5, true) => tile::<5, true>(a, 0, b, bias, c, ldc),
+                    (4, true) => tile::<4, true>(a, 0, b, bias, c, ldc),
+                    (3, true) => tile::<3, true>(a, 0, b, bias, c, ldc),
+                    (2, true) => tile::<2, true>(a, 0, b, bias, c, ldc),
+                    (_, true) => tile::<1, true>(a, 0, b, bias, c, ldc),
+                    (12, false) => tile::<12, false>(a, lda, b, bias, c, ldc),
+                    (11, false) => tile::<11, false>(a, lda, b, bias, c, ldc),
+                    (10, false) => tile::<10, false>(a, lda, b, bias, c, ldc),
+                    (9, false) => tile::<9, false>(a, lda, b, bias, c, ldc),
+                    (8, false) => tile::<8, false>(a, lda, b, bias, c, ldc),
+                    (7, false) => tile::<7, false>(a, lda, b, bias, c, ldc),
+                    (6, false) => tile::<6, false>(a, lda, b, bias, c, ldc),
+                    (5, false) => tile::<5, false>(a, lda, b, bias, c, ldc),
+                    (4, false) => tile::<4, false>(a, lda, b, bias, c, ldc),
+                    (3, false) => tile::<3, false>(a, lda, b, bias, c, ldc),
+                    (2, false) => tile::<2, false>(a, lda, b, bias, c, ldc),
+                    (_, false) => tile::<1, false>(a, lda, b, bias, c, ldc),
                 }
             }
         });
@@ -172,9 +198,17 @@ mod avx512 {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
     #[inline]
-    unsafe fn tile<const R: usize>(a: &[f32], b: &[f32], bias: &[f32], c: &mut [f32], ldc: usize) {
-        let k = a.len() / R;
-        debug_assert!(b.len() >= k * 32 && bias.len() >= 32 && c.len() >= (R - 1) * ldc + 32);
+    unsafe fn tile<const R: usize, const PACKED: bool>(
+        a: &[f32],
+        lda: usize,
+        b: &[f32],
+        bias: &[f32],
+        c: &mut [f32],
+        ldc: usize,
+    ) {
+        let k = b.len() / 32;
+        debug_assert!(a.len() >= if PACKED { R * k } else { (R - 1) * lda + k });
+        debug_assert!(bias.len() >= 32 && c.len() >= (R - 1) * ldc + 32);
         let (a, b, c) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
         // SAFETY: every offset stays within the slices checked above.
         unsafe {
@@ -185,7 +219,7 @@ mod avx512 {
                 let w0 = _mm512_loadu_ps(b.add(p * 32));
                 let w1 = _mm512_loadu_ps(b.add(p * 32 + 16));
                 for (r, row) in acc.iter_mut().enumerate() {
-                    let x = _mm512_set1_ps(*a.add(p * R + r));
+                    let x = _mm512_set1_ps(*a.add(at::<R>(if PACKED { 0 } else { lda }, r, p)));
                     row[0] = _mm512_fmadd_ps(x, w0, row[0]);
                     row[1] = _mm512_fmadd_ps(x, w1, row[1]);
                 }
@@ -207,7 +241,7 @@ mod avx2 {
     #[cfg(target_arch = "x86_64")]
     use std::arch::x86_64::*;
 
-    use super::{Packed, Rows, drive};
+    use super::{Packed, Rows, at, drive};
 
     const MR: usize = 6;
 
@@ -216,16 +250,22 @@ mod avx2 {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn block(a: Rows<'_>, w: &Packed, out: &mut [f32], ldc: usize) {
-        drive(a, w, out, ldc, MR, |a, take, b, bias, c, ldc| {
+        drive(a, w, out, ldc, MR, |a, take, lda, b, bias, c, ldc| {
             // SAFETY: as in the AVX-512 block, with panels of 16; the CPU has AVX2 and FMA.
             unsafe {
-                match take {
-                    6 => tile::<6>(a, b, bias, c, ldc),
-                    5 => tile::<5>(a, b, bias, c, ldc),
-                    4 => tile::<4>(a, b, bias, c, ldc),
-                    3 => tile::<3>(a, b, bias, c, ldc),
-                    2 => tile::<2>(a, b, bias, c, ldc),
-                    _ => tile::<1>(a, b, bias, c, ldc),
+                match (take, lda == 0) {
+                    (6, true) => tile::<6, true>(a, 0, b, bias, c, ldc),
+                    (5, true) => tile::<5, true>(a, 0, b, bias, c, ldc),
+                    (4, true) => tile::<4, true>(a, 0, b, bias, c, ldc),
+                    (3, true) => tile::<3, true>(a, 0, b, bias, c, ldc),
+                    (2, true) => tile::<2, true>(a, 0, b, bias, c, ldc),
+                    (_, true) => tile::<1, true>(a, 0, b, bias, c, ldc),
+                    (6, false) => tile::<6, false>(a, lda, b, bias, c, ldc),
+                    (5, false) => tile::<5, false>(a, lda, b, bias, c, ldc),
+                    (4, false) => tile::<4, false>(a, lda, b, bias, c, ldc),
+                    (3, false) => tile::<3, false>(a, lda, b, bias, c, ldc),
+                    (2, false) => tile::<2, false>(a, lda, b, bias, c, ldc),
+                    (_, false) => tile::<1, false>(a, lda, b, bias, c, ldc),
                 }
             }
         });
@@ -234,9 +274,17 @@ mod avx2 {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn tile<const R: usize>(a: &[f32], b: &[f32], bias: &[f32], c: &mut [f32], ldc: usize) {
-        let k = a.len() / R;
-        debug_assert!(b.len() >= k * 16 && bias.len() >= 16 && c.len() >= (R - 1) * ldc + 16);
+    unsafe fn tile<const R: usize, const PACKED: bool>(
+        a: &[f32],
+        lda: usize,
+        b: &[f32],
+        bias: &[f32],
+        c: &mut [f32],
+        ldc: usize,
+    ) {
+        let k = b.len() / 16;
+        debug_assert!(a.len() >= if PACKED { R * k } else { (R - 1) * lda + k });
+        debug_assert!(bias.len() >= 16 && c.len() >= (R - 1) * ldc + 16);
         let (a, b, c) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
         // SAFETY: every offset stays within the slices checked above.
         unsafe {
@@ -247,7 +295,7 @@ mod avx2 {
                 let w0 = _mm256_loadu_ps(b.add(p * 16));
                 let w1 = _mm256_loadu_ps(b.add(p * 16 + 8));
                 for (r, row) in acc.iter_mut().enumerate() {
-                    let x = _mm256_set1_ps(*a.add(p * R + r));
+                    let x = _mm256_set1_ps(*a.add(at::<R>(if PACKED { 0 } else { lda }, r, p)));
                     row[0] = _mm256_fmadd_ps(x, w0, row[0]);
                     row[1] = _mm256_fmadd_ps(x, w1, row[1]);
                 }
@@ -274,13 +322,13 @@ pub(super) mod scalar {
     pub(crate) const WIDTH: usize = 8;
 
     pub(crate) fn block(a: Rows<'_>, w: &Packed, out: &mut [f32], ldc: usize) {
-        drive(a, w, out, ldc, MR, |a, take, b, bias, c, ldc| {
-            let k = a.len() / take;
+        drive(a, w, out, ldc, MR, |a, take, lda, b, bias, c, ldc| {
+            let k = b.len() / WIDTH;
             for r in 0..take {
                 let mut acc = [0.0f32; WIDTH];
                 acc.copy_from_slice(&bias[..WIDTH]);
                 for p in 0..k {
-                    let x = a[p * take + r];
+                    let x = if lda == 0 { a[p * take + r] } else { a[r * lda + p] };
                     for (j, value) in acc.iter_mut().enumerate() {
                         *value = x.mul_add(b[p * WIDTH + j], *value);
                     }
@@ -308,7 +356,9 @@ mod tests {
     /// Every kernel computes each element as `bias + Σ a·w` by one fma chain in k order, whatever the shape.
     #[test]
     fn every_kernel_gives_the_fma_chain_bits_for_every_shape() {
-        for (m, n, k) in [(1, 8, 3), (5, 40, 17), (13, 96, 32), (100, 33, 64), (25, 1152, 384)] {
+        for (m, n, k) in
+            [(1, 8, 3), (5, 40, 17), (13, 96, 32), (100, 33, 64), (25, 1152, 384), (30, 32, 50), (29, 20, 7)]
+        {
             let a = random(m * k, 1);
             let w = random(n * k, 2);
             let bias = random(n, 3);
@@ -328,6 +378,31 @@ mod tests {
                 linear(kernels, &a, m, &packed, &mut out);
                 let bits: Vec<u32> = out.iter().map(|x| x.to_bits()).collect();
                 assert_eq!(bits, expected, "{kernels:?} at {m}x{n}x{k}");
+            }
+        }
+    }
+
+    /// Rows read in place from a wider matrix (one panel: no repacking) give the same chain's bits.
+    #[test]
+    fn a_strided_view_gives_the_fma_chain_bits() {
+        let (m, k, stride, ldc) = (27, 40, 61, 37);
+        let a = random(m * stride, 4);
+        for n in [8, 16, 20, 32, 33] {
+            let w = random(n * k, 5);
+            let bias = random(n, 6);
+            for kernels in Kernels::available() {
+                let packed = Packed::new(&w, &bias, n, k, kernels);
+                let mut out = vec![0.0f32; (m - 1) * ldc + n.max(ldc)];
+                product(kernels, Rows { data: &a, m, stride }, &packed, &mut out, ldc);
+                for i in 0..m {
+                    for j in 0..n {
+                        let mut acc = bias[j];
+                        for p in 0..k {
+                            acc = a[i * stride + p].mul_add(w[j * k + p], acc);
+                        }
+                        assert_eq!(out[i * ldc + j].to_bits(), acc.to_bits(), "{kernels:?} n {n} at {i},{j}");
+                    }
+                }
             }
         }
     }
