@@ -69,7 +69,6 @@ pub(crate) struct Signer {
 pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let mut stages = Stages { started: Instant::now(), timings: Vec::new(), progress: StageProgress::new() };
     let work = &args.work_dir;
-    std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
     let _guard =
         crate::guard::writing("eval", &[work], &[], &args.lock, crate::guard::OnStop::AtDurablePoint)?;
 

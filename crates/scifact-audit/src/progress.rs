@@ -43,7 +43,7 @@ impl StageProgress {
     /// Says on stderr that a stage without steps begins (plain mode only: a bar would flash and vanish).
     pub(crate) fn note(&self, text: &str) {
         if !self.terminal {
-            line(text);
+            say(text);
         }
     }
 
@@ -62,32 +62,29 @@ impl StageProgress {
                 human(total.saturating_sub(done) as f64 / rate)
             ));
         }
-        line(&text);
+        say(&text);
         self.last_line.set(Instant::now());
     }
 }
 
-/// The stage in hand and how far it got, for the word said when a stop signal ends the work.
+/// The stage in hand and how far it got, for the word said when a stop signal ends the work: the name is set
+/// when a stage begins, the counts on every step (no text is made until it is asked for).
 static LAST_STAGE: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+static LAST_DONE: AtomicU64 = AtomicU64::new(0);
+static LAST_TOTAL: AtomicU64 = AtomicU64::new(0);
 
 /// The stage in hand, as "<stage> (<done>/<total> done)", or empty before the first.
 pub(crate) fn last_stage() -> String {
-    LAST_STAGE.lock().map(|s| s.clone()).unwrap_or_default()
-}
-
-fn remember(stage: &str, done: u64, total: u64) {
-    if let Ok(mut last) = LAST_STAGE.lock() {
-        last.clear();
-        last.push_str(&format!("{stage} ({done}/{total} done)"));
+    let stage = LAST_STAGE.lock().map(|s| s.clone()).unwrap_or_default();
+    if stage.is_empty() {
+        return stage;
     }
+    let (done, total) = (LAST_DONE.load(Ordering::Relaxed), LAST_TOTAL.load(Ordering::Relaxed));
+    format!("{stage} ({done}/{total} done)")
 }
 
 /// A line on stderr, outside any bar.
 pub(crate) fn say(text: &str) {
-    line(text);
-}
-
-fn line(text: &str) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{text}");
     let _ = err.flush();
@@ -109,9 +106,13 @@ impl Progress for StageProgress {
         self.done.set(0);
         self.skipped.store(0, Ordering::Relaxed);
         self.started.set(Instant::now());
-        remember(stage, 0, total);
+        if let Ok(mut last) = LAST_STAGE.lock() {
+            stage.clone_into(&mut last);
+        }
+        LAST_DONE.store(0, Ordering::Relaxed);
+        LAST_TOTAL.store(total, Ordering::Relaxed);
         if !self.terminal {
-            line(&format!("{stage}: {total} to do"));
+            say(&format!("{stage}: {total} to do"));
             self.last_line.set(Instant::now());
             return;
         }
@@ -137,7 +138,7 @@ impl Progress for StageProgress {
 
     fn advance(&self, steps: u64) {
         self.done.set(self.done.get() + steps);
-        remember(&self.stage.borrow(), self.done.get(), self.total.get());
+        LAST_DONE.store(self.done.get(), Ordering::Relaxed);
         if self.terminal {
             self.bar.borrow().inc(steps);
         } else if self.last_line.get().elapsed() >= PLAIN_INTERVAL {
@@ -147,12 +148,12 @@ impl Progress for StageProgress {
 
     fn skip(&self, steps: u64) {
         self.done.set(self.done.get() + steps);
-        remember(&self.stage.borrow(), self.done.get(), self.total.get());
+        LAST_DONE.store(self.done.get(), Ordering::Relaxed);
         self.skipped.fetch_add(steps, Ordering::Relaxed);
         if self.terminal {
             self.bar.borrow().inc(steps);
         } else if steps > 0 {
-            line(&format!("{}: {steps} already done (resumed)", self.stage.borrow()));
+            say(&format!("{}: {steps} already done (resumed)", self.stage.borrow()));
         }
     }
 
@@ -162,7 +163,7 @@ impl Progress for StageProgress {
             return;
         }
         let fresh = self.done.get() - self.skipped.load(Ordering::Relaxed);
-        line(&format!(
+        say(&format!(
             "{}: done, {fresh} in {:.1} s",
             self.stage.borrow(),
             self.started.get().elapsed().as_secs_f64()

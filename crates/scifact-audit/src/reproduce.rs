@@ -61,7 +61,6 @@ fn rows_of(run: &Run) -> anyhow::Result<&Vec<Value>> {
 pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     let started = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let work = &args.work_dir;
-    std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
     let _guard =
         crate::guard::writing("reproduce", &[work], &[], &args.lock, crate::guard::OnStop::AtDurablePoint)?;
     let signer = args.secret_key.as_deref().map(crate::eval::load_signer).transpose()?;

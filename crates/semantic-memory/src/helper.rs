@@ -67,24 +67,15 @@ fn serve(shared: &'static Shared) {
         let spin = if POLICY.spin.load(Ordering::Relaxed) { SPIN } else { Duration::ZERO };
         let deadline = Instant::now() + spin;
         let job = loop {
-            #[cfg(test)]
-            if tests::HELPER_PAUSED.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_micros(100));
-                continue;
-            }
             if shared.posted.load(Ordering::Acquire)
-                && let Some(job) = take(shared, &mut lock(&shared.slot))
+                && let Some(job) = claim(shared, &mut lock(&shared.slot))
             {
                 break job;
             }
             if Instant::now() >= deadline {
                 let mut slot = lock(&shared.slot);
                 let job = loop {
-                    #[cfg(test)]
-                    let paused = tests::HELPER_PAUSED.load(Ordering::Relaxed);
-                    #[cfg(not(test))]
-                    let paused = false;
-                    match if paused { None } else { take(shared, &mut slot) } {
+                    match claim(shared, &mut slot) {
                         Some(job) => break job,
                         // A timeout, so that a wake-up lost to a reclaimed job cannot strand a posted one.
                         None => {
@@ -214,6 +205,15 @@ static PARALLEL: AtomicBool = AtomicBool::new(true);
 /// use it to time the sequential reference.
 pub fn set_hybrid_parallel(enabled: bool) {
     PARALLEL.store(enabled, Ordering::Relaxed);
+}
+
+/// The helper's [`take`]; a test can pause it, as a helper without a CPU would be.
+fn claim(shared: &Shared, slot: &mut Option<Job>) -> Option<Job> {
+    #[cfg(test)]
+    if tests::HELPER_PAUSED.load(Ordering::Relaxed) {
+        return None;
+    }
+    take(shared, slot)
 }
 
 fn take(shared: &Shared, slot: &mut Option<Job>) -> Option<Job> {

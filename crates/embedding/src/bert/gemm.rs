@@ -142,10 +142,10 @@ fn drive(
     }
 }
 
-/// Row `r`'s element `p` of a tile of `R` rows: repacked (`lda` 0) or in place, `lda` apart.
+/// Row `r`'s element `p` of a tile of `R` rows: repacked, or in place with rows `lda` apart.
 #[inline(always)]
-fn at<const R: usize>(lda: usize, r: usize, p: usize) -> usize {
-    if lda == 0 { p * R + r } else { r * lda + p }
+fn at<const R: usize, const PACKED: bool>(lda: usize, r: usize, p: usize) -> usize {
+    if PACKED { p * R + r } else { r * lda + p }
 }
 
 mod avx512 {
@@ -165,34 +165,46 @@ mod avx512 {
             // SAFETY: the slices hold `take` rows of k, k panels of 32 weights, 32 biases and `take` rows
             // of at least 32 outputs, `ldc` apart; the CPU has AVX-512F (this function's precondition).
             unsafe {
-                match (take, lda == 0) {
-                    (12, true) => tile::<12, true>(a, 0, b, bias, c, ldc),
-                    (11, true) => tile::<11, true>(a, 0, b, bias, c, ldc),
-                    (10, true) => tile::<10, true>(a, 0, b, bias, c, ldc),
-                    (9, true) => tile::<9, true>(a, 0, b, bias, c, ldc),
-                    (8, true) => tile::<8, true>(a, 0, b, bias, c, ldc),
-                    (7, true) => tile::<7, true>(a, 0, b, bias, c, ldc),
-                    (6, true) => tile::<6, true>(a, 0, b, bias, c, ldc),
-                    (5, true) => tile::<5, true>(a, 0, b, bias, c, ldc),
-                    (4, true) => tile::<4, true>(a, 0, b, bias, c, ldc),
-                    (3, true) => tile::<3, true>(a, 0, b, bias, c, ldc),
-                    (2, true) => tile::<2, true>(a, 0, b, bias, c, ldc),
-                    (_, true) => tile::<1, true>(a, 0, b, bias, c, ldc),
-                    (12, false) => tile::<12, false>(a, lda, b, bias, c, ldc),
-                    (11, false) => tile::<11, false>(a, lda, b, bias, c, ldc),
-                    (10, false) => tile::<10, false>(a, lda, b, bias, c, ldc),
-                    (9, false) => tile::<9, false>(a, lda, b, bias, c, ldc),
-                    (8, false) => tile::<8, false>(a, lda, b, bias, c, ldc),
-                    (7, false) => tile::<7, false>(a, lda, b, bias, c, ldc),
-                    (6, false) => tile::<6, false>(a, lda, b, bias, c, ldc),
-                    (5, false) => tile::<5, false>(a, lda, b, bias, c, ldc),
-                    (4, false) => tile::<4, false>(a, lda, b, bias, c, ldc),
-                    (3, false) => tile::<3, false>(a, lda, b, bias, c, ldc),
-                    (2, false) => tile::<2, false>(a, lda, b, bias, c, ldc),
-                    (_, false) => tile::<1, false>(a, lda, b, bias, c, ldc),
+                if lda == 0 {
+                    tiles::<true>(take, a, lda, b, bias, c, ldc)
+                } else {
+                    tiles::<false>(take, a, lda, b, bias, c, ldc)
                 }
             }
         });
+    }
+
+    /// # Safety
+    /// As [`tile`]'s, for `take` rows.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn tiles<const PACKED: bool>(
+        take: usize,
+        a: &[f32],
+        lda: usize,
+        b: &[f32],
+        bias: &[f32],
+        c: &mut [f32],
+        ldc: usize,
+    ) {
+        // SAFETY: this function's precondition.
+        unsafe {
+            match take {
+                12 => tile::<12, PACKED>(a, lda, b, bias, c, ldc),
+                11 => tile::<11, PACKED>(a, lda, b, bias, c, ldc),
+                10 => tile::<10, PACKED>(a, lda, b, bias, c, ldc),
+                9 => tile::<9, PACKED>(a, lda, b, bias, c, ldc),
+                8 => tile::<8, PACKED>(a, lda, b, bias, c, ldc),
+                7 => tile::<7, PACKED>(a, lda, b, bias, c, ldc),
+                6 => tile::<6, PACKED>(a, lda, b, bias, c, ldc),
+                5 => tile::<5, PACKED>(a, lda, b, bias, c, ldc),
+                4 => tile::<4, PACKED>(a, lda, b, bias, c, ldc),
+                3 => tile::<3, PACKED>(a, lda, b, bias, c, ldc),
+                2 => tile::<2, PACKED>(a, lda, b, bias, c, ldc),
+                _ => tile::<1, PACKED>(a, lda, b, bias, c, ldc),
+            }
+        }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -219,7 +231,7 @@ mod avx512 {
                 let w0 = _mm512_loadu_ps(b.add(p * 32));
                 let w1 = _mm512_loadu_ps(b.add(p * 32 + 16));
                 for (r, row) in acc.iter_mut().enumerate() {
-                    let x = _mm512_set1_ps(*a.add(at::<R>(if PACKED { 0 } else { lda }, r, p)));
+                    let x = _mm512_set1_ps(*a.add(at::<R, PACKED>(lda, r, p)));
                     row[0] = _mm512_fmadd_ps(x, w0, row[0]);
                     row[1] = _mm512_fmadd_ps(x, w1, row[1]);
                 }
@@ -253,22 +265,40 @@ mod avx2 {
         drive(a, w, out, ldc, MR, |a, take, lda, b, bias, c, ldc| {
             // SAFETY: as in the AVX-512 block, with panels of 16; the CPU has AVX2 and FMA.
             unsafe {
-                match (take, lda == 0) {
-                    (6, true) => tile::<6, true>(a, 0, b, bias, c, ldc),
-                    (5, true) => tile::<5, true>(a, 0, b, bias, c, ldc),
-                    (4, true) => tile::<4, true>(a, 0, b, bias, c, ldc),
-                    (3, true) => tile::<3, true>(a, 0, b, bias, c, ldc),
-                    (2, true) => tile::<2, true>(a, 0, b, bias, c, ldc),
-                    (_, true) => tile::<1, true>(a, 0, b, bias, c, ldc),
-                    (6, false) => tile::<6, false>(a, lda, b, bias, c, ldc),
-                    (5, false) => tile::<5, false>(a, lda, b, bias, c, ldc),
-                    (4, false) => tile::<4, false>(a, lda, b, bias, c, ldc),
-                    (3, false) => tile::<3, false>(a, lda, b, bias, c, ldc),
-                    (2, false) => tile::<2, false>(a, lda, b, bias, c, ldc),
-                    (_, false) => tile::<1, false>(a, lda, b, bias, c, ldc),
+                if lda == 0 {
+                    tiles::<true>(take, a, lda, b, bias, c, ldc)
+                } else {
+                    tiles::<false>(take, a, lda, b, bias, c, ldc)
                 }
             }
         });
+    }
+
+    /// # Safety
+    /// As [`tile`]'s, for `take` rows.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn tiles<const PACKED: bool>(
+        take: usize,
+        a: &[f32],
+        lda: usize,
+        b: &[f32],
+        bias: &[f32],
+        c: &mut [f32],
+        ldc: usize,
+    ) {
+        // SAFETY: this function's precondition.
+        unsafe {
+            match take {
+                6 => tile::<6, PACKED>(a, lda, b, bias, c, ldc),
+                5 => tile::<5, PACKED>(a, lda, b, bias, c, ldc),
+                4 => tile::<4, PACKED>(a, lda, b, bias, c, ldc),
+                3 => tile::<3, PACKED>(a, lda, b, bias, c, ldc),
+                2 => tile::<2, PACKED>(a, lda, b, bias, c, ldc),
+                _ => tile::<1, PACKED>(a, lda, b, bias, c, ldc),
+            }
+        }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -295,7 +325,7 @@ mod avx2 {
                 let w0 = _mm256_loadu_ps(b.add(p * 16));
                 let w1 = _mm256_loadu_ps(b.add(p * 16 + 8));
                 for (r, row) in acc.iter_mut().enumerate() {
-                    let x = _mm256_set1_ps(*a.add(at::<R>(if PACKED { 0 } else { lda }, r, p)));
+                    let x = _mm256_set1_ps(*a.add(at::<R, PACKED>(lda, r, p)));
                     row[0] = _mm256_fmadd_ps(x, w0, row[0]);
                     row[1] = _mm256_fmadd_ps(x, w1, row[1]);
                 }
@@ -353,6 +383,11 @@ mod tests {
             .collect()
     }
 
+    /// The definition of one output element: `bias`, then one fused multiply-add per k, in k order.
+    fn chain(bias: f32, a: &[f32], w: &[f32]) -> f32 {
+        a.iter().zip(w).fold(bias, |acc, (x, y)| x.mul_add(*y, acc))
+    }
+
     /// Every kernel computes each element as `bias + Σ a·w` by one fma chain in k order, whatever the shape.
     #[test]
     fn every_kernel_gives_the_fma_chain_bits_for_every_shape() {
@@ -365,11 +400,7 @@ mod tests {
             let expected: Vec<u32> = (0..m * n)
                 .map(|at| {
                     let (i, j) = (at / n, at % n);
-                    let mut acc = bias[j];
-                    for p in 0..k {
-                        acc = a[i * k + p].mul_add(w[j * k + p], acc);
-                    }
-                    acc.to_bits()
+                    chain(bias[j], &a[i * k..][..k], &w[j * k..][..k]).to_bits()
                 })
                 .collect();
             for kernels in Kernels::available() {
@@ -396,11 +427,12 @@ mod tests {
                 product(kernels, Rows { data: &a, m, stride }, &packed, &mut out, ldc);
                 for i in 0..m {
                     for j in 0..n {
-                        let mut acc = bias[j];
-                        for p in 0..k {
-                            acc = a[i * stride + p].mul_add(w[j * k + p], acc);
-                        }
-                        assert_eq!(out[i * ldc + j].to_bits(), acc.to_bits(), "{kernels:?} n {n} at {i},{j}");
+                        let expected = chain(bias[j], &a[i * stride..][..k], &w[j * k..][..k]);
+                        assert_eq!(
+                            out[i * ldc + j].to_bits(),
+                            expected.to_bits(),
+                            "{kernels:?} n {n} at {i},{j}"
+                        );
                     }
                 }
             }

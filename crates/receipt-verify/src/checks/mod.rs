@@ -76,7 +76,7 @@ pub(crate) struct Share {
 }
 
 /// Half the cores each (one each on two) when `reembedding`; otherwise all of them rank lexically.
-pub(crate) fn share(reembedding: bool) -> Share {
+fn share(reembedding: bool) -> Share {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let embedding = if reembedding { (cores / 2).max(1) } else { 0 };
     Share { embedding, lexical: (cores - embedding).clamp(1, 4) }
@@ -85,18 +85,20 @@ pub(crate) fn share(reembedding: bool) -> Share {
 /// Runs every check that needs nothing but [`Inputs`]: the contract's validator, the receipts, what is
 /// attested, every ranking recomputed, the embeddings (on a second thread), and the selection.
 pub(crate) fn run_all(inputs: &Inputs<'_>) -> Outcome {
+    let share = share(inputs.embedding.model_dir.is_some());
     std::thread::scope(|scope| {
         // Re-embedding is the longest check and shares nothing with the others, so it runs beside them, on
         // threads of its own: the other checks keep the other cores, and no idle worker spins against them.
-        let beside = std::thread::Builder::new()
-            .name("embedding-check".into())
-            .spawn_scoped(scope, || {
-                match rayon::ThreadPoolBuilder::new().num_threads(share(true).embedding).build() {
-                    Ok(pool) => pool.install(|| rankings::embedding(inputs)),
-                    Err(_) => rankings::embedding(inputs),
-                }
+        let beside = (share.embedding > 0)
+            .then(|| {
+                std::thread::Builder::new().name("embedding-check".into()).spawn_scoped(scope, || {
+                    match rayon::ThreadPoolBuilder::new().num_threads(share.embedding).build() {
+                        Ok(pool) => pool.install(|| rankings::embedding(inputs)),
+                        Err(_) => rankings::embedding(inputs),
+                    }
+                })
             })
-            .ok();
+            .and_then(Result::ok);
         let mut report = Report::default();
         for run in inputs.runs {
             report.extend(validate::validate(
@@ -116,7 +118,7 @@ pub(crate) fn run_all(inputs: &Inputs<'_>) -> Outcome {
                 report.attest(&run.name, "freeze.order", attested::freeze_order(run, frozen));
             }
         }
-        report.extend(rankings::rankings(inputs));
+        report.extend(rankings::rankings(inputs, share.lexical));
         let (selection, model) = selection::selection_checks(inputs.runs, inputs.documents);
         let embedded = match beside {
             Some(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),

@@ -29,8 +29,9 @@ struct Shared<'a> {
     lexical: Result<Lists, String>,
 }
 
-/// The ranking checks of every run (`embedding.values` is [`embedding`], run beside them).
-pub(crate) fn rankings(inputs: &Inputs<'_>) -> Report {
+/// The ranking checks of every run, the lexical ranking on `lexical_threads` (`embedding.values` is
+/// [`embedding`], run beside them).
+pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
     let mut report = Report::default();
     let runs = inputs.runs;
     let wants_vector = runs.iter().any(|r| r.mode() != "fts_only");
@@ -77,8 +78,7 @@ pub(crate) fn rankings(inputs: &Inputs<'_>) -> Report {
             };
             let lexical = match inputs.texts {
                 Input::Read { content, .. } if wants_lexical => {
-                    let threads = crate::checks::share(inputs.embedding.model_dir.is_some()).lexical;
-                    Lists::compute(content, fact_ids, &needed.1, depth, threads)
+                    Lists::compute(content, fact_ids, &needed.1, depth, lexical_threads)
                 }
                 Input::Read { .. } => Err("no run searched lexically".into()),
                 Input::Absent(reason) => Err(format!("not checked: {reason}")),
