@@ -6,7 +6,15 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 /// Receipt-bearing retrieval evaluation on BEIR SciFact.
 #[derive(Debug, Parser)]
-#[command(name = "scifact-audit", version, about, long_about = None)]
+#[command(
+    name = "scifact-audit",
+    version,
+    about,
+    long_about = None,
+    after_help = "Environment: SCIFACT_AUDIT_SIMD=avx2|portable caps the embedding and search kernels, to measure on \
+                  one machine the code an AVX2-only or other CPU runs; every kernel gives the same bits, so only \
+                  speed changes."
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,

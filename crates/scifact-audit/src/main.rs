@@ -46,8 +46,27 @@ fn chain(error: &anyhow::Error) -> String {
     message
 }
 
+/// Refuses a value of the kernels' cap that names none, and says when a cap is in force: it changes speed only.
+fn simd_cap() -> anyhow::Result<()> {
+    let var = semantic_memory::SIMD_CAP_VAR;
+    match semantic_memory::SimdCap::from_env() {
+        Ok(None) => Ok(()),
+        Ok(Some(cap)) => {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!(
+                    "note: {var}={cap:?}: kernels capped (speed only; every kernel gives the same bits)"
+                );
+            }
+            Ok(())
+        }
+        Err(value) => anyhow::bail!("{var}={value:?} names no kernel cap: use avx512, avx2 or portable"),
+    }
+}
+
 fn run() -> anyhow::Result<ExitCode> {
     let cli = cli::Cli::parse();
+    simd_cap()?;
     embedding::keep_freed_memory_for_reuse();
     match cli.command {
         cli::Command::Embed(args) => embed::run(&args),

@@ -25,10 +25,16 @@ mod signer;
 mod tiny;
 
 pub(crate) fn scifact_audit(args: &[&str], stdin: &str) -> Output {
+    scifact_audit_with(args, stdin, &[])
+}
+
+/// [`scifact_audit`] with `vars` set in its environment.
+pub(crate) fn scifact_audit_with(args: &[&str], stdin: &str, vars: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_scifact-audit"))
         .args(args)
         .env_remove("SCIFACT_MODEL_DIR")
         .env_remove("SCIFACT_ARCHIVE")
+        .envs(vars.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -170,6 +176,28 @@ fn vectors_round_trip_bit_exactly_through_the_json_output() {
         printed.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
         direct.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
     );
+}
+
+#[test]
+fn capped_kernels_embed_the_same_bits_and_a_cap_that_names_none_is_refused() {
+    let model = tiny_model();
+    let dir = model.dir.path().to_str().unwrap();
+    let args = ["embed", "--model-dir", dir, "--weights-sha256", &model.sha256];
+    let stdin = "\"bone density and vitamin d\"\n\"cells\"\n";
+    let uncapped = scifact_audit_with(&args, stdin, &[]);
+    assert!(uncapped.status.success(), "{}", String::from_utf8_lossy(&uncapped.stderr));
+    for cap in ["avx2", "portable"] {
+        let capped = scifact_audit_with(&args, stdin, &[("SCIFACT_AUDIT_SIMD", cap)]);
+        let stderr = String::from_utf8_lossy(&capped.stderr);
+        assert!(capped.status.success(), "{cap}: {stderr}");
+        assert!(stderr.contains("kernels capped"), "{cap}: the cap is said: {stderr}");
+        assert_eq!(capped.stdout, uncapped.stdout, "{cap}: the same vectors, byte for byte");
+    }
+    let refused = scifact_audit_with(&args, stdin, &[("SCIFACT_AUDIT_SIMD", "sse2")]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("SCIFACT_AUDIT_SIMD=\"sse2\" names no kernel cap"), "{stderr}");
+    assert!(refused.stdout.is_empty(), "nothing embedded under a refused cap");
 }
 
 #[test]

@@ -167,7 +167,10 @@ fn main() {
     let mut journal = std::fs::OpenOptions::new().create(true).append(true).open(&journal_path).unwrap();
     let line = format!("{{\"row\":\"{}\"}}\n", "x".repeat(1500));
     for cadence in &cadences {
-        println!("cadence {cadence}, {neighbours} CPU-bound neighbour(s)");
+        println!(
+            "cadence {cadence}, {neighbours} CPU-bound neighbour(s), vector first pass {:?}",
+            semantic_memory::vector::FirstPass::chosen()
+        );
         println!(
             "{:<18} {:>14} {:>14} {:>14} {:>14} {:>10}",
             "search", "retrieval p50", "persist p50", "call p50", "call p95", "rescored"
@@ -252,6 +255,7 @@ fn main() {
     let report = serde_json::json!({
         "benchmark": "semantic-memory-search-v3",
         "cpu": cpu,
+        "first_pass": format!("{:?}", semantic_memory::vector::FirstPass::chosen()),
         "cpu_bound_neighbours": neighbours,
         "cadences": "back_to_back: one search after another; runner: each search followed by the runner's journal append and fsync",
         "source": fixture.clone().unwrap_or_else(|| "synthetic".to_owned()),

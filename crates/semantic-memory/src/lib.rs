@@ -37,6 +37,7 @@ mod helper;
 mod lexical;
 mod receipt;
 mod search;
+mod simd;
 mod store;
 pub mod vector;
 
@@ -53,6 +54,7 @@ pub use crate::receipt::{
     RECEIPT_SCHEMA, SearchMode, SearchReceipt, StoreEvidence, VectorEvidence,
 };
 pub use crate::search::{SearchContext, SearchOutcome, SearchTiming};
+pub use crate::simd::{SIMD_CAP_VAR, SimdCap};
 pub use crate::store::{Fact, FactId, FactStore, NewFact, STORE_FORMAT, StoreOptions};
 #[cfg(feature = "usearch")]
 pub use crate::vector::HnswOptions;

@@ -20,6 +20,10 @@ pub const BACKEND: &str = "scifact-audit-bert";
 /// Its version: bumped whenever an operation's order or approximation changes (the vectors change).
 pub const BACKEND_VERSION: &str = "1";
 
+/// The environment variable that caps the kernels (`avx512`, `avx2`, `portable`); semantic-memory's search
+/// kernels read the same one.
+pub const SIMD_CAP_VAR: &str = "SCIFACT_AUDIT_SIMD";
+
 /// Which kernels run the forward pass. All give the same bits; they differ only in speed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernels {
@@ -32,9 +36,23 @@ pub enum Kernels {
 }
 
 impl Kernels {
-    /// The fastest kernels this CPU can run.
+    /// The fastest kernels this CPU can run, unless [`SIMD_CAP_VAR`] caps them (`avx2`, `portable`: to measure,
+    /// on one machine, the code another kind of machine runs; every kind gives the same bits).
     pub fn best() -> Kernels {
-        Kernels::available()[0]
+        let cap = match std::env::var(SIMD_CAP_VAR).map(|value| value.trim().to_ascii_lowercase()) {
+            Ok(value) if value == "avx2" => Kernels::Avx2,
+            Ok(value) if value == "portable" => Kernels::Scalar,
+            _ => Kernels::Avx512,
+        };
+        let rank = |kernels: Kernels| match kernels {
+            Kernels::Avx512 => 2,
+            Kernels::Avx2 => 1,
+            Kernels::Scalar => 0,
+        };
+        Kernels::available()
+            .into_iter()
+            .find(|kernels| rank(*kernels) <= rank(cap))
+            .unwrap_or(Kernels::Scalar)
     }
 
     /// Every kind of kernel this CPU can run, fastest first.

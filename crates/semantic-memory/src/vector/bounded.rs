@@ -23,6 +23,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::error::Result;
+use crate::simd::SimdCap;
 use crate::store::FactId;
 use crate::vector::{BruteForce, ScoredFact, VectorAnswer, VectorBackend, dot_each, rank_order};
 
@@ -231,17 +232,78 @@ impl QueryCodes {
     }
 }
 
-/// Fills `lower` and `upper` (one per padded row) with the bounds of every row's score.
-fn bounds(index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if vnni() {
-            // SAFETY: the features were detected at run time on this CPU.
-            unsafe { bounds_vnni(index, query, lower, upper) };
-            return;
+/// The kernels of the first pass. All give the same bounds to the bit; they differ only in speed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstPass {
+    /// AVX-512 VNNI: one multiply-accumulate advances 16 rows by four dimensions.
+    Vnni,
+    /// AVX2: the same products as sign, multiply-add pairs and widen, eight rows per register (AVX2-only CPUs).
+    Avx2,
+    /// Plain Rust, for any CPU.
+    Portable,
+}
+
+impl FirstPass {
+    /// Every kind this CPU can run, fastest first.
+    pub fn available() -> Vec<FirstPass> {
+        [FirstPass::Vnni, FirstPass::Avx2, FirstPass::Portable]
+            .into_iter()
+            .filter(|kind| kind.runs_here())
+            .collect()
+    }
+
+    /// Whether this CPU has the instructions `self` needs.
+    fn runs_here(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            FirstPass::Vnni => {
+                std::arch::is_x86_feature_detected!("avx512vnni")
+                    && std::arch::is_x86_feature_detected!("avx512f")
+            }
+            #[cfg(target_arch = "x86_64")]
+            FirstPass::Avx2 => {
+                std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+            }
+            FirstPass::Portable => true,
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
         }
     }
-    bounds_portable(index, query, lower, upper);
+
+    /// The fastest kind this CPU can run, unless [`crate::SIMD_CAP_VAR`] caps it (to measure, on one machine,
+    /// the code another kind of machine runs). Decided once per process.
+    pub fn chosen() -> FirstPass {
+        static CHOSEN: std::sync::OnceLock<FirstPass> = std::sync::OnceLock::new();
+        *CHOSEN.get_or_init(|| {
+            let cap = crate::simd::cap();
+            FirstPass::available()
+                .into_iter()
+                .find(|kind| match kind {
+                    FirstPass::Vnni => cap >= SimdCap::Avx512,
+                    FirstPass::Avx2 => cap >= SimdCap::Avx2,
+                    FirstPass::Portable => true,
+                })
+                .unwrap_or(FirstPass::Portable)
+        })
+    }
+}
+
+/// Fills `lower` and `upper` (one per padded row) with the bounds of every row's score.
+fn bounds(index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
+    bounds_with(FirstPass::chosen(), index, query, lower, upper);
+}
+
+/// [`bounds`] with the kernels `kind`; a kind this CPU cannot run runs portably.
+fn bounds_with(kind: FirstPass, index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
+    match kind {
+        // SAFETY: the features were detected at run time on this CPU (`runs_here`).
+        #[cfg(target_arch = "x86_64")]
+        FirstPass::Vnni if kind.runs_here() => unsafe { bounds_vnni(index, query, lower, upper) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        FirstPass::Avx2 if kind.runs_here() => unsafe { bounds_avx2(index, query, lower, upper) },
+        _ => bounds_portable(index, query, lower, upper),
+    }
 }
 
 /// [`bounds`] on any CPU: the integer products in plain Rust, then [`bound`] lane by lane.
@@ -264,14 +326,6 @@ fn bound(index: &Bounded, query: &QueryCodes, row: usize, product: i32) -> (f32,
     let approximate = index.scale[row] * (query.scale * product as f32);
     let error = index.spread[row].mul_add(query.norm, index.coded_norm[row] * query.error) + MARGIN;
     (approximate - error, approximate + error)
-}
-
-#[cfg(target_arch = "x86_64")]
-fn vnni() -> bool {
-    static VNNI: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *VNNI.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx512vnni") && std::arch::is_x86_feature_detected!("avx512f")
-    })
 }
 
 /// q·p for the 16 rows of a block: the unsigned codes (q + 128) times the query's signed codes, minus 128·Σp.
@@ -335,6 +389,60 @@ fn bounds_vnni(index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &m
             let bound = _mm512_add_ps(_mm512_fmadd_ps(spread, norm, _mm512_mul_ps(coded, error)), margin);
             _mm512_storeu_ps(lower.as_mut_ptr().add(at), _mm512_sub_ps(approximate, bound));
             _mm512_storeu_ps(upper.as_mut_ptr().add(at), _mm512_add_ps(approximate, bound));
+        }
+    }
+}
+
+/// The first pass on AVX2: the same integer products as [`bounds_vnni`], eight rows per register. The codes are
+/// stored as q + 128; flipping the top bit gives q as i8, the query's sign moves onto it (`sign`), and
+/// `maddubs` multiplies |p| by ±q and adds neighbouring pairs: |2 · 127 · 127| < 2¹⁵, so nothing saturates and
+/// the sums are exact. Then [`bound`]'s arithmetic on eight lanes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn bounds_avx2(index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
+    use std::arch::x86_64::{
+        __m256i, _mm256_abs_epi8, _mm256_add_epi32, _mm256_add_ps, _mm256_cvtepi32_ps, _mm256_fmadd_ps,
+        _mm256_loadu_ps, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_mul_ps,
+        _mm256_set1_epi8, _mm256_set1_epi16, _mm256_set1_epi32, _mm256_set1_ps, _mm256_setzero_si256,
+        _mm256_sign_epi8, _mm256_storeu_ps, _mm256_sub_ps, _mm256_xor_si256,
+    };
+    const HALF: usize = ROWS / 2;
+    let block_bytes = index.groups * GROUP * ROWS;
+    let stride = GROUP * ROWS;
+    let flip = _mm256_set1_epi8(i8::MIN);
+    let ones = _mm256_set1_epi16(1);
+    // Per group: the query's four codes in every lane, and their magnitudes.
+    let signs: Vec<__m256i> = query.groups[..index.groups].iter().map(|p| _mm256_set1_epi32(*p)).collect();
+    let magnitudes: Vec<__m256i> = signs.iter().map(|p| _mm256_abs_epi8(*p)).collect();
+    let (step, norm, error) =
+        (_mm256_set1_ps(query.scale), _mm256_set1_ps(query.norm), _mm256_set1_ps(query.error));
+    let margin = _mm256_set1_ps(MARGIN);
+    for (block, codes) in index.codes.chunks_exact(block_bytes).enumerate() {
+        let mut sums = [_mm256_setzero_si256(); 2];
+        for (group, (sign, magnitude)) in signs.iter().zip(&magnitudes).enumerate() {
+            for (half, sum) in sums.iter_mut().enumerate() {
+                let at = group * stride + half * HALF * GROUP;
+                debug_assert!(at + HALF * GROUP <= codes.len());
+                // SAFETY: a block holds `groups` groups of 64 bytes; this reads one half of group `group`.
+                let unsigned = unsafe { _mm256_loadu_si256(codes.as_ptr().add(at).cast()) };
+                let signed = _mm256_sign_epi8(_mm256_xor_si256(unsigned, flip), *sign);
+                let pairs = _mm256_maddubs_epi16(*magnitude, signed);
+                *sum = _mm256_add_epi32(*sum, _mm256_madd_epi16(pairs, ones));
+            }
+        }
+        for (half, sum) in sums.iter().enumerate() {
+            let at = block * ROWS + half * HALF;
+            let products = _mm256_cvtepi32_ps(*sum);
+            // SAFETY: every per-row array holds whole blocks of 16, and `lower`/`upper` are as long.
+            unsafe {
+                let scale = _mm256_loadu_ps(index.scale.as_ptr().add(at));
+                let spread = _mm256_loadu_ps(index.spread.as_ptr().add(at));
+                let coded = _mm256_loadu_ps(index.coded_norm.as_ptr().add(at));
+                let approximate = _mm256_mul_ps(scale, _mm256_mul_ps(step, products));
+                let bound = _mm256_add_ps(_mm256_fmadd_ps(spread, norm, _mm256_mul_ps(coded, error)), margin);
+                _mm256_storeu_ps(lower.as_mut_ptr().add(at), _mm256_sub_ps(approximate, bound));
+                _mm256_storeu_ps(upper.as_mut_ptr().add(at), _mm256_add_ps(approximate, bound));
+            }
         }
     }
 }
@@ -418,38 +526,43 @@ mod tests {
         assert_eq!(block_products_portable(&codes, &query, sum), expected);
     }
 
-    /// The VNNI first pass against the portable one, to the bit, on dims whose groups fill whole quads (384)
-    /// and leave a remainder (27: seven groups, one quad and three more), over more than one block.
+    /// Every first pass this CPU runs against the portable one, to the bit, on dims whose groups fill whole
+    /// quads (384) and leave a remainder (27: seven groups, one quad and three more), over more than one block,
+    /// with codes at both ends of their range (±127).
     #[test]
-    fn the_vnni_bounds_equal_the_portable_bounds() {
-        #[cfg(target_arch = "x86_64")]
-        if vnni() {
-            for dims in [384, 27] {
-                let mut index = Bounded::new(dims);
-                let vector = |seed: usize| -> Vec<f32> {
-                    (0..dims)
-                        .map(|d| (((seed * 7919 + d * 104_729) % 2001) as f32 / 1000.0 - 1.0) / 3.0)
-                        .collect()
-                };
-                for row in 0..37 {
-                    index.add(FactId(row as i64), &vector(row)).unwrap();
-                }
-                for seed in [1000, 1001, 1002] {
-                    let query = QueryCodes::of(&vector(seed), index.groups, dims).unwrap();
-                    let padded = index.scale.len();
-                    let (mut low_v, mut high_v) = (vec![0.0f32; padded], vec![0.0f32; padded]);
-                    let (mut low_p, mut high_p) = (vec![0.0f32; padded], vec![0.0f32; padded]);
-                    // SAFETY: vnni() detected the features on this CPU.
-                    unsafe { bounds_vnni(&index, &query, &mut low_v, &mut high_v) };
-                    bounds_portable(&index, &query, &mut low_p, &mut high_p);
+    fn every_first_pass_gives_the_portable_bounds() {
+        for dims in [384, 27] {
+            let mut index = Bounded::new(dims);
+            let vector = |seed: usize| -> Vec<f32> {
+                (0..dims)
+                    .map(|d| (((seed * 7919 + d * 104_729) % 2001) as f32 / 1000.0 - 1.0) / 3.0)
+                    .collect()
+            };
+            for row in 0..37 {
+                index.add(FactId(row as i64), &vector(row)).unwrap();
+            }
+            let extremes: Vec<f32> = (0..dims).map(|d| if d % 3 == 0 { -1.0 } else { 1.0 }).collect();
+            index.add(FactId(37), &extremes).unwrap();
+            for query in [vector(1000), vector(1001), vector(1002), extremes.clone()] {
+                let query = QueryCodes::of(&query, index.groups, dims).unwrap();
+                let padded = index.scale.len();
+                let (mut low_p, mut high_p) = (vec![0.0f32; padded], vec![0.0f32; padded]);
+                bounds_portable(&index, &query, &mut low_p, &mut high_p);
+                for kind in FirstPass::available() {
+                    let (mut low, mut high) = (vec![0.0f32; padded], vec![0.0f32; padded]);
+                    bounds_with(kind, &index, &query, &mut low, &mut high);
                     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
-                    assert_eq!(bits(&low_v), bits(&low_p), "lower bounds, dims {dims}");
-                    assert_eq!(bits(&high_v), bits(&high_p), "upper bounds, dims {dims}");
+                    assert_eq!(bits(&low), bits(&low_p), "{kind:?} lower bounds, dims {dims}");
+                    assert_eq!(bits(&high), bits(&high_p), "{kind:?} upper bounds, dims {dims}");
                 }
             }
-            return;
         }
-        eprintln!("skipped: this CPU has no AVX-512 VNNI, so only the portable first pass runs here");
+        let available = FirstPass::available();
+        eprintln!("first passes compared with the portable one on this CPU: {available:?}");
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            assert!(available.contains(&FirstPass::Avx2), "an AVX2 CPU must run the AVX2 first pass");
+        }
     }
 
     #[test]

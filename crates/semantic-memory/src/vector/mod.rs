@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 use crate::error::{Error, Result};
 use crate::store::FactId;
 
-pub use bounded::{Bounded, BoundedWork};
+pub use bounded::{Bounded, BoundedWork, FirstPass};
 pub use brute_force::BruteForce;
 #[cfg(feature = "usearch")]
 pub use usearch::{HnswOptions, Usearch};
