@@ -4,7 +4,8 @@
 # (both cadences, quiet and beside one neighbour), a warm eval and its verify stage, verify-bundle, a cold fixture
 # build (and its sha256, which must be the published one), and embedding beside PyTorch when the peer is installed
 # (bench/embed-vs-torch.py's header says how). Keep the machine otherwise quiet. Takes about ten minutes;
-# SKIP_COLD=1 reuses the fixture an earlier run left in WORK_DIR.
+# SKIP_COLD=1 reuses the fixture an earlier run left in WORK_DIR; SCIFACT_AUDIT_SIMD=avx2 measures the AVX2-only kind's
+# code on an AVX-512 machine (the figures then belong to neither kind: label them).
 #
 # Usage: SCIFACT_ARCHIVE=../shared/datasets/scifact.zip SCIFACT_MODEL_DIR=../shared/models/all-MiniLM-L6-v2 \
 #        scripts/perf-figures.sh [WORK_DIR]        (default: a new directory under /tmp)
@@ -22,6 +23,9 @@ published_fixture=ba78352185d33a7c61976e214d4a37dd42a3c9e51fef6631a657b2eef5aaa3
 cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
 features="$(grep -o -w -E 'avx512f|avx512_vnni|amx_tile|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 echo "== CPU: $cpu ($(nproc) cores; $features)"
+if [ -n "${SCIFACT_AUDIT_SIMD:-}" ]; then
+    echo "== kernels capped: SCIFACT_AUDIT_SIMD=$SCIFACT_AUDIT_SIMD (this CPU runs a lesser kind's code; label the figures so)"
+fi
 cargo build --release -p scifact-audit --quiet
 
 held_out_p50s() {

@@ -52,7 +52,11 @@ impl Scans {
                     })
                 })
                 .collect();
-            handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+            // A scan that panicked is the verifier's bug: it must not pass as queries that were never scanned.
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
         });
         Scans { lists, documents: vectors.document_count(), depth }
     }
