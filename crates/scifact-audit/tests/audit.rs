@@ -40,15 +40,7 @@ pub(crate) fn signed_run(seed: u64) -> Signed {
     let verify = ok(&["verify", "--output-dir", path_str(&out)]);
     assert_eq!(failed_count(&verify), 0, "{verify}");
     ok(&["bundle", "--output-dir", path_str(&out), "--bundle-dir", path_str(&bundle)]);
-    let (secret_key, public_key) = (dir.path().join("key.sec"), dir.path().join("key.pub"));
-    ok(&[
-        "keygen",
-        "--secret-key",
-        path_str(&secret_key),
-        "--public-key",
-        path_str(&public_key),
-        "--without-password",
-    ]);
+    let (secret_key, public_key) = crate::keys(dir.path());
     ok(&["sign", "--bundle-dir", path_str(&bundle), "--secret-key", path_str(&secret_key)]);
     Signed { dir, out, store, bundle, public_key, secret_key, fixture }
 }

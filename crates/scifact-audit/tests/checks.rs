@@ -14,7 +14,7 @@ use crate::forge::{
     copy_dir, edit_aggregate, forge_receipt, forge_rows, newest_aggregate, newly_failed, outcomes, read_json,
     sha256, write_json,
 };
-use crate::{path_str, scifact_audit, synthetic_scifact_zip, tiny_model};
+use crate::{eval_args, path_str, scifact_audit, synthetic_scifact_zip, tiny_model};
 
 const HYBRID: &str = "scifact-hybrid-heldout.aggregate.json";
 const VECTOR: &str = "scifact-vector_only-heldout.aggregate.json";
@@ -477,17 +477,7 @@ fn the_embedding_check_fails_alone_when_the_model_is_not_the_one_that_embedded()
     let dir = tempfile::tempdir().unwrap();
     let archive = synthetic_scifact_zip(dir.path(), 5_183);
     let work = dir.path().join("work");
-    let eval = [
-        "eval",
-        "--work-dir",
-        path_str(&work),
-        "--archive",
-        path_str(&archive),
-        "--model-dir",
-        path_str(model.dir.path()),
-        "--weights-sha256",
-        &model.sha256,
-    ];
+    let eval = eval_args(&work, &archive, &model, None);
     let output = scifact_audit(&eval, "");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let run = std::fs::read_dir(work.join("runs")).unwrap().next().unwrap().unwrap().path();

@@ -377,6 +377,46 @@ pub(crate) fn path_str(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
+/// A keypair without a password in `dir`: (secret, public).
+pub(crate) fn keys(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (secret, public) = (dir.join("k.key"), dir.join("k.pub"));
+    let keygen = [
+        "keygen",
+        "--secret-key",
+        path_str(&secret),
+        "--public-key",
+        path_str(&public),
+        "--without-password",
+    ];
+    let output = scifact_audit(&keygen, "");
+    assert!(output.status.success(), "keygen: {}", String::from_utf8_lossy(&output.stderr));
+    (secret, public)
+}
+
+/// The arguments of an `eval` of `archive` with the tiny `model` in `work`, signed with `key` when given.
+pub(crate) fn eval_args<'a>(
+    work: &'a Path,
+    archive: &'a Path,
+    model: &'a TinyModel,
+    key: Option<&'a Path>,
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "eval",
+        "--work-dir",
+        path_str(work),
+        "--archive",
+        path_str(archive),
+        "--model-dir",
+        path_str(model.dir.path()),
+        "--weights-sha256",
+        &model.sha256,
+    ];
+    if let Some(key) = key {
+        args.extend(["--secret-key", path_str(key)]);
+    }
+    args
+}
+
 #[test]
 fn run_prints_metrics_beside_the_claim_boundary_and_refuses_bad_flags() {
     let dir = tempfile::tempdir().unwrap();
@@ -464,32 +504,8 @@ fn eval_runs_the_contract_end_to_end_and_a_rerun_reuses_everything() {
     let dir = tempfile::tempdir().unwrap();
     let archive = synthetic_scifact_zip(dir.path(), 5_183);
     let work = dir.path().join("work");
-    let (secret, public) = (dir.path().join("k.sec"), dir.path().join("k.pub"));
-    let keygen = scifact_audit(
-        &[
-            "keygen",
-            "--secret-key",
-            path_str(&secret),
-            "--public-key",
-            path_str(&public),
-            "--without-password",
-        ],
-        "",
-    );
-    assert!(keygen.status.success());
-    let args = [
-        "eval",
-        "--work-dir",
-        path_str(&work),
-        "--archive",
-        path_str(&archive),
-        "--model-dir",
-        path_str(model.dir.path()),
-        "--weights-sha256",
-        &model.sha256,
-        "--secret-key",
-        path_str(&secret),
-    ];
+    let (secret, public) = keys(dir.path());
+    let args = eval_args(&work, &archive, &model, Some(&secret));
     let first = scifact_audit(&args, "");
     let stdout = String::from_utf8_lossy(&first.stdout).into_owned();
     assert!(first.status.success(), "stdout: {stdout}\nstderr: {}", String::from_utf8_lossy(&first.stderr));
@@ -570,21 +586,8 @@ fn eval_refuses_bad_inputs_before_any_work() {
         ("an archive that is not a zip", &public, &not_an_archive, "not a zip"),
     ];
     for (what, key, archive, expected) in cases {
-        let mut args = vec![
-            "eval",
-            "--work-dir",
-            path_str(&work),
-            "--archive",
-            path_str(archive),
-            "--model-dir",
-            path_str(model.dir.path()),
-            "--weights-sha256",
-            &model.sha256,
-        ];
         // The public key is a valid path but not a secret key; use no key for the archive cases.
-        if key != public.as_path() {
-            args.extend(["--secret-key", path_str(key)]);
-        }
+        let args = eval_args(&work, archive, &model, (key != public.as_path()).then_some(key));
         let started = Instant::now();
         let output = scifact_audit(&args, "");
         let stderr = String::from_utf8_lossy(&output.stderr);

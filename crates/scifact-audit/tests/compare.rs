@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use crate::forger::pretty;
-use crate::scifact_audit;
+use crate::{keys, scifact_audit};
 
 fn root() -> PathBuf {
     PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap()).join("../..")
@@ -64,15 +64,7 @@ pub(crate) fn pair() -> &'static Pair {
     static PAIR: OnceLock<Pair> = OnceLock::new();
     PAIR.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let (secret, public) = (dir.path().join("c.key"), dir.path().join("c.pub"));
-        ok(&[
-            "keygen",
-            "--secret-key",
-            secret.to_str().unwrap(),
-            "--public-key",
-            public.to_str().unwrap(),
-            "--without-password",
-        ]);
+        let (secret, public) = keys(dir.path());
         let space = root().join("fixtures/tiny/baseline-only.json");
         let selects_nothing = tiny_eval(&dir.path().join("a"), &secret, Some(&space));
         let standard = tiny_eval(&dir.path().join("b"), &secret, None);

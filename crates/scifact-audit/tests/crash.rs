@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::{TinyModel, fixture_gen, path_str, run_args, scifact_audit, synthetic_scifact_zip, tiny_model};
+use crate::{
+    eval_args, fixture_gen, keys, path_str, run_args, scifact_audit, synthetic_scifact_zip, tiny_model,
+};
 
 /// How the harness stopped (or failed to stop) one process.
 #[derive(Debug, PartialEq, Eq)]
@@ -90,39 +92,14 @@ fn only_entry(dir: &Path) -> PathBuf {
     entries.into_iter().next().unwrap()
 }
 
-fn eval_args<'a>(work: &'a Path, archive: &'a Path, model: &'a TinyModel, key: &'a Path) -> Vec<&'a str> {
-    vec![
-        "eval",
-        "--work-dir",
-        path_str(work),
-        "--archive",
-        path_str(archive),
-        "--model-dir",
-        path_str(model.dir.path()),
-        "--weights-sha256",
-        &model.sha256,
-        "--secret-key",
-        path_str(key),
-    ]
-}
-
 #[test]
 fn eval_killed_at_every_stage_finishes_when_rerun_and_equals_an_uninterrupted_run() {
     let model = tiny_model();
     let dir = tempfile::tempdir().unwrap();
     let archive = synthetic_scifact_zip(dir.path(), 5_183);
-    let (secret, public) = (dir.path().join("k.sec"), dir.path().join("k.pub"));
-    let keygen = [
-        "keygen",
-        "--secret-key",
-        path_str(&secret),
-        "--public-key",
-        path_str(&public),
-        "--without-password",
-    ];
-    assert!(scifact_audit(&keygen, "").status.success());
+    let (secret, public) = keys(dir.path());
     let (clean, killed) = (dir.path().join("clean"), dir.path().join("killed"));
-    let clean_args = eval_args(&clean, &archive, &model, &secret);
+    let clean_args = eval_args(&clean, &archive, &model, Some(&secret));
     let first = scifact_audit(&clean_args, "");
     assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
 
@@ -147,7 +124,7 @@ fn eval_killed_at_every_stage_finishes_when_rerun_and_equals_an_uninterrupted_ru
         "bundle.staged:1",      // the whole bundle staged, not yet published
         "eval.signing:1",       // bundle published, not yet signed
     ];
-    let args = eval_args(&killed, &archive, &model, &secret);
+    let args = eval_args(&killed, &archive, &model, Some(&secret));
     for point in points {
         assert_eq!(run_until(&args, point), Outcome::Killed, "{point} was never reached");
     }

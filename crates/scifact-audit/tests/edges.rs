@@ -6,7 +6,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::tiny::{assert_identical_to_expected, keys, only_bundle, tiny_eval_args};
+use crate::keys;
+use crate::tiny::{assert_identical_to_expected, only_bundle, tiny_eval_args};
 
 /// A tiny eval started in the background, its stderr lines sent as they come.
 struct Background {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::forge::{copy_dir, forge_rows, newly_failed, outcomes, read_json, sha256, write_json};
-use crate::{path_str, scifact_audit, synthetic_scifact_zip, tiny_model};
+use crate::{eval_args, keys, path_str, scifact_audit, synthetic_scifact_zip, tiny_model};
 
 pub(crate) struct Evaluated {
     _dir: tempfile::TempDir,
@@ -30,30 +30,9 @@ pub(crate) fn evaluated() -> Evaluated {
     let model = tiny_model();
     let dir = tempfile::tempdir().unwrap();
     let archive = synthetic_scifact_zip(dir.path(), 5_183);
-    let (secret, public) = (dir.path().join("k.sec"), dir.path().join("k.pub"));
-    let keygen = [
-        "keygen",
-        "--secret-key",
-        path_str(&secret),
-        "--public-key",
-        path_str(&public),
-        "--without-password",
-    ];
-    assert!(scifact_audit(&keygen, "").status.success());
+    let (secret, public) = keys(dir.path());
     let work = dir.path().join("work");
-    let args = [
-        "eval",
-        "--work-dir",
-        path_str(&work),
-        "--archive",
-        path_str(&archive),
-        "--model-dir",
-        path_str(model.dir.path()),
-        "--weights-sha256",
-        &model.sha256,
-        "--secret-key",
-        path_str(&secret),
-    ];
+    let args = eval_args(&work, &archive, &model, Some(&secret));
     let output = scifact_audit(&args, "");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let run = std::fs::read_dir(work.join("runs")).unwrap().next().unwrap().unwrap().path();

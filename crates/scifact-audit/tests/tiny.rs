@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::scifact_audit;
+use crate::{keys, scifact_audit};
 
 pub(crate) fn root() -> PathBuf {
     PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap()).join("../..")
@@ -35,21 +35,6 @@ fn digests(bundle: &std::path::Path) -> (String, String) {
         }
     }
     (fixture, newest.1)
-}
-
-/// A keypair without a password in `dir`: (secret, public).
-pub(crate) fn keys(dir: &Path) -> (PathBuf, PathBuf) {
-    let (secret, public) = (dir.join("k.key"), dir.join("k.pub"));
-    let keygen = [
-        "keygen",
-        "--secret-key",
-        secret.to_str().unwrap(),
-        "--public-key",
-        public.to_str().unwrap(),
-        "--without-password",
-    ];
-    assert!(scifact_audit(&keygen, "").status.success());
-    (secret, public)
 }
 
 /// The arguments of the tiny evaluation the expected bundle came from, in `work`, signed with `secret`.
