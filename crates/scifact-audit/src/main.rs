@@ -54,8 +54,10 @@ fn simd_cap() -> anyhow::Result<()> {
         Ok(Some(cap)) => {
             #[allow(clippy::print_stderr)]
             {
+                let cap = format!("{cap:?}").to_ascii_lowercase();
                 eprintln!(
-                    "note: {var}={cap:?}: kernels capped (speed only; every kernel gives the same bits)"
+                    "note: {var}={cap}: kernels capped (speed only: every kernel gives the same bits; the hosts \
+                     recorded say so)"
                 );
             }
             Ok(())

@@ -163,6 +163,22 @@ fn dirty_set_digest(workdir: &Path, dirty: &[DirtyFile], untracked: &[String]) -
     format!("sha256:{}", sha256_hex(lines.join("\n").as_bytes()))
 }
 
+/// The CPU's name as the kernels saw it: with a cap below AVX-512 in force (`SCIFACT_AUDIT_SIMD`), the name says
+/// so, since the latency measured beside it is then not this CPU's as it ships.
+fn with_kernel_cap(brand: Option<String>, cap: Option<semantic_memory::SimdCap>) -> Option<String> {
+    match cap {
+        Some(cap) if cap < semantic_memory::SimdCap::Avx512 => {
+            let name = format!("{cap:?}").to_ascii_lowercase();
+            let var = semantic_memory::SIMD_CAP_VAR;
+            Some(format!(
+                "{} [kernels capped at {name} by {var}]",
+                brand.as_deref().unwrap_or("an unnamed CPU")
+            ))
+        }
+        _ => brand,
+    }
+}
+
 /// The host, as far as it can be read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -239,12 +255,33 @@ impl HostIdentity {
             os_version,
             kernel,
             arch: sysinfo::System::cpu_arch(),
-            cpu_brand,
+            cpu_brand: with_kernel_cap(cpu_brand, semantic_memory::SimdCap::from_env().ok().flatten()),
             physical_cores,
             logical_cores: std::thread::available_parallelism().map_or(0, usize::from),
             memory_bytes,
             machine_id_sha256: machine_id.map(|id| format!("sha256:{}", sha256_hex(id.as_bytes()))),
             unavailable,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use semantic_memory::SimdCap;
+
+    #[test]
+    fn a_kernel_cap_is_named_with_the_cpu() {
+        let brand = Some("AMD EPYC".to_owned());
+        assert_eq!(with_kernel_cap(brand.clone(), None), brand);
+        assert_eq!(with_kernel_cap(brand.clone(), Some(SimdCap::Avx512)), brand);
+        assert_eq!(
+            with_kernel_cap(brand, Some(SimdCap::Avx2)).as_deref(),
+            Some("AMD EPYC [kernels capped at avx2 by SCIFACT_AUDIT_SIMD]")
+        );
+        assert_eq!(
+            with_kernel_cap(None, Some(SimdCap::Portable)).as_deref(),
+            Some("an unnamed CPU [kernels capped at portable by SCIFACT_AUDIT_SIMD]")
+        );
     }
 }
