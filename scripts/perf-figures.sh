@@ -3,7 +3,7 @@
 # names the CPU with each: the real run's held-out p50s (quiet and beside one CPU-bound process), the search bench
 # (both cadences, quiet and beside one neighbour), a warm eval and its verify stage, verify-bundle, a cold fixture
 # build (and its sha256, which must be the published one), and embedding beside PyTorch when the peer is installed
-# (bench/embed-vs-torch.py's header says how). Keep the machine otherwise quiet. Takes about ten minutes;
+# (bench/embed-vs-torch.py's header says how). Keep the machine otherwise quiet. Takes about fifteen minutes;
 # SKIP_COLD=1 reuses the fixture an earlier run left in WORK_DIR; SCIFACT_AUDIT_SIMD=avx2 measures the AVX2-only kind's
 # code on an AVX-512 machine (the figures then belong to neither kind: label them).
 #
