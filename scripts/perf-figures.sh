@@ -73,6 +73,16 @@ for n in 0 1; do
         --neighbours "$n" 2>/dev/null | grep -E '^(cadence|search|hybrid|vector_only|fts_only)' || true
 done
 
+if [ -z "${SCIFACT_AUDIT_SIMD:-}" ]; then
+    # The first pass's kernels side by side: if AVX2 (several times the instructions) is as fast as VNNI, the
+    # first pass waits on memory, not arithmetic, on this CPU.
+    for cap in avx2 avx512; do
+        echo "== vector first pass capped at $cap, quiet, back to back ($cpu)"
+        SCIFACT_AUDIT_SIMD=$cap cargo bench -q -p semantic-memory --bench search -- --fixture "$work/cold/fixture.json" \
+            --queries 3000 --cadence back_to_back 2>/dev/null | grep -E '^(cadence|vector_only)' || true
+    done
+fi
+
 echo "== verify-bundle bench ($cpu)"
 cargo bench -q -p receipt-verify --bench verify -- --bundle "$PWD/attestations/scifact-fdfc890" \
     --public-key "$PWD/attestations/scifact-audit-3.pub" --archive "$(realpath "$SCIFACT_ARCHIVE")" \
