@@ -54,7 +54,7 @@ fn simd_cap() -> anyhow::Result<()> {
         Ok(Some(cap)) => {
             #[allow(clippy::print_stderr)]
             {
-                let cap = format!("{cap:?}").to_ascii_lowercase();
+                let cap = cap.name();
                 eprintln!(
                     "note: {var}={cap}: kernels capped (speed only: every kernel gives the same bits; the hosts \
                      recorded say so)"

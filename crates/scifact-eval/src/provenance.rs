@@ -168,7 +168,7 @@ fn dirty_set_digest(workdir: &Path, dirty: &[DirtyFile], untracked: &[String]) -
 fn with_kernel_cap(brand: Option<String>, cap: Option<semantic_memory::SimdCap>) -> Option<String> {
     match cap {
         Some(cap) if cap < semantic_memory::SimdCap::Avx512 => {
-            let name = format!("{cap:?}").to_ascii_lowercase();
+            let name = cap.name();
             let var = semantic_memory::SIMD_CAP_VAR;
             Some(format!(
                 "{} [kernels capped at {name} by {var}]",

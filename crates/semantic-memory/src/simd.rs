@@ -28,6 +28,15 @@ impl SimdCap {
         }
     }
 
+    /// The value of [`SIMD_CAP_VAR`] that names this cap: [`SimdCap::parse`]'s inverse.
+    pub fn name(self) -> &'static str {
+        match self {
+            SimdCap::Avx512 => "avx512",
+            SimdCap::Avx2 => "avx2",
+            SimdCap::Portable => "portable",
+        }
+    }
+
     /// The cap [`SIMD_CAP_VAR`] sets: `None` when unset.
     ///
     /// # Errors
@@ -41,10 +50,9 @@ impl SimdCap {
     }
 }
 
-/// The cap in force for this process, read once.
+/// The cap the environment sets now (none: [`SimdCap::Avx512`]); the kernels' choice reads it once.
 pub(crate) fn cap() -> SimdCap {
-    static CAP: std::sync::OnceLock<SimdCap> = std::sync::OnceLock::new();
-    *CAP.get_or_init(|| SimdCap::from_env().ok().flatten().unwrap_or(SimdCap::Avx512))
+    SimdCap::from_env().ok().flatten().unwrap_or(SimdCap::Avx512)
 }
 
 #[cfg(test)]
@@ -58,5 +66,8 @@ mod tests {
         assert_eq!(SimdCap::parse("avx512"), Some(SimdCap::Avx512));
         assert_eq!(SimdCap::parse("sse2"), None);
         assert!(SimdCap::Portable < SimdCap::Avx2 && SimdCap::Avx2 < SimdCap::Avx512);
+        for cap in [SimdCap::Portable, SimdCap::Avx2, SimdCap::Avx512] {
+            assert_eq!(SimdCap::parse(cap.name()), Some(cap));
+        }
     }
 }
