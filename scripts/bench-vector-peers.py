@@ -9,7 +9,10 @@ Setup once: python3 -m pip install numpy faiss-cpu bm25s   (any Python with all 
 Run:        python3 scripts/bench-vector-peers.py --fixture <work>/fixture.json [--queries 3000]
 
 Only the retrieval is compared (the peers return ids and scores, nothing more); the project's figures for
-the whole call, with its receipt hashed and stored durably, are printed beside them.
+the whole call, with its receipt hashed and stored durably, are printed beside them. The project's searches
+come back to back, as the peers' do. The output names the CPU: a figure is this machine's only.
+CI runs it on the tiny fixture with `--queries 50 --cargo-profile dev`, so that it keeps reading the bench's
+output; the figures come from full runs.
 """
 import argparse, json, os, subprocess, sys, time
 
@@ -77,30 +80,59 @@ def peer(which, threads, fixture, queries):
     return json.loads(out.stdout)
 
 
+def cpu_name():
+    """The CPU's model name as lscpu prints it (what the README's columns are named by)."""
+    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    return next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")),
+                "unknown")
+
+
+def cpu_features():
+    """The vector features that tell this project's machine kinds apart."""
+    try:
+        flags = next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return []
+    return [f for f in ("avx2", "avx512f", "avx512_vnni", "amx_tile") if f in flags]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fixture", required=True)
     ap.add_argument("--queries", type=int, default=3000)
+    ap.add_argument("--cargo-profile", help="build the bench with this cargo profile (CI: dev); default: bench")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    bench = subprocess.run(["cargo", "bench", "-q", "-p", "semantic-memory", "--bench", "search", "--",
-                            "--fixture", os.path.abspath(a.fixture), "--queries", str(a.queries)],
+    profile = ["--profile", a.cargo_profile] if a.cargo_profile else []
+    bench = subprocess.run(["cargo", "bench", "-q", *profile, "-p", "semantic-memory", "--bench", "search", "--",
+                            "--fixture", os.path.abspath(a.fixture), "--queries", str(a.queries),
+                            "--cadence", "back_to_back"],
                            cwd=root, capture_output=True, text=True)
     if bench.returncode != 0:
         sys.exit(f"cargo bench failed: {bench.stderr[-800:]}")
-    project = json.load(open(os.path.join(root, "target", "bench", "semantic-memory-search.json")))["results"]
-    ours = project["vector_only"]["retrieval"]["p50_ms"]
+    report = json.load(open(os.path.join(root, "target", "bench", "semantic-memory-search.json")))
+    try:
+        project = report["results"]["back_to_back"]
+        ours = project["vector_only"]["retrieval"]["p50_ms"]
+    except (KeyError, TypeError) as missing:
+        sys.exit(f"target/bench/semantic-memory-search.json ({report.get('benchmark')}) has no back-to-back "
+                 f"vector_only retrieval p50: {missing!r}; this script reads semantic-memory-search-v3")
     peers = {f"{w}_{t}_thread{'s' if t > 1 else ''}": peer(w, t, a.fixture, a.queries)
              for w in ("numpy", "faiss") for t in (1, 2)}
     lexical = {name: peer(name, 1, a.fixture, a.queries) for name in ("bm25s", "bm25s_get_scores")}
     ours_lexical = project["fts_only"]["retrieval"]["p50_ms"]
+    modes = [m for m in project if m != "hybrid_sequential"]
     print(json.dumps({
+        "cpu": cpu_name(),
+        "cpu_features": cpu_features(),
+        "vector_first_pass": report.get("first_pass"),
         "queries": a.queries,
         "project_vector_only_retrieval_p50_ms": ours,
         "project_hybrid_retrieval_p50_ms": project["hybrid"]["retrieval"]["p50_ms"],
+        "project_hybrid_sequential_retrieval_p50_ms": project["hybrid_sequential"]["retrieval"]["p50_ms"],
         "project_fts_only_retrieval_p50_ms": project["fts_only"]["retrieval"]["p50_ms"],
-        "project_whole_call_p50_ms": {m: project[m]["call_with_receipt"]["p50_ms"] for m in project},
-        "project_persistence_p50_ms": {m: project[m]["persistence"]["p50_ms"] for m in project},
+        "project_whole_call_p50_ms": {m: project[m]["call_with_receipt"]["p50_ms"] for m in modes},
+        "project_persistence_p50_ms": {m: project[m]["persistence"]["p50_ms"] for m in modes},
         "peers_p50_ms": {name: r["p50_ms"] for name, r in peers.items()},
         "ratio_peer_over_project": {name: round(r["p50_ms"] / ours, 2) for name, r in peers.items()},
         "lexical_peers_p50_ms": {name: r["p50_ms"] for name, r in lexical.items()},

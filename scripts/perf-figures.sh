@@ -2,8 +2,9 @@
 # Measures every figure of the README's "Performance, per kind of machine" table on this machine, in one go, and
 # names the CPU with each: the real run's held-out p50s (quiet and beside one CPU-bound process), the search bench
 # (both cadences, quiet and beside one neighbour), a warm eval and its verify stage, verify-bundle, a cold fixture
-# build (and its sha256, which must be the published one), and embedding beside PyTorch when the peer is installed
-# (bench/embed-vs-torch.py's header says how). Keep the machine otherwise quiet. Takes about fifteen minutes;
+# build (and its sha256, which must be the published one), exact search beside NumPy, FAISS and bm25s and
+# embedding beside PyTorch when the peers are installed (scripts/bench-vector-peers.py's and
+# bench/embed-vs-torch.py's headers say how). Keep the machine otherwise quiet. Takes about fifteen minutes;
 # SKIP_COLD=1 reuses the fixture an earlier run left in WORK_DIR; SCIFACT_AUDIT_SIMD=avx2 measures the AVX2-only kind's
 # code on an AVX-512 machine (the figures then belong to neither kind: label them).
 #
@@ -81,6 +82,20 @@ if [ -z "${SCIFACT_AUDIT_SIMD:-}" ]; then
         SCIFACT_AUDIT_SIMD=$cap cargo bench -q -p semantic-memory --bench search -- --fixture "$work/cold/fixture.json" \
             --queries 3000 --cadence back_to_back 2>/dev/null | grep -E '^(cadence|vector_only)' || true
     done
+fi
+
+search_peer=""
+for python in "$HOME/.cache/embed-peer/bin/python" python3; do
+    if "$python" -c 'import numpy, faiss, bm25s' >/dev/null 2>&1; then search_peer="$python"; break; fi
+done
+if [ -n "$search_peer" ]; then
+    echo "== exact top 10 beside NumPy, FAISS flat and bm25s, same fixture, same queries, one run ($cpu)"
+    "$search_peer" scripts/bench-vector-peers.py --fixture "$work/cold/fixture.json" |
+        python3 -c 'import json,sys; d=json.load(sys.stdin); p=d["peers_p50_ms"]; l=d["lexical_peers_p50_ms"]
+print("   vector_only %.3f ms; NumPy 1T %.3f, 2T %.3f; FAISS flat 1T %.3f, 2T %.3f ms" % (d["project_vector_only_retrieval_p50_ms"], p["numpy_1_thread"], p["numpy_2_threads"], p["faiss_1_thread"], p["faiss_2_threads"]))
+print("   fts_only %.3f ms; bm25s %.3f, bm25s get_scores %.3f ms" % (d["project_fts_only_retrieval_p50_ms"], l["bm25s"], l["bm25s_get_scores"]))'
+else
+    echo "== search beside NumPy, FAISS and bm25s: skipped, no Python here has all three (see scripts/bench-vector-peers.py)"
 fi
 
 echo "== verify-bundle bench ($cpu)"
