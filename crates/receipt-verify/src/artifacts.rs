@@ -77,19 +77,7 @@ impl Run {
     /// [`Error::File`] when the aggregate itself cannot be read, [`Error::Input`] when it is not strict JSON;
     /// a missing or refused rows file is left for the checks to report.
     pub fn load(aggregate_path: &Path, limits: Limits, total: &mut u64) -> Result<Run> {
-        let bytes = safe_fs::read_regular_in(aggregate_path, limits, total).map_err(Error::file)?;
-        let name = aggregate_path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let probe = crate::json::parse(&bytes).map_err(|e| Error::input(aggregate_path, e))?;
-        let rows_file = probe.pointer("/rows/file").and_then(Value::as_str).unwrap_or("");
-        let rows = if is_plain_file_name(rows_file) {
-            safe_fs::read_regular_in(&aggregate_path.with_file_name(rows_file), limits, total)
-                .map_err(|e| e.to_string())
-        } else {
-            Err(format!("rows file {rows_file:?} is not a plain file name"))
-        };
-        let mut run = Run::from_bytes(&name, &bytes, rows).map_err(|e| Error::input(aggregate_path, e))?;
-        run.dir = aggregate_path.parent().map(Path::to_owned);
-        Ok(run)
+        RunFiles::read(aggregate_path, limits, total)?.parse()
     }
 
     /// A string at a JSON pointer of the aggregate, or "".
@@ -148,6 +136,51 @@ pub(crate) fn query_id(row: &Value) -> &str {
     row["query_id"].as_str().unwrap_or("")
 }
 
+/// An aggregate's bytes and its rows file's, read (within the caps) but not yet parsed: reading is quick and
+/// keeps a running total, parsing is most of the work and runs file by file in parallel ([`parse_all`]).
+pub(crate) struct RunFiles {
+    path: PathBuf,
+    aggregate: Vec<u8>,
+    rows: std::result::Result<Vec<u8>, String>,
+}
+
+impl RunFiles {
+    /// Reads what [`Run::load`] reads.
+    ///
+    /// # Errors
+    /// As [`Run::load`].
+    pub(crate) fn read(aggregate_path: &Path, limits: Limits, total: &mut u64) -> Result<RunFiles> {
+        let aggregate = safe_fs::read_regular_in(aggregate_path, limits, total).map_err(Error::file)?;
+        let probe = crate::json::parse(&aggregate).map_err(|e| Error::input(aggregate_path, e))?;
+        let rows_file = probe.pointer("/rows/file").and_then(Value::as_str).unwrap_or("");
+        let rows = if is_plain_file_name(rows_file) {
+            safe_fs::read_regular_in(&aggregate_path.with_file_name(rows_file), limits, total)
+                .map_err(|e| e.to_string())
+        } else {
+            Err(format!("rows file {rows_file:?} is not a plain file name"))
+        };
+        Ok(RunFiles { path: aggregate_path.to_owned(), aggregate, rows })
+    }
+
+    /// The run these files hold.
+    ///
+    /// # Errors
+    /// [`Error::Input`] when the aggregate is not strict JSON.
+    pub(crate) fn parse(self) -> Result<Run> {
+        let name = self.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let mut run =
+            Run::from_bytes(&name, &self.aggregate, self.rows).map_err(|e| Error::input(&self.path, e))?;
+        run.dir = self.path.parent().map(Path::to_owned);
+        Ok(run)
+    }
+}
+
+/// Parses every run of `files`, in parallel, in order.
+pub(crate) fn parse_all(files: Vec<RunFiles>) -> Vec<Result<Run>> {
+    use rayon::prelude::*;
+    files.into_par_iter().map(RunFiles::parse).collect()
+}
+
 /// Lists the `*.aggregate.json` entries of `dir`, sorted by name (what they are is checked when read).
 ///
 /// # Errors
@@ -171,5 +204,9 @@ pub fn aggregates_in(dir: &Path) -> Result<Vec<PathBuf>> {
 /// As [`aggregates_in`] and [`Run::load`].
 pub fn load_runs(dir: &Path) -> Result<Vec<Run>> {
     let mut total = 0;
-    aggregates_in(dir)?.iter().map(|path| Run::load(path, OUTPUT_LIMITS, &mut total)).collect()
+    let files = aggregates_in(dir)?
+        .iter()
+        .map(|path| RunFiles::read(path, OUTPUT_LIMITS, &mut total))
+        .collect::<Result<Vec<_>>>()?;
+    parse_all(files).into_iter().collect()
 }

@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
 use safe_fs::Limits;
 use serde_json::{Value, json};
 
@@ -401,15 +402,28 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         return Ok((report, None));
     }
     let mut runs = Vec::new();
-    for (name, bytes) in files.iter().filter(|(name, _)| name.ends_with(".aggregate.json")) {
-        let parsed = crate::json::parse(bytes).ok();
-        let rows_file =
-            parsed.as_ref().and_then(|a| a.pointer("/rows/file")).and_then(Value::as_str).unwrap_or("");
-        let rows = files
-            .get(rows_file)
-            .cloned()
-            .ok_or_else(|| format!("rows file {rows_file:?} is not in the bundle"));
-        match Run::from_bytes(name, bytes, rows) {
+    let aggregates: Vec<(&String, &Vec<u8>)> =
+        files.iter().filter(|(name, _)| name.ends_with(".aggregate.json")).collect();
+    let parsed: Vec<std::result::Result<Run, String>> = {
+        aggregates
+            .par_iter()
+            .map(|(name, bytes)| {
+                let parsed = crate::json::parse(bytes).ok();
+                let rows_file = parsed
+                    .as_ref()
+                    .and_then(|a| a.pointer("/rows/file"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let rows = files
+                    .get(rows_file)
+                    .cloned()
+                    .ok_or_else(|| format!("rows file {rows_file:?} is not in the bundle"));
+                Run::from_bytes(name, bytes, rows)
+            })
+            .collect()
+    };
+    for parsed in parsed {
+        match parsed {
             Ok(run) => runs.push(run),
             Err(error) => {
                 report.record(scope, "aggregates", Err(error));
@@ -546,18 +560,18 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
 /// `input.json`: every JSON document and JSON-lines file of the bundle is strict (I-JSON, no duplicate key,
 /// no lone surrogate). Returns false, having recorded each offender, when any is not.
 fn strict_documents(files: &Files, report: &mut Report) -> bool {
-    let mut checked = (0, 0);
+    let documents: Vec<(&String, &Vec<u8>)> =
+        files.iter().filter(|(name, _)| name.ends_with(".json") || name.ends_with(".jsonl")).collect();
+    let outcomes: Vec<std::result::Result<(), String>> = documents
+        .par_iter()
+        .map(|(name, bytes)| {
+            if name.ends_with(".jsonl") { crate::json::check_lines(bytes) } else { crate::json::check(bytes) }
+        })
+        .collect();
+    let lines = documents.iter().filter(|(name, _)| name.ends_with(".jsonl")).count();
+    let checked = (documents.len() - lines, lines);
     let mut ok = true;
-    for (name, bytes) in files {
-        let outcome = if name.ends_with(".jsonl") {
-            checked.1 += 1;
-            crate::json::parse_lines(bytes).map(drop)
-        } else if name.ends_with(".json") {
-            checked.0 += 1;
-            crate::json::check(bytes)
-        } else {
-            continue;
-        };
+    for ((name, _), outcome) in documents.iter().zip(outcomes) {
         if let Err(reason) = outcome {
             report.record(name, "input.json", Err(format!("{name} {reason}")));
             ok = false;

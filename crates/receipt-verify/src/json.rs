@@ -32,14 +32,22 @@ pub fn parse(bytes: &[u8]) -> Result<Value, String> {
 /// # Errors
 /// `line N: ...` for the first line that is not one I-JSON document.
 pub fn parse_lines(bytes: &[u8]) -> Result<Vec<Value>, String> {
+    lines(bytes).map(|(i, line)| parse(line).map_err(|e| format!("line {i}: {e}"))).collect()
+}
+
+/// Checks that `bytes` are strict JSON lines without building them.
+///
+/// # Errors
+/// As [`parse_lines`].
+pub fn check_lines(bytes: &[u8]) -> Result<(), String> {
+    lines(bytes).try_for_each(|(i, line)| check(line).map_err(|e| format!("line {i}: {e}")))
+}
+
+/// The 1-based number and bytes of each line of a JSON-lines file.
+fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
     let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    if body.is_empty() {
-        return Ok(Vec::new());
-    }
-    body.split(|b| *b == b'\n')
-        .enumerate()
-        .map(|(i, line)| parse(line).map_err(|e| format!("line {}: {e}", i + 1)))
-        .collect()
+    let lines = (!body.is_empty()).then(|| body.split(|b| *b == b'\n'));
+    lines.into_iter().flatten().enumerate().map(|(i, line)| (i + 1, line))
 }
 
 /// Checks that `bytes` are one strict JSON document without building it.
@@ -421,5 +429,30 @@ mod tests {
         let error = parse_lines(b"{\"a\":1}\n{\"b\":2,\"b\":3}\n").unwrap_err();
         assert!(error.starts_with("line 2: "), "{error}");
         assert!(parse_lines(b"{}\n\n{}\n").unwrap_err().starts_with("line 2: "));
+    }
+
+    /// The bundle reader checks its JSON-lines files with `check_lines` and parses the rows later: both must
+    /// refuse the same files with the same words.
+    #[test]
+    fn checking_lines_refuses_what_parsing_them_refuses() {
+        let files: [&[u8]; 8] = [
+            b"{\"a\":1}\n{\"b\":2}\n",
+            b"",
+            b"\n",
+            b"{}",
+            b"{\"a\":1}\n{\"b\":2,\"b\":3}\n",
+            b"{}\n\n{}\n",
+            b"{}\n{\"x\":1e999}\n{}\n",
+            b"{}\n{}\n[1,\n",
+        ];
+        for bytes in files {
+            assert_eq!(
+                check_lines(bytes),
+                parse_lines(bytes).map(drop),
+                "{:?}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+        assert_eq!(check_lines(b"{}\n{\"x\":1e999}\n").unwrap_err().get(..8), Some("line 2: "));
     }
 }

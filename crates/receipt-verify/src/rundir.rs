@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::artifacts::{Run, aggregates_in};
+use crate::artifacts::{Run, RunFiles, aggregates_in, parse_all};
 use crate::checks::{EmbeddingCheck, Input, Inputs, run_all, selection::Documents};
 use crate::error::{Error, Result};
 use crate::fixture::FixtureView;
@@ -271,21 +271,37 @@ fn open_fixture(found: Found) -> Opened {
     }
 }
 
-/// Every aggregate of `dir` with its rows; one that is not strict JSON is recorded as `input.json`.
+/// Every aggregate of `dir` with its rows (read in turn, parsed in parallel); one that is not strict JSON is
+/// recorded as `input.json`.
 fn load_runs(dir: &Path, report: &mut Report) -> Result<Vec<Run>> {
-    let mut runs = Vec::new();
     let mut total = 0;
+    let mut files = Vec::new();
     for path in aggregates_in(dir)? {
-        match Run::load(&path, OUTPUT_LIMITS, &mut total) {
+        match RunFiles::read(&path, OUTPUT_LIMITS, &mut total) {
+            Ok(read) => files.push(read),
+            Err(error) => not_strict(report, error)?,
+        }
+    }
+    let mut runs = Vec::new();
+    for parsed in parse_all(files) {
+        match parsed {
             Ok(run) => runs.push(run),
-            Err(Error::Input { path, reason }) => {
-                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                report.record(&name, "input.json", Err(reason));
-            }
-            Err(other) => return Err(other),
+            Err(error) => not_strict(report, error)?,
         }
     }
     Ok(runs)
+}
+
+/// Records an aggregate that is not strict JSON as `input.json`; any other error ends the verification.
+fn not_strict(report: &mut Report, error: Error) -> Result<()> {
+    match error {
+        Error::Input { path, reason } => {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            report.record(&name, "input.json", Err(reason));
+            Ok(())
+        }
+        other => Err(other),
+    }
 }
 
 /// `input.json` for every rows file that was read but is not strict JSON lines.
