@@ -142,6 +142,8 @@ pub(crate) struct RunFiles {
     path: PathBuf,
     aggregate: Vec<u8>,
     rows: std::result::Result<Vec<u8>, String>,
+    /// The fixture path the aggregate records (`corpus.fixture_path`), or "".
+    pub(crate) fixture_path: String,
 }
 
 impl RunFiles {
@@ -159,7 +161,9 @@ impl RunFiles {
         } else {
             Err(format!("rows file {rows_file:?} is not a plain file name"))
         };
-        Ok(RunFiles { path: aggregate_path.to_owned(), aggregate, rows })
+        let fixture_path =
+            probe.pointer("/corpus/fixture_path").and_then(Value::as_str).unwrap_or("").to_owned();
+        Ok(RunFiles { path: aggregate_path.to_owned(), aggregate, rows, fixture_path })
     }
 
     /// The run these files hold.

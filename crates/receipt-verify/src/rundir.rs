@@ -2,7 +2,7 @@
 //! the store and mapping, the selection's documents and the exports, each a regular file within its cap, read
 //! once. Everything is handed to [`crate::checks::run_all`]; the live database is checked here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -103,29 +103,38 @@ impl Verification {
 /// (`corpus`) cannot be read at all.
 pub fn verify(options: &VerifyOptions) -> Result<Verified> {
     let mut report = Report::default();
-    // A fixture given by path (52 MB in a real run) is read and parsed beside the runs.
-    let (runs, given) = std::thread::scope(|scope| {
-        let given = options.corpus.as_ref().map(|path| {
+    let files = read_runs(&options.output_dir, &mut report)?;
+    // The fixture (52 MB in a real run) is read and parsed beside the runs: the one given, else the one every
+    // aggregate records. Aggregates that record different paths leave the choice until they are parsed.
+    let recorded: BTreeSet<&str> = files.iter().map(|f| f.fixture_path.as_str()).collect();
+    let beside = match (&options.corpus, recorded.first()) {
+        (Some(path), _) => Some((path.clone(), true)),
+        (None, Some(path)) if recorded.len() == 1 => Some((PathBuf::from(path), false)),
+        _ => None,
+    };
+    let (runs, beside) = std::thread::scope(|scope| {
+        let beside = beside.map(|(path, given)| {
             scope.spawn(move || -> Result<Opened> {
-                let bytes = safe_fs::read_regular(path, MAX_FIXTURE_BYTES).map_err(Error::file)?;
-                Ok(open_fixture(Found::Read(path.display().to_string(), bytes)))
+                if given {
+                    let bytes = safe_fs::read_regular(&path, MAX_FIXTURE_BYTES).map_err(Error::file)?;
+                    Ok(open_fixture(Found::Read(path.display().to_string(), bytes)))
+                } else {
+                    Ok(open_fixture(recorded_fixture(std::iter::once(path.as_path()))))
+                }
             })
         });
-        let runs = load_runs(&options.output_dir, &mut report);
-        let given =
-            given.map(|thread| thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-        (runs, given)
+        let runs = parse_runs(files, &mut report);
+        let beside =
+            beside.map(|thread| thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+        (runs, beside)
     });
     let runs = runs?;
     strict_rows(&mut report, &runs);
-    let (view, full, fixture_problem) = match given {
+    let (view, full, fixture_problem) = match beside {
         Some(opened) => opened?,
-        None => open_fixture(
-            runs.iter()
-                .map(|run| Found::at(Path::new(run.str_at("/corpus/fixture_path")), MAX_FIXTURE_BYTES))
-                .find(|found| !matches!(found, Found::Absent(_)))
-                .unwrap_or_else(|| Found::Absent("no fixture at the recorded path (pass --corpus)".into())),
-        ),
+        None => open_fixture(recorded_fixture(
+            runs.iter().map(|run| Path::new(run.str_at("/corpus/fixture_path"))),
+        )),
     };
     report.subjects = crate::checks::exports::subjects_of(&runs);
     if let Some(reason) = fixture_problem.as_deref().filter(|r| !r.starts_with("absent: ")) {
@@ -271,9 +280,17 @@ fn open_fixture(found: Found) -> Opened {
     }
 }
 
-/// Every aggregate of `dir` with its rows (read in turn, parsed in parallel); one that is not strict JSON is
+/// The fixture at the first of `paths` where there is one (a run's recorded path).
+fn recorded_fixture<'p>(paths: impl Iterator<Item = &'p Path>) -> Found {
+    paths
+        .map(|path| Found::at(path, MAX_FIXTURE_BYTES))
+        .find(|found| !matches!(found, Found::Absent(_)))
+        .unwrap_or_else(|| Found::Absent("no fixture at the recorded path (pass --corpus)".into()))
+}
+
+/// Every aggregate of `dir` with its rows file, read in turn within the caps; one that is not strict JSON is
 /// recorded as `input.json`.
-fn load_runs(dir: &Path, report: &mut Report) -> Result<Vec<Run>> {
+fn read_runs(dir: &Path, report: &mut Report) -> Result<Vec<RunFiles>> {
     let mut total = 0;
     let mut files = Vec::new();
     for path in aggregates_in(dir)? {
@@ -282,6 +299,11 @@ fn load_runs(dir: &Path, report: &mut Report) -> Result<Vec<Run>> {
             Err(error) => not_strict(report, error)?,
         }
     }
+    Ok(files)
+}
+
+/// The runs `files` hold, parsed in parallel.
+fn parse_runs(files: Vec<RunFiles>, report: &mut Report) -> Result<Vec<Run>> {
     let mut runs = Vec::new();
     for parsed in parse_all(files) {
         match parsed {

@@ -394,6 +394,48 @@ fn hostile_output_directories_and_stores_fail_fast_and_clean() {
         }
     }
     expect(&verify(&out, None), "corpus.file", "FIFO");
+    // Aggregates that record different fixture paths: the fixture is the first one present, whichever aggregate
+    // names it (not the first aggregate's path, read ahead beside the runs); with none present, nothing that
+    // needs it is checked, and the report says to pass --corpus.
+    let aggregates = |out: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".aggregate.json"))
+            .collect();
+        names.sort();
+        names
+    };
+    let rankings = |outcome: &Bounded| -> Vec<(String, String)> {
+        let report: Value = serde_json::from_str(&outcome.stdout).unwrap();
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["name"].as_str().unwrap().starts_with("ranking."))
+            .map(|c| (c["status"].as_str().unwrap().to_owned(), c["evidence"].as_str().unwrap().to_owned()))
+            .collect()
+    };
+    let (out, store) = fresh("first-fixture-path-moved");
+    edit_aggregate(&out, &aggregates(&out)[0], |a| {
+        a["corpus"]["fixture_path"] = Value::from("/nonexistent/fixture.json")
+    });
+    let found = rankings(&verify(&out, Some(&store)));
+    assert!(!found.is_empty() && found.iter().all(|(status, _)| status == "pass"), "{found:?}");
+    let (out, store) = fresh("every-fixture-path-moved");
+    for name in aggregates(&out) {
+        edit_aggregate(&out, &name, |a| {
+            a["corpus"]["fixture_path"] = Value::from("/nonexistent/fixture.json")
+        });
+    }
+    let found = rankings(&verify(&out, Some(&store)));
+    assert!(
+        !found.is_empty()
+            && found
+                .iter()
+                .all(|(status, evidence)| status == "not_checked" && evidence.contains("--corpus")),
+        "{found:?}"
+    );
     let (out, _) = fresh("dev-zero-database");
     for name in
         std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
