@@ -76,6 +76,13 @@ pub struct VectorsBinding {
     pub layout: String,
 }
 
+/// A document's `schema` member, and nothing else of it.
+#[derive(Deserialize)]
+struct SchemaProbe {
+    #[serde(default)]
+    schema: Option<Value>,
+}
+
 /// A full fixture, for the checks that need texts or vectors of an output directory's run.
 #[derive(Debug, Clone, Deserialize)]
 pub struct FullFixture {
@@ -135,11 +142,16 @@ impl FixtureView {
     /// # Errors
     /// [`Error::Input`] naming `path` when they do not parse.
     pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<(FixtureView, Option<FullFixture>)> {
-        let probe: Value = crate::json::parse(bytes).map_err(|e| Error::input(path, e))?;
-        let schema = probe.get("schema").and_then(Value::as_str).unwrap_or_default().to_owned();
+        crate::json::check(bytes).map_err(|e| Error::input(path, e))?;
+        // Only the schema is read ahead, never the whole document as a tree (a full fixture is 52 MB).
+        let schema = if bytes.trim_ascii_start().starts_with(b"{") {
+            serde_json::from_slice::<SchemaProbe>(bytes).ok().and_then(|probe| probe.schema)
+        } else {
+            None
+        };
+        let schema = schema.as_ref().and_then(Value::as_str).unwrap_or_default();
         if schema == FIXTURE_VIEW_SCHEMA || schema == FIXTURE_VIEW_SCHEMA_V1 {
-            let schema = schema.as_str();
-            let view: FixtureView = serde_json::from_value(probe).map_err(|e| Error::input(path, e))?;
+            let view: FixtureView = serde_json::from_slice(bytes).map_err(|e| Error::input(path, e))?;
             let v2_fields =
                 [view.query_ids.is_some(), view.semantic_text_sha256.is_some(), view.vectors.is_some()];
             let expected = schema == FIXTURE_VIEW_SCHEMA;
@@ -153,7 +165,6 @@ impl FixtureView {
             }
             return Ok((view, None));
         }
-        drop(probe);
         let full: FullFixture = serde_json::from_slice(bytes).map_err(|e| Error::input(path, e))?;
         let view = FixtureView::of(&full, &sha256_tagged(bytes), None);
         Ok((view, Some(full)))
@@ -251,5 +262,51 @@ impl FullFixture {
             }
         }
         Ok(texts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: &[u8] = br#"{"schema":"scifact-fixture-test","metadata":{"model":"m"},
+        "documents":[{"id":"d1","title":"T","text":"t","semantic_text_sha256":"ab","vector":[0.5,0.25]}],
+        "queries":[{"id":"q1","text":"q","semantic_text_sha256":"cd","vector":[1.0,0.0]}],
+        "qrels":[{"query_id":"q1","doc_id":"d1","score":1}]}"#;
+
+    fn refused(bytes: &[u8]) -> String {
+        FixtureView::from_bytes(Path::new("named.json"), bytes).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_full_fixture_and_a_view_are_told_apart_by_schema_and_read_strictly() {
+        let (view, full) = FixtureView::from_bytes(Path::new("fixture.json"), FULL).unwrap();
+        let full = full.expect("a full fixture");
+        assert_eq!((full.documents[0].vector.clone(), full.queries.len()), (vec![0.5, 0.25], 1));
+        assert_eq!(
+            (view.document_ids.clone(), view.fixture_sha256.clone()),
+            (vec!["d1".into()], sha256_tagged(FULL))
+        );
+        // A bundle's view binds the vectors published beside it.
+        let view = FixtureView::of(&full, &view.fixture_sha256, Some(&[0u8; 24]));
+        let view_bytes = serde_json::to_vec(&view).unwrap();
+        let (again, none) = FixtureView::from_bytes(Path::new("view.json"), &view_bytes).unwrap();
+        assert_eq!((again, none.is_none()), (view, true), "a view is read as a view");
+
+        let edited = |edit: &dyn Fn(&mut Value)| {
+            let mut value: Value = serde_json::from_slice(&view_bytes).unwrap();
+            edit(&mut value);
+            serde_json::to_vec(&value).unwrap()
+        };
+        let unknown = refused(&edited(&|v| v["extra"] = Value::from(1)));
+        assert!(unknown.contains("named.json") && unknown.contains("extra"), "{unknown}");
+        let v1 = refused(&edited(&|v| v["schema"] = Value::from(FIXTURE_VIEW_SCHEMA_V1)));
+        assert!(v1.contains("exactly when it is version 2"), "{v1}");
+        // A schema that is not a view's (or not a string) is read as a full fixture, which this is not.
+        assert!(refused(&edited(&|v| v["schema"] = Value::from(2))).contains("named.json"));
+        for bad in [&b"[1]"[..], br#"{"schema":"a","schema":"b"}"#, b"{\"schema\":"] {
+            assert!(refused(bad).contains("named.json"), "{}", String::from_utf8_lossy(bad));
+        }
+        assert!(refused(br#"{"schema":"a","schema":"b"}"#).contains("duplicate key"));
     }
 }
