@@ -108,15 +108,23 @@ pub(crate) fn forge_receipt(
     edit_aggregate(dir, &newest, |a| a["store"]["db_sha256_after_run"] = Value::from(live));
 }
 
+/// Every aggregate's file name in `dir`, sorted.
+pub(crate) fn aggregate_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".aggregate.json"))
+        .collect();
+    names.sort();
+    names
+}
+
 /// The aggregate written last (the most receipts after its run).
 pub(crate) fn newest_aggregate(dir: &Path) -> String {
     let mut by_receipts = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        if name.ends_with(".aggregate.json") {
-            let receipts = read_json(&dir.join(&name))["store"]["receipts_after_run"].as_u64().unwrap();
-            by_receipts.insert(receipts, name);
-        }
+    for name in aggregate_names(dir) {
+        let receipts = read_json(&dir.join(&name))["store"]["receipts_after_run"].as_u64().unwrap();
+        by_receipts.insert(receipts, name);
     }
     by_receipts.into_values().next_back().unwrap()
 }

@@ -67,13 +67,7 @@ impl Forgery {
 
     /// Every aggregate's file name, sorted.
     pub(crate) fn aggregates(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".aggregate.json"))
-            .collect();
-        names.sort();
-        names
+        crate::forge::aggregate_names(&self.dir)
     }
 
     /// The aggregate of `mode` and `split` under the baseline (no label) or the selected configuration.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::audit::{Signed, signed_run};
-use crate::forge::{copy_dir, edit_aggregate, read_json, sha256, write_json};
+use crate::forge::{aggregate_names, copy_dir, edit_aggregate, read_json, sha256, write_json};
 use crate::path_str;
 
 /// Each case must finish within this.
@@ -386,26 +386,13 @@ fn hostile_output_directories_and_stores_fail_fast_and_clean() {
     let (out, _) = fresh("fifo-fixture");
     let fifo = signed.dir.path().join("fixture.fifo");
     mkfifo(&fifo);
-    for name in
-        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-    {
-        if name.ends_with(".aggregate.json") {
-            edit_aggregate(&out, &name, |a| a["corpus"]["fixture_path"] = Value::from(path_str(&fifo)));
-        }
+    for name in aggregate_names(&out) {
+        edit_aggregate(&out, &name, |a| a["corpus"]["fixture_path"] = Value::from(path_str(&fifo)));
     }
     expect(&verify(&out, None), "corpus.file", "FIFO");
     // Aggregates that record different fixture paths: the fixture is the first one present, whichever aggregate
     // names it (not the first aggregate's path, read ahead beside the runs); with none present, nothing that
     // needs it is checked, and the report says to pass --corpus.
-    let aggregates = |out: &Path| {
-        let mut names: Vec<String> = std::fs::read_dir(out)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|name| name.ends_with(".aggregate.json"))
-            .collect();
-        names.sort();
-        names
-    };
     let rankings = |outcome: &Bounded| -> Vec<(String, String)> {
         let report: Value = serde_json::from_str(&outcome.stdout).unwrap();
         report["checks"]
@@ -417,13 +404,13 @@ fn hostile_output_directories_and_stores_fail_fast_and_clean() {
             .collect()
     };
     let (out, store) = fresh("first-fixture-path-moved");
-    edit_aggregate(&out, &aggregates(&out)[0], |a| {
+    edit_aggregate(&out, &aggregate_names(&out)[0], |a| {
         a["corpus"]["fixture_path"] = Value::from("/nonexistent/fixture.json")
     });
     let found = rankings(&verify(&out, Some(&store)));
     assert!(!found.is_empty() && found.iter().all(|(status, _)| status == "pass"), "{found:?}");
     let (out, store) = fresh("every-fixture-path-moved");
-    for name in aggregates(&out) {
+    for name in aggregate_names(&out) {
         edit_aggregate(&out, &name, |a| {
             a["corpus"]["fixture_path"] = Value::from("/nonexistent/fixture.json")
         });
@@ -437,12 +424,8 @@ fn hostile_output_directories_and_stores_fail_fast_and_clean() {
         "{found:?}"
     );
     let (out, _) = fresh("dev-zero-database");
-    for name in
-        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-    {
-        if name.ends_with(".aggregate.json") {
-            edit_aggregate(&out, &name, |a| a["store"]["db_path"] = Value::from("/dev/zero"));
-        }
+    for name in aggregate_names(&out) {
+        edit_aggregate(&out, &name, |a| a["store"]["db_path"] = Value::from("/dev/zero"));
     }
     expect(&verify(&out, None), "store.format", "character device");
 
