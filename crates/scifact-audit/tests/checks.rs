@@ -23,13 +23,10 @@ const FTS: &str = "scifact-fts_only-heldout.aggregate.json";
 type Mutation = (&'static str, &'static [&'static str], fn(&Path));
 
 fn aggregates(dir: &Path) -> Vec<String> {
-    let mut found: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path().to_string_lossy().into_owned())
-        .filter(|p| p.ends_with(".aggregate.json"))
-        .collect();
-    found.sort();
-    found
+    crate::forge::aggregate_names(dir)
+        .iter()
+        .map(|name| dir.join(name).to_string_lossy().into_owned())
+        .collect()
 }
 
 fn zeros(digit: char) -> Value {
