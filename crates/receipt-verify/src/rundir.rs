@@ -108,18 +108,21 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
     // aggregate records. Aggregates that record different paths leave the choice until they are parsed.
     let recorded: BTreeSet<&str> = files.iter().map(|f| f.fixture_path.as_str()).collect();
     let beside = match (&options.corpus, recorded.first()) {
-        (Some(path), _) => Some((path.clone(), true)),
-        (None, Some(path)) if recorded.len() == 1 => Some((PathBuf::from(path), false)),
+        (Some(path), _) => Some(FixtureSource::Given(path.clone())),
+        (None, Some(path)) if recorded.len() == 1 => Some(FixtureSource::Recorded(PathBuf::from(path))),
         _ => None,
     };
     let (runs, beside) = std::thread::scope(|scope| {
-        let beside = beside.map(|(path, given)| {
+        let beside = beside.map(|source| {
             scope.spawn(move || -> Result<Opened> {
-                if given {
-                    let bytes = safe_fs::read_regular(&path, MAX_FIXTURE_BYTES).map_err(Error::file)?;
-                    Ok(open_fixture(Found::Read(path.display().to_string(), bytes)))
-                } else {
-                    Ok(open_fixture(recorded_fixture(std::iter::once(path.as_path()))))
+                match source {
+                    FixtureSource::Given(path) => {
+                        let bytes = safe_fs::read_regular(&path, MAX_FIXTURE_BYTES).map_err(Error::file)?;
+                        Ok(open_fixture(Found::Read(path.display().to_string(), bytes)))
+                    }
+                    FixtureSource::Recorded(path) => {
+                        Ok(open_fixture(recorded_fixture(std::iter::once(path.as_path()))))
+                    }
                 }
             })
         });
@@ -278,6 +281,14 @@ fn open_fixture(found: Found) -> Opened {
         Found::Absent(reason) => (None, None, Some(format!("absent: {reason}"))),
         Found::Refused(reason) => (None, None, Some(reason.clone())),
     }
+}
+
+/// Where the fixture read beside the runs comes from.
+enum FixtureSource {
+    /// `--corpus`: it must be readable.
+    Given(PathBuf),
+    /// The path every aggregate records: absent is a verdict's input, not an error.
+    Recorded(PathBuf),
 }
 
 /// The fixture at the first of `paths` where there is one (a run's recorded path).
