@@ -116,18 +116,19 @@ def main():
         ours = project["vector_only"]["retrieval"]["p50_ms"]
     except (KeyError, TypeError) as missing:
         sys.exit(f"target/bench/semantic-memory-search.json ({report.get('benchmark')}) has no back-to-back "
-                 f"vector_only retrieval p50: {missing!r}; this script reads semantic-memory-search-v3")
+                 f"vector_only retrieval p50: {missing!r}; this script reads semantic-memory-search-v4")
     peers = {f"{w}_{t}_thread{'s' if t > 1 else ''}": peer(w, t, a.fixture, a.queries)
              for w in ("numpy", "faiss") for t in (1, 2)}
     lexical = {name: peer(name, 1, a.fixture, a.queries) for name in ("bm25s", "bm25s_get_scores")}
     ours_lexical = project["fts_only"]["retrieval"]["p50_ms"]
-    modes = [m for m in project if m != "hybrid_sequential"]
+    modes = [m for m in project if not m.endswith("_sequential")]
     print(json.dumps({
         "cpu": cpu_name(),
         "cpu_features": cpu_features(),
         "vector_first_pass": report.get("first_pass"),
         "queries": a.queries,
         "project_vector_only_retrieval_p50_ms": ours,
+        "project_vector_only_sequential_retrieval_p50_ms": project["vector_only_sequential"]["retrieval"]["p50_ms"],
         "project_hybrid_retrieval_p50_ms": project["hybrid"]["retrieval"]["p50_ms"],
         "project_hybrid_sequential_retrieval_p50_ms": project["hybrid_sequential"]["retrieval"]["p50_ms"],
         "project_fts_only_retrieval_p50_ms": project["fts_only"]["retrieval"]["p50_ms"],

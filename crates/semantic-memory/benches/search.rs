@@ -8,8 +8,9 @@
 //!
 //! Each search is timed in two cadences: back to back, and as the runner issues them (each followed by a journal
 //! line appended and fsync'd). `hybrid_sequential` runs the same hybrid searches with both halves on the calling
-//! thread, the reference a hybrid search must never be slower than. `--neighbours N` runs N CPU-bound processes
-//! beside the benchmark, as a compiler or a second evaluation would.
+//! thread, the reference a hybrid search must never be slower than; `vector_only_sequential` likewise runs the
+//! vector searches without sharing their first pass with the helper thread. `--neighbours N` runs N CPU-bound
+//! processes beside the benchmark, as a compiler or a second evaluation would.
 //!
 //! Run: `cargo bench -p semantic-memory --bench search` (add `-- --queries N` for a quicker run,
 //! `-- --cadence back_to_back|runner` for one cadence, and `-- --dir /dev/shm` to keep the store in memory,
@@ -140,13 +141,19 @@ fn main() {
         store.search_explained_with_context(&query_texts[i], &query_vectors[i], &config, c).unwrap()
     });
     let hybrid_sequential: Search<'_> = Box::new(|i, c| {
-        semantic_memory::set_hybrid_parallel(false);
+        semantic_memory::set_parallel_search(false);
         let outcome =
             store.search_explained_with_context(&query_texts[i], &query_vectors[i], &config, c).unwrap();
-        semantic_memory::set_hybrid_parallel(true);
+        semantic_memory::set_parallel_search(true);
         outcome
     });
-    // hybrid and hybrid_sequential run each query one after the other, in alternating order, so that both see the
+    let vector_sequential: Search<'_> = Box::new(|i, c| {
+        semantic_memory::set_parallel_search(false);
+        let outcome = store.search_vector_only_with_context(&query_vectors[i], &config, c).unwrap();
+        semantic_memory::set_parallel_search(true);
+        outcome
+    });
+    // Each search and its sequential reference run each query one after the other, in alternating order, so that both see the
     // same machine and neither always finds the query's pages warm.
     type Timed<'a, 'b> = (&'static str, Search<'a>, Option<(&'static str, &'b Search<'a>)>);
     let searches: [Timed<'_, '_>; 3] = [
@@ -158,7 +165,7 @@ fn main() {
         (
             "vector_only",
             Box::new(|i, c| store.search_vector_only_with_context(&query_vectors[i], &config, c).unwrap()),
-            None,
+            Some(("vector_only_sequential", &vector_sequential)),
         ),
         ("hybrid", hybrid, Some(("hybrid_sequential", &hybrid_sequential))),
     ];
@@ -181,8 +188,8 @@ fn main() {
             if let Some((paired_name, paired)) = paired {
                 timed.push((*paired_name, *paired, Samples::default()));
             }
-            let reclaimed_before = semantic_memory::hybrid_halves_reclaimed();
-            let in_sequence_before = semantic_memory::hybrid_searches_in_sequence();
+            let reclaimed_before = semantic_memory::helper_jobs_reclaimed();
+            let in_sequence_before = semantic_memory::searches_in_sequence();
             for i in 0..queries {
                 // The second search of a query finds its pages warm: which goes first alternates.
                 if i % 2 == 1 {
@@ -205,18 +212,20 @@ fn main() {
                     timed.reverse();
                 }
             }
-            let reclaimed = semantic_memory::hybrid_halves_reclaimed() - reclaimed_before;
-            let in_sequence = semantic_memory::hybrid_searches_in_sequence() - in_sequence_before;
+            let reclaimed = semantic_memory::helper_jobs_reclaimed() - reclaimed_before;
+            let in_sequence = semantic_memory::searches_in_sequence() - in_sequence_before;
             for (label, _, samples) in timed {
                 let (retrieval, persistence, total) =
                     (summary(samples.retrieval), summary(samples.persistence), summary(samples.total));
                 let rescored = samples.rescored as f64 / queries as f64;
-                let note = if label == "hybrid" {
-                    format!(
+                let note = match label {
+                    "hybrid" => format!(
                         "  ({in_sequence} run in sequence by the policy; of the others, {reclaimed} had the vector half run by the caller)"
-                    )
-                } else {
-                    String::new()
+                    ),
+                    "vector_only" => format!(
+                        "  ({in_sequence} run in sequence by the policy; of the others, {reclaimed} had the helper start too late to take any of the first pass)"
+                    ),
+                    _ => String::new(),
                 };
                 println!(
                     "{label:<18} {:>11.4} ms {:>11.4} ms {:>11.4} ms {:>11.4} ms {rescored:>10.1}{note}",
@@ -232,8 +241,8 @@ fn main() {
                         "persistence": persistence,
                         "call_with_receipt": total,
                         "mean_vectors_rescored": rescored,
-                        "vector_half_run_by_caller": if label == "hybrid" { Some(reclaimed) } else { None },
-                        "run_in_sequence_by_policy": if label == "hybrid" { Some(in_sequence) } else { None },
+                        "helper_job_run_by_caller": matches!(label, "hybrid" | "vector_only").then_some(reclaimed),
+                        "run_in_sequence_by_policy": matches!(label, "hybrid" | "vector_only").then_some(in_sequence),
                     }),
                 );
             }
@@ -253,7 +262,7 @@ fn main() {
         })
         .unwrap_or_default();
     let report = serde_json::json!({
-        "benchmark": "semantic-memory-search-v3",
+        "benchmark": "semantic-memory-search-v4",
         "cpu": cpu,
         "first_pass": format!("{:?}", semantic_memory::vector::FirstPass::chosen()),
         "cpu_bound_neighbours": neighbours,

@@ -1,5 +1,5 @@
-//! The helper thread: it runs the vector half of a hybrid search while the caller runs the lexical half, and
-//! stays awake between searches.
+//! The helper thread: it runs the vector half of a hybrid search while the caller runs the lexical half, takes
+//! a share of a vector search's first pass, and stays awake between searches.
 //!
 //! Why not a thread pool: on the virtual machines measured here, waking a sleeping worker took 36 µs at the
 //! median, a fifth of a hybrid search, and a caller asleep on the join pays the same again. So both sides spin
@@ -8,7 +8,8 @@
 //!
 //! The job is only offered: a caller that finishes its own half before the helper has taken the job takes it
 //! back and runs it, so a helper that is asleep or has lost its CPU to another process costs nothing but the
-//! offer.
+//! offer. A first pass is shared by slices ([`share`]): the helper takes them from the back while the caller
+//! takes them from the front, so a helper that starts late only takes fewer.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -53,7 +54,7 @@ fn shared() -> Option<&'static Shared> {
             busy: AtomicBool::new(false),
         }));
         std::thread::Builder::new()
-            .name("hybrid-vector".into())
+            .name("search-helper".into())
             .spawn(move || serve(shared))
             .ok()
             .map(|_| shared)
@@ -64,7 +65,8 @@ fn shared() -> Option<&'static Shared> {
 /// sleep when none comes.
 fn serve(shared: &'static Shared) {
     loop {
-        let spin = if POLICY.spin.load(Ordering::Relaxed) { SPIN } else { Duration::ZERO };
+        let spinning_pays = POLICY.spin.load(Ordering::Relaxed) || SHARE_POLICY.spin.load(Ordering::Relaxed);
+        let spin = if spinning_pays { SPIN } else { Duration::ZERO };
         let deadline = Instant::now() + spin;
         let job = loop {
             if shared.posted.load(Ordering::Acquire)
@@ -112,7 +114,7 @@ fn thread_cpu_nanos() -> u64 {
 /// When to use the helper, learnt from the searches themselves, so that the answer holds on a quiet machine
 /// and beside a compiler alike.
 ///
-/// - The helper spins between jobs only while it takes nearly every job in time. When its CPU is taken by
+/// - The helper spins between jobs only while it takes nearly every job of one kind in time. When its CPU is taken by
 ///   other processes it misses jobs (the caller reclaims them), and a spinning helper would only take CPU from
 ///   the caller: then it sleeps between jobs instead.
 /// - Each parallel search is compared with what its two halves cost: the CPU time of the caller's half plus
@@ -133,7 +135,11 @@ const EXCESS_ZERO: u64 = 1 << 40;
 /// Searches run in sequence after parallelism was found to lose, before it is tried again.
 const SEQUENTIAL_RUN: u64 = 256;
 
+/// The policy of hybrid searches (their vector half offered to the helper).
 static POLICY: Policy = Policy::new();
+/// The policy of shared first passes, learnt apart: a first pass can be shorter than the time a sleeping helper
+/// takes to wake, and what it learns must not make the next hybrid searches run in sequence.
+static SHARE_POLICY: Policy = Policy::new();
 
 impl Policy {
     const fn new() -> Policy {
@@ -181,29 +187,29 @@ impl Policy {
     }
 }
 
-/// How many jobs their caller ran itself because the helper had not taken them (for the benchmark).
 static RECLAIMED: AtomicU64 = AtomicU64::new(0);
 
-/// How many hybrid searches ran their vector half on the calling thread because the helper had not started it
-/// by the time the lexical half was done, since the process began (a measurement, for benchmarks).
-pub fn hybrid_halves_reclaimed() -> u64 {
+/// How many jobs offered to the helper their caller ran itself because the helper had not started them in time
+/// (a hybrid search's vector half, or what was left of a shared first pass), since the process began (a
+/// measurement, for benchmarks).
+pub fn helper_jobs_reclaimed() -> u64 {
     RECLAIMED.load(Ordering::Relaxed)
 }
 
 static IN_SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
-/// How many hybrid searches ran their halves in sequence because parallelism had been losing (see
-/// [`Policy`]), since the process began (a measurement, for benchmarks).
-pub fn hybrid_searches_in_sequence() -> u64 {
+/// How many searches ran on the calling thread alone because parallelism had been losing (see [`Policy`]),
+/// since the process began (a measurement, for benchmarks).
+pub fn searches_in_sequence() -> u64 {
     IN_SEQUENCE.load(Ordering::Relaxed)
 }
 
 static PARALLEL: AtomicBool = AtomicBool::new(true);
 
-/// Whether hybrid searches offer their vector half to the helper thread (the default) or run both halves one
-/// after the other on the calling thread. Rankings, scores and receipts are the same either way; benchmarks
-/// use it to time the sequential reference.
-pub fn set_hybrid_parallel(enabled: bool) {
+/// Whether searches use the helper thread (the default: a hybrid search's vector half, a share of a vector
+/// search's first pass) or run wholly on the calling thread. Rankings, scores and receipts are the same either
+/// way; benchmarks use it to time the sequential reference.
+pub fn set_parallel_search(enabled: bool) {
     PARALLEL.store(enabled, Ordering::Relaxed);
 }
 
@@ -231,9 +237,30 @@ pub(crate) fn join<A, B>(there: impl FnOnce() -> A + Send, here: impl FnOnce() -
 where
     A: Send,
 {
-    let parallel = PARALLEL.load(Ordering::Relaxed) && !POLICY.sequential();
-    let Some(shared) = shared().filter(|shared| parallel && !shared.busy.swap(true, Ordering::Acquire))
-    else {
+    join_with(&POLICY, there, here)
+}
+
+/// [`join`], learning from and consulting `policy`.
+fn join_with<A, B>(policy: &Policy, there: impl FnOnce() -> A + Send, here: impl FnOnce() -> B) -> (A, B)
+where
+    A: Send,
+{
+    // A call inside a job (a hybrid search's vector half sharing its first pass) finds the helper taken, or is
+    // inside a search the policy already runs in sequence: either way it runs here, and it never uses up one of
+    // the policy's searches in sequence.
+    let free = shared().filter(|shared| {
+        PARALLEL.load(Ordering::Relaxed)
+            && !IN_SEQUENCE_HERE.get()
+            && !shared.busy.swap(true, Ordering::Acquire)
+    });
+    let Some(shared) = free.filter(|shared| {
+        let sequential = policy.sequential();
+        if sequential {
+            shared.busy.store(false, Ordering::Release);
+        }
+        !sequential
+    }) else {
+        let _alone = InSequenceHere::enter();
         let a = there();
         return (a, here());
     };
@@ -274,13 +301,72 @@ where
         }
         drop(finish);
         let there_took = Duration::from_nanos(there_took.load(Ordering::Relaxed));
-        POLICY.learn(reclaimed, started.elapsed(), here_took, there_took);
+        policy.learn(reclaimed, started.elapsed(), here_took, there_took);
         b
     };
     match result {
         Some(Ok(a)) => (a, b),
         Some(Err(payload)) => panic::resume_unwind(payload),
         None => unreachable!("`done` is set only after the result"),
+    }
+}
+
+/// Runs `work(0)` … `work(slices - 1)`, each once, shared between this thread and the helper: this thread takes
+/// slices from the front and the helper from the back until none is left, so a helper that starts late (or
+/// never) only takes fewer. Through [`join`]: all here while the policy says so, or when the helper serves
+/// another caller (as it does when this runs inside a hybrid search's vector half).
+pub(crate) fn share(slices: usize, work: impl Fn(usize) + Sync) {
+    share_with(&SHARE_POLICY, slices, work);
+}
+
+/// [`share`], learning from and consulting `policy`.
+fn share_with(policy: &Policy, slices: usize, work: impl Fn(usize) + Sync) {
+    if u32::try_from(slices).is_err() {
+        (0..slices).for_each(work);
+        return;
+    }
+    // How many were taken from the front (low 32 bits) and from the back (high 32 bits): each thread keeps to its
+    // end of the data from one call to the next, where its cache may still hold it.
+    let taken = AtomicU64::new(0);
+    let claim = |back: bool| -> Option<usize> {
+        let mut current = taken.load(Ordering::Relaxed);
+        loop {
+            let (front, behind) = (current & 0xffff_ffff, current >> 32);
+            if (front + behind) as usize >= slices {
+                return None;
+            }
+            let next = if back { current + (1 << 32) } else { current + 1 };
+            match taken.compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some(if back { slices - 1 - behind as usize } else { front as usize }),
+                Err(now) => current = now,
+            }
+        }
+    };
+    let drain = |back: bool| {
+        while let Some(slice) = claim(back) {
+            work(slice);
+        }
+    };
+    join_with(policy, || drain(true), || drain(false));
+}
+
+thread_local! {
+    /// Whether this thread is running both halves of a search itself, so calls within it need not ask.
+    static IN_SEQUENCE_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks this thread as running a search's halves itself until dropped (by return or unwinding).
+struct InSequenceHere(bool);
+
+impl InSequenceHere {
+    fn enter() -> InSequenceHere {
+        InSequenceHere(IN_SEQUENCE_HERE.replace(true))
+    }
+}
+
+impl Drop for InSequenceHere {
+    fn drop(&mut self) {
+        IN_SEQUENCE_HERE.set(self.0);
     }
 }
 
@@ -318,9 +404,12 @@ mod tests {
 
     /// Keeps the helper from taking jobs, as a helper without a CPU would.
     pub(super) static HELPER_PAUSED: AtomicBool = AtomicBool::new(false);
+    /// Held by a test that pauses the helper, or needs it not paused.
+    static PAUSING: Mutex<()> = Mutex::new(());
 
     #[test]
     fn a_job_the_helper_has_not_taken_is_run_by_its_caller() {
+        let _pausing = lock(&PAUSING);
         let _ = join(|| 0, || 0);
         HELPER_PAUSED.store(true, Ordering::Relaxed);
         std::thread::sleep(Duration::from_millis(2));
@@ -329,11 +418,11 @@ mod tests {
         // here): try until this caller's job is the one reclaimed.
         let mut reclaimed = false;
         for _ in 0..2_000 {
-            let before = hybrid_halves_reclaimed();
+            let before = helper_jobs_reclaimed();
             let started = Instant::now();
             let (there, here) = join(|| std::thread::current().id(), || std::thread::current().id());
             assert_eq!((there, here), (caller, caller), "the paused helper ran nothing");
-            if hybrid_halves_reclaimed() > before {
+            if helper_jobs_reclaimed() > before {
                 assert!(
                     started.elapsed() < Duration::from_millis(50),
                     "the caller did not wait for the helper"
@@ -435,5 +524,79 @@ mod tests {
         assert_eq!(join(|| 1, || 2), (1, 2));
         std::thread::sleep(SPIN * 5);
         assert_eq!(join(|| 3, || 4), (3, 4));
+    }
+
+    #[test]
+    fn a_share_runs_every_slice_once_the_caller_from_the_front_the_helper_from_the_back() {
+        use std::sync::atomic::AtomicU32;
+        let caller = std::thread::current().id();
+        for slices in [0, 1, 2, 37] {
+            let runs: Vec<AtomicU32> = (0..slices).map(|_| AtomicU32::new(0)).collect();
+            share(slices, |slice| {
+                runs[slice].fetch_add(1, Ordering::Relaxed);
+            });
+            assert!(runs.iter().all(|n| n.load(Ordering::Relaxed) == 1), "{slices} slices");
+        }
+        // Slow slices, so that the helper takes some: the caller's are a prefix, the helper's the rest.
+        let _pausing = lock(&PAUSING);
+        let mut helped = false;
+        for _ in 0..50 {
+            // Other tests' shares may have set the policy running them in sequence.
+            SHARE_POLICY.sequential.store(0, Ordering::Relaxed);
+            let by: Vec<Mutex<Option<std::thread::ThreadId>>> = (0..24).map(|_| Mutex::new(None)).collect();
+            share(by.len(), |slice| {
+                std::thread::sleep(Duration::from_micros(200));
+                *lock(&by[slice]) = Some(std::thread::current().id());
+            });
+            let by: Vec<std::thread::ThreadId> =
+                by.iter().map(|m| lock(m).expect("every slice ran")).collect();
+            let front = by.iter().take_while(|id| **id == caller).count();
+            assert!(
+                by[front..].iter().all(|id| *id != caller),
+                "the caller took a slice from the back: {by:?}"
+            );
+            if front < by.len() {
+                helped = true;
+                break;
+            }
+        }
+        assert!(helped, "the helper never took a slice");
+    }
+
+    #[test]
+    fn a_search_run_in_sequence_runs_its_inner_calls_here_without_asking_the_policy_again() {
+        let policy = Policy::new();
+        policy.sequential.store(5, Ordering::Relaxed);
+        let caller = std::thread::current().id();
+        let (inner, outer) = join_with(
+            &policy,
+            || join_with(&policy, || std::thread::current().id(), || std::thread::current().id()),
+            || std::thread::current().id(),
+        );
+        assert_eq!((inner, outer), ((caller, caller), caller));
+        // One search in sequence (none, if another test's search had the helper): never two.
+        assert!(
+            policy.sequential.load(Ordering::Relaxed) >= 4,
+            "the inner call used up a search in sequence"
+        );
+        assert!(!IN_SEQUENCE_HERE.get(), "the mark outlived the search");
+    }
+
+    #[test]
+    fn shares_the_helper_misses_are_run_in_sequence_for_a_while() {
+        let _pausing = lock(&PAUSING);
+        let policy = Policy::new();
+        let _ = join(|| 0, || 0);
+        HELPER_PAUSED.store(true, Ordering::Relaxed);
+        let mut learnt = false;
+        for _ in 0..2_000 {
+            share_with(&policy, 3, |_| {});
+            if policy.sequential.load(Ordering::Relaxed) > 0 {
+                learnt = true;
+                break;
+            }
+        }
+        HELPER_PAUSED.store(false, Ordering::Relaxed);
+        assert!(learnt, "shares the helper never took did not send the next ones in sequence");
     }
 }

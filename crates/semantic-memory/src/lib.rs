@@ -47,7 +47,7 @@ pub use crate::config::{
     Normalization, Recency, SearchConfig,
 };
 pub use crate::error::{Error, Result};
-pub use crate::helper::{hybrid_halves_reclaimed, hybrid_searches_in_sequence, set_hybrid_parallel};
+pub use crate::helper::{helper_jobs_reclaimed, searches_in_sequence, set_parallel_search};
 pub use crate::lexical::FtsQuery;
 pub use crate::receipt::{
     ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, QueryEvidence,

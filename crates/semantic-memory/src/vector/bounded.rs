@@ -19,9 +19,6 @@
 //! Codes are laid out for the first pass: rows in blocks of 16, and within a block, for each group of four
 //! dimensions, the 16 rows' four bytes side by side, so one 512-bit multiply-accumulate advances 16 rows.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use crate::error::Result;
 use crate::simd::SimdCap;
 use crate::store::FactId;
@@ -49,6 +46,18 @@ pub struct Bounded {
     scale: Vec<f32>,
     spread: Vec<f32>,
     coded_norm: Vec<f32>,
+}
+
+/// Blocks per slice of the first pass shared between threads: 256 rows, about 100 KB of codes at 384 dims.
+const SLICE_BLOCKS: usize = 16;
+
+/// A run of whole blocks of a [`Bounded`] index: what one slice of the first pass reads.
+struct Blocks<'a> {
+    groups: usize,
+    codes: &'a [u8],
+    scale: &'a [f32],
+    spread: &'a [f32],
+    coded_norm: &'a [f32],
 }
 
 /// What a bounded search did, for the receipt.
@@ -85,6 +94,20 @@ impl Bounded {
         self.codes.reserve(additional * self.groups * GROUP);
     }
 
+    /// Blocks `range` (clamped to the blocks there are).
+    fn blocks(&self, range: std::ops::Range<usize>) -> Blocks<'_> {
+        let block_bytes = self.groups * GROUP * ROWS;
+        let end = range.end.min(self.scale.len() / ROWS);
+        let start = range.start.min(end);
+        Blocks {
+            groups: self.groups,
+            codes: &self.codes[start * block_bytes..end * block_bytes],
+            scale: &self.scale[start * ROWS..end * ROWS],
+            spread: &self.spread[start * ROWS..end * ROWS],
+            coded_norm: &self.coded_norm[start * ROWS..end * ROWS],
+        }
+    }
+
     /// The reference: the full scan, every row scored with [`dot`].
     ///
     /// # Errors
@@ -110,28 +133,22 @@ impl Bounded {
         let mut upper = vec![0.0f32; padded];
         bounds(self, &coded_query, &mut lower, &mut upper);
         // τ: the k-th largest lower bound among the rows in scope; the scope is asked only of rows that could
-        // change it.
-        let mut floors: BinaryHeap<Reverse<Bound>> = BinaryHeap::with_capacity(k + 1);
+        // change τ or be rescored.
         let mut in_scope = vec![None; rows];
         let mut scope = |row: usize| *in_scope[row].get_or_insert_with(|| keep(ids[row]));
-        if k > 0 {
-            for (row, low) in lower[..rows].iter().enumerate() {
-                let enters = floors.len() < k || floors.peek().is_some_and(|Reverse(least)| *low > least.0);
-                if enters && scope(row) {
-                    if floors.len() == k {
-                        floors.pop();
-                    }
-                    floors.push(Reverse(Bound(*low)));
+        let floor = kth_largest(&lower[..rows], k, &mut scope);
+        // With fewer than k rows in scope, τ is −∞ and every one of them is in the answer.
+        let mut candidates: Vec<usize> = Vec::new();
+        for (block, highs) in upper[..rows].chunks(ROWS).enumerate() {
+            let mut passing = mask(highs, |high| high >= floor);
+            while passing != 0 {
+                let row = block * ROWS + passing.trailing_zeros() as usize;
+                passing &= passing - 1;
+                if scope(row) {
+                    candidates.push(row);
                 }
             }
         }
-        // With fewer than k rows in scope, every one of them is in the answer.
-        let floor = if floors.len() < k {
-            f32::NEG_INFINITY
-        } else {
-            floors.peek().map_or(f32::NEG_INFINITY, |r| r.0.0)
-        };
-        let candidates: Vec<usize> = (0..rows).filter(|&row| upper[row] >= floor && scope(row)).collect();
         let rescored = candidates.len();
         let mut scored: Vec<ScoredFact> = candidates
             .iter()
@@ -144,28 +161,57 @@ impl Bounded {
     }
 }
 
+/// The k-th largest of `lows` among the rows `counts` admits (asked only of rows whose bound could change the
+/// answer), or −∞ when it admits fewer than k. The bounds are kept in a buffer of up to 2k: when it fills,
+/// its k-th largest is selected, the rest dropped, and from then on a bound no larger is passed over (a block
+/// of them at once): it cannot be among the k largest. What is kept always holds the k largest of what was
+/// seen, so the answer is the k-th largest of all, whatever the order.
+fn kth_largest(lows: &[f32], k: usize, counts: &mut impl FnMut(usize) -> bool) -> f32 {
+    if k == 0 {
+        return f32::NEG_INFINITY;
+    }
+    let descending = |a: &f32, b: &f32| b.total_cmp(a);
+    let full = k.saturating_mul(2);
+    let mut kept: Vec<f32> = Vec::with_capacity(full.min(lows.len()));
+    // Once k are kept, the least of the k largest so far: only a larger bound can change the answer.
+    let mut least: Option<f32> = None;
+    for (block, values) in lows.chunks(ROWS).enumerate() {
+        let mut rows = match least {
+            None => u32::MAX >> (32 - values.len()),
+            Some(least) => mask(values, |low| low > least),
+        };
+        while rows != 0 {
+            let offset = rows.trailing_zeros() as usize;
+            rows &= rows - 1;
+            let low = values[offset];
+            if least.is_none_or(|least| low > least) && counts(block * ROWS + offset) {
+                kept.push(low);
+                if kept.len() == full {
+                    kept.select_nth_unstable_by(k - 1, descending);
+                    kept.truncate(k);
+                    least = Some(kept[k - 1]);
+                }
+            }
+        }
+    }
+    if kept.len() < k {
+        return f32::NEG_INFINITY;
+    }
+    *kept.select_nth_unstable_by(k - 1, descending).1
+}
+
+/// Which of a block's `values` (at most 32) pass `test`, one bit each, lowest first: every value is tested,
+/// so that the comparisons compile to a few vector instructions rather than a branch per row.
+#[inline(always)]
+fn mask(values: &[f32], test: impl Fn(f32) -> bool) -> u32 {
+    values.iter().enumerate().fold(0, |bits, (at, &value)| bits | (u32::from(test(value)) << at))
+}
+
 /// γ for an f32 dot product of `dims` terms: n·u/(1 − n·u) with n = dims + 1 and u = 2⁻²⁴, a bound on its
 /// relative rounding error (times Σ|xᵢyᵢ| ≤ ‖x‖‖y‖) for any order of summation.
 fn rounding_gamma(dims: usize) -> f64 {
     let nu = (dims as f64 + 1.0) * f64::from(f32::EPSILON) / 2.0;
     nu / (1.0 - nu)
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Bound(f32);
-
-impl Eq for Bound {}
-
-impl PartialOrd for Bound {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Bound {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
 }
 
 /// The codes of one row (or query): q = round(x / s) with s = max|x| / 127, and the norms that go with them,
@@ -288,13 +334,34 @@ impl FirstPass {
     }
 }
 
-/// Fills `lower` and `upper` (one per padded row) with the bounds of every row's score.
+/// Fills `lower` and `upper` (one per padded row) with the bounds of every row's score, shared between this
+/// thread and the helper (see [`crate::helper::share`]) a slice of blocks at a time: each slice's bounds are the
+/// same whichever thread computes them, so the candidates and the receipt do not depend on the sharing.
 fn bounds(index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
-    bounds_with(FirstPass::chosen(), index, query, lower, upper);
+    let kind = FirstPass::chosen();
+    let rows = SLICE_BLOCKS * ROWS;
+    let slices: Vec<std::sync::Mutex<(&mut [f32], &mut [f32])>> =
+        lower.chunks_mut(rows).zip(upper.chunks_mut(rows)).map(std::sync::Mutex::new).collect();
+    crate::helper::share(slices.len(), |slice| {
+        let mut out = slices[slice].lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (lower, upper) = &mut *out;
+        let first = slice * SLICE_BLOCKS;
+        bounds_with(kind, &index.blocks(first..first + lower.len() / ROWS), query, lower, upper);
+    });
 }
 
-/// [`bounds`] with the kernels `kind`; a kind this CPU cannot run runs portably.
-fn bounds_with(kind: FirstPass, index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
+/// [`bounds`] over `index`'s blocks with the kernels `kind`; a kind this CPU cannot run runs portably.
+fn bounds_with(
+    kind: FirstPass,
+    index: &Blocks<'_>,
+    query: &QueryCodes,
+    lower: &mut [f32],
+    upper: &mut [f32],
+) {
+    assert!(
+        lower.len() == index.scale.len() && upper.len() == index.scale.len(),
+        "one bound per row of the blocks"
+    );
     match kind {
         // SAFETY: the features were detected at run time on this CPU (`runs_here`).
         #[cfg(target_arch = "x86_64")]
@@ -307,7 +374,7 @@ fn bounds_with(kind: FirstPass, index: &Bounded, query: &QueryCodes, lower: &mut
 }
 
 /// [`bounds`] on any CPU: the integer products in plain Rust, then [`bound`] lane by lane.
-fn bounds_portable(index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
+fn bounds_portable(index: &Blocks<'_>, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
     let block_bytes = index.groups * GROUP * ROWS;
     for (block, codes) in index.codes.chunks_exact(block_bytes).enumerate() {
         let products = block_products_portable(codes, &query.groups, query.sum);
@@ -322,7 +389,7 @@ fn bounds_portable(index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper
 
 /// The bounds of one row's score from its product q·p: the arithmetic every path performs, lane by lane.
 #[inline(always)]
-fn bound(index: &Bounded, query: &QueryCodes, row: usize, product: i32) -> (f32, f32) {
+fn bound(index: &Blocks<'_>, query: &QueryCodes, row: usize, product: i32) -> (f32, f32) {
     let approximate = index.scale[row] * (query.scale * product as f32);
     let error = index.spread[row].mul_add(query.norm, index.coded_norm[row] * query.error) + MARGIN;
     (approximate - error, approximate + error)
@@ -346,7 +413,7 @@ fn block_products_portable(codes: &[u8], query: &[i32], query_sum: i32) -> [i32;
 /// roundings lane by lane).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vnni")]
-fn bounds_vnni(index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
+fn bounds_vnni(index: &Blocks<'_>, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
     use std::arch::x86_64::{
         _mm512_add_epi32, _mm512_add_ps, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32, _mm512_fmadd_ps,
         _mm512_loadu_ps, _mm512_loadu_si512, _mm512_mul_ps, _mm512_set1_epi32, _mm512_set1_ps,
@@ -399,7 +466,7 @@ fn bounds_vnni(index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &m
 /// the sums are exact. Then [`bound`]'s arithmetic on eight lanes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn bounds_avx2(index: &Bounded, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
+fn bounds_avx2(index: &Blocks<'_>, query: &QueryCodes, lower: &mut [f32], upper: &mut [f32]) {
     use std::arch::x86_64::{
         __m256i, _mm256_abs_epi8, _mm256_add_epi32, _mm256_add_ps, _mm256_cvtepi32_ps, _mm256_fmadd_ps,
         _mm256_loadu_ps, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_mul_ps,
@@ -547,10 +614,11 @@ mod tests {
                 let query = QueryCodes::of(&query, index.groups, dims).unwrap();
                 let padded = index.scale.len();
                 let (mut low_p, mut high_p) = (vec![0.0f32; padded], vec![0.0f32; padded]);
-                bounds_portable(&index, &query, &mut low_p, &mut high_p);
+                let all = index.blocks(0..usize::MAX);
+                bounds_portable(&all, &query, &mut low_p, &mut high_p);
                 for kind in FirstPass::available() {
                     let (mut low, mut high) = (vec![0.0f32; padded], vec![0.0f32; padded]);
-                    bounds_with(kind, &index, &query, &mut low, &mut high);
+                    bounds_with(kind, &all, &query, &mut low, &mut high);
                     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
                     assert_eq!(bits(&low), bits(&low_p), "{kind:?} lower bounds, dims {dims}");
                     assert_eq!(bits(&high), bits(&high_p), "{kind:?} upper bounds, dims {dims}");
@@ -576,5 +644,122 @@ mod tests {
         assert!(residual <= coded.residual && coded.residual < 0.01, "{residual} {}", coded.residual);
         assert!(coded.codes.iter().any(|q| q.unsigned_abs() == 127));
         assert!(f64::from(f32_up(0.1)) >= 0.1 && f64::from(f32_up(1.0)) == 1.0);
+    }
+
+    /// A generator of bounds with many exact ties (values on a grid of 41), as real bounds of near-duplicate
+    /// rows have.
+    fn grid_values(count: usize, seed: u64) -> Vec<f32> {
+        let mut state = seed;
+        (0..count)
+            .map(|_| {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                ((state >> 33) % 41) as f32 / 8.0 - 2.5
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_kth_largest_bound_is_the_sorted_references_whatever_the_scope() {
+        type Scope = fn(usize) -> bool;
+        let scopes: [(&str, Scope); 4] = [
+            ("all", |_| true),
+            ("odd", |row| row % 2 == 1),
+            ("one in 7", |row| row % 7 == 3),
+            ("none", |_| false),
+        ];
+        for count in [0, 1, 15, 16, 17, 300, 1_000] {
+            let lows = grid_values(count, count as u64 + 7);
+            for k in [0, 1, 2, 10, 100, count.saturating_sub(1), count, count + 1] {
+                for (name, admits) in scopes {
+                    let mut expected: Vec<f32> = lows
+                        .iter()
+                        .enumerate()
+                        .filter(|(row, _)| admits(*row))
+                        .map(|(_, low)| *low)
+                        .collect();
+                    expected.sort_by(|a, b| b.total_cmp(a));
+                    let expected = match k {
+                        0 => f32::NEG_INFINITY,
+                        k => expected.get(k - 1).copied().unwrap_or(f32::NEG_INFINITY),
+                    };
+                    let mut asked = vec![0u32; count];
+                    let got = kth_largest(&lows, k, &mut |row| {
+                        asked[row] += 1;
+                        admits(row)
+                    });
+                    assert_eq!(got, expected, "{count} rows, k {k}, scope {name}");
+                    assert!(asked.iter().all(|n| *n <= 1), "a row asked twice: {count} rows, k {k}, {name}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_block_mask_has_one_bit_per_passing_value_lowest_first_and_nan_never_passes() {
+        let values = [0.5, f32::NAN, 2.0, -1.0, 2.0, f32::INFINITY, 0.0];
+        assert_eq!(mask(&values, |v| v >= 2.0), 0b011_0100);
+        assert_eq!(mask(&values, |v| v > 2.0), 0b010_0000);
+        assert_eq!(mask(&values, |v| v >= f32::NEG_INFINITY), 0b111_1101);
+        let block: Vec<f32> = (0..ROWS).map(|i| i as f32).collect();
+        assert_eq!(mask(&block, |v| v > 13.0), 0b1100_0000_0000_0000);
+    }
+
+    /// The first pass shared with the helper thread, slice by slice, gives the bounds one thread computes over
+    /// the whole index, to the bit, on an index of several slices and a partial last block.
+    #[test]
+    fn the_shared_first_pass_gives_the_bounds_of_one_pass_over_every_block() {
+        let dims = 27;
+        let mut index = Bounded::new(dims);
+        let rows = SLICE_BLOCKS * ROWS * 3 + 5;
+        for row in 0..rows {
+            let vector: Vec<f32> = (0..dims)
+                .map(|d| (((row * 7919 + d * 104_729) % 2001) as f32 / 1000.0 - 1.0) / 3.0)
+                .collect();
+            index.add(FactId(row as i64), &vector).unwrap();
+        }
+        let query: Vec<f32> = (0..dims).map(|d| ((d * 37 % 11) as f32 - 5.0) / 10.0).collect();
+        let query = QueryCodes::of(&query, index.groups, dims).unwrap();
+        let padded = index.scale.len();
+        let (mut low_one, mut high_one) = (vec![0.0f32; padded], vec![0.0f32; padded]);
+        bounds_portable(&index.blocks(0..usize::MAX), &query, &mut low_one, &mut high_one);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+        for round in 0..50 {
+            let (mut low, mut high) = (vec![f32::NAN; padded], vec![f32::NAN; padded]);
+            bounds(&index, &query, &mut low, &mut high);
+            assert_eq!(bits(&low), bits(&low_one), "lower bounds, round {round}");
+            assert_eq!(bits(&high), bits(&high_one), "upper bounds, round {round}");
+        }
+    }
+
+    /// What a receipt records as rescored is, by definition, the rows in scope whose upper bound reaches the k-th
+    /// largest lower bound among them: recomputed here from one pass's bounds, sorted.
+    #[test]
+    fn the_rescored_count_is_the_rows_in_scope_whose_upper_bound_reaches_the_kth_lower_bound() {
+        let dims = 40;
+        let mut index = Bounded::new(dims);
+        let rows = 700;
+        for row in 0..rows {
+            let vector: Vec<f32> =
+                (0..dims).map(|d| (((row * 31 + d * 17) % 97) as f32 - 48.0) / 97.0).collect();
+            index.add(FactId(row as i64 + 1), &vector).unwrap();
+        }
+        let query: Vec<f32> = (0..dims).map(|d| ((d * 13 % 7) as f32 - 3.0) / 7.0).collect();
+        let coded = QueryCodes::of(&query, index.groups, dims).unwrap();
+        let padded = index.scale.len();
+        let (mut low, mut high) = (vec![0.0f32; padded], vec![0.0f32; padded]);
+        bounds_portable(&index.blocks(0..usize::MAX), &coded, &mut low, &mut high);
+        type Scope = fn(FactId) -> bool;
+        let scopes: [Scope; 3] = [|_| true, |id| id.0 % 3 == 0, |id| id.0 < 5];
+        for keep in scopes {
+            for k in [1, 10, 100, 699, 700, 701] {
+                let mut lows: Vec<f32> =
+                    (0..rows).filter(|r| keep(FactId(*r as i64 + 1))).map(|r| low[r]).collect();
+                lows.sort_by(|a, b| b.total_cmp(a));
+                let floor = lows.get(k - 1).copied().unwrap_or(f32::NEG_INFINITY);
+                let expected = (0..rows).filter(|r| keep(FactId(*r as i64 + 1)) && high[*r] >= floor).count();
+                let (_, work) = index.search_bounded(&query, k, &keep);
+                assert_eq!((work.bounded, work.rescored), (rows, expected), "k {k}");
+            }
+        }
     }
 }
