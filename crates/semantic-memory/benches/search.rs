@@ -153,8 +153,8 @@ fn main() {
         semantic_memory::set_parallel_search(true);
         outcome
     });
-    // Each search and its sequential reference run each query one after the other, in alternating order, so that both see the
-    // same machine and neither always finds the query's pages warm.
+    // Each search and its sequential reference run each query one after the other, in alternating order, so that
+    // both see the same machine and neither always finds the query's pages warm.
     type Timed<'a, 'b> = (&'static str, Search<'a>, Option<(&'static str, &'b Search<'a>)>);
     let searches: [Timed<'_, '_>; 3] = [
         (

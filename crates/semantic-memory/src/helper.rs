@@ -114,13 +114,14 @@ fn thread_cpu_nanos() -> u64 {
 /// When to use the helper, learnt from the searches themselves, so that the answer holds on a quiet machine
 /// and beside a compiler alike.
 ///
-/// - The helper spins between jobs only while it takes nearly every job of one kind in time. When its CPU is taken by
-///   other processes it misses jobs (the caller reclaims them), and a spinning helper would only take CPU from
-///   the caller: then it sleeps between jobs instead.
+/// - The helper spins between jobs only while it takes nearly every job of one kind in time. When its CPU is
+///   taken by other processes it misses jobs (the caller reclaims them), and a spinning helper would only take
+///   CPU from the caller: then it sleeps between jobs instead.
 /// - Each parallel search is compared with what its two halves cost: the CPU time of the caller's half plus
 ///   that of the helper's is what running them in sequence would have taken on a CPU of its own (time a thread
-///   spent waiting for a CPU, which the extra thread itself causes on a busy machine, is not counted). While the parallel searches cost more than that on
-///   average, the next [`SEQUENTIAL_RUN`] searches run in sequence, and then parallelism is tried again.
+///   spent waiting for a CPU, which the extra thread itself causes on a busy machine, is not counted). While the
+///   parallel searches cost more than that on average, the next [`SEQUENTIAL_RUN`] searches run in sequence, and
+///   then parallelism is tried again.
 struct Policy {
     spin: AtomicBool,
     /// Recent share of jobs reclaimed, in 1/65536 (an exponentially weighted mean over about 16 jobs).
