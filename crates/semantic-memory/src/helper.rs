@@ -322,7 +322,8 @@ pub(crate) fn share(slices: usize, work: impl Fn(usize) + Sync) {
 
 /// [`share`], learning from and consulting `policy`.
 fn share_with(policy: &Policy, slices: usize, work: impl Fn(usize) + Sync) {
-    if u32::try_from(slices).is_err() {
+    // One slice cannot be shared; past 2³² the counter below cannot count them.
+    if slices <= 1 || u32::try_from(slices).is_err() {
         (0..slices).for_each(work);
         return;
     }
