@@ -52,6 +52,17 @@ impl Run {
         rows: std::result::Result<Vec<u8>, String>,
     ) -> std::result::Result<Run, String> {
         let aggregate = crate::json::parse(aggregate_bytes).map_err(|e| format!("{name}: {e}"))?;
+        Ok(Run::from_parsed(name, aggregate, aggregate_bytes, rows))
+    }
+
+    /// [`Run::from_bytes`] for an aggregate already parsed from `aggregate_bytes` (the readers parse it first
+    /// to find its rows file).
+    pub(crate) fn from_parsed(
+        name: &str,
+        aggregate: Value,
+        aggregate_bytes: &[u8],
+        rows: std::result::Result<Vec<u8>, String>,
+    ) -> Run {
         let (rows_bytes, rows) = match rows {
             Ok(bytes) => {
                 let file = aggregate.pointer("/rows/file").and_then(Value::as_str).unwrap_or("rows");
@@ -60,14 +71,14 @@ impl Run {
             }
             Err(reason) => (None, Err(reason)),
         };
-        Ok(Run {
+        Run {
             name: name.to_owned(),
             dir: None,
             aggregate,
             aggregate_bytes: aggregate_bytes.to_vec(),
             rows_bytes,
             rows,
-        })
+        }
     }
 
     /// Reads an aggregate and the rows file it names (a plain file name in the same directory), each a
@@ -77,7 +88,7 @@ impl Run {
     /// [`Error::File`] when the aggregate itself cannot be read, [`Error::Input`] when it is not strict JSON;
     /// a missing or refused rows file is left for the checks to report.
     pub fn load(aggregate_path: &Path, limits: Limits, total: &mut u64) -> Result<Run> {
-        RunFiles::read(aggregate_path, limits, total)?.parse()
+        Ok(RunFiles::read(aggregate_path, limits, total)?.parse())
     }
 
     /// A string at a JSON pointer of the aggregate, or "".
@@ -141,6 +152,8 @@ pub(crate) fn query_id(row: &Value) -> &str {
 pub(crate) struct RunFiles {
     path: PathBuf,
     aggregate: Vec<u8>,
+    /// `aggregate`, parsed (to find the rows file) and kept, so that it is parsed once.
+    parsed: Value,
     rows: std::result::Result<Vec<u8>, String>,
     /// The fixture path the aggregate records (`corpus.fixture_path`), or "".
     pub(crate) fixture_path: String,
@@ -153,8 +166,8 @@ impl RunFiles {
     /// As [`Run::load`].
     pub(crate) fn read(aggregate_path: &Path, limits: Limits, total: &mut u64) -> Result<RunFiles> {
         let aggregate = safe_fs::read_regular_in(aggregate_path, limits, total).map_err(Error::file)?;
-        let probe = crate::json::parse(&aggregate).map_err(|e| Error::input(aggregate_path, e))?;
-        let rows_file = probe.pointer("/rows/file").and_then(Value::as_str).unwrap_or("");
+        let parsed = crate::json::parse(&aggregate).map_err(|e| Error::input(aggregate_path, e))?;
+        let rows_file = parsed.pointer("/rows/file").and_then(Value::as_str).unwrap_or("");
         let rows = if is_plain_file_name(rows_file) {
             safe_fs::read_regular_in(&aggregate_path.with_file_name(rows_file), limits, total)
                 .map_err(|e| e.to_string())
@@ -162,25 +175,21 @@ impl RunFiles {
             Err(format!("rows file {rows_file:?} is not a plain file name"))
         };
         let fixture_path =
-            probe.pointer("/corpus/fixture_path").and_then(Value::as_str).unwrap_or("").to_owned();
-        Ok(RunFiles { path: aggregate_path.to_owned(), aggregate, rows, fixture_path })
+            parsed.pointer("/corpus/fixture_path").and_then(Value::as_str).unwrap_or("").to_owned();
+        Ok(RunFiles { path: aggregate_path.to_owned(), aggregate, parsed, rows, fixture_path })
     }
 
-    /// The run these files hold.
-    ///
-    /// # Errors
-    /// [`Error::Input`] when the aggregate is not strict JSON.
-    pub(crate) fn parse(self) -> Result<Run> {
+    /// The run these files hold, its rows parsed (the aggregate was parsed, and found strict, when read).
+    pub(crate) fn parse(self) -> Run {
         let name = self.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let mut run =
-            Run::from_bytes(&name, &self.aggregate, self.rows).map_err(|e| Error::input(&self.path, e))?;
+        let mut run = Run::from_parsed(&name, self.parsed, &self.aggregate, self.rows);
         run.dir = self.path.parent().map(Path::to_owned);
-        Ok(run)
+        run
     }
 }
 
 /// Parses every run of `files`, in parallel, in order.
-pub(crate) fn parse_all(files: Vec<RunFiles>) -> Vec<Result<Run>> {
+pub(crate) fn parse_all(files: Vec<RunFiles>) -> Vec<Run> {
     use rayon::prelude::*;
     files.into_par_iter().map(RunFiles::parse).collect()
 }
@@ -212,5 +221,5 @@ pub fn load_runs(dir: &Path) -> Result<Vec<Run>> {
         .iter()
         .map(|path| RunFiles::read(path, OUTPUT_LIMITS, &mut total))
         .collect::<Result<Vec<_>>>()?;
-    parse_all(files).into_iter().collect()
+    Ok(parse_all(files))
 }

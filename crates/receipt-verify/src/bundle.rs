@@ -408,17 +408,13 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         aggregates
             .par_iter()
             .map(|(name, bytes)| {
-                let parsed = crate::json::parse(bytes).ok();
-                let rows_file = parsed
-                    .as_ref()
-                    .and_then(|a| a.pointer("/rows/file"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
+                let aggregate = crate::json::parse(bytes).map_err(|e| format!("{name}: {e}"))?;
+                let rows_file = aggregate.pointer("/rows/file").and_then(Value::as_str).unwrap_or("");
                 let rows = files
                     .get(rows_file)
                     .cloned()
                     .ok_or_else(|| format!("rows file {rows_file:?} is not in the bundle"));
-                Run::from_bytes(name, bytes, rows)
+                Ok(Run::from_parsed(name, aggregate, bytes, rows))
             })
             .collect()
     };

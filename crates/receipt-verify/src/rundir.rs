@@ -126,12 +126,11 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
                 }
             })
         });
-        let runs = parse_runs(files, &mut report);
+        let runs = parse_all(files);
         let beside =
             beside.map(|thread| thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
         (runs, beside)
     });
-    let runs = runs?;
     strict_rows(&mut report, &runs);
     let (view, full, fixture_problem) = match beside {
         Some(opened) => opened?,
@@ -311,18 +310,6 @@ fn read_runs(dir: &Path, report: &mut Report) -> Result<Vec<RunFiles>> {
         }
     }
     Ok(files)
-}
-
-/// The runs `files` hold, parsed in parallel.
-fn parse_runs(files: Vec<RunFiles>, report: &mut Report) -> Result<Vec<Run>> {
-    let mut runs = Vec::new();
-    for parsed in parse_all(files) {
-        match parsed {
-            Ok(run) => runs.push(run),
-            Err(error) => not_strict(report, error)?,
-        }
-    }
-    Ok(runs)
 }
 
 /// Records an aggregate that is not strict JSON as `input.json`; any other error ends the verification.
