@@ -596,15 +596,16 @@ mod tests {
     /// Every first pass this CPU runs against the portable one, to the bit, on dims whose groups fill whole
     /// quads (384) and leave a remainder (27: seven groups, one quad and three more), over more than one block,
     /// with codes at both ends of their range (±127).
+    /// A vector of `dims` components in [−1/3, 1/3], spread by `seed`.
+    fn spread_vector(seed: usize, dims: usize) -> Vec<f32> {
+        (0..dims).map(|d| (((seed * 7919 + d * 104_729) % 2001) as f32 / 1000.0 - 1.0) / 3.0).collect()
+    }
+
     #[test]
     fn every_first_pass_gives_the_portable_bounds() {
         for dims in [384, 27] {
             let mut index = Bounded::new(dims);
-            let vector = |seed: usize| -> Vec<f32> {
-                (0..dims)
-                    .map(|d| (((seed * 7919 + d * 104_729) % 2001) as f32 / 1000.0 - 1.0) / 3.0)
-                    .collect()
-            };
+            let vector = |seed: usize| spread_vector(seed, dims);
             for row in 0..37 {
                 index.add(FactId(row as i64), &vector(row)).unwrap();
             }
@@ -712,10 +713,7 @@ mod tests {
         let mut index = Bounded::new(dims);
         let rows = SLICE_BLOCKS * ROWS * 3 + 5;
         for row in 0..rows {
-            let vector: Vec<f32> = (0..dims)
-                .map(|d| (((row * 7919 + d * 104_729) % 2001) as f32 / 1000.0 - 1.0) / 3.0)
-                .collect();
-            index.add(FactId(row as i64), &vector).unwrap();
+            index.add(FactId(row as i64), &spread_vector(row, dims)).unwrap();
         }
         let query: Vec<f32> = (0..dims).map(|d| ((d * 37 % 11) as f32 - 5.0) / 10.0).collect();
         let query = QueryCodes::of(&query, index.groups, dims).unwrap();
