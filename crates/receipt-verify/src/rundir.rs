@@ -306,22 +306,14 @@ fn read_runs(dir: &Path, report: &mut Report) -> Result<Vec<RunFiles>> {
     for path in aggregates_in(dir)? {
         match RunFiles::read(&path, OUTPUT_LIMITS, &mut total) {
             Ok(read) => files.push(read),
-            Err(error) => not_strict(report, error)?,
+            Err(Error::Input { path, reason }) => {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                report.record(&name, "input.json", Err(reason));
+            }
+            Err(other) => return Err(other),
         }
     }
     Ok(files)
-}
-
-/// Records an aggregate that is not strict JSON as `input.json`; any other error ends the verification.
-fn not_strict(report: &mut Report, error: Error) -> Result<()> {
-    match error {
-        Error::Input { path, reason } => {
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            report.record(&name, "input.json", Err(reason));
-            Ok(())
-        }
-        other => Err(other),
-    }
 }
 
 /// `input.json` for every rows file that was read but is not strict JSON lines.
