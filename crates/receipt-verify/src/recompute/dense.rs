@@ -39,7 +39,9 @@ pub(crate) struct Scans {
 
 impl Scans {
     /// Scans `queries` (indexes into the vectors' queries) over every document, keeping the best `depth` of
-    /// each. `fact_ids[i]` is document i's fact id. Work is split over the machine's cores.
+    /// each. `fact_ids[i]` is document i's fact id; the caller has checked that there is one per document
+    /// vector (were there fewer, only the documents with a fact id would be scanned, and `documents` would
+    /// say so). Work is split over the machine's cores.
     pub(crate) fn compute(vectors: &Vectors, fact_ids: &[i64], queries: &[usize], depth: usize) -> Scans {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
         let chunk = queries.len().div_ceil(threads).max(1);
@@ -58,7 +60,7 @@ impl Scans {
                 .flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
                 .collect()
         });
-        Scans { lists, documents: vectors.document_count(), depth }
+        Scans { lists, documents: vectors.document_count().min(fact_ids.len()), depth }
     }
 
     /// Query `query`'s ranked candidates (at most the depth scanned), if it was scanned.
@@ -75,7 +77,8 @@ impl Scans {
 fn scan(vectors: &Vectors, fact_ids: &[i64], query: usize, depth: usize) -> Vec<(i64, f64)> {
     let q = vectors.query(query);
     let mut scored: Vec<(i64, f32)> = (0..vectors.document_count())
-        .map(|i| (fact_ids.get(i).copied().unwrap_or(i as i64 + 1), dot(q, vectors.document(i))))
+        .zip(fact_ids)
+        .map(|(i, fact)| (*fact, dot(q, vectors.document(i))))
         .collect();
     let order = |a: &(i64, f32), b: &(i64, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
     if scored.len() > depth {
@@ -126,5 +129,20 @@ mod tests {
         assert_eq!(list.iter().map(|(f, _)| *f).collect::<Vec<_>>(), vec![10, 12, 13], "ties by fact id");
         assert_eq!(list[2].1, f64::from(0.6f32));
         assert!(scans.list(1).is_none());
+        assert_eq!((scans.depth(), scans.documents), (3, 4), "the depth kept and the documents scanned");
+    }
+
+    /// A depth of every document, or more, keeps every document, ranked (selecting the depth-th of as many
+    /// scores as the depth would be out of bounds).
+    #[test]
+    fn a_depth_reaching_the_document_count_keeps_every_document() {
+        let vectors = Vectors::new(2, vec![1.0, 0.0, 0.0, 1.0, 0.6, 0.8], vec![0.0, 1.0]).unwrap();
+        for depth in [3, 4] {
+            let scans = Scans::compute(&vectors, &[7, 8, 9], &[0], depth);
+            let facts: Vec<i64> = scans.list(0).unwrap().iter().map(|(f, _)| *f).collect();
+            assert_eq!(facts, vec![8, 9, 7], "depth {depth}");
+        }
+        let short = Scans::compute(&vectors, &[7, 8], &[0], 3);
+        assert_eq!(short.documents, 2, "documents without a fact id are not counted as scanned");
     }
 }

@@ -180,17 +180,34 @@ mod tests {
             method: Method::Convex { z_score, missing_lowest },
         };
         let lexical = [(1, 10.0), (2, 6.0), (3, 2.0)];
-        let vector = [(3, 0.5), (4, 0.3)];
+        let vector = [(3, 0.5), (5, 0.375), (4, 0.25)];
         let (hits, normal) = fuse(&lexical, &vector, &plan(false, false));
         let (ln, vn) = normal.unwrap();
         assert_eq!((ln.shift, ln.scale, ln.missing), (2.0, 8.0, 0.0));
-        assert_eq!(vn.scale, 0.5 - 0.3);
-        let three = hits.iter().find(|h| h.fact == 3).unwrap();
-        assert_eq!(three.score, 0.6 * 0.0 + 0.4 * 1.0);
-        let (_, normal) = fuse(&lexical, &vector, &plan(true, true));
-        let (ln, _) = normal.unwrap();
-        assert_eq!(ln.shift, 6.0);
-        assert!((ln.missing - (2.0 - 6.0) / ln.scale).abs() == 0.0, "lowest normalises the lowest score");
+        assert_eq!((vn.shift, vn.scale), (0.25, 0.25));
+        let score = |hits: &[Hit], fact: i64| hits.iter().find(|h| h.fact == fact).unwrap().score;
+        assert_eq!(score(&hits, 3), 0.6 * 0.0 + 0.4 * 1.0);
+        assert_eq!(score(&hits, 2), 0.6 * 0.5, "a list the fact is missing from adds 0 (min-max, zero)");
+        assert_eq!(score(&hits, 5), 0.4 * 0.5, "each normalised value is multiplied by its list's weight");
+        let (hits, normal) = fuse(&lexical, &vector, &plan(true, true));
+        let (ln, vn) = normal.unwrap();
+        // The population deviation: sqrt(((10 - 6)² + 0² + (2 - 6)²) / 3).
+        assert_eq!((ln.shift, ln.scale), (6.0, (32.0f64 / 3.0).sqrt()));
+        assert_eq!(ln.missing, (2.0 - 6.0) / (32.0f64 / 3.0).sqrt(), "lowest normalises the lowest score");
+        assert_eq!(score(&hits, 1), 0.6 * ln.of(10.0) + 0.4 * vn.missing);
+        // Receipts are compared bit for bit, so the deviation is the definition's, operation by operation:
+        // Σ (s − mean)² / n, not an algebraically equal form that rounds differently.
+        // (These four scores tell Σ (s − mean)² from Σ (s + mean)(s − mean) after the square root.)
+        let irregular = [(1, -0.98), (2, 9.71), (3, 8.46), (4, 0.83)];
+        let z = normalize(&irregular, true, false);
+        let mean = (-0.98 + 9.71 + 8.46 + 0.83) / 4.0;
+        let squares = |s: f64| (s - mean) * (s - mean);
+        let deviation = ((squares(-0.98) + squares(9.71) + squares(8.46) + squares(0.83)) / 4.0f64).sqrt();
+        assert_eq!((z.shift.to_bits(), z.scale.to_bits()), (mean.to_bits(), deviation.to_bits()));
+        let (hits, normal) = fuse(&lexical, &vector, &plan(true, false));
+        let (ln, vn) = normal.unwrap();
+        assert_eq!((ln.missing, vn.missing), (0.0, 0.0), "zero: a missing fact scores 0, not the lowest");
+        assert_eq!(score(&hits, 1), 0.6 * ln.of(10.0));
         let (_, normal) = fuse(&[(1, 5.0)], &[], &plan(false, false));
         assert_eq!(normal.unwrap().0.of(5.0), 1.0, "a degenerate min-max list normalises to 1");
     }

@@ -117,6 +117,27 @@ mod tests {
         assert_eq!((m["mrr@10"], m["success@1"], m["recall@5"]), (0.5, 0.0, 2.0 / 3.0));
     }
 
+    /// Rows give one value per metric per row, in row order, each the metrics of that row's ranking and
+    /// judgements; the means are their averages (0 for no rows).
+    #[test]
+    fn series_and_means_follow_the_rows() {
+        let rows = vec![
+            serde_json::json!({"ranked_doc_ids": ["a", "x"], "qrels": {"a": 1}}),
+            serde_json::json!({"ranked_doc_ids": ["x", "b"], "qrels": {"b": 1, "c": 1}}),
+            serde_json::json!({"ranked_doc_ids": ["x"], "qrels": {"c": 2}}),
+        ];
+        let series = series(&rows);
+        assert_eq!(series.len(), METRIC_NAMES.len());
+        assert_eq!(series["mrr@10"], vec![1.0, 0.5, 0.0]);
+        assert_eq!(series["recall@10"], vec![1.0, 0.5, 0.0]);
+        let averages = means(&rows);
+        assert_eq!(averages.keys().copied().collect::<Vec<_>>(), series.keys().copied().collect::<Vec<_>>());
+        assert_eq!(averages["mrr@10"], 1.5 / 3.0);
+        assert_eq!(averages["success@1"], 1.0 / 3.0);
+        let none = means(&[]);
+        assert!(none.values().all(|m| *m == 0.0) && none.len() == METRIC_NAMES.len());
+    }
+
     #[test]
     fn nearest_rank() {
         let values: Vec<f64> = (1..=20).rev().map(f64::from).collect();

@@ -322,6 +322,241 @@ mod tests {
         assert_eq!(stream.next(), 6_457_827_717_110_365_317);
     }
 
+    /// Lemire's draw rejects exactly the low words below 2^64 mod bound. With a bound of 3·2^62 half of all
+    /// low words fall between that threshold and the bound, where a wrong rejection test would show at once
+    /// (with the plan's bounds, a few hundred queries, it would show once in 10^16 draws).
+    #[test]
+    fn a_bounded_draw_rejects_exactly_the_low_words_below_2_to_the_64_mod_bound() {
+        for bound in [3u64 << 62, (1 << 63) + 1, u64::MAX, 1000, 7, 1] {
+            let threshold = ((1u128 << 64) % u128::from(bound)) as u64;
+            let (mut stream, mut words) = (Stream::new(42), Stream::new(42));
+            let (mut rejected, mut accepted_below_bound) = (0, 0);
+            for _ in 0..2_000 {
+                let expected = loop {
+                    let wide = u128::from(words.next()) * u128::from(bound);
+                    if (wide as u64) >= threshold {
+                        accepted_below_bound += usize::from((wide as u64) < bound);
+                        break (wide >> 64) as usize;
+                    }
+                    rejected += 1;
+                };
+                assert_eq!(stream.below(bound), expected, "bound {bound}");
+                assert!(expected < bound as usize);
+            }
+            if bound == 3 << 62 {
+                assert!(rejected > 100 && accepted_below_bound > 100, "{rejected} {accepted_below_bound}");
+            }
+        }
+    }
+
+    fn plan_json(resamples: u64, level: f64, permutations: u64) -> Value {
+        serde_json::json!({
+            "prng": {"name": "splitmix64", "seed": 7},
+            "correction": "holm",
+            "bootstrap": {"resamples": resamples, "level": level},
+            "randomization": {"permutations": permutations},
+            "alpha": 0.05,
+        })
+    }
+
+    /// The plan is read as published, and any other generator, correction, count or level is refused: a
+    /// verifier that accepted them would recompute something the plan did not promise.
+    #[test]
+    fn a_plan_is_read_or_refused_by_name_count_and_level() {
+        let plan = Plan::from_json(&plan_json(1_000, 0.95, 1_000_000)).unwrap();
+        assert_eq!((plan.seed, plan.resamples, plan.level, plan.permutations), (7, 1_000, 0.95, 1_000_000));
+        assert_eq!(plan.alpha, 0.05);
+        assert!(Plan::from_json(&plan_json(1, 0.5, 1)).is_ok(), "the smallest counts");
+        for (what, edit) in [
+            ("generator", serde_json::json!({"prng": {"name": "pcg64", "seed": 7}})),
+            ("correction", serde_json::json!({"correction": "bonferroni"})),
+            ("no seed", serde_json::json!({"prng": {"name": "splitmix64"}})),
+            ("no level", serde_json::json!({"bootstrap": {"resamples": 10}})),
+        ] {
+            let mut json = plan_json(10, 0.95, 10);
+            for (key, value) in edit.as_object().unwrap() {
+                json[key] = value.clone();
+            }
+            assert!(Plan::from_json(&json).is_err(), "{what}");
+        }
+        for (resamples, level, permutations) in [
+            (0, 0.95, 10),
+            (1_000_001, 0.95, 10),
+            (10, 0.95, 0),
+            (10, 0.95, 1_000_001),
+            (10, 0.0, 10),
+            (10, 1.0, 10),
+        ] {
+            assert!(
+                Plan::from_json(&plan_json(resamples, level, permutations)).is_err(),
+                "{resamples} {level} {permutations}"
+            );
+        }
+    }
+
+    /// Known answers of the paired bootstrap: a single query has no spread; a 0/1 pair of queries gives
+    /// resample means of 0, ½ and 1, a quarter of them 0 and a quarter 1, so the 95 % interval is [0, 1]; and
+    /// series share their resamples, so a series shifted by one (32 queries: every sum and mean exact) has its interval shifted by exactly one, and
+    /// a doubled series its interval doubled.
+    #[test]
+    fn bootstrap_known_answers() {
+        let one = bootstrap_with(3, 500, 0.95, &[vec![0.25]]);
+        assert_eq!((one[0].mean, one[0].low, one[0].high), (0.25, 0.25, 0.25));
+        let pair = bootstrap_with(3, 1_000, 0.95, &[vec![0.0, 1.0]]);
+        assert_eq!((pair[0].mean, pair[0].low, pair[0].high), (0.5, 0.0, 1.0));
+        let narrow = bootstrap_with(3, 1_000, 0.4, &[vec![0.0, 1.0]]);
+        assert_eq!((narrow[0].low, narrow[0].high), (0.5, 0.5), "the middle 40 % are all ½");
+        let base: Vec<f64> = (0..32).map(|i| f64::from((i * 7919) % 101) / 64.0).collect();
+        let series =
+            [base.clone(), base.iter().map(|x| x + 1.0).collect(), base.iter().map(|x| x * 2.0).collect()];
+        let e = bootstrap_with(11, 2_000, 0.9, &series);
+        assert_eq!(e.len(), 3);
+        assert!(e[0].low < e[0].mean && e[0].mean < e[0].high, "{:?}", e[0]);
+        assert_eq!(e[0].mean, base.iter().sum::<f64>() / 32.0);
+        assert_eq!((e[1].low - 1.0, e[1].high - 1.0), (e[0].low, e[0].high));
+        assert_eq!((e[2].low / 2.0, e[2].high / 2.0), (e[0].low, e[0].high));
+        assert!(
+            bootstrap_with(3, 0, 0.95, &[vec![1.0]]).is_empty()
+                && bootstrap_with(3, 9, 0.95, &[vec![]]).is_empty()
+        );
+    }
+
+    /// The interval's ends are the resample means at ranks floor(R·(1 − level)/2) and ceil(R·(1 + level)/2)
+    /// (1-based, the second), here written out with the resamples drawn literally.
+    #[test]
+    fn bootstrap_ends_are_the_plans_percentile_ranks_of_the_resample_means() {
+        let values: Vec<f64> = (0..23).map(|i| f64::from((i * 31) % 17)).collect();
+        let (seed, resamples, level) = (5, 401, 0.9);
+        let mut stream = Stream::new(seed);
+        let mut means: Vec<f64> =
+            (0..resamples).map(|_| (0..23).map(|_| values[stream.below(23)]).sum::<f64>() / 23.0).collect();
+        means.sort_by(f64::total_cmp);
+        let e = bootstrap_with(seed, resamples, level, std::slice::from_ref(&values))[0];
+        // floor(401 · 0.05) = 20 and ceil(401 · 0.95) = 381: the 21st and the 381st.
+        assert_eq!((e.low, e.high), (means[20], means[380]));
+    }
+
+    /// Known answers of the sign-flip count: zero differences reach the observed statistic under every
+    /// flip, one difference under every flip two-sided and about half one-sided, and 200 equal differences
+    /// almost never (all 200 signs would have to agree); and which value flips is bit i mod 64 of word i / 64.
+    #[test]
+    fn sign_flips_known_answers() {
+        assert_eq!(flips(&[0.0; 30], 500, 1, true), 500);
+        assert_eq!(flips(&[0.5], 500, 1, true), 500);
+        let half = flips(&[0.5], 1_000, 1, false);
+        assert!((400..600).contains(&half), "{half}");
+        assert_eq!(flips(&[0.25; 200], 1_000, 1, true), 0);
+        assert_eq!(flips(&[], 1_000, 1, true), 0);
+        let values: Vec<f64> = (0..70).map(|i| f64::from(i % 5) - 1.5).collect();
+        let mut stream = Stream::new(9);
+        let observed = values.iter().sum::<f64>().abs() / 70.0;
+        let expected = (0..300)
+            .filter(|_| {
+                let words = [stream.next(), stream.next()];
+                let sum: f64 = values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| if words[i / 64] >> (i % 64) & 1 == 1 { -v } else { *v })
+                    .sum();
+                sum.abs() / 70.0 >= observed - 1e-12
+            })
+            .count();
+        assert_eq!(flips(&values, 300, 9, true), expected);
+        let plan = Plan::from_json(&plan_json(10, 0.95, 300)).unwrap();
+        assert_eq!(
+            randomization(&plan, &values, 2),
+            flips(&values, 300, 7 + 1 + 2, true),
+            "seed + 1 + comparison"
+        );
+    }
+
+    /// The verifier's own bootstrap and sign flips against scipy (`scripts/scipy_statistics.py`), as the
+    /// runner's are in scifact-eval: within Monte Carlo error (different generators), not to the bit.
+    #[test]
+    #[ignore = "needs python3 with scipy and numpy (pip install scipy); CI installs them"]
+    fn intervals_and_p_values_agree_with_scipy_within_monte_carlo_error() {
+        let script =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/scipy_statistics.py");
+        let output = std::process::Command::new("python3")
+            .arg(&script)
+            .args(["6", "200"])
+            .output()
+            .expect("python3 runs");
+        assert!(output.status.success(), "scipy failed: {}", String::from_utf8_lossy(&output.stderr));
+        let data: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let cases = data["cases"].as_array().unwrap();
+        assert_eq!(cases.len(), 3);
+        for case in cases {
+            let name = case["name"].as_str().unwrap();
+            let list = |key: &str| -> Vec<f64> {
+                case[key].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect()
+            };
+            let (a, b) = (list("a"), list("b"));
+            let difference: Vec<f64> = a.iter().zip(&b).map(|(a, b)| a - b).collect();
+            let ours = bootstrap_with(20_261_201, 10_000, 0.95, &[a.clone(), difference.clone()]);
+            for (ours, key) in ours.iter().zip(["mean_a", "difference"]) {
+                let theirs = list(key);
+                // A percentile's Monte Carlo standard error at 10,000 resamples is about 1 % of the width.
+                let slack = 0.05 * (theirs[1] - theirs[0]);
+                assert!(
+                    (ours.low - theirs[0]).abs() <= slack && (ours.high - theirs[1]).abs() <= slack,
+                    "{name} {key}: ours [{}, {}], scipy {theirs:?}",
+                    ours.low,
+                    ours.high
+                );
+            }
+            let p = (flips(&difference, 10_000, 20_261_202, true) + 1) as f64 / 10_001.0;
+            let scipy = case["p"].as_f64().unwrap();
+            let slack = 4.0 * (2.0 * scipy.max(1e-4) * (1.0 - scipy) / 10_000.0).sqrt() + 1e-3;
+            assert!((p - scipy).abs() <= slack, "{name}: p ours {p}, scipy {scipy} (slack {slack})");
+        }
+    }
+
+    fn row(query: &str, ranked: &[&str], relevant: &str) -> Value {
+        serde_json::json!({"query_id": query, "ranked_doc_ids": ranked, "qrels": {relevant: 1}})
+    }
+
+    /// Each arm's estimates are its own rows' metrics, in the order asked; each comparison is a minus b on
+    /// the primary metric, its p the sign-flip count's (count + 1) / (permutations + 1), Holm-adjusted and
+    /// compared with alpha; runs that disagree on their queries, or have none, are refused.
+    #[test]
+    fn heldout_estimates_each_arm_and_comparison_from_its_own_rows() {
+        let plan = Plan::from_json(&plan_json(200, 0.95, 300)).unwrap();
+        let a: Vec<Value> = ["q1", "q2", "q3", "q4"].iter().map(|q| row(q, &["d1", "d2"], "d1")).collect();
+        let b: Vec<Value> = ["q1", "q2", "q3", "q4"]
+            .iter()
+            .enumerate()
+            .map(|(i, q)| row(q, &["d2", "d1"], if i == 0 { "d2" } else { "d1" }))
+            .collect();
+        let arms = [
+            ("baseline".to_owned(), "hybrid".to_owned(), "a.json".to_owned(), &a[..]),
+            ("selected".to_owned(), "hybrid".to_owned(), "b.json".to_owned(), &b[..]),
+        ];
+        let comparisons = [("a minus b".to_owned(), &a[..], &b[..])];
+        let out = heldout(&plan, &["mrr@10", "success@1"], "mrr@10", &arms, &comparisons).unwrap();
+        assert_eq!((out.queries, out.resamples, out.permutations, out.seed), (4, 200, 300, 7));
+        let means =
+            |arm: &ArmEstimates| arm.metrics.iter().map(|(n, e)| (n.clone(), e.mean)).collect::<Vec<_>>();
+        assert_eq!(means(&out.arms[0]), vec![("mrr@10".to_owned(), 1.0), ("success@1".to_owned(), 1.0)]);
+        assert_eq!(means(&out.arms[1]), vec![("mrr@10".to_owned(), 0.625), ("success@1".to_owned(), 0.25)]);
+        assert_eq!(out.arms[1].aggregate, "b.json");
+        let c = &out.comparisons[0];
+        assert_eq!((c.name.as_str(), c.metric.as_str(), c.difference.mean), ("a minus b", "mrr@10", 0.375));
+        assert_eq!(c.exceed, flips(&[0.0, 0.5, 0.5, 0.5], 300, 8, true));
+        assert_eq!((c.p, c.p_holm), ((c.exceed + 1) as f64 / 301.0, (c.exceed + 1) as f64 / 301.0));
+        assert_eq!(c.significant, c.p_holm < 0.05);
+        let shuffled: Vec<Value> = a.iter().rev().cloned().collect();
+        let unordered =
+            [arms[0].clone(), ("x".to_owned(), "hybrid".to_owned(), "c.json".to_owned(), &shuffled[..])];
+        assert!(heldout(&plan, &["mrr@10"], "mrr@10", &unordered, &[]).is_err());
+        assert!(
+            heldout(&plan, &["mrr@10"], "mrr@10", &arms, &[("short".to_owned(), &a[..], &b[..3])]).is_err()
+        );
+        assert!(heldout(&plan, &["nDCG"], "mrr@10", &arms, &[]).is_err(), "an unknown metric");
+        let empty = [("baseline".to_owned(), "hybrid".to_owned(), "e.json".to_owned(), &[][..])];
+        assert!(heldout(&plan, &["mrr@10"], "mrr@10", &empty, &[]).is_err(), "no queries");
+    }
+
     #[test]
     fn holm_by_hand() {
         let adjusted = holm(&[0.04, 0.01, 0.03]);
