@@ -367,6 +367,7 @@ mod tests {
         assert_eq!((plan.seed, plan.resamples, plan.level, plan.permutations), (7, 1_000, 0.95, 1_000_000));
         assert_eq!(plan.alpha, 0.05);
         assert!(Plan::from_json(&plan_json(1, 0.5, 1)).is_ok(), "the smallest counts");
+        assert!(Plan::from_json(&plan_json(1_000_000, 0.5, 1_000_000)).is_ok(), "the largest counts");
         for (what, edit) in [
             ("generator", serde_json::json!({"prng": {"name": "pcg64", "seed": 7}})),
             ("correction", serde_json::json!({"correction": "bonferroni"})),
@@ -425,15 +426,22 @@ mod tests {
     /// (1-based, the second), here written out with the resamples drawn literally.
     #[test]
     fn bootstrap_ends_are_the_plans_percentile_ranks_of_the_resample_means() {
-        let values: Vec<f64> = (0..23).map(|i| f64::from((i * 31) % 17)).collect();
+        let values: Vec<f64> = (0..23).map(|i| (f64::from(i) * 0.618_034).fract() * 10.0).collect();
         let (seed, resamples, level) = (5, 401, 0.9);
         let mut stream = Stream::new(seed);
         let mut means: Vec<f64> =
             (0..resamples).map(|_| (0..23).map(|_| values[stream.below(23)]).sum::<f64>() / 23.0).collect();
         means.sort_by(f64::total_cmp);
         let e = bootstrap_with(seed, resamples, level, std::slice::from_ref(&values))[0];
-        // floor(401 · 0.05) = 20 and ceil(401 · 0.95) = 381: the 21st and the 381st.
+        // floor(401 · 0.05) = 20 and ceil(401 · 0.95) = 381: the 21st and the 381st, whose neighbours
+        // differ, so a rank off by one shows.
         assert_eq!((e.low, e.high), (means[20], means[380]));
+        assert!(
+            means[19] < means[20]
+                && means[20] < means[21]
+                && means[379] < means[380]
+                && means[380] < means[381]
+        );
     }
 
     /// Known answers of the sign-flip count: zero differences reach the observed statistic under every
@@ -447,21 +455,37 @@ mod tests {
         assert!((400..600).contains(&half), "{half}");
         assert_eq!(flips(&[0.25; 200], 1_000, 1, true), 0);
         assert_eq!(flips(&[], 1_000, 1, true), 0);
+        // Every sign pattern's |sum| is at least |x| (a tie when the two ±y agree), but rounding leaves two of
+        // the ties 7e-12 below the observed sum. The plan puts its 1e-12 slack on the mean (sum / 3), where
+        // they still count as reached; on a statistic scaled otherwise (sum · 3) they would not.
+        assert_eq!(flips(&[40_101.377, 80_289.968, -80_289.968], 300, 1, true), 300);
+        // The definition written out: permutation p draws ceil(n / 64) words; value i flips when bit i mod 64
+        // of word i / 64 is set; the statistic is |mean| (two-sided) or the mean (one-sided).
+        let reference = |values: &[f64], seed: u64, two_sided: bool| {
+            let n = values.len() as f64;
+            let statistic = |sum: f64| if two_sided { sum.abs() / n } else { sum / n };
+            let observed = statistic(values.iter().sum::<f64>());
+            let mut stream = Stream::new(seed);
+            (0..300)
+                .filter(|_| {
+                    let words: Vec<u64> = (0..values.len().div_ceil(64)).map(|_| stream.next()).collect();
+                    let sum: f64 = values
+                        .iter()
+                        .enumerate()
+                        .map(|(i, v)| if (words[i / 64] >> (i % 64)) & 1 == 1 { -v } else { *v })
+                        .sum();
+                    statistic(sum) >= observed - 1e-12
+                })
+                .count()
+        };
         let values: Vec<f64> = (0..70).map(|i| f64::from(i % 5) - 1.5).collect();
-        let mut stream = Stream::new(9);
-        let observed = values.iter().sum::<f64>().abs() / 70.0;
-        let expected = (0..300)
-            .filter(|_| {
-                let words = [stream.next(), stream.next()];
-                let sum: f64 = values
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| if words[i / 64] >> (i % 64) & 1 == 1 { -v } else { *v })
-                    .sum();
-                sum.abs() / 70.0 >= observed - 1e-12
-            })
-            .count();
-        assert_eq!(flips(&values, 300, 9, true), expected);
+        assert_eq!(flips(&values, 300, 9, true), reference(&values, 9, true));
+        let skewed: Vec<f64> = (0..70).map(|i| f64::from(i % 7) - 2.0).collect();
+        assert_eq!(flips(&skewed, 300, 9, false), reference(&skewed, 9, false));
+        let ties = [40_101.377, 80_289.968, -80_289.968];
+        let one_sided = flips(&ties, 300, 1, false);
+        assert_eq!(one_sided, reference(&ties, 1, false));
+        assert!((100..200).contains(&one_sided), "half the sign patterns reach x: {one_sided}");
         let plan = Plan::from_json(&plan_json(10, 0.95, 300)).unwrap();
         assert_eq!(
             randomization(&plan, &values, 2),
@@ -516,35 +540,53 @@ mod tests {
         serde_json::json!({"query_id": query, "ranked_doc_ids": ranked, "qrels": {relevant: 1}})
     }
 
-    /// Each arm's estimates are its own rows' metrics, in the order asked; each comparison is a minus b on
-    /// the primary metric, its p the sign-flip count's (count + 1) / (permutations + 1), Holm-adjusted and
-    /// compared with alpha; runs that disagree on their queries, or have none, are refused.
+    /// Each arm's estimates are its own rows' metrics, in the order asked; each comparison is its own a minus
+    /// b on the primary metric, its p the sign-flip count's (count + 1) / (permutations + 1), Holm-adjusted
+    /// over all comparisons and significant strictly below alpha; runs that disagree on their queries, or
+    /// have none, are refused.
     #[test]
     fn heldout_estimates_each_arm_and_comparison_from_its_own_rows() {
         let plan = Plan::from_json(&plan_json(200, 0.95, 300)).unwrap();
-        let a: Vec<Value> = ["q1", "q2", "q3", "q4"].iter().map(|q| row(q, &["d1", "d2"], "d1")).collect();
-        let b: Vec<Value> = ["q1", "q2", "q3", "q4"]
-            .iter()
-            .enumerate()
-            .map(|(i, q)| row(q, &["d2", "d1"], if i == 0 { "d2" } else { "d1" }))
-            .collect();
+        let queries: Vec<String> = (1..=12).map(|i| format!("q{i}")).collect();
+        let rows = |first: &str, others: &str| -> Vec<Value> {
+            queries
+                .iter()
+                .enumerate()
+                .map(|(i, q)| row(q, &["d1", "d2"], if i == 0 { first } else { others }))
+                .collect()
+        };
+        // a finds every relevant document first; b second (mrr ½); c as a but for one query.
+        let (a, b, c) = (rows("d1", "d1"), rows("d2", "d2"), rows("d2", "d1"));
         let arms = [
             ("baseline".to_owned(), "hybrid".to_owned(), "a.json".to_owned(), &a[..]),
             ("selected".to_owned(), "hybrid".to_owned(), "b.json".to_owned(), &b[..]),
         ];
-        let comparisons = [("a minus b".to_owned(), &a[..], &b[..])];
+        let comparisons =
+            [("a minus c".to_owned(), &a[..], &c[..]), ("a minus b".to_owned(), &a[..], &b[..])];
         let out = heldout(&plan, &["mrr@10", "success@1"], "mrr@10", &arms, &comparisons).unwrap();
-        assert_eq!((out.queries, out.resamples, out.permutations, out.seed), (4, 200, 300, 7));
+        assert_eq!((out.queries, out.resamples, out.permutations, out.seed), (12, 200, 300, 7));
         let means =
             |arm: &ArmEstimates| arm.metrics.iter().map(|(n, e)| (n.clone(), e.mean)).collect::<Vec<_>>();
         assert_eq!(means(&out.arms[0]), vec![("mrr@10".to_owned(), 1.0), ("success@1".to_owned(), 1.0)]);
-        assert_eq!(means(&out.arms[1]), vec![("mrr@10".to_owned(), 0.625), ("success@1".to_owned(), 0.25)]);
+        assert_eq!(means(&out.arms[1]), vec![("mrr@10".to_owned(), 0.5), ("success@1".to_owned(), 0.0)]);
         assert_eq!(out.arms[1].aggregate, "b.json");
-        let c = &out.comparisons[0];
-        assert_eq!((c.name.as_str(), c.metric.as_str(), c.difference.mean), ("a minus b", "mrr@10", 0.375));
-        assert_eq!(c.exceed, flips(&[0.0, 0.5, 0.5, 0.5], 300, 8, true));
-        assert_eq!((c.p, c.p_holm), ((c.exceed + 1) as f64 / 301.0, (c.exceed + 1) as f64 / 301.0));
-        assert_eq!(c.significant, c.p_holm < 0.05);
+        let [weak, strong] = [&out.comparisons[0], &out.comparisons[1]];
+        assert_eq!(
+            (weak.name.as_str(), weak.metric.as_str(), weak.difference.mean),
+            ("a minus c", "mrr@10", 0.5 / 12.0)
+        );
+        assert_eq!((strong.name.as_str(), strong.difference.mean), ("a minus b", 0.5));
+        let mut differences = vec![0.0; 12];
+        differences[0] = 0.5;
+        assert_eq!(weak.exceed, flips(&differences, 300, 8, true), "comparison 0 flips from seed + 1");
+        assert_eq!(strong.exceed, flips(&[0.5; 12], 300, 9, true), "comparison 1 flips from seed + 2");
+        let p = |exceed: usize| (exceed + 1) as f64 / 301.0;
+        assert_eq!((weak.p, strong.p), (p(weak.exceed), p(strong.exceed)));
+        assert_eq!(vec![weak.p_holm, strong.p_holm], holm(&[weak.p, strong.p]));
+        assert_eq!((weak.significant, strong.significant), (false, true));
+        let at_alpha = Plan { alpha: strong.p_holm, ..Plan::from_json(&plan_json(200, 0.95, 300)).unwrap() };
+        let again = heldout(&at_alpha, &["mrr@10"], "mrr@10", &arms, &comparisons).unwrap();
+        assert!(!again.comparisons[1].significant, "significant means strictly below alpha");
         let shuffled: Vec<Value> = a.iter().rev().cloned().collect();
         let unordered =
             [arms[0].clone(), ("x".to_owned(), "hybrid".to_owned(), "c.json".to_owned(), &shuffled[..])];
