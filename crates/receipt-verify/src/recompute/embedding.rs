@@ -151,7 +151,11 @@ mod tests {
         assert!(a.windows(2).all(|w| w[0] < w[1]), "sorted and distinct");
         assert_eq!(draw(10, Sample::All, 1), (0..10).collect::<Vec<_>>());
         assert_eq!(draw(10, Sample::Count(99), 1).len(), 10);
-        assert!(fresh_seed() < 1 << 53);
+        // A fresh seed is what keeps the signer from knowing which texts will be re-embedded: 64 of them are
+        // distinct and use the high bits (all 64 below 2^50 would happen once in 8^64), below 2^53.
+        let seeds: std::collections::BTreeSet<u64> = (0..64).map(|_| fresh_seed()).collect();
+        assert_eq!(seeds.len(), 64);
+        assert!(seeds.iter().all(|s| *s < 1 << 53) && seeds.iter().any(|s| *s >= 1 << 50));
         assert_eq!(Sample::parse("all"), Ok(Sample::All));
         assert_eq!(Sample::parse("12"), Ok(Sample::Count(12)));
         assert!(Sample::parse("0").is_err() && Sample::parse("x").is_err());

@@ -161,5 +161,6 @@ mod tests {
         assert_eq!(lists.expression(0), Some(Some("\"vitamin\" OR \"d\" OR \"bone\"")));
         assert_eq!(lists.list(1), Some(&[][..]));
         assert_eq!(lists.expression(1), Some(None));
+        assert_eq!(lists.depth(), 10, "the depth ranked, which bounds what a check may ask of the lists");
     }
 }
