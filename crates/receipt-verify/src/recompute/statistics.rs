@@ -397,8 +397,8 @@ mod tests {
 
     /// Known answers of the paired bootstrap: a single query has no spread; a 0/1 pair of queries gives
     /// resample means of 0, ½ and 1, a quarter of them 0 and a quarter 1, so the 95 % interval is [0, 1]; and
-    /// series share their resamples, so a series shifted by one (32 queries: every sum and mean exact) has its interval shifted by exactly one, and
-    /// a doubled series its interval doubled.
+    /// series share their resamples, so a series shifted by one (32 queries: every sum and mean exact) has
+    /// its interval shifted by exactly one, and a doubled series its interval doubled.
     #[test]
     fn bootstrap_known_answers() {
         let one = bootstrap_with(3, 500, 0.95, &[vec![0.25]]);
@@ -455,10 +455,11 @@ mod tests {
         assert!((400..600).contains(&half), "{half}");
         assert_eq!(flips(&[0.25; 200], 1_000, 1, true), 0);
         assert_eq!(flips(&[], 1_000, 1, true), 0);
+        let ties = [40_101.377, 80_289.968, -80_289.968];
         // Every sign pattern's |sum| is at least |x| (a tie when the two ±y agree), but rounding leaves two of
         // the ties 7e-12 below the observed sum. The plan puts its 1e-12 slack on the mean (sum / 3), where
         // they still count as reached; on a statistic scaled otherwise (sum · 3) they would not.
-        assert_eq!(flips(&[40_101.377, 80_289.968, -80_289.968], 300, 1, true), 300);
+        assert_eq!(flips(&ties, 300, 1, true), 300);
         // The definition written out: permutation p draws ceil(n / 64) words; value i flips when bit i mod 64
         // of word i / 64 is set; the statistic is |mean| (two-sided) or the mean (one-sided).
         let reference = |values: &[f64], seed: u64, two_sided: bool| {
@@ -482,7 +483,6 @@ mod tests {
         assert_eq!(flips(&values, 300, 9, true), reference(&values, 9, true));
         let skewed: Vec<f64> = (0..70).map(|i| f64::from(i % 7) - 2.0).collect();
         assert_eq!(flips(&skewed, 300, 9, false), reference(&skewed, 9, false));
-        let ties = [40_101.377, 80_289.968, -80_289.968];
         let one_sided = flips(&ties, 300, 1, false);
         assert_eq!(one_sided, reference(&ties, 1, false));
         assert!((100..200).contains(&one_sided), "half the sign patterns reach x: {one_sided}");
@@ -584,7 +584,7 @@ mod tests {
         assert_eq!((weak.p, strong.p), (p(weak.exceed), p(strong.exceed)));
         assert_eq!(vec![weak.p_holm, strong.p_holm], holm(&[weak.p, strong.p]));
         assert_eq!((weak.significant, strong.significant), (false, true));
-        let at_alpha = Plan { alpha: strong.p_holm, ..Plan::from_json(&plan_json(200, 0.95, 300)).unwrap() };
+        let at_alpha = Plan { alpha: strong.p_holm, ..plan };
         let again = heldout(&at_alpha, &["mrr@10"], "mrr@10", &arms, &comparisons).unwrap();
         assert!(!again.comparisons[1].significant, "significant means strictly below alpha");
         let shuffled: Vec<Value> = a.iter().rev().cloned().collect();

@@ -593,14 +593,14 @@ mod tests {
         assert_eq!(block_products_portable(&codes, &query, sum), expected);
     }
 
-    /// Every first pass this CPU runs against the portable one, to the bit, on dims whose groups fill whole
-    /// quads (384) and leave a remainder (27: seven groups, one quad and three more), over more than one block,
-    /// with codes at both ends of their range (±127).
     /// A vector of `dims` components in [−1/3, 1/3], spread by `seed`.
     fn spread_vector(seed: usize, dims: usize) -> Vec<f32> {
         (0..dims).map(|d| (((seed * 7919 + d * 104_729) % 2001) as f32 / 1000.0 - 1.0) / 3.0).collect()
     }
 
+    /// Every first pass this CPU runs against the portable one, to the bit, on dims whose groups fill whole
+    /// quads (384) and leave a remainder (27: seven groups, one quad and three more), over more than one block,
+    /// with codes at both ends of their range (±127).
     #[test]
     fn every_first_pass_gives_the_portable_bounds() {
         for dims in [384, 27] {
