@@ -24,6 +24,7 @@ use crate::checks::{EmbeddingCheck, Input, Inputs, run_all, selection::Documents
 use crate::error::{Error, Result};
 use crate::fixture::FixtureView;
 use crate::found::{Found, hash_executable};
+use crate::mapping::Mapping;
 use crate::names::{
     BUNDLE_LIMITS, CARRIED_PREFIX, CARRIED_SUBJECT, COMPARISON_FILE, COMPARISON_PAGE, EFFECTIVE_CONFIG_FILE,
     FIXTURE_METADATA_FILE, MANIFEST_FILE, MAPPING_FILE, MAX_FIXTURE_BYTES, MAX_MANIFEST_BYTES,
@@ -494,8 +495,9 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         Err((true, reason)) => Input::Refused(reason),
         Err((false, reason)) => Input::Absent(reason),
     };
-    let mapping = match files.get(MAPPING_FILE) {
-        Some(bytes) => Input::Read { origin: MAPPING_FILE, content: bytes.as_slice() },
+    let read_mapping = files.get(MAPPING_FILE).map(|bytes| Mapping::read(bytes));
+    let mapping = match &read_mapping {
+        Some(read) => Input::Read { origin: MAPPING_FILE, content: read },
         None => Input::Absent("the bundle holds no mapping"),
     };
     let executable = check.executable.as_deref().map(hash_executable);

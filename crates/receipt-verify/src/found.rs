@@ -58,15 +58,6 @@ impl Found {
             Err(error) => Found::Refused(format!("refused to read {error}")),
         }
     }
-
-    /// As an [`Input`] of a check.
-    pub(crate) fn input(&self) -> Input<'_, [u8]> {
-        match self {
-            Found::Read(origin, bytes) => Input::Read { origin, content: bytes },
-            Found::Absent(reason) => Input::Absent(reason),
-            Found::Refused(reason) => Input::Refused(reason),
-        }
-    }
 }
 
 /// The executable at `path`, hashed within [`crate::names::MAX_EXECUTABLE_BYTES`] without being held in

@@ -32,6 +32,7 @@ mod error;
 mod fixture;
 mod found;
 pub mod json;
+mod mapping;
 pub mod names;
 mod recompute;
 mod render;
@@ -64,6 +65,7 @@ pub use crate::error::{Error, Result};
 pub use crate::fixture::{
     FIXTURE_VIEW_SCHEMA, FIXTURE_VIEW_SCHEMA_V1, FixtureView, FullFixture, SemanticDigests, VectorsBinding,
 };
+pub use crate::mapping::Mapping;
 pub use crate::names::*;
 pub use crate::recompute::embedding::{EMBEDDING_SAMPLE, Sample, fresh_seed};
 pub use crate::recompute::metrics;

@@ -13,6 +13,7 @@ use crate::checks::{EmbeddingCheck, Input, Inputs, run_all, selection::Documents
 use crate::error::{Error, Result};
 use crate::fixture::FixtureView;
 use crate::found::{Found, hash_executable};
+use crate::mapping::Mapping;
 use crate::names::{
     EFFECTIVE_CONFIG_FILE, MAPPING_FILE, MAX_FIXTURE_BYTES, MAX_SIDECAR_BYTES, OUTPUT_LIMITS,
     PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, QRELS_FILE, REPORT_FILE, SELECTION_FILE,
@@ -175,10 +176,18 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
         Some(dir) => dir.join(MAPPING_FILE),
         None => PathBuf::from(run.str_at("/store/mapping_path")),
     };
-    let mut mappings: BTreeMap<PathBuf, Found> = BTreeMap::new();
+    // Each mapping file is hashed and parsed once, however many runs record it.
+    let mut mappings: BTreeMap<PathBuf, (Found, Option<Mapping>)> = BTreeMap::new();
     let mut executables: BTreeMap<String, (String, std::result::Result<String, Found>)> = BTreeMap::new();
     for run in &runs {
-        mappings.entry(mapping_path(run)).or_insert_with_key(|path| Found::at(path, MAX_SIDECAR_BYTES));
+        mappings.entry(mapping_path(run)).or_insert_with_key(|path| {
+            let found = Found::at(path, MAX_SIDECAR_BYTES);
+            let read = match &found {
+                Found::Read(_, bytes) => Some(Mapping::read(bytes)),
+                Found::Absent(_) | Found::Refused(_) => None,
+            };
+            (found, read)
+        });
         let recorded = run.str_at("/executable/path").to_owned();
         executables.entry(recorded.clone()).or_insert_with(|| {
             if recorded.is_empty() {
@@ -235,7 +244,11 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
         let outcome = run_all(&Inputs {
             runs: group,
             fixture: fixture_input,
-            mapping: mappings[mapping].input(),
+            mapping: match &mappings[mapping] {
+                (Found::Read(origin, _), Some(read)) => Input::Read { origin, content: read },
+                (Found::Absent(reason), _) => Input::Absent(reason),
+                (Found::Refused(reason) | Found::Read(reason, _), _) => Input::Refused(reason),
+            },
             executable: executable_input,
             frozen: frozen.as_ref(),
             documents: if single { documents } else { Documents { key: None, ..documents } },

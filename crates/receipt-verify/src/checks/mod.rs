@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::artifacts::Run;
 use crate::fixture::FixtureView;
+use crate::mapping::Mapping;
 use crate::recompute::embedding::Sample;
 use crate::render::Model;
 use crate::report::Report;
@@ -45,8 +46,8 @@ pub(crate) struct Inputs<'a> {
     pub(crate) runs: &'a [Run],
     /// The fixture view (from `fixture-metadata.json`, or the full fixture).
     pub(crate) fixture: Input<'a, FixtureView>,
-    /// The mapping file's bytes.
-    pub(crate) mapping: Input<'a, [u8]>,
+    /// The store's mapping file, read.
+    pub(crate) mapping: Input<'a, Mapping>,
     /// The executable's digest to compare with the recorded one.
     pub(crate) executable: Input<'a, str>,
     /// `effective-config.json`, parsed.
@@ -75,11 +76,16 @@ pub(crate) struct Share {
     pub(crate) lexical: usize,
 }
 
-/// Half the cores each (one each on two) when `reembedding`; otherwise all of them rank lexically.
+/// When `reembedding`, a pool as wide as the machine re-embeds (the longest check: its threads take the cores
+/// the other checks leave idle, and all of them once those are done) and one thread ranks lexically (about
+/// half a second of work on SciFact); otherwise every core ranks lexically, up to four.
 fn share(reembedding: bool) -> Share {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let embedding = if reembedding { (cores / 2).max(1) } else { 0 };
-    Share { embedding, lexical: (cores - embedding).clamp(1, 4) }
+    if reembedding {
+        Share { embedding: cores, lexical: 1 }
+    } else {
+        Share { embedding: 0, lexical: cores.clamp(1, 4) }
+    }
 }
 
 /// Runs every check that needs nothing but [`Inputs`]: the contract's validator, the receipts, what is

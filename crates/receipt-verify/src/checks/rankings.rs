@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::artifacts::{Run, query_id};
 use crate::checks::{EmbeddingCheck, Input, Inputs};
 use crate::fixture::FixtureView;
+use crate::mapping::Mapping;
 use crate::recompute::dense::Scans;
 use crate::recompute::fusion::{self, Component, Normalization, Plan};
 use crate::recompute::lexical::{FTS5_B, FTS5_K1, Lists};
@@ -163,17 +164,19 @@ fn unavailable(report: &mut Report, scope: &str, name: &str, reason: &str) {
 
 /// The fact id of every document in fixture order, from the mapping (which must list the fixture's documents
 /// in order), and every query id in fixture order (by id for a version 1 view, which does not record it).
-fn layout(view: &FixtureView, mapping: Input<'_, [u8]>) -> Result<(Vec<i64>, Vec<String>), Unavailable> {
+fn layout(view: &FixtureView, mapping: Input<'_, Mapping>) -> Result<(Vec<i64>, Vec<String>), Unavailable> {
     // A version 1 view does not record the fixture's query order; texts are then ordered by id alike.
     let query_ids =
         view.query_ids.clone().unwrap_or_else(|| view.query_text_sha256.keys().cloned().collect());
-    let bytes = match mapping {
+    let mapping = match mapping {
         Input::Read { content, .. } => content,
         Input::Absent(reason) => return Err(Unavailable::NotHere(reason.to_owned())),
         Input::Refused(reason) => return Err(Unavailable::Broken(reason.to_owned())),
     };
-    let mapping = crate::json::parse(bytes).map_err(|e| Unavailable::Broken(format!("the mapping: {e}")))?;
-    let entries = mapping["entries"].as_array().cloned().unwrap_or_default();
+    if let Err(e) = &mapping.json {
+        return Err(Unavailable::Broken(format!("the mapping: {e}")));
+    }
+    let entries = mapping.entries();
     if entries.len() != view.document_ids.len() {
         return Err(Unavailable::Broken(format!(
             "the mapping has {} entries for {} documents",

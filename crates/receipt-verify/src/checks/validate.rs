@@ -11,6 +11,7 @@ use crate::baseline::config_label;
 use crate::canonical::{sha256_hex, sha256_tagged};
 use crate::checks::Input;
 use crate::fixture::FixtureView;
+use crate::mapping::Mapping;
 use crate::recompute::metrics::{METRIC_NAMES, metrics, percentile};
 use crate::report::{Basis, Report, Status};
 
@@ -23,8 +24,8 @@ pub struct Evidence<'a> {
     /// The fixture (or its bundle view), for query, qrels and corpus identity. A view given but unreadable
     /// fails those checks; one not given leaves them not checked.
     pub fixture: Input<'a, FixtureView>,
-    /// The mapping file's bytes.
-    pub mapping: Input<'a, [u8]>,
+    /// The store's mapping file, read.
+    pub mapping: Input<'a, Mapping>,
     /// The sha256 (`sha256:<hex>`) of the executable to compare with the recorded digest: the file at the
     /// recorded path for a run on this machine, or a reproducible build of the recorded revision. Without one,
     /// the recorded digest is the signer's word (attested).
@@ -545,23 +546,23 @@ fn executable(report: &mut Report, run: &Run, given: Input<'_, str>) {
 fn mapping(
     run: &Run,
     rows: &[Value],
-    given: Input<'_, [u8]>,
+    given: Input<'_, Mapping>,
     fixture: Option<&FixtureView>,
 ) -> (Status, String) {
-    let (origin, bytes) = match given {
+    let (origin, mapping) = match given {
         Input::Read { origin, content } => (origin, content),
         Input::Absent(reason) => return (Status::NotChecked, reason.to_owned()),
         Input::Refused(reason) => return (Status::Fail, reason.to_owned()),
     };
-    let actual = sha256_tagged(bytes);
+    let actual = &mapping.sha256;
     let recorded = run.str_at("/store/mapping_sha256");
     if actual != recorded {
         return (Status::Fail, format!("{origin} hashes to {actual}, the aggregate records {recorded}"));
     }
-    let Ok(mapping) = crate::json::parse(bytes) else {
+    if mapping.json.is_err() {
         return (Status::Fail, format!("{origin} does not parse"));
-    };
-    let entries = mapping.get("entries").and_then(Value::as_array).cloned().unwrap_or_default();
+    }
+    let entries = mapping.entries();
     let by_fact: BTreeMap<i64, String> = entries
         .iter()
         .filter_map(|e| Some((e["fact_id"].as_i64()?, e["doc_id"].as_str()?.to_owned())))
