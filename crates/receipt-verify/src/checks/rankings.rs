@@ -4,7 +4,7 @@
 //! and its normalisation follow from the two recomputed lists), `fusion.scores` (every fused score from its
 //! recorded components) and `embedding.values` (vectors re-embedded bit for bit). No sample of queries: all.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -163,7 +163,8 @@ fn unavailable(report: &mut Report, scope: &str, name: &str, reason: &str) {
 }
 
 /// The fact id of every document in fixture order, from the mapping (which must list the fixture's documents
-/// in order), and every query id in fixture order (by id for a version 1 view, which does not record it).
+/// in order, each under its own fact id), and every query id in fixture order (by id for a version 1 view,
+/// which does not record it).
 fn layout(view: &FixtureView, mapping: Input<'_, Mapping>) -> Result<(Vec<i64>, Vec<String>), Unavailable> {
     // A version 1 view does not record the fixture's query order; texts are then ordered by id alike.
     let query_ids =
@@ -185,8 +186,14 @@ fn layout(view: &FixtureView, mapping: Input<'_, Mapping>) -> Result<(Vec<i64>, 
         )));
     }
     let mut fact_ids = Vec::with_capacity(entries.len());
+    let mut seen = HashSet::with_capacity(entries.len());
     for (entry, id) in entries.iter().zip(&view.document_ids) {
         match (entry["fact_id"].as_i64(), entry["doc_id"].as_str()) {
+            (Some(fact), Some(_)) if !seen.insert(fact) => {
+                return Err(Unavailable::Broken(format!(
+                    "the mapping gives fact id {fact} to two documents"
+                )));
+            }
             (Some(fact), Some(doc)) if doc == id => fact_ids.push(fact),
             _ => {
                 return Err(Unavailable::Broken(format!(
@@ -689,4 +696,56 @@ pub(crate) fn texts_identity(view: &FixtureView, texts: &Texts) -> Outcome {
         texts.documents.len(),
         texts.queries.len()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(documents: &[&str]) -> FixtureView {
+        FixtureView {
+            schema: String::new(),
+            fixture_sha256: String::new(),
+            metadata: Value::Null,
+            query_text_sha256: BTreeMap::new(),
+            qrels: BTreeMap::new(),
+            document_ids: documents.iter().map(|d| (*d).to_owned()).collect(),
+            query_ids: Some(vec!["q".into()]),
+            semantic_text_sha256: None,
+            vectors: None,
+        }
+    }
+
+    fn laid_out(mapping: &str) -> Result<Vec<i64>, String> {
+        let mapping = Mapping::read(mapping.as_bytes());
+        match layout(&view(&["a", "b"]), Input::Read { origin: "mapping.json", content: &mapping }) {
+            Ok((fact_ids, query_ids)) => {
+                assert_eq!(query_ids, ["q"]);
+                Ok(fact_ids)
+            }
+            Err(Unavailable::Broken(reason) | Unavailable::NotHere(reason)) => Err(reason),
+        }
+    }
+
+    #[test]
+    fn the_layout_takes_each_documents_own_fact_id_in_fixture_order() {
+        let entry = |fact: i64, doc: &str| format!(r#"{{"fact_id": {fact}, "doc_id": "{doc}"}}"#);
+        let entries = |list: &[String]| format!(r#"{{"entries": [{}]}}"#, list.join(", "));
+        assert_eq!(laid_out(&entries(&[entry(7, "a"), entry(3, "b")])), Ok(vec![7, 3]));
+        // Two documents under one fact id: every ranking would show one document's id for the other's (the
+        // lexical lists give each document its own score, the rows only one of them).
+        assert_eq!(
+            laid_out(&entries(&[entry(7, "a"), entry(7, "b")])),
+            Err("the mapping gives fact id 7 to two documents".to_owned())
+        );
+        assert_eq!(
+            laid_out(&entries(&[entry(3, "b"), entry(7, "a")])),
+            Err(r#"mapping entry {"doc_id":"b","fact_id":3} is not document "a" in fixture order"#.to_owned())
+        );
+        assert_eq!(
+            laid_out(&entries(&[entry(7, "a")])),
+            Err("the mapping has 1 entries for 2 documents".to_owned())
+        );
+        assert!(laid_out("{").unwrap_err().starts_with("the mapping: "));
+    }
 }
