@@ -125,7 +125,7 @@ fn the_manifest_parser_reads_both_dependency_shapes() {
 /// bundle and the output directory are two thin readers over the checks (`bundle.rs`, `rundir.rs`).
 const VERIFIER_LAYERS: &[&[&str]] = &[
     &["error", "names", "canonical", "json", "report", "time", "baseline"],
-    &["artifacts", "texts", "vectors", "fixture", "archive", "sign", "found"],
+    &["artifacts", "texts", "vectors", "fixture", "archive", "sign", "found", "mapping"],
     &["recompute", "render"],
     &["checks"],
     &["rundir", "bundle"],

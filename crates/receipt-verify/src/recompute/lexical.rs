@@ -132,7 +132,7 @@ pub(crate) struct Lists {
 }
 
 impl Lists {
-    /// Indexes every document of `texts` under its fact id (`fact_ids[i]` for document i) and ranks each of
+    /// Indexes every document of `texts` that has a fact id (`fact_ids[i]` for document i) and ranks each of
     /// `queries` (indexes into `texts.queries`). Scoring the distinct terms is most of the work: each of
     /// `threads` builds its own index and scores its share of them.
     ///
