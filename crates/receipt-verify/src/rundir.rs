@@ -177,16 +177,14 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
         None => PathBuf::from(run.str_at("/store/mapping_path")),
     };
     // Each mapping file is hashed and parsed once, however many runs record it.
-    let mut mappings: BTreeMap<PathBuf, (Found, Option<Mapping>)> = BTreeMap::new();
+    let mut mappings: BTreeMap<PathBuf, std::result::Result<(String, Mapping), Found>> = BTreeMap::new();
     let mut executables: BTreeMap<String, (String, std::result::Result<String, Found>)> = BTreeMap::new();
     for run in &runs {
         mappings.entry(mapping_path(run)).or_insert_with_key(|path| {
-            let found = Found::at(path, MAX_SIDECAR_BYTES);
-            let read = match &found {
-                Found::Read(_, bytes) => Some(Mapping::read(bytes)),
-                Found::Absent(_) | Found::Refused(_) => None,
-            };
-            (found, read)
+            match Found::at(path, MAX_SIDECAR_BYTES) {
+                Found::Read(origin, bytes) => Ok((origin, Mapping::read(&bytes))),
+                other => Err(other),
+            }
         });
         let recorded = run.str_at("/executable/path").to_owned();
         executables.entry(recorded.clone()).or_insert_with(|| {
@@ -245,9 +243,9 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
             runs: group,
             fixture: fixture_input,
             mapping: match &mappings[mapping] {
-                (Found::Read(origin, _), Some(read)) => Input::Read { origin, content: read },
-                (Found::Absent(reason), _) => Input::Absent(reason),
-                (Found::Refused(reason) | Found::Read(reason, _), _) => Input::Refused(reason),
+                Ok((origin, read)) => Input::Read { origin, content: read },
+                Err(Found::Absent(reason)) => Input::Absent(reason),
+                Err(Found::Refused(reason) | Found::Read(reason, _)) => Input::Refused(reason),
             },
             executable: executable_input,
             frozen: frozen.as_ref(),

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::artifacts::Run;
 use crate::canonical::sha256_tagged;
 use crate::found::Found;
+use crate::mapping::Mapping;
 use crate::names::{MAPPING_FILE, MAX_SIDECAR_BYTES};
 use crate::report::Report;
 
@@ -264,13 +265,14 @@ fn check_database(
     }
     let facts = image.facts()?;
     let mapping_path = path.with_file_name(MAPPING_FILE);
-    let mapping: Value = match Found::at(&mapping_path, MAX_SIDECAR_BYTES) {
-        Found::Read(_, bytes) => {
-            crate::json::parse(&bytes).map_err(|e| format!("{}: {e}", mapping_path.display()))?
-        }
+    let mapping = match Found::at(&mapping_path, MAX_SIDECAR_BYTES) {
+        Found::Read(_, bytes) => Mapping::read(&bytes),
         Found::Absent(reason) | Found::Refused(reason) => return Err(reason),
     };
-    let entries = mapping["entries"].as_array().cloned().unwrap_or_default();
+    if let Err(e) = &mapping.json {
+        return Err(format!("{}: {e}", mapping_path.display()));
+    }
+    let entries = mapping.entries();
     if entries.len() != facts.len() {
         return Err(format!("the mapping has {} entries, the database {} facts", entries.len(), facts.len()));
     }
