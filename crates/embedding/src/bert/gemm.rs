@@ -30,22 +30,46 @@ pub(crate) struct Packed {
 impl Packed {
     /// Packs `weight` (n rows of k, row-major) and `bias` (n) for `kernels`.
     pub(crate) fn new(weight: &[f32], bias: &[f32], n: usize, k: usize, kernels: Kernels) -> Packed {
-        let width = kernels.panel_width();
+        let mut packed = Packed::rows(Rows { data: weight, m: n, stride: k }, k, kernels);
+        packed.bias[..n].copy_from_slice(bias);
+        packed
+    }
+
+    /// Packs the weight whose n rows of k are `weight`'s rows (read in place, `stride` apart: one attention
+    /// head's keys inside the rows of `[q | k | v]`), with a zero bias.
+    pub(crate) fn rows(weight: Rows<'_>, k: usize, kernels: Kernels) -> Packed {
+        let (n, width) = (weight.m, kernels.panel_width());
         let panels = n.div_ceil(width);
         let mut data = vec![0.0f32; panels * width * k];
-        for panel in 0..panels {
-            for p in 0..k {
-                for j in 0..width {
-                    let column = panel * width + j;
-                    if column < n {
-                        data[(panel * k + p) * width + j] = weight[column * k + p];
-                    }
+        for (panel, target) in data.chunks_exact_mut(k * width).enumerate() {
+            let columns: Vec<&[f32]> = (panel * width..n.min((panel + 1) * width))
+                .map(|column| &weight.data[column * weight.stride..][..k])
+                .collect();
+            // Written in order (each step a run of the panel), read across the rows: the other way round, a
+            // store every 128 bytes, is three times slower.
+            for (p, run) in target.chunks_exact_mut(width).enumerate() {
+                for (value, column) in run.iter_mut().zip(&columns) {
+                    *value = column[p];
                 }
             }
         }
-        let mut padded = bias.to_vec();
-        padded.resize(panels * width, 0.0);
-        Packed { n, k, width, data, bias: padded }
+        Packed { n, k, width, data, bias: vec![0.0; panels * width] }
+    }
+
+    /// Packs the weight (n × k) whose transpose is `transposed`: k rows of n, read in place `stride` apart (one
+    /// attention head's values), with a zero bias. Each of its rows is a run of a panel as it is.
+    pub(crate) fn columns(transposed: Rows<'_>, n: usize, kernels: Kernels) -> Packed {
+        let (k, width) = (transposed.m, kernels.panel_width());
+        let panels = n.div_ceil(width);
+        let mut data = vec![0.0f32; panels * width * k];
+        for (panel, target) in data.chunks_exact_mut(k * width).enumerate() {
+            let first = panel * width;
+            let kept = width.min(n - first);
+            for (p, run) in target.chunks_exact_mut(width).enumerate() {
+                run[..kept].copy_from_slice(&transposed.data[p * transposed.stride + first..][..kept]);
+            }
+        }
+        Packed { n, k, width, data, bias: vec![0.0; panels * width] }
     }
 }
 
@@ -83,12 +107,23 @@ pub(crate) fn product(kernels: Kernels, a: Rows<'_>, w: &Packed, out: &mut [f32]
     });
 }
 
+/// Where a tile reads its `rows` rows of `a`.
+pub(super) enum Tile<'a> {
+    /// Repacked: row r's element p at `p * rows + r`.
+    Packed(&'a [f32]),
+    /// In place: row r's element p at `r * lda + p`.
+    InPlace { a: &'a [f32], lda: usize },
+    /// In place, each element also written to `copy` repacked as it is read (the first panel's pass), for
+    /// the panels after it.
+    Repacking { a: &'a [f32], lda: usize, copy: &'a mut [f32] },
+}
+
 /// One block of rows through every panel: the driver each kernel set shares. With more than one panel, the
-/// block's rows are first repacked tile by tile (for each k, the tile's rows side by side), so each step's
-/// broadcasts share a cache line; with one panel (an attention head's values) the repacking would cost as
-/// much as the product, and the tile reads the rows where they are. `tile(a, rows, lda, panel, bias, c, ldc)`
-/// then computes up to `mr` rows of one panel into `c`: row r's element p of `a` is at `p * rows + r` when
-/// `lda` is 0 (repacked), at `r * lda + p` otherwise.
+/// first panel's tiles read the block's rows in place and leave them repacked (for each k, the tile's rows
+/// side by side), so the later panels' broadcasts share a cache line; the repacking then waits on no load of
+/// its own, since the first panel's arithmetic covers the rows' arrival from memory. With one panel (an
+/// attention head's values) nothing is repacked. `tile(rows, take, panel, bias, c, ldc)` computes up to `mr`
+/// rows of one panel into `c`.
 #[inline(always)]
 fn drive(
     a: Rows<'_>,
@@ -96,23 +131,12 @@ fn drive(
     out: &mut [f32],
     ldc: usize,
     mr: usize,
-    mut tile: impl FnMut(&[f32], usize, usize, &[f32], &[f32], &mut [f32], usize),
+    mut tile: impl FnMut(Tile<'_>, usize, &[f32], &[f32], &mut [f32], usize),
 ) {
     let (k, n, width, rows) = (w.k, w.n, w.width, a.m);
     let mut scratch = vec![0.0f32; mr * width];
     let direct = n <= width;
     let mut packed = vec![0.0f32; if direct { 0 } else { rows * k }];
-    let mut row = 0;
-    while row < rows && !direct {
-        let take = mr.min(rows - row);
-        let tile = &mut packed[row * k..(row + take) * k];
-        for p in 0..k {
-            for r in 0..take {
-                tile[p * take + r] = a.data[(row + r) * a.stride + p];
-            }
-        }
-        row += take;
-    }
     for panel in 0..n.div_ceil(width) {
         let weights = &w.data[panel * k * width..(panel + 1) * k * width];
         let bias = &w.bias[panel * width..(panel + 1) * width];
@@ -121,16 +145,19 @@ fn drive(
         let mut row = 0;
         while row < rows {
             let take = mr.min(rows - row);
-            let (a_tile, lda) = if direct {
-                (&a.data[row * a.stride..(row + take - 1) * a.stride + k], a.stride)
+            let in_place = &a.data[row * a.stride..(row + take - 1) * a.stride + k];
+            let source = if direct {
+                Tile::InPlace { a: in_place, lda: a.stride }
+            } else if panel == 0 {
+                Tile::Repacking { a: in_place, lda: a.stride, copy: &mut packed[row * k..(row + take) * k] }
             } else {
-                (&packed[row * k..(row + take) * k], 0)
+                Tile::Packed(&packed[row * k..(row + take) * k])
             };
             if full {
-                tile(a_tile, take, lda, weights, bias, &mut out[row * ldc + first..], ldc);
+                tile(source, take, weights, bias, &mut out[row * ldc + first..], ldc);
             } else {
                 // The last, partial panel goes through a scratch tile; only its real columns are kept.
-                tile(a_tile, take, lda, weights, bias, &mut scratch, width);
+                tile(source, take, weights, bias, &mut scratch, width);
                 let kept = n - first;
                 for r in 0..take {
                     out[(row + r) * ldc + first..(row + r) * ldc + n]
@@ -148,11 +175,31 @@ fn at<const R: usize, const PACKED: bool>(lda: usize, r: usize, p: usize) -> usi
     if PACKED { p * R + r } else { r * lda + p }
 }
 
+/// A kernel's view of a [`Tile`]: the rows' pointer, their `lda` (0 when repacked), and where to copy them
+/// repacked (null for none). The slices' lengths are checked here, once per tile.
+#[inline(always)]
+fn raw(source: Tile<'_>, take: usize, k: usize) -> (*const f32, usize, *mut f32) {
+    match source {
+        Tile::Packed(a) => {
+            assert!(a.len() >= take * k);
+            (a.as_ptr(), 0, std::ptr::null_mut())
+        }
+        Tile::InPlace { a, lda } => {
+            assert!(a.len() >= (take - 1) * lda + k);
+            (a.as_ptr(), lda, std::ptr::null_mut())
+        }
+        Tile::Repacking { a, lda, copy } => {
+            assert!(a.len() >= (take - 1) * lda + k && copy.len() >= take * k);
+            (a.as_ptr(), lda, copy.as_mut_ptr())
+        }
+    }
+}
+
 mod avx512 {
     #[cfg(target_arch = "x86_64")]
     use std::arch::x86_64::*;
 
-    use super::{Packed, Rows, at, drive};
+    use super::{Packed, Rows, at, drive, raw};
 
     const MR: usize = 12;
 
@@ -161,14 +208,17 @@ mod avx512 {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn block(a: Rows<'_>, w: &Packed, out: &mut [f32], ldc: usize) {
-        drive(a, w, out, ldc, MR, |a, take, lda, b, bias, c, ldc| {
-            // SAFETY: the slices hold `take` rows of k, k panels of 32 weights, 32 biases and `take` rows
-            // of at least 32 outputs, `ldc` apart; the CPU has AVX-512F (this function's precondition).
+        let k = w.k;
+        drive(a, w, out, ldc, MR, |source, take, b, bias, c, ldc| {
+            let (a, lda, copy) = raw(source, take, k);
+            assert!(b.len() == k * 32 && bias.len() >= 32 && c.len() >= (take - 1) * ldc + 32);
+            // SAFETY: `raw` and the assertion above checked the rows, the copy, the panel, the bias and the
+            // outputs; the CPU has AVX-512F (this function's precondition).
             unsafe {
-                if lda == 0 {
-                    tiles::<true>(take, a, lda, b, bias, c, ldc)
-                } else {
-                    tiles::<false>(take, a, lda, b, bias, c, ldc)
+                match (lda == 0, copy.is_null()) {
+                    (true, _) => tiles::<true, false>(take, a, lda, copy, b, bias, c, ldc),
+                    (false, true) => tiles::<false, false>(take, a, lda, copy, b, bias, c, ldc),
+                    (false, false) => tiles::<false, true>(take, a, lda, copy, b, bias, c, ldc),
                 }
             }
         });
@@ -179,10 +229,12 @@ mod avx512 {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
     #[inline]
-    unsafe fn tiles<const PACKED: bool>(
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tiles<const PACKED: bool, const COPY: bool>(
         take: usize,
-        a: &[f32],
+        a: *const f32,
         lda: usize,
+        copy: *mut f32,
         b: &[f32],
         bias: &[f32],
         c: &mut [f32],
@@ -191,38 +243,40 @@ mod avx512 {
         // SAFETY: this function's precondition.
         unsafe {
             match take {
-                12 => tile::<12, PACKED>(a, lda, b, bias, c, ldc),
-                11 => tile::<11, PACKED>(a, lda, b, bias, c, ldc),
-                10 => tile::<10, PACKED>(a, lda, b, bias, c, ldc),
-                9 => tile::<9, PACKED>(a, lda, b, bias, c, ldc),
-                8 => tile::<8, PACKED>(a, lda, b, bias, c, ldc),
-                7 => tile::<7, PACKED>(a, lda, b, bias, c, ldc),
-                6 => tile::<6, PACKED>(a, lda, b, bias, c, ldc),
-                5 => tile::<5, PACKED>(a, lda, b, bias, c, ldc),
-                4 => tile::<4, PACKED>(a, lda, b, bias, c, ldc),
-                3 => tile::<3, PACKED>(a, lda, b, bias, c, ldc),
-                2 => tile::<2, PACKED>(a, lda, b, bias, c, ldc),
-                _ => tile::<1, PACKED>(a, lda, b, bias, c, ldc),
+                12 => tile::<12, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                11 => tile::<11, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                10 => tile::<10, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                9 => tile::<9, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                8 => tile::<8, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                7 => tile::<7, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                6 => tile::<6, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                5 => tile::<5, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                4 => tile::<4, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                3 => tile::<3, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                2 => tile::<2, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                _ => tile::<1, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
             }
         }
     }
 
+    /// # Safety
+    /// `a` holds `R` rows of k = `b.len() / 32` (repacked, or `lda` apart), `copy` (with `COPY`) room for
+    /// them repacked, `bias` 32 values and `c` `R` rows of 32 outputs `ldc` apart; the CPU has AVX-512F.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
     #[inline]
-    unsafe fn tile<const R: usize, const PACKED: bool>(
-        a: &[f32],
+    unsafe fn tile<const R: usize, const PACKED: bool, const COPY: bool>(
+        a: *const f32,
         lda: usize,
+        copy: *mut f32,
         b: &[f32],
         bias: &[f32],
         c: &mut [f32],
         ldc: usize,
     ) {
         let k = b.len() / 32;
-        debug_assert!(a.len() >= if PACKED { R * k } else { (R - 1) * lda + k });
-        debug_assert!(bias.len() >= 32 && c.len() >= (R - 1) * ldc + 32);
-        let (a, b, c) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
-        // SAFETY: every offset stays within the slices checked above.
+        let (b, c) = (b.as_ptr(), c.as_mut_ptr());
+        // SAFETY: every offset stays within the extents this function's precondition gives.
         unsafe {
             let b0 = _mm512_loadu_ps(bias.as_ptr());
             let b1 = _mm512_loadu_ps(bias.as_ptr().add(16));
@@ -231,7 +285,11 @@ mod avx512 {
                 let w0 = _mm512_loadu_ps(b.add(p * 32));
                 let w1 = _mm512_loadu_ps(b.add(p * 32 + 16));
                 for (r, row) in acc.iter_mut().enumerate() {
-                    let x = _mm512_set1_ps(*a.add(at::<R, PACKED>(lda, r, p)));
+                    let value = *a.add(at::<R, PACKED>(lda, r, p));
+                    if COPY {
+                        *copy.add(p * R + r) = value;
+                    }
+                    let x = _mm512_set1_ps(value);
                     row[0] = _mm512_fmadd_ps(x, w0, row[0]);
                     row[1] = _mm512_fmadd_ps(x, w1, row[1]);
                 }
@@ -253,7 +311,7 @@ mod avx2 {
     #[cfg(target_arch = "x86_64")]
     use std::arch::x86_64::*;
 
-    use super::{Packed, Rows, at, drive};
+    use super::{Packed, Rows, at, drive, raw};
 
     const MR: usize = 6;
 
@@ -262,13 +320,17 @@ mod avx2 {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn block(a: Rows<'_>, w: &Packed, out: &mut [f32], ldc: usize) {
-        drive(a, w, out, ldc, MR, |a, take, lda, b, bias, c, ldc| {
-            // SAFETY: as in the AVX-512 block, with panels of 16; the CPU has AVX2 and FMA.
+        let k = w.k;
+        drive(a, w, out, ldc, MR, |source, take, b, bias, c, ldc| {
+            let (a, lda, copy) = raw(source, take, k);
+            assert!(b.len() == k * 16 && bias.len() >= 16 && c.len() >= (take - 1) * ldc + 16);
+            // SAFETY: `raw` and the assertion above checked the rows, the copy, the panel, the bias and the
+            // outputs; the CPU has AVX2 and FMA (this function's precondition).
             unsafe {
-                if lda == 0 {
-                    tiles::<true>(take, a, lda, b, bias, c, ldc)
-                } else {
-                    tiles::<false>(take, a, lda, b, bias, c, ldc)
+                match (lda == 0, copy.is_null()) {
+                    (true, _) => tiles::<true, false>(take, a, lda, copy, b, bias, c, ldc),
+                    (false, true) => tiles::<false, false>(take, a, lda, copy, b, bias, c, ldc),
+                    (false, false) => tiles::<false, true>(take, a, lda, copy, b, bias, c, ldc),
                 }
             }
         });
@@ -279,10 +341,12 @@ mod avx2 {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn tiles<const PACKED: bool>(
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tiles<const PACKED: bool, const COPY: bool>(
         take: usize,
-        a: &[f32],
+        a: *const f32,
         lda: usize,
+        copy: *mut f32,
         b: &[f32],
         bias: &[f32],
         c: &mut [f32],
@@ -291,32 +355,34 @@ mod avx2 {
         // SAFETY: this function's precondition.
         unsafe {
             match take {
-                6 => tile::<6, PACKED>(a, lda, b, bias, c, ldc),
-                5 => tile::<5, PACKED>(a, lda, b, bias, c, ldc),
-                4 => tile::<4, PACKED>(a, lda, b, bias, c, ldc),
-                3 => tile::<3, PACKED>(a, lda, b, bias, c, ldc),
-                2 => tile::<2, PACKED>(a, lda, b, bias, c, ldc),
-                _ => tile::<1, PACKED>(a, lda, b, bias, c, ldc),
+                6 => tile::<6, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                5 => tile::<5, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                4 => tile::<4, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                3 => tile::<3, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                2 => tile::<2, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
+                _ => tile::<1, PACKED, COPY>(a, lda, copy, b, bias, c, ldc),
             }
         }
     }
 
+    /// # Safety
+    /// `a` holds `R` rows of k = `b.len() / 16` (repacked, or `lda` apart), `copy` (with `COPY`) room for
+    /// them repacked, `bias` 16 values and `c` `R` rows of 16 outputs `ldc` apart; the CPU has AVX2 and FMA.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn tile<const R: usize, const PACKED: bool>(
-        a: &[f32],
+    unsafe fn tile<const R: usize, const PACKED: bool, const COPY: bool>(
+        a: *const f32,
         lda: usize,
+        copy: *mut f32,
         b: &[f32],
         bias: &[f32],
         c: &mut [f32],
         ldc: usize,
     ) {
         let k = b.len() / 16;
-        debug_assert!(a.len() >= if PACKED { R * k } else { (R - 1) * lda + k });
-        debug_assert!(bias.len() >= 16 && c.len() >= (R - 1) * ldc + 16);
-        let (a, b, c) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
-        // SAFETY: every offset stays within the slices checked above.
+        let (b, c) = (b.as_ptr(), c.as_mut_ptr());
+        // SAFETY: every offset stays within the extents this function's precondition gives.
         unsafe {
             let b0 = _mm256_loadu_ps(bias.as_ptr());
             let b1 = _mm256_loadu_ps(bias.as_ptr().add(8));
@@ -325,7 +391,11 @@ mod avx2 {
                 let w0 = _mm256_loadu_ps(b.add(p * 16));
                 let w1 = _mm256_loadu_ps(b.add(p * 16 + 8));
                 for (r, row) in acc.iter_mut().enumerate() {
-                    let x = _mm256_set1_ps(*a.add(at::<R, PACKED>(lda, r, p)));
+                    let value = *a.add(at::<R, PACKED>(lda, r, p));
+                    if COPY {
+                        *copy.add(p * R + r) = value;
+                    }
+                    let x = _mm256_set1_ps(value);
                     row[0] = _mm256_fmadd_ps(x, w0, row[0]);
                     row[1] = _mm256_fmadd_ps(x, w1, row[1]);
                 }
@@ -345,20 +415,28 @@ mod avx2 {
 
 /// Portable kernels: the same chain with `f32::mul_add` (a single rounding, like the vector FMAs).
 pub(super) mod scalar {
-    use super::{Packed, Rows, drive};
+    use super::{Packed, Rows, Tile, drive};
 
     const MR: usize = 4;
     /// Columns per panel.
     pub(crate) const WIDTH: usize = 8;
 
     pub(crate) fn block(a: Rows<'_>, w: &Packed, out: &mut [f32], ldc: usize) {
-        drive(a, w, out, ldc, MR, |a, take, lda, b, bias, c, ldc| {
+        drive(a, w, out, ldc, MR, |source, take, b, bias, c, ldc| {
             let k = b.len() / WIDTH;
+            let (a, lda, mut copy) = match source {
+                Tile::Packed(a) => (a, 0, None),
+                Tile::InPlace { a, lda } => (a, lda, None),
+                Tile::Repacking { a, lda, copy } => (a, lda, Some(copy)),
+            };
             for r in 0..take {
                 let mut acc = [0.0f32; WIDTH];
                 acc.copy_from_slice(&bias[..WIDTH]);
                 for p in 0..k {
                     let x = if lda == 0 { a[p * take + r] } else { a[r * lda + p] };
+                    if let Some(copy) = copy.as_deref_mut() {
+                        copy[p * take + r] = x;
+                    }
                     for (j, value) in acc.iter_mut().enumerate() {
                         *value = x.mul_add(b[p * WIDTH + j], *value);
                     }
@@ -409,6 +487,34 @@ mod tests {
                 linear(kernels, &a, m, &packed, &mut out);
                 let bits: Vec<u32> = out.iter().map(|x| x.to_bits()).collect();
                 assert_eq!(bits, expected, "{kernels:?} at {m}x{n}x{k}");
+            }
+        }
+    }
+
+    /// An attention head's keys and values packed where they lie are the panels of the same weights copied
+    /// out first (keys as rows, values transposed), with a zero bias, for every kernel's panel width.
+    #[test]
+    fn packing_keys_and_values_in_place_equals_packing_a_copy() {
+        let (stride, offset, k) = (45, 7, 11);
+        for n in [1, 8, 16, 31, 32, 33, 70] {
+            let qkv = random(n.max(k) * stride, 8);
+            let keys: Vec<f32> = (0..n).flat_map(|j| qkv[j * stride + offset..][..k].to_vec()).collect();
+            let values: Vec<f32> = (0..n)
+                .flat_map(|d| (0..k).map(move |p| (d, p)))
+                .map(|(d, p)| qkv[p * stride + offset + d])
+                .collect();
+            for kernels in Kernels::available() {
+                let zero = vec![0.0; n];
+                let copied = Packed::new(&keys, &zero, n, k, kernels);
+                let in_place = Packed::rows(Rows { data: &qkv[offset..], m: n, stride }, k, kernels);
+                assert_eq!((in_place.n, in_place.k), (n, k));
+                assert_eq!(in_place.data, copied.data, "{kernels:?} keys, n {n}");
+                assert_eq!(in_place.bias, copied.bias);
+                let copied = Packed::new(&values, &zero, n, k, kernels);
+                let in_place = Packed::columns(Rows { data: &qkv[offset..], m: k, stride }, n, kernels);
+                assert_eq!((in_place.n, in_place.k), (n, k));
+                assert_eq!(in_place.data, copied.data, "{kernels:?} values, n {n}");
+                assert_eq!(in_place.bias, copied.bias);
             }
         }
     }

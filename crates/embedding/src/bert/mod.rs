@@ -313,24 +313,15 @@ fn attention(
     out: &mut [f32],
 ) {
     let stride = 3 * hidden;
-    let mut keys = vec![0.0f32; len * head_dim];
-    let mut values_t = vec![0.0f32; head_dim * len];
     let mut scores = vec![0.0f32; len * len];
-    let (no_bias_keys, no_bias_dims) = (vec![0.0f32; len], vec![0.0f32; head_dim]);
     for head in 0..heads {
         let (q_at, k_at, v_at) = (head * head_dim, hidden + head * head_dim, 2 * hidden + head * head_dim);
-        for j in 0..len {
-            let row = &qkv[j * stride..(j + 1) * stride];
-            keys[j * head_dim..(j + 1) * head_dim].copy_from_slice(&row[k_at..k_at + head_dim]);
-            for d in 0..head_dim {
-                values_t[d * len + j] = row[v_at + d];
-            }
-        }
         let queries = gemm::Rows { data: &qkv[q_at..], m: len, stride };
-        let key_panels = gemm::Packed::new(&keys, &no_bias_keys, len, head_dim, k);
-        gemm::product(k, queries, &key_panels, &mut scores, len);
+        let keys = gemm::Rows { data: &qkv[k_at..], m: len, stride };
+        gemm::product(k, queries, &gemm::Packed::rows(keys, head_dim, k), &mut scores, len);
         ops::softmax_rows(k, &mut scores, len);
-        let value_panels = gemm::Packed::new(&values_t, &no_bias_dims, head_dim, len, k);
+        let values = gemm::Rows { data: &qkv[v_at..], m: len, stride };
+        let value_panels = gemm::Packed::columns(values, head_dim, k);
         let probabilities = gemm::Rows { data: &scores, m: len, stride: len };
         gemm::product(k, probabilities, &value_panels, &mut out[q_at..], hidden);
     }

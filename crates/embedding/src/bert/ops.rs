@@ -136,12 +136,16 @@ fn softmax_body(scores: &mut [f32], width: usize) {
 #[inline(always)]
 fn softmax(scores: &mut [f32]) {
     let mut partial = [f32::NEG_INFINITY; 16];
-    for chunk in scores.chunks(16) {
+    let chunks = scores.chunks_exact(16);
+    let rest = chunks.remainder();
+    // Whole chunks apart from the rest, so the partial maxima stay in a register (as in `sum16`).
+    for chunk in chunks {
         for (p, s) in partial.iter_mut().zip(chunk) {
-            if *s > *p {
-                *p = *s;
-            }
+            *p = if *s > *p { *s } else { *p };
         }
+    }
+    for (p, s) in partial.iter_mut().zip(rest) {
+        *p = if *s > *p { *s } else { *p };
     }
     let max = partial.iter().fold(f32::NEG_INFINITY, |m, p| if *p > m { *p } else { m });
     for s in scores.iter_mut() {
