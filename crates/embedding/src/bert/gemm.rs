@@ -108,7 +108,7 @@ pub(crate) fn product(kernels: Kernels, a: Rows<'_>, w: &Packed, out: &mut [f32]
 }
 
 /// Where a tile reads its `rows` rows of `a`.
-pub(super) enum Tile<'a> {
+enum Tile<'a> {
     /// Repacked: row r's element p at `p * rows + r`.
     Packed(&'a [f32]),
     /// In place: row r's element p at `r * lda + p`.
