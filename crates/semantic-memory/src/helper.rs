@@ -97,74 +97,131 @@ fn serve(shared: &'static Shared) {
     }
 }
 
-/// CPU time of the calling thread, in ns: what a job costs, without the time its thread waited for a CPU (which
-/// the caller, running the job itself, would not have waited).
-fn thread_cpu_nanos() -> u64 {
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `now` is a valid timespec to write to; CLOCK_THREAD_CPUTIME_ID exists on every Linux and macOS.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
-        return 0;
-    }
-    u64::try_from(now.tv_sec)
-        .unwrap_or(0)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(u64::try_from(now.tv_nsec).unwrap_or(0))
-}
-
 /// When to use the helper, learnt from the searches themselves, so that the answer holds on a quiet machine
 /// and beside a compiler alike.
 ///
 /// - The helper spins between jobs only while it takes nearly every job of one kind in time. When its CPU is
 ///   taken by other processes it misses jobs (the caller reclaims them), and a spinning helper would only take
 ///   CPU from the caller: then it sleeps between jobs instead.
-/// - Each parallel search is compared with what its two halves cost: the CPU time of the caller's half plus
-///   that of the helper's is what running them in sequence would have taken on a CPU of its own (time a thread
-///   spent waiting for a CPU, which the extra thread itself causes on a busy machine, is not counted). While the
-///   parallel searches cost more than that on average, the next [`SEQUENTIAL_RUN`] searches run in sequence, and
-///   then parallelism is tried again.
+/// - Both ways of running a search are timed, wall clock, start to end: every parallel search, and the searches
+///   run in sequence (one in [`PROBE_EVERY`] even while parallelism wins, so that cost stays measured), and
+///   each way's median is tracked ([`median`]). While the parallel searches' median exceeds the sequential
+///   ones', the next [`SEQUENTIAL_RUN`] searches run in sequence; then parallelism is tried again, the first
+///   [`WARMING`] searches not counted (they wake the helper), its median starting from three quarters of the
+///   sequential one: the benefit of the doubt, since on a quiet machine it wins by more than that.
+/// - Medians, not means (its steps larger for the first searches tried after a run in sequence): in the runner on a noisy virtual machine, parallel searches that stalled for a
+///   millisecond or more (a page fault, a preempted thread) lifted the parallel mean to the sequential one
+///   while most parallel searches took 0.12-0.3 ms against 0.2-0.4 in sequence; a mean sent hundreds of
+///   searches into sequence, each slower than the parallel searches it replaced. A machine that stays busy
+///   still moves the median within about ten searches.
+///
+/// Measured, not estimated: an earlier policy compared each parallel search with its halves' CPU times, but in
+/// the runner the halves run in sequence cost nearly twice that sum (each half, on its own core, keeps its own
+/// caches warm), so the estimate put parallelism barely ahead and one stall tipped it.
 struct Policy {
+    /// Whether the estimates are means (stalls count) rather than medians.
+    stalls_count: bool,
     spin: AtomicBool,
     /// Recent share of jobs reclaimed, in 1/65536 (an exponentially weighted mean over about 16 jobs).
     reclaimed: AtomicU64,
-    /// Recent mean of (parallel time − sequential estimate), in ns, offset by [`EXCESS_ZERO`] to stay unsigned.
-    excess: AtomicU64,
-    /// Searches left to run in sequence.
+    /// Median wall time of recent parallel searches, in ns (0: none since the last run in sequence).
+    parallel: AtomicU64,
+    /// Parallel searches since the start or the last run in sequence.
+    counted: AtomicU64,
+    /// Median wall time of recent searches run in sequence by the policy, in ns (0: none yet).
     sequential: AtomicU64,
+    /// Searches left to run in sequence.
+    left: AtomicU64,
+    /// Searches the policy was asked about, for its probes.
+    asked: AtomicU64,
 }
 
-const EXCESS_ZERO: u64 = 1 << 40;
 /// Searches run in sequence after parallelism was found to lose, before it is tried again.
 const SEQUENTIAL_RUN: u64 = 256;
+/// One search in this many runs in sequence while parallelism wins: the measure of what it wins against.
+const PROBE_EVERY: u64 = 64;
+/// Parallel searches not counted after the start or a run in sequence: they find the helper asleep and its
+/// caches cold (the first after a run took 0.5–1.2 ms in the runner, against 0.17 warm).
+const WARMING: u64 = 2;
 
 /// The policy of hybrid searches (their vector half offered to the helper).
 static POLICY: Policy = Policy::new();
 /// The policy of shared first passes, learnt apart: a first pass can be shorter than the time a sleeping helper
 /// takes to wake, and what it learns must not make the next hybrid searches run in sequence.
-static SHARE_POLICY: Policy = Policy::new();
+static SHARE_POLICY: Policy = Policy::counting_stalls();
+
+/// The next estimate of a median from `estimate` and a new `sample`: a step of 1/`fraction` of the estimate
+/// towards the sample, whatever its size (so the estimate settles where half the samples lie above it, and one
+/// stall moves it as little as any other search); the sample itself when there is no estimate yet.
+fn median(estimate: u64, sample: u64, fraction: u64) -> u64 {
+    let step = estimate / fraction + 1;
+    match estimate {
+        0 => sample.max(1),
+        _ if sample > estimate => estimate + step,
+        _ if sample < estimate => estimate.saturating_sub(step).max(1),
+        _ => estimate,
+    }
+}
+
+/// The next estimate of a mean from `estimate` and a new `sample`, weighted 1/`fraction` (a sample counting for
+/// at most sixteen times the estimate); the sample itself when there is no estimate yet.
+fn mean(estimate: u64, sample: u64, fraction: u64) -> u64 {
+    match estimate {
+        0 => sample.max(1),
+        _ => (estimate - estimate / fraction + sample.min(16 * estimate) / fraction).max(1),
+    }
+}
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX / 4)
+}
 
 impl Policy {
+    /// A policy that compares medians (a hybrid search's).
     const fn new() -> Policy {
         Policy {
+            stalls_count: false,
             spin: AtomicBool::new(true),
             reclaimed: AtomicU64::new(0),
-            excess: AtomicU64::new(EXCESS_ZERO),
+            parallel: AtomicU64::new(0),
+            counted: AtomicU64::new(0),
             sequential: AtomicU64::new(0),
+            left: AtomicU64::new(0),
+            asked: AtomicU64::new(0),
         }
     }
 
-    /// Whether this search should run its halves in sequence.
+    /// A policy that compares means, in which a stall counts (a shared first pass's): its gain is a few
+    /// microseconds, and a helper preempted in the middle of a slice makes the caller wait for a millisecond,
+    /// one search in twenty beside a CPU-bound neighbour, which a median does not see.
+    const fn counting_stalls() -> Policy {
+        Policy { stalls_count: true, ..Policy::new() }
+    }
+
+    /// Whether this search should run its halves in sequence: in a run after parallelism lost, or as a probe.
     fn sequential(&self) -> bool {
-        let chosen =
-            self.sequential.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
+        let probe = self.asked.fetch_add(1, Ordering::Relaxed).is_multiple_of(PROBE_EVERY);
+        let chosen = probe
+            || self.left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
         if chosen {
             IN_SEQUENCE.fetch_add(1, Ordering::Relaxed);
         }
         chosen
     }
 
-    /// Learns from one parallel search: whether its job was reclaimed, how long the whole took, and how long
-    /// each half took.
-    fn learn(&self, reclaimed: bool, total: Duration, here: Duration, there: Duration) {
+    /// Learns from one search the policy ran in sequence: how long it took.
+    fn learn_sequential(&self, total: Duration) {
+        let estimate = self.sequential.load(Ordering::Relaxed);
+        let sequential = if self.stalls_count {
+            mean(estimate, nanos(total), 32)
+        } else {
+            median(estimate, nanos(total), 32)
+        };
+        self.sequential.store(sequential, Ordering::Relaxed);
+    }
+
+    /// Learns from one parallel search: whether its job was reclaimed, and how long the whole took.
+    fn learn(&self, reclaimed: bool, total: Duration) {
         let share = self.reclaimed.load(Ordering::Relaxed);
         let sample = if reclaimed { 65_536 } else { 0 };
         let share = share - share / 16 + sample / 16;
@@ -175,15 +232,29 @@ impl Policy {
         } else if share < 65_536 / 20 {
             self.spin.store(true, Ordering::Relaxed);
         }
-        let nanos = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
-        let sample = nanos(total).saturating_sub(nanos(here).saturating_add(nanos(there)));
-        let mean = self.excess.load(Ordering::Relaxed) as i64 - EXCESS_ZERO as i64;
-        let mean = mean - mean / 16 + sample.clamp(-1_000_000, 1_000_000) / 16;
-        if mean > 0 {
-            self.sequential.store(SEQUENTIAL_RUN, Ordering::Relaxed);
-            self.excess.store(EXCESS_ZERO, Ordering::Relaxed);
+        let counted = self.counted.fetch_add(1, Ordering::Relaxed);
+        if counted < WARMING {
+            return;
+        }
+        let sequential = self.sequential.load(Ordering::Relaxed);
+        let estimate = match self.parallel.load(Ordering::Relaxed) {
+            0 => sequential - sequential / 4,
+            estimate => estimate,
+        };
+        // Steps of an eighth while parallelism is being tried again, so a machine still busy is found within
+        // three or four searches; of a thirty-second once it has held.
+        let fraction = if counted < WARMING + 8 { 8 } else { 32 };
+        let parallel = if self.stalls_count {
+            mean(estimate, nanos(total), fraction)
         } else {
-            self.excess.store((mean + EXCESS_ZERO as i64) as u64, Ordering::Relaxed);
+            median(estimate, nanos(total), fraction)
+        };
+        if sequential != 0 && parallel > sequential {
+            self.left.store(SEQUENTIAL_RUN, Ordering::Relaxed);
+            self.parallel.store(0, Ordering::Relaxed);
+            self.counted.store(0, Ordering::Relaxed);
+        } else {
+            self.parallel.store(parallel, Ordering::Relaxed);
         }
     }
 }
@@ -254,27 +325,30 @@ where
             && !IN_SEQUENCE_HERE.get()
             && !shared.busy.swap(true, Ordering::Acquire)
     });
+    let mut chosen = false;
     let Some(shared) = free.filter(|shared| {
-        let sequential = policy.sequential();
-        if sequential {
+        chosen = policy.sequential();
+        if chosen {
             shared.busy.store(false, Ordering::Release);
         }
-        !sequential
+        !chosen
     }) else {
+        let started = Instant::now();
         let _alone = InSequenceHere::enter();
         let a = there();
-        return (a, here());
+        let b = here();
+        if chosen {
+            policy.learn_sequential(started.elapsed());
+        }
+        return (a, b);
     };
     let started = Instant::now();
     let done = AtomicBool::new(false);
-    let there_took = AtomicU64::new(0);
     let mut result: Option<std::thread::Result<A>> = None;
     let b = {
-        let (result, done, there_took) = (&mut result, &done, &there_took);
+        let (result, done) = (&mut result, &done);
         let task = move || {
-            let began = thread_cpu_nanos();
             *result = Some(panic::catch_unwind(AssertUnwindSafe(there)));
-            there_took.store(thread_cpu_nanos().saturating_sub(began), Ordering::Relaxed);
             done.store(true, Ordering::Release);
             // Past `done`, the job touches only `shared`, which is never freed.
             let _order = lock(&shared.finished_lock);
@@ -289,9 +363,7 @@ where
         *lock(&shared.slot) = Some(job);
         shared.posted.store(true, Ordering::Release);
         shared.wake.notify_one();
-        let here_began = thread_cpu_nanos();
         let b = here();
-        let here_took = Duration::from_nanos(thread_cpu_nanos().saturating_sub(here_began));
         // A helper that has not taken the job by now (asleep, or its CPU taken by another process) would only
         // make this caller wait: the caller runs it itself.
         let unclaimed = take(shared, &mut lock(&shared.slot));
@@ -301,8 +373,7 @@ where
             job();
         }
         drop(finish);
-        let there_took = Duration::from_nanos(there_took.load(Ordering::Relaxed));
-        policy.learn(reclaimed, started.elapsed(), here_took, there_took);
+        policy.learn(reclaimed, started.elapsed());
         b
     };
     match result {
@@ -438,38 +509,111 @@ mod tests {
         assert_eq!(join(|| 5, || 6), (5, 6), "the helper serves on");
     }
 
+    /// Runs `searches` searches through `policy` as `join_with` would, each taking `parallel(i, warm)` in
+    /// parallel (`warm`: parallel searches since the last one in sequence) or `sequential` in sequence; returns
+    /// which ran in sequence.
+    fn simulate(
+        policy: &Policy,
+        searches: usize,
+        parallel: impl Fn(usize, usize) -> u64,
+        sequential: u64,
+    ) -> Vec<bool> {
+        let us = Duration::from_micros;
+        let mut warm = 0;
+        (0..searches)
+            .map(|i| {
+                let in_sequence = policy.sequential();
+                if in_sequence {
+                    policy.learn_sequential(us(sequential));
+                    warm = 0;
+                } else {
+                    policy.learn(false, us(parallel(i, warm)));
+                    warm += 1;
+                }
+                in_sequence
+            })
+            .collect()
+    }
+
     #[test]
-    fn the_policy_sleeps_the_helper_when_it_misses_jobs_and_goes_sequential_when_parallel_loses() {
+    fn the_policy_sleeps_the_helper_when_it_misses_jobs() {
         let policy = Policy::new();
         let us = Duration::from_micros;
-        // Parallel winning: 100 µs for halves of 80 + 80.
         for _ in 0..64 {
-            policy.learn(false, us(100), us(80), us(80));
-        }
-        assert!(policy.spin.load(Ordering::Relaxed) && !policy.sequential());
-        // Jobs missed one in three: the helper stops spinning between jobs.
-        for round in 0..64 {
-            policy.learn(round % 3 == 0, us(100), us(80), us(80));
-        }
-        assert!(!policy.spin.load(Ordering::Relaxed));
-        // Parallel losing: 250 µs for halves of 80 + 80. Soon the next searches run in sequence, then it
-        // tries again.
-        let mut learnt = 0;
-        while !policy.sequential() {
-            policy.learn(false, us(250), us(80), us(80));
-            learnt += 1;
-            assert!(learnt < 64, "the policy never went sequential");
-        }
-        let mut in_sequence = 1;
-        while policy.sequential() {
-            in_sequence += 1;
-        }
-        assert_eq!(in_sequence, SEQUENTIAL_RUN);
-        // Caught up: missing no jobs, the helper spins again.
-        for _ in 0..64 {
-            policy.learn(false, us(100), us(80), us(80));
+            policy.learn(false, us(100));
         }
         assert!(policy.spin.load(Ordering::Relaxed));
+        // Jobs missed one in three: the helper stops spinning between jobs.
+        for round in 0..64 {
+            policy.learn(round % 3 == 0, us(100));
+        }
+        assert!(!policy.spin.load(Ordering::Relaxed));
+        // Caught up: missing no jobs, the helper spins again.
+        for _ in 0..64 {
+            policy.learn(false, us(100));
+        }
+        assert!(policy.spin.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn the_policy_runs_in_sequence_while_parallel_loses_and_only_then() {
+        let probes = |ran: &[bool]| ran.iter().filter(|s| **s).count();
+        // Parallel winning (170 µs against 300 in sequence), though the searches just after one in sequence
+        // find the helper cold (800, 600, then 400 µs): only the probes run in sequence.
+        let policy = Policy::new();
+        let cold = |_, warm| [800, 600, 400].get(warm).copied().unwrap_or(170);
+        let ran = simulate(&policy, 1_024, cold, 300);
+        assert_eq!(probes(&ran) as u64, 1_024 / PROBE_EVERY, "a cold search tipped the policy");
+        // A stall of a millisecond now and then (one search in 50) against a narrower margin (200 µs in
+        // sequence) changes nothing either.
+        let ran = simulate(&policy, 1_024, |i, _| if i % 50 == 7 { 1_200 } else { 170 }, 200);
+        assert_eq!(probes(&ran) as u64, 1_024 / PROBE_EVERY, "a stall tipped the policy");
+        // A machine that turns busy (parallel 1.5 ms against 250): within a few searches, a run in sequence.
+        let ran = simulate(&policy, 1_024, |_, _| 1_500, 250);
+        let run = ran.windows(SEQUENTIAL_RUN as usize).position(|w| w.iter().all(|s| *s));
+        assert!(run.is_some_and(|at| at <= 16), "no run in sequence soon: {run:?}");
+        // While it stays busy, only the searches that judge parallelism again run in parallel.
+        let parallel = ran.len() - probes(&ran);
+        let per_run = WARMING as usize + 4;
+        assert!(
+            parallel <= 16 + per_run * 1_024 / SEQUENTIAL_RUN as usize,
+            "{parallel} parallel while losing"
+        );
+        // Quiet again: parallelism is back after the run in sequence under way.
+        let ran = simulate(&policy, 1_024, cold, 300);
+        let back = ran.iter().position(|s| !*s).unwrap_or(usize::MAX);
+        assert!(back <= SEQUENTIAL_RUN as usize, "parallelism back only after {back}");
+        assert!(probes(&ran[back..]) as u64 <= (ran.len() - back) as u64 / PROBE_EVERY + 1);
+    }
+
+    #[test]
+    fn a_shared_first_pass_counts_its_stalls() {
+        // Parallel 25 µs against 30 in sequence, but one share in twenty waits a millisecond and a half for a
+        // preempted helper: a mean of 98 µs. Runs in sequence follow; a median would never see it.
+        let stalled = |i: usize, _| if i % 20 == 3 { 1_500 } else { 25 };
+        let ran = simulate(&Policy::counting_stalls(), 2_048, stalled, 30);
+        let in_sequence = ran.iter().filter(|s| **s).count();
+        assert!(in_sequence > 2_048 / 2, "{in_sequence} in sequence");
+        let ran = simulate(&Policy::new(), 2_048, stalled, 30);
+        assert_eq!(ran.iter().filter(|s| **s).count() as u64, 2_048 / PROBE_EVERY);
+        assert_eq!(mean(0, 40, 16), 40);
+        assert_eq!(mean(160, 1_000_000, 16), 160 - 10 + 160);
+    }
+
+    #[test]
+    fn the_estimate_settles_on_the_median_and_a_stall_moves_it_one_step() {
+        assert_eq!(median(0, 500, 32), 500, "no estimate yet: the sample alone");
+        assert_eq!(median(0, 0, 32), 1, "an estimate is never 0, which means none");
+        assert_eq!(median(320, 1_000_000, 32), 331, "a stall moves it one step");
+        assert_eq!(median(320, 0, 32), 309);
+        assert_eq!(median(320, 320, 32), 320);
+        assert_eq!(median(320, 1_000_000, 8), 361);
+        // Three searches in five at 170 µs, two at 2 ms: the mean is 902, the median 170.
+        let mut estimate = 1_000;
+        for i in 0..2_000 {
+            estimate = median(estimate, if i % 5 < 3 { 170 } else { 2_000 }, 32);
+        }
+        assert!((165..=185).contains(&estimate), "{estimate}");
     }
 
     #[test]
@@ -544,7 +688,7 @@ mod tests {
         let mut helped = false;
         for _ in 0..50 {
             // Other tests' shares may have set the policy running them in sequence.
-            SHARE_POLICY.sequential.store(0, Ordering::Relaxed);
+            SHARE_POLICY.left.store(0, Ordering::Relaxed);
             let by: Vec<Mutex<Option<std::thread::ThreadId>>> = (0..24).map(|_| Mutex::new(None)).collect();
             share(by.len(), |slice| {
                 std::thread::sleep(Duration::from_micros(200));
@@ -568,7 +712,8 @@ mod tests {
     #[test]
     fn a_search_run_in_sequence_runs_its_inner_calls_here_without_asking_the_policy_again() {
         let policy = Policy::new();
-        policy.sequential.store(5, Ordering::Relaxed);
+        policy.left.store(5, Ordering::Relaxed);
+        policy.asked.store(1, Ordering::Relaxed); // not a probe
         let caller = std::thread::current().id();
         let (inner, outer) = join_with(
             &policy,
@@ -577,10 +722,8 @@ mod tests {
         );
         assert_eq!((inner, outer), ((caller, caller), caller));
         // One search in sequence (none, if another test's search had the helper): never two.
-        assert!(
-            policy.sequential.load(Ordering::Relaxed) >= 4,
-            "the inner call used up a search in sequence"
-        );
+        assert!(policy.left.load(Ordering::Relaxed) >= 4, "the inner call used up a search in sequence");
+        assert!(policy.asked.load(Ordering::Relaxed) <= 2, "the inner call asked the policy");
         assert!(!IN_SEQUENCE_HERE.get(), "the mark outlived the search");
     }
 
@@ -593,7 +736,7 @@ mod tests {
         let mut learnt = false;
         for _ in 0..2_000 {
             share_with(&policy, 3, |_| {});
-            if policy.sequential.load(Ordering::Relaxed) > 0 {
+            if policy.left.load(Ordering::Relaxed) > 0 {
                 learnt = true;
                 break;
             }
