@@ -109,11 +109,13 @@ fn serve(shared: &'static Shared) {
 ///   ones', the next [`SEQUENTIAL_RUN`] searches run in sequence; then parallelism is tried again, the first
 ///   [`WARMING`] searches not counted (they wake the helper), its median starting from three quarters of the
 ///   sequential one: the benefit of the doubt, since on a quiet machine it wins by more than that.
-/// - Medians, not means (its steps larger for the first searches tried after a run in sequence): in the runner on a noisy virtual machine, parallel searches that stalled for a
-///   millisecond or more (a page fault, a preempted thread) lifted the parallel mean to the sequential one
-///   while most parallel searches took 0.12-0.3 ms against 0.2-0.4 in sequence; a mean sent hundreds of
-///   searches into sequence, each slower than the parallel searches it replaced. A machine that stays busy
-///   still moves the median within about ten searches.
+/// - Medians, not means, for hybrid searches: in the runner on a noisy virtual machine, parallel searches that
+///   stalled for a millisecond or more (a page fault, a preempted thread) lifted the parallel mean to the
+///   sequential one while most parallel searches took 0.12-0.3 ms against 0.2-0.4 in sequence; a mean sent
+///   hundreds of searches into sequence, each slower than the parallel searches it replaced. The median's
+///   steps are larger for the first searches tried after a run in sequence, so a machine that stays busy
+///   still moves it within a few searches. (A shared first pass compares means: see
+///   [`Policy::counting_stalls`].)
 ///
 /// Measured, not estimated: an earlier policy compared each parallel search with its halves' CPU times, but in
 /// the runner the halves run in sequence cost nearly twice that sum (each half, on its own core, keeps its own
