@@ -272,8 +272,8 @@ pub fn helper_jobs_reclaimed() -> u64 {
 
 static IN_SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
-/// How many searches ran on the calling thread alone because parallelism had been losing (see [`Policy`]),
-/// since the process began (a measurement, for benchmarks).
+/// How many searches the helper's policy ran on the calling thread alone, because parallelism had been losing
+/// or as probes of what a search in sequence costs, since the process began (a measurement, for benchmarks).
 pub fn searches_in_sequence() -> u64 {
     IN_SEQUENCE.load(Ordering::Relaxed)
 }
