@@ -126,11 +126,13 @@ struct Policy {
     spin: AtomicBool,
     /// Recent share of jobs reclaimed, in 1/65536 (an exponentially weighted mean over about 16 jobs).
     reclaimed: AtomicU64,
-    /// Median wall time of recent parallel searches, in ns (0: none since the last run in sequence).
+    /// Recent wall time of parallel searches (median, or mean when stalls count), in ns (0: none since the last
+    /// run in sequence).
     parallel: AtomicU64,
     /// Parallel searches since the start or the last run in sequence.
     counted: AtomicU64,
-    /// Median wall time of recent searches run in sequence by the policy, in ns (0: none yet).
+    /// Recent wall time of searches run in sequence by the policy (median, or mean when stalls count), in ns
+    /// (0: none yet).
     sequential: AtomicU64,
     /// Searches left to run in sequence.
     left: AtomicU64,
@@ -211,15 +213,20 @@ impl Policy {
         chosen
     }
 
+    /// The next estimate after `estimate` given one search that took `total`: this policy's kind of estimate,
+    /// each search weighing 1/`fraction`.
+    fn next(&self, estimate: u64, total: Duration, fraction: u64) -> u64 {
+        if self.stalls_count {
+            mean(estimate, nanos(total), fraction)
+        } else {
+            median(estimate, nanos(total), fraction)
+        }
+    }
+
     /// Learns from one search the policy ran in sequence: how long it took.
     fn learn_sequential(&self, total: Duration) {
         let estimate = self.sequential.load(Ordering::Relaxed);
-        let sequential = if self.stalls_count {
-            mean(estimate, nanos(total), 32)
-        } else {
-            median(estimate, nanos(total), 32)
-        };
-        self.sequential.store(sequential, Ordering::Relaxed);
+        self.sequential.store(self.next(estimate, total, 32), Ordering::Relaxed);
     }
 
     /// Learns from one parallel search: whether its job was reclaimed, and how long the whole took.
@@ -246,11 +253,7 @@ impl Policy {
         // Steps of an eighth while parallelism is being tried again, so a machine still busy is found within
         // three or four searches; of a thirty-second once it has held.
         let fraction = if counted < WARMING + 8 { 8 } else { 32 };
-        let parallel = if self.stalls_count {
-            mean(estimate, nanos(total), fraction)
-        } else {
-            median(estimate, nanos(total), fraction)
-        };
+        let parallel = self.next(estimate, total, fraction);
         if sequential != 0 && parallel > sequential {
             self.left.store(SEQUENTIAL_RUN, Ordering::Relaxed);
             self.parallel.store(0, Ordering::Relaxed);
@@ -335,11 +338,11 @@ where
         }
         !chosen
     }) else {
-        let started = Instant::now();
+        let started = chosen.then(Instant::now);
         let _alone = InSequenceHere::enter();
         let a = there();
         let b = here();
-        if chosen {
+        if let Some(started) = started {
             policy.learn_sequential(started.elapsed());
         }
         return (a, b);
