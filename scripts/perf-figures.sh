@@ -54,7 +54,9 @@ if [ "$digest" = "$published_fixture" ]; then echo "   fixture sha256 $digest: t
 
 for load in quiet loaded; do
     dir="$work/eval-$load"
-    rm -rf "$dir" && mkdir -p "$dir" && cp "$work/cold/fixture.json" "$dir/fixture.json"
+    # The cold build's embedding cache, where eval looks for it: eval's fixture stage then reuses the vectors
+    # instead of embedding the corpus again.
+    rm -rf "$dir" && mkdir -p "$dir/build" && cp "$work"/cold/embedding-cache-*.jsonl "$dir/build/"
     pid=""
     if [ "$load" = loaded ]; then
         sh -c 'while :; do :; done' >/dev/null 2>&1 &
