@@ -83,14 +83,39 @@ pub(crate) struct Rows<'a> {
 
 /// `out (m × n) = bias + a (m × k) · wᵀ` for contiguous matrices.
 pub(crate) fn linear(kernels: Kernels, a: &[f32], m: usize, w: &Packed, out: &mut [f32]) {
+    linear_then(kernels, a, m, w, out, |_, _| {});
+}
+
+/// [`linear`], then `then(first, rows)` on each block of finished rows (`rows` holds rows `first..`, each n
+/// wide), on the thread that computed them while they are still in its cache: the row-wise steps that follow a
+/// product (GELU; a residual and a layer norm) without another pass over the whole output through memory.
+pub(crate) fn linear_then(
+    kernels: Kernels,
+    a: &[f32],
+    m: usize,
+    w: &Packed,
+    out: &mut [f32],
+    then: impl Fn(usize, &mut [f32]) + Sync,
+) {
     debug_assert_eq!(a.len(), m * w.k);
     debug_assert_eq!(out.len(), m * w.n);
-    product(kernels, Rows { data: a, m, stride: w.k }, w, out, w.n);
+    blocks(kernels, Rows { data: a, m, stride: w.k }, w, out, w.n, then);
 }
 
 /// `out = bias + a · wᵀ`, where row i of the result is written at `out[i * out_stride..][..n]`; rows split
 /// among the threads in blocks.
 pub(crate) fn product(kernels: Kernels, a: Rows<'_>, w: &Packed, out: &mut [f32], out_stride: usize) {
+    blocks(kernels, a, w, out, out_stride, |_, _| {});
+}
+
+fn blocks(
+    kernels: Kernels,
+    a: Rows<'_>,
+    w: &Packed,
+    out: &mut [f32],
+    out_stride: usize,
+    then: impl Fn(usize, &mut [f32]) + Sync,
+) {
     debug_assert_eq!(w.width, kernels.panel_width());
     debug_assert!(a.m == 0 || a.data.len() >= (a.m - 1) * a.stride + w.k);
     debug_assert!(a.m == 0 || out.len() >= (a.m - 1) * out_stride + w.n);
@@ -104,6 +129,7 @@ pub(crate) fn product(kernels: Kernels, a: Rows<'_>, w: &Packed, out: &mut [f32]
             Kernels::Avx2 => unsafe { avx2::block(block, w, out, out_stride) },
             Kernels::Scalar => scalar::block(block, w, out, out_stride),
         }
+        then(first, out);
     });
 }
 
@@ -496,6 +522,29 @@ mod tests {
 
     /// An attention head's keys and values packed where they lie are the panels of the same weights copied
     /// out first (keys as rows, values transposed), with a zero bias, for every kernel's panel width.
+    #[test]
+    fn the_step_after_each_block_sees_that_blocks_rows_once() {
+        // Several blocks and a partial one; the step is not idempotent and depends on the row, so a wrong first
+        // row, a block left out or a block stepped twice gives other bits.
+        let (m, n, k) = (2 * ROW_BLOCK + 7, 48, 40);
+        let (a, w, bias, residual) = (random(m * k, 1), random(n * k, 2), random(n, 3), random(m * n, 4));
+        let step = |first: usize, rows: &mut [f32]| {
+            for (t, r) in rows.iter_mut().zip(&residual[first * n..]) {
+                *t = (*t + *r) * 2.0;
+            }
+        };
+        for kernels in Kernels::available() {
+            let packed = Packed::new(&w, &bias, n, k, kernels);
+            let mut whole = vec![0.0f32; m * n];
+            linear(kernels, &a, m, &packed, &mut whole);
+            step(0, &mut whole);
+            let mut fused = vec![0.0f32; m * n];
+            linear_then(kernels, &a, m, &packed, &mut fused, step);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&fused), bits(&whole), "{kernels:?}");
+        }
+    }
+
     #[test]
     fn packing_keys_and_values_in_place_equals_packing_a_copy() {
         let (stride, offset, k) = (45, 7, 11);

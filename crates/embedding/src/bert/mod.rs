@@ -280,15 +280,16 @@ impl Bert {
             (qkv_rest, ctx_rest) = (q_next, c_next);
         }
         jobs.into_par_iter().for_each(|(len, qkv, ctx)| attention(k, qkv, len, h, heads, head_dim, ctx));
-        gemm::linear(k, &buffers.context, tokens, &layer.output, &mut buffers.projected);
-        add_into(&mut buffers.projected, x);
-        self.norm_rows(&mut buffers.projected, &layer.attention_norm);
-        gemm::linear(k, &buffers.projected, tokens, &layer.intermediate, &mut buffers.intermediate);
-        let i = self.config.intermediate_size;
-        buffers.intermediate.par_chunks_mut(ROWS_PER_TASK * i).for_each(|rows| ops::gelu(k, rows));
-        gemm::linear(k, &buffers.intermediate, tokens, &layer.down, x);
-        add_into(x, &buffers.projected);
-        self.norm_rows(x, &layer.output_norm);
+        let eps = self.eps;
+        let (context, projected) = (&buffers.context, &mut buffers.projected);
+        let norm = residual_then_norm(k, h, eps, x, &layer.attention_norm);
+        gemm::linear_then(k, context, tokens, &layer.output, projected, norm);
+        let intermediate = &mut buffers.intermediate;
+        gemm::linear_then(k, projected, tokens, &layer.intermediate, intermediate, |_, rows| {
+            ops::gelu(k, rows)
+        });
+        let norm = residual_then_norm(k, h, eps, projected, &layer.output_norm);
+        gemm::linear_then(k, intermediate, tokens, &layer.down, x, norm);
     }
 
     fn norm_rows(&self, rows: &mut [f32], norm: &Norm) {
@@ -349,13 +350,21 @@ impl Buffers {
     }
 }
 
-/// `target += addend`, element by element (exact order-free: one addition per element).
-fn add_into(target: &mut [f32], addend: &[f32]) {
-    target.par_chunks_mut(1 << 14).zip(addend.par_chunks(1 << 14)).for_each(|(t, a)| {
-        for (t, a) in t.iter_mut().zip(a) {
+/// What follows a product whose rows are a residual branch: for a block of its rows (the first being row
+/// `first`), add the residual's rows (one addition per element) and apply the layer norm.
+fn residual_then_norm<'a>(
+    kernels: Kernels,
+    hidden: usize,
+    eps: f32,
+    residual: &'a [f32],
+    norm: &'a Norm,
+) -> impl Fn(usize, &mut [f32]) + Sync + 'a {
+    move |first, rows| {
+        for (t, a) in rows.iter_mut().zip(&residual[first * hidden..]) {
             *t += *a;
         }
-    });
+        ops::layer_norm(kernels, rows, &norm.gamma, &norm.beta, eps);
+    }
 }
 
 /// The rows of each sequence.
