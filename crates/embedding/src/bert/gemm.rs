@@ -520,12 +520,11 @@ mod tests {
         }
     }
 
-    /// An attention head's keys and values packed where they lie are the panels of the same weights copied
-    /// out first (keys as rows, values transposed), with a zero bias, for every kernel's panel width.
+    /// A step after each block of `linear_then` equals the same step after the whole product: over several
+    /// blocks and a partial one, with a step that is not idempotent and depends on the row, so a wrong first
+    /// row, a block left out or a block stepped twice gives other bits.
     #[test]
     fn the_step_after_each_block_sees_that_blocks_rows_once() {
-        // Several blocks and a partial one; the step is not idempotent and depends on the row, so a wrong first
-        // row, a block left out or a block stepped twice gives other bits.
         let (m, n, k) = (2 * ROW_BLOCK + 7, 48, 40);
         let (a, w, bias, residual) = (random(m * k, 1), random(n * k, 2), random(n, 3), random(m * n, 4));
         let step = |first: usize, rows: &mut [f32]| {
@@ -545,6 +544,8 @@ mod tests {
         }
     }
 
+    /// An attention head's keys and values packed where they lie are the panels of the same weights copied
+    /// out first (keys as rows, values transposed), with a zero bias, for every kernel's panel width.
     #[test]
     fn packing_keys_and_values_in_place_equals_packing_a_copy() {
         let (stride, offset, k) = (45, 7, 11);
