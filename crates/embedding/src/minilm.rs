@@ -4,9 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
-use crate::bert::{BACKEND, BACKEND_VERSION, Bert, Config, Kernels};
+use crate::bert::{BACKEND, BACKEND_VERSION, Bert, Buffers, Config, Kernels};
 use crate::error::{Error, Result};
 use crate::identity::{Embedder, EmbedderIdentity, Embedding, normalize};
 use crate::sha256_hex;
@@ -162,17 +163,17 @@ impl Embedder for MiniLm {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>> {
-        let mut encoded = Vec::with_capacity(texts.len());
-        for text in texts {
-            encoded.push(self.input_ids(text)?);
-        }
+        // On every thread: one thread alone left the other idle for 1-2 % of the time.
+        let encoded: Vec<Vec<u32>> =
+            texts.par_iter().map(|text| self.input_ids(text)).collect::<Result<_>>()?;
         // Batches of similar length keep the work per batch even; results go back to the caller's order.
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&index| (std::cmp::Reverse(encoded[index].len()), index));
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
+        let mut buffers = Buffers::default();
         for chunk in order.chunks(self.batch_size) {
             let batch: Vec<&[u32]> = chunk.iter().map(|&index| encoded[index].as_slice()).collect();
-            for (&index, vector) in chunk.iter().zip(self.model.pooled(&batch)?) {
+            for (&index, vector) in chunk.iter().zip(self.model.pooled(&batch, &mut buffers)?) {
                 vectors[index] = Some(vector);
             }
         }

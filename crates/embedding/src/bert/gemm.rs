@@ -12,7 +12,8 @@ use rayon::prelude::*;
 use super::Kernels;
 
 /// Rows of `a` one task handles: a block of them stays in L2 while every panel of the weight passes by.
-const ROW_BLOCK: usize = 96;
+/// Measured on Sapphire Rapids, 48 rows embed 3-4 % faster than 96 (36 and 24 no faster than 48).
+const ROW_BLOCK: usize = 48;
 
 /// A weight matrix (n × k) and its bias, packed into column panels for one kind of kernel.
 pub(crate) struct Packed {
@@ -221,6 +222,10 @@ mod avx512 {
     use super::{Packed, Rows, Tile, at, check, drive};
 
     const MR: usize = 12;
+    /// How many steps of k ahead a tile asks for its panel's (and repacked rows') cache lines: the hardware
+    /// prefetchers alone left a tile waiting on L2 (on Sapphire Rapids 10 % more GFLOP/s with it; 4 to 16 steps
+    /// are alike, 32 is too far).
+    const PREFETCH: usize = 16;
 
     /// # Safety
     /// The CPU must support AVX-512F.
@@ -306,6 +311,11 @@ mod avx512 {
             let b1 = _mm512_loadu_ps(bias.as_ptr().add(16));
             let mut acc = [[b0, b1]; R];
             for p in 0..k {
+                _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add((p + PREFETCH) * 32) as *const i8);
+                _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add((p + PREFETCH) * 32 + 16) as *const i8);
+                if PACKED {
+                    _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add((p + PREFETCH) * R) as *const i8);
+                }
                 let w0 = _mm512_loadu_ps(b.add(p * 32));
                 let w1 = _mm512_loadu_ps(b.add(p * 32 + 16));
                 for (r, row) in acc.iter_mut().enumerate() {

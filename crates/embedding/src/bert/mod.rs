@@ -213,12 +213,13 @@ impl Bert {
     }
 
     /// The mean of the last hidden states over each sequence's tokens (not yet normalised), one vector per
-    /// sequence of `batch` (token ids, special tokens included, already truncated).
+    /// sequence of `batch` (token ids, special tokens included, already truncated). The activations go in
+    /// `buffers`, which the caller keeps from one batch to the next.
     ///
     /// # Errors
     /// [`Error::Tokenizer`] for an empty sequence, a sequence longer than the position table or a token id
     /// outside the vocabulary.
-    pub(crate) fn pooled(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+    pub(crate) fn pooled(&self, batch: &[&[u32]], buffers: &mut Buffers) -> Result<Vec<Vec<f32>>> {
         let h = self.config.hidden_size;
         for ids in batch {
             if ids.is_empty() || ids.len() > self.config.max_position_embeddings {
@@ -245,9 +246,9 @@ impl Bert {
             }
         }
         self.norm_rows(&mut x, &self.embedding_norm);
-        let mut buffers = Buffers::new(tokens, h, self.config.intermediate_size);
+        let mut activations = buffers.fit(tokens, h, self.config.intermediate_size);
         for layer in &self.layers {
-            self.block(layer, &mut x, &lengths, &mut buffers);
+            self.block(layer, &mut x, &lengths, &mut activations);
         }
         Ok(split(&x, h, &lengths)
             .map(|rows| {
@@ -264,15 +265,15 @@ impl Bert {
     }
 
     /// One transformer block, post-norm as BERT: attention, residual, norm; feed-forward, residual, norm.
-    fn block(&self, layer: &Layer, x: &mut [f32], lengths: &[usize], buffers: &mut Buffers) {
+    fn block(&self, layer: &Layer, x: &mut [f32], lengths: &[usize], activations: &mut Activations<'_>) {
         let (h, k) = (self.config.hidden_size, self.kernels);
         let tokens = x.len() / h;
-        gemm::linear(k, x, tokens, &layer.qkv, &mut buffers.qkv);
+        gemm::linear(k, x, tokens, &layer.qkv, activations.qkv);
         let heads = self.config.num_attention_heads;
         let head_dim = h / heads;
         // Each sequence's context rows are its own: hand them out by length.
         let mut jobs = Vec::with_capacity(lengths.len());
-        let (mut qkv_rest, mut ctx_rest) = (&buffers.qkv[..], &mut buffers.context[..]);
+        let (mut qkv_rest, mut ctx_rest) = (&activations.qkv[..], &mut activations.context[..]);
         for len in lengths {
             let (qkv, q_next) = qkv_rest.split_at(len * 3 * h);
             let (ctx, c_next) = std::mem::take(&mut ctx_rest).split_at_mut(len * h);
@@ -281,10 +282,10 @@ impl Bert {
         }
         jobs.into_par_iter().for_each(|(len, qkv, ctx)| attention(k, qkv, len, h, heads, head_dim, ctx));
         let eps = self.eps;
-        let (context, projected) = (&buffers.context, &mut buffers.projected);
+        let (context, projected) = (&*activations.context, &mut *activations.projected);
         let norm = residual_then_norm(k, h, eps, x, &layer.attention_norm);
         gemm::linear_then(k, context, tokens, &layer.output, projected, norm);
-        let intermediate = &mut buffers.intermediate;
+        let intermediate = &mut *activations.intermediate;
         gemm::linear_then(k, projected, tokens, &layer.intermediate, intermediate, |_, rows| {
             ops::gelu(k, rows)
         });
@@ -314,16 +315,18 @@ fn attention(
     out: &mut [f32],
 ) {
     let stride = 3 * hidden;
-    let mut scores = vec![0.0f32; len * len];
+    // Score rows padded to whole chunks of 16 for the softmax (`ops::softmax_rows`).
+    let padded = len.next_multiple_of(16);
+    let mut scores = vec![0.0f32; len * padded];
     for head in 0..heads {
         let (q_at, k_at, v_at) = (head * head_dim, hidden + head * head_dim, 2 * hidden + head * head_dim);
         let queries = gemm::Rows { data: &qkv[q_at..], m: len, stride };
         let keys = gemm::Rows { data: &qkv[k_at..], m: len, stride };
-        gemm::product(k, queries, &gemm::Packed::rows(keys, head_dim, k), &mut scores, len);
-        ops::softmax_rows(k, &mut scores, len);
+        gemm::product(k, queries, &gemm::Packed::rows(keys, head_dim, k), &mut scores, padded);
+        ops::softmax_rows(k, &mut scores, len, padded);
         let values = gemm::Rows { data: &qkv[v_at..], m: len, stride };
         let value_panels = gemm::Packed::columns(values, head_dim, k);
-        let probabilities = gemm::Rows { data: &scores, m: len, stride: len };
+        let probabilities = gemm::Rows { data: &scores, m: len, stride: padded };
         gemm::product(k, probabilities, &value_panels, &mut out[q_at..], hidden);
     }
 }
@@ -331,21 +334,38 @@ fn attention(
 /// Rows per parallel task of the row-wise operations.
 const ROWS_PER_TASK: usize = 64;
 
-/// The activations of one forward pass, reused by every layer.
-struct Buffers {
+/// Room for the activations of forward passes, kept from one batch to the next by the caller: grown to the
+/// largest batch and never cleared, since a pass writes every value it reads (refilling tens of MB of zeros
+/// per batch was 1-2 % of the time).
+#[derive(Default)]
+pub(crate) struct Buffers {
     qkv: Vec<f32>,
     context: Vec<f32>,
     projected: Vec<f32>,
     intermediate: Vec<f32>,
 }
 
+/// One pass's share of [`Buffers`]: exactly its tokens' rows.
+struct Activations<'a> {
+    qkv: &'a mut [f32],
+    context: &'a mut [f32],
+    projected: &'a mut [f32],
+    intermediate: &'a mut [f32],
+}
+
 impl Buffers {
-    fn new(tokens: usize, hidden: usize, intermediate: usize) -> Buffers {
-        Buffers {
-            qkv: vec![0.0; tokens * 3 * hidden],
-            context: vec![0.0; tokens * hidden],
-            projected: vec![0.0; tokens * hidden],
-            intermediate: vec![0.0; tokens * intermediate],
+    fn fit(&mut self, tokens: usize, hidden: usize, intermediate: usize) -> Activations<'_> {
+        fn rows(buffer: &mut Vec<f32>, len: usize) -> &mut [f32] {
+            if buffer.len() < len {
+                buffer.resize(len, 0.0);
+            }
+            &mut buffer[..len]
+        }
+        Activations {
+            qkv: rows(&mut self.qkv, tokens * 3 * hidden),
+            context: rows(&mut self.context, tokens * hidden),
+            projected: rows(&mut self.projected, tokens * hidden),
+            intermediate: rows(&mut self.intermediate, tokens * intermediate),
         }
     }
 }

@@ -48,14 +48,20 @@ fn squares16(x: &[f32], mean: f32) -> f32 {
     tree(partial)
 }
 
+/// The sum of 16 partial sums in a fixed tree: lane l plus lane l + 8, then + 4, + 2, + 1.
 #[inline(always)]
-fn tree(mut partial: [f32; 16]) -> f32 {
-    for width in [8, 4, 2, 1] {
-        for l in 0..width {
-            partial[l] += partial[l + width];
-        }
-    }
-    partial[0]
+fn tree(partial: [f32; 16]) -> f32 {
+    fold_halves(partial, |a, b| a + b)
+}
+
+/// `partial` folded by `pair(lane l, lane l + half)` for halves of 8, 4, 2 and 1, written out level by level
+/// (fixed-size halves become a shuffle and one vector operation each; a loop over the widths did not).
+#[inline(always)]
+fn fold_halves(partial: [f32; 16], pair: impl Fn(f32, f32) -> f32) -> f32 {
+    let eight: [f32; 8] = std::array::from_fn(|l| pair(partial[l], partial[l + 8]));
+    let four: [f32; 4] = std::array::from_fn(|l| pair(eight[l], eight[l + 4]));
+    let two: [f32; 2] = std::array::from_fn(|l| pair(four[l], four[l + 2]));
+    pair(two[0], two[1])
 }
 
 /// `e^x` to within 2 ulp for x in [-87, 88] (clamped outside): Cephes' reduction `x = n ln 2 + r` and its
@@ -124,36 +130,56 @@ fn gelu_body(values: &mut [f32]) {
     }
 }
 
-/// Softmax of each row of `scores` (rows of `width`), in place.
+/// Softmax of each row of `scores` over its first `width` values, in place. Rows are `stride` apart, a
+/// multiple of 16 no less than `width`: the values between are the rows' padding, written and never read as
+/// scores, so that a row's last few values are worked at the vector width like the others.
 #[inline(always)]
-fn softmax_body(scores: &mut [f32], width: usize) {
-    for row in scores.chunks_exact_mut(width) {
-        softmax(row);
+fn softmax_body(scores: &mut [f32], width: usize, stride: usize) {
+    for row in scores.chunks_exact_mut(stride) {
+        softmax(row, width);
     }
 }
 
-/// Softmax of one row of scores, in place (no mask: a packed sequence has no padding).
+/// Softmax of `row[..width]` (no mask: a packed sequence has no padding), sixteen values at a time; `row` is
+/// whole chunks of 16, its values past `width` padding. The maximum, each value and the 16-partial sum are
+/// those of the element-by-element definition: the padding takes no part in them.
 #[inline(always)]
-fn softmax(scores: &mut [f32]) {
+fn softmax(row: &mut [f32], width: usize) {
+    let (chunks, _) = row.as_chunks_mut::<16>();
+    let (whole, rest) = chunks.split_at_mut(width / 16);
+    let kept = width % 16;
+    let mut last = rest.first_mut().filter(|_| kept > 0);
+    let larger = |p: f32, s: f32| if s > p { s } else { p };
     let mut partial = [f32::NEG_INFINITY; 16];
-    let chunks = scores.chunks_exact(16);
-    let rest = chunks.remainder();
-    // Whole chunks apart from the rest, so the partial maxima stay in a register (as in `sum16`).
-    for chunk in chunks {
-        for (p, s) in partial.iter_mut().zip(chunk) {
-            *p = if *s > *p { *s } else { *p };
+    for chunk in whole.iter() {
+        partial = std::array::from_fn(|l| larger(partial[l], chunk[l]));
+    }
+    if let Some(last) = last.as_deref() {
+        partial = std::array::from_fn(|l| if l < kept { larger(partial[l], last[l]) } else { partial[l] });
+    }
+    // The largest of the partial maxima, in a tree: the same value as any other order (ties between 0 and
+    // -0 included: x - 0 and x - -0 differ only for x = -0, and e^0 = e^-0).
+    let max = fold_halves(partial, larger);
+    let mut sum = [0.0f32; 16];
+    for chunk in whole.iter_mut() {
+        for (p, s) in sum.iter_mut().zip(chunk.iter_mut()) {
+            *s = exp(*s - max);
+            *p += *s;
         }
     }
-    for (p, s) in partial.iter_mut().zip(rest) {
-        *p = if *s > *p { *s } else { *p };
+    if let Some(last) = last.as_deref_mut() {
+        // The padding's exponentials are computed and never added: a partial plus 0 is itself (each is a sum
+        // of positive values from +0).
+        for (lane, (p, s)) in sum.iter_mut().zip(last.iter_mut()).enumerate() {
+            *s = exp(*s - max);
+            *p += if lane < kept { *s } else { 0.0 };
+        }
     }
-    let max = partial.iter().fold(f32::NEG_INFINITY, |m, p| if *p > m { *p } else { m });
-    for s in scores.iter_mut() {
-        *s = exp(*s - max);
-    }
-    let inverse = 1.0 / sum16(scores);
-    for s in scores.iter_mut() {
-        *s *= inverse;
+    let inverse = 1.0 / tree(sum);
+    for chunk in whole.iter_mut().chain(last) {
+        for s in chunk.iter_mut() {
+            *s *= inverse;
+        }
     }
 }
 
@@ -194,7 +220,7 @@ macro_rules! dispatch {
 dispatch! {
     layer_norm => layer_norm_body(rows: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32);
     gelu => gelu_body(values: &mut [f32]);
-    softmax_rows => softmax_body(scores: &mut [f32], width: usize);
+    softmax_rows => softmax_body(scores: &mut [f32], width: usize, stride: usize);
 }
 
 #[cfg(test)]
@@ -280,8 +306,7 @@ mod tests {
 
         for width in [13, 384] {
             let scores = rows(width, 3);
-            let mut probabilities = scores.clone();
-            softmax_rows(Kernels::Scalar, &mut probabilities, width);
+            let probabilities = padded_softmax(Kernels::Scalar, &scores, width);
             for (row, got) in scores.chunks(width).zip(probabilities.chunks(width)) {
                 let max = row.iter().fold(f64::NEG_INFINITY, |m, x| m.max(f64::from(*x)));
                 let total: f64 = row.iter().map(|x| (f64::from(*x) - max).exp()).sum();
@@ -289,6 +314,54 @@ mod tests {
                     let expected = (f64::from(*x) - max).exp() / total;
                     assert!((f64::from(*p) - expected).abs() < 1e-6, "softmax {p} vs {expected}");
                 }
+            }
+        }
+    }
+
+    /// `rows` (each `width` wide) laid out `width` rounded up to 16 apart, the padding a value that would
+    /// change every result were it taken for a score, through `softmax_rows`; the rows come back unpadded.
+    fn padded_softmax(kernels: Kernels, rows: &[f32], width: usize) -> Vec<f32> {
+        let stride = width.next_multiple_of(16);
+        let mut scores = vec![1e30f32; rows.len() / width * stride];
+        for (target, row) in scores.chunks_exact_mut(stride).zip(rows.chunks_exact(width)) {
+            target[..width].copy_from_slice(row);
+        }
+        softmax_rows(kernels, &mut scores, width, stride);
+        scores.chunks_exact(stride).flat_map(|row| row[..width].to_vec()).collect()
+    }
+
+    /// Softmax as defined element by element, in the order every kernel must keep: the maximum, each value's
+    /// exponential, their sum in 16 partials (value i to partial i mod 16) added in the tree of `tree`'s doc,
+    /// and each exponential times the sum's inverse.
+    fn softmax_by_definition(row: &[f32]) -> Vec<f32> {
+        let max = row.iter().fold(f32::NEG_INFINITY, |m, s| if *s > m { *s } else { m });
+        let values: Vec<f32> = row.iter().map(|s| exp(*s - max)).collect();
+        let mut partial = [0.0f32; 16];
+        for (i, v) in values.iter().enumerate() {
+            partial[i % 16] += *v;
+        }
+        for half in [8, 4, 2, 1] {
+            for l in 0..half {
+                partial[l] += partial[l + half];
+            }
+        }
+        let inverse = 1.0 / partial[0];
+        values.iter().map(|v| v * inverse).collect()
+    }
+
+    /// Every kernel's softmax over padded rows gives the definition's bits for every row width, whole chunks
+    /// of 16 or not: catches padding taken into the maximum or the sum, a last chunk left out, and a sum
+    /// added in another order.
+    #[test]
+    fn softmax_over_padded_rows_gives_the_definitions_bits() {
+        for width in [1, 5, 13, 16, 17, 31, 158, 256] {
+            let scores: Vec<f32> = (0..width * 3).map(|i| ((i * 7919) % 1013) as f32 / 61.0 - 8.0).collect();
+            let expected: Vec<u32> =
+                scores.chunks(width).flat_map(softmax_by_definition).map(f32::to_bits).collect();
+            for kernels in Kernels::available() {
+                let got: Vec<u32> =
+                    padded_softmax(kernels, &scores, width).into_iter().map(f32::to_bits).collect();
+                assert_eq!(got, expected, "{kernels:?}, rows of {width}");
             }
         }
     }
@@ -308,10 +381,8 @@ mod tests {
             layer_norm(kernels, &mut normed, &gamma, &beta, 1e-12);
             let mut activated = row.clone();
             gelu(kernels, &mut activated);
-            let mut attention = rows(13, 5);
-            softmax_rows(kernels, &mut attention, 13);
-            let mut wide = row.clone();
-            softmax_rows(kernels, &mut wide, 384);
+            let attention = padded_softmax(kernels, &rows(13, 5), 13);
+            let wide = padded_softmax(kernels, &row, 384);
             [normed, activated, attention, wide].map(|v| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>())
         };
         let portable = run(Kernels::Scalar);
