@@ -140,9 +140,9 @@ fn softmax_body(scores: &mut [f32], width: usize, stride: usize) {
     }
 }
 
-/// Softmax of `row[..width]` (no mask: a packed sequence has no padding), sixteen values at a time; `row` is
-/// whole chunks of 16, its values past `width` padding. The maximum, each value and the 16-partial sum are
-/// those of the element-by-element definition: the padding takes no part in them.
+/// Softmax of `row[..width]` (no attention mask: a packed sequence has no padded tokens), sixteen values at a
+/// time; `row` is whole chunks of 16, its values past `width` the row's padding. The maximum, each value and
+/// the 16-partial sum are those of the element-by-element definition: the padding takes no part in them.
 #[inline(always)]
 fn softmax(row: &mut [f32], width: usize) {
     let (chunks, _) = row.as_chunks_mut::<16>();
