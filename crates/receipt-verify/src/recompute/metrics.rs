@@ -117,6 +117,20 @@ mod tests {
         assert_eq!((m["mrr@10"], m["success@1"], m["recall@5"]), (0.5, 0.0, 2.0 / 3.0));
     }
 
+    /// A judged non-relevant document (grade 0) is in no denominator and no hit: ranked first, it takes the
+    /// first rank from the relevant one; judged alone, every metric is 0.
+    #[test]
+    fn a_grade_zero_judgement_is_not_relevant() {
+        let ranked: Vec<String> = ["z", "a"].iter().map(|s| s.to_string()).collect();
+        let qrels: BTreeMap<String, i64> = [("a".to_string(), 1), ("z".to_string(), 0)].into();
+        let m = metrics(&ranked, &qrels);
+        assert_eq!((m["recall@10"], m["recall@1"], m["map@10"]), (1.0, 0.0, 0.5));
+        assert_eq!((m["mrr@10"], m["success@1"], m["success@5"]), (0.5, 0.0, 1.0));
+        assert!((m["ndcg@10"] - 1.0 / 3f64.log2()).abs() < 1e-12);
+        let alone: BTreeMap<String, i64> = [("z".to_string(), 0)].into();
+        assert!(metrics(&ranked, &alone).values().all(|m| *m == 0.0));
+    }
+
     /// Rows give one value per metric per row, in row order, each the metrics of that row's ranking and
     /// judgements; the means are their averages (0 for no rows).
     #[test]
