@@ -115,6 +115,8 @@ mod tests {
         assert!((m["ndcg@10"] - dcg / idcg).abs() < 1e-12);
         assert!((m["map@10"] - (0.5 + 2.0 / 3.0) / 3.0).abs() < 1e-12);
         assert_eq!((m["mrr@10"], m["success@1"], m["recall@5"]), (0.5, 0.0, 2.0 / 3.0));
+        let first: Vec<String> = ["b", "x"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(metrics(&first, &qrels)["recall@1"], 1.0 / 3.0);
     }
 
     /// A judged non-relevant document (grade 0) is in no denominator and no hit: ranked first, it takes the
