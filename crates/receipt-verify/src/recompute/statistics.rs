@@ -444,6 +444,20 @@ mod tests {
         );
     }
 
+    /// Comparison c's sign flips draw from the stream seeded seed + 1 + c, wrapping (the plan's rule; the
+    /// bootstrap has seed itself): the counts differ from one seed to the next, so a stream off by one shows.
+    #[test]
+    fn comparison_c_flips_with_the_seed_plus_one_plus_c() {
+        let plan = Plan { seed: u64::MAX, resamples: 1, level: 0.95, permutations: 400, alpha: 0.05 };
+        let differences = [0.3, -0.1, 0.2, 0.05, -0.25, 0.15, 0.1, -0.05, 0.02, -0.3, 0.12];
+        let count = |seed: u64| flips(&differences, 400, seed, true);
+        for c in 0..3u64 {
+            let seed = plan.seed.wrapping_add(1 + c);
+            assert_eq!(randomization(&plan, &differences, c as usize), count(seed), "comparison {c}");
+            assert_ne!(count(seed), count(seed.wrapping_sub(1)), "comparison {c}: the test cannot tell");
+        }
+    }
+
     /// Known answers of the sign-flip count: zero differences reach the observed statistic under every
     /// flip, one difference under every flip two-sided and about half one-sided, and 200 equal differences
     /// almost never (all 200 signs would have to agree); and which value flips is bit i mod 64 of word i / 64.
