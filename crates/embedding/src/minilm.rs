@@ -163,6 +163,17 @@ impl Embedder for MiniLm {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>> {
+        self.embed_reporting(texts, &|_| {})
+    }
+}
+
+impl MiniLm {
+    /// [`Embedder::embed`], calling `done(n)` after each batch of `n` texts: for a progress bar over a long
+    /// call. The vectors are the same bits either way.
+    ///
+    /// # Errors
+    /// As [`Embedder::embed`].
+    pub fn embed_reporting(&self, texts: &[&str], done: &(dyn Fn(usize) + Sync)) -> Result<Vec<Embedding>> {
         // On every thread: one thread alone left the other idle for 1-2 % of the time.
         let encoded: Vec<Vec<u32>> =
             texts.par_iter().map(|text| self.input_ids(text)).collect::<Result<_>>()?;
@@ -176,6 +187,7 @@ impl Embedder for MiniLm {
             for (&index, vector) in chunk.iter().zip(self.model.pooled(&batch, &mut buffers)?) {
                 vectors[index] = Some(vector);
             }
+            done(chunk.len());
         }
         vectors
             .into_iter()

@@ -1,11 +1,14 @@
 //! `verify-bundle`'s cost on a real bundle, in this process: the whole verification (signature, subjects,
 //! strict parsing, every ranking of every run recomputed, metrics, statistics, the report re-rendered) bare,
-//! with the public archive (its own FTS5 index, every lexical list), and with the archive and the model (64
-//! texts re-embedded). Each configuration runs `--rounds` times; wall time per round, the median and the
-//! fastest are written to `target/bench/receipt-verify-verify.json` with the CPU named, and printed.
+//! with the public archive (its own FTS5 index, every lexical list), with the archive and the model sampling
+//! 64 documents (every query re-embedded: the verdict `sampled`), and with every vector re-embedded (the
+//! default, the only way to `verified`). Each configuration runs `--rounds` times (the full one
+//! `--full-rounds`, default 1: it takes about as long as building the fixture); wall time per round, the median
+//! and the fastest are written to `target/bench/receipt-verify-verify.json` with the CPU named, and printed.
 //!
 //! `cargo bench -p receipt-verify --bench verify -- --bundle DIR --public-key KEY [--archive ZIP]
-//! [--model-dir DIR] [--rounds N]`. Without `--archive` or `--model-dir` those configurations are skipped.
+//! [--model-dir DIR] [--rounds N] [--full-rounds N]`. Without `--archive` or `--model-dir` those
+//! configurations are skipped; `--full-rounds 0` skips the full one.
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -42,20 +45,34 @@ fn main() {
     let rounds: usize = arg(&args, "--rounds").map_or(3, |r| r.parse().expect("--rounds N"));
     let archive = arg(&args, "--archive").map(PathBuf::from);
     let model_dir = arg(&args, "--model-dir").map(PathBuf::from);
-    let mut configurations = vec![("bundle only", None, None)];
+    let full_rounds: usize = arg(&args, "--full-rounds").map_or(1, |r| r.parse().expect("--full-rounds N"));
+    let sample = Sample::Documents(receipt_verify::EVAL_EMBEDDING_SAMPLE);
+    let mut configurations = vec![("bundle only", None, None, sample, rounds)];
     if let Some(archive) = &archive {
-        configurations.push(("--archive", Some(archive.clone()), None));
+        configurations.push(("--archive", Some(archive.clone()), None, sample, rounds));
         if let Some(model) = &model_dir {
             configurations.push((
-                "--archive --model-dir (64 texts)",
+                "--archive --model-dir, 64 documents",
                 Some(archive.clone()),
                 Some(model.clone()),
+                sample,
+                rounds,
+            ));
+            configurations.push((
+                "--archive --model-dir, every vector",
+                Some(archive.clone()),
+                Some(model.clone()),
+                Sample::All,
+                full_rounds,
             ));
         }
     }
     let mut results = Vec::new();
     println!("verify-bundle on {bundle} ({}), {rounds} rounds each", cpu());
-    for (name, archive, model_dir) in configurations {
+    for (name, archive, model_dir, sample, rounds) in configurations {
+        if rounds == 0 {
+            continue;
+        }
         let mut seconds = Vec::new();
         let mut verdict = String::new();
         for round in 0..rounds {
@@ -66,8 +83,9 @@ fn main() {
                 archive: archive.clone(),
                 embedding: EmbeddingCheck {
                     model_dir: model_dir.clone(),
-                    sample: Sample::Count(receipt_verify::EMBEDDING_SAMPLE),
+                    sample,
                     seed: round as u64,
+                    progress: receipt_verify::EmbeddingProgress::default(),
                 },
                 allow_legacy_signature: false,
                 limits: BUNDLE_LIMITS,
@@ -80,7 +98,7 @@ fn main() {
         let mut sorted = seconds.clone();
         sorted.sort_by(f64::total_cmp);
         let median = sorted[sorted.len() / 2];
-        println!("{name:<36} median {median:>6.2} s  fastest {:>6.2} s  verdict {verdict}", sorted[0]);
+        println!("{name:<38} median {median:>6.2} s  fastest {:>6.2} s  verdict {verdict}", sorted[0]);
         results.push(serde_json::json!({
             "configuration": name, "seconds": seconds, "median_seconds": median, "fastest_seconds": sorted[0],
             "verdict": verdict,

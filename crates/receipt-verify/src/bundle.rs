@@ -29,9 +29,9 @@ use crate::names::{
     BUNDLE_LIMITS, CARRIED_PREFIX, CARRIED_SUBJECT, COMPARISON_FILE, COMPARISON_PAGE, EFFECTIVE_CONFIG_FILE,
     FIXTURE_METADATA_FILE, MANIFEST_FILE, MAPPING_FILE, MAX_FIXTURE_BYTES, MAX_MANIFEST_BYTES,
     MAX_SIDECAR_BYTES, MAX_SUBJECTS, PREDICATE_TYPE, PREDICATE_TYPE_V1, PREDICATE_TYPE_V2, PREDICATE_TYPE_V3,
-    PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, REPLACED_SIGNATURE_PREFIX, REPORT_FILE,
-    SELECTION_DOCUMENTS, SELECTION_FILE, SIGNATURE_FILE, STATEMENT_TYPE, STATISTICS_FILE, TEST_RESULT_FILE,
-    VECTORS_FILE, VERIFICATION_FILE, is_plain_file_name,
+    PREDICATE_TYPE_V4, PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, REPLACED_SIGNATURE_PREFIX,
+    REPORT_FILE, SELECTION_DOCUMENTS, SELECTION_FILE, SIGNATURE_FILE, STATEMENT_TYPE, STATISTICS_FILE,
+    TEST_RESULT_FILE, VECTORS_FILE, VERIFICATION_FILE, is_plain_file_name,
 };
 use crate::report::{Basis, Report, Status, Verdict};
 use crate::sign::{MAX_KEY_FILE_BYTES, TRUSTED_COMMENT_PREFIX, VerifyingKey, verify_bytes};
@@ -224,6 +224,14 @@ fn pretty(value: &Value) -> Vec<u8> {
     bytes
 }
 
+/// The claim a version 5 bundle makes: version 4's, and what the signer's verification says of its own
+/// embedding check (`verification.json`'s `embedding`).
+pub fn claim_v5(runs: &[Run], verification: &Value, files: &BTreeMap<String, Vec<u8>>) -> Value {
+    let mut value = claim_v4(runs, &verification["verdict"], files);
+    value["verification_embedding"] = verification.get("embedding").cloned().unwrap_or(Value::Null);
+    value
+}
+
 /// The claim a version 4 bundle makes: version 2's, and the digest of the vectors it carries.
 pub fn claim_v4(runs: &[Run], verdict: &Value, files: &BTreeMap<String, Vec<u8>>) -> Value {
     let mut value = claim_v2(runs, verdict, files);
@@ -324,7 +332,7 @@ fn statement(runs: &[Run], files: &BTreeMap<String, Vec<u8>>, verification: &Val
         "_type": STATEMENT_TYPE,
         "subject": subjects,
         "predicateType": PREDICATE_TYPE,
-        "predicate": claim_v4(runs, &verification["verdict"], files),
+        "predicate": claim_v5(runs, verification, files),
     })
 }
 
@@ -440,7 +448,8 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         let expected = match predicate_type {
             PREDICATE_TYPE_V1 => Some(claim(&runs, &verification["verdict"])),
             PREDICATE_TYPE_V3 | PREDICATE_TYPE_V2 => Some(claim_v2(&runs, &verification["verdict"], &files)),
-            PREDICATE_TYPE => Some(claim_v4(&runs, &verification["verdict"], &files)),
+            PREDICATE_TYPE_V4 => Some(claim_v4(&runs, &verification["verdict"], &files)),
+            PREDICATE_TYPE => Some(claim_v5(&runs, &verification, &files)),
             _ => None,
         };
         if expected.is_some_and(|expected| manifest["predicate"] == expected)
@@ -451,7 +460,23 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
             Err("the manifest's predicate differs from the claim the aggregates make".into())
         }
     });
+    let signer_embedding = match verification.get("embedding") {
+        None | Some(Value::Null) => Ok(None),
+        Some(extent) => serde_json::from_value::<crate::report::EmbeddingExtent>(extent.clone())
+            .map(Some)
+            .map_err(|e| format!("verification.json's embedding does not read as an extent: {e}")),
+    };
     let (status, evidence) = match verification["verdict"].as_str().and_then(Verdict::parse) {
+        _ if signer_embedding.is_err() => {
+            (Status::Fail, signer_embedding.clone().err().unwrap_or_default())
+        }
+        Some(Verdict::Sampled) => (
+            Status::Attested,
+            format!(
+                "the signer's own verification.json says sampled ({}): their word; every check it lists is made again here",
+                signer_embedding.clone().ok().flatten().map_or_else(|| "no extent".into(), |e| e.sentence())
+            ),
+        ),
         Some(verdict @ (Verdict::Verified | Verdict::Publishable)) => (
             Status::Attested,
             format!(
@@ -528,7 +553,7 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         embedding: &check.embedding,
     });
     report.extend(outcome.report);
-    if matches!(predicate_type, PREDICATE_TYPE | PREDICATE_TYPE_V3) {
+    if matches!(predicate_type, PREDICATE_TYPE | PREDICATE_TYPE_V4 | PREDICATE_TYPE_V3) {
         report.record(
             scope,
             "verification.statement",
@@ -544,12 +569,19 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
             view.as_ref().map(|view| &view.qrels),
         ));
     }
+    let model = outcome.model.map(|mut model| {
+        if predicate_type == PREDICATE_TYPE {
+            model.embedding =
+                crate::render::SignerEmbedding::of(signer_embedding.clone().ok().flatten().as_ref());
+        }
+        model
+    });
     rendered(
         &mut report,
         predicate_type,
         files.get(REPORT_FILE).map(Vec::as_slice),
         files.contains_key(PREREGISTRATION_FILE),
-        outcome.model.as_ref(),
+        model.as_ref(),
     );
     crate::checks::carried::carried(&files, &key, &mut report);
     Ok((report, Some(BundleContents { manifest: manifest_bytes, files, runs })))
@@ -672,7 +704,7 @@ fn texts(
     }
 }
 
-/// `report.rendered`: a claim v4 report page is the verifier's own rendering of what it recomputed, to the
+/// `report.rendered`: a claim v4 or v5 report page is the verifier's own rendering of what it recomputed, to the
 /// byte; an earlier one is the signer's rendering (attested).
 fn rendered(
     report: &mut Report,
@@ -683,9 +715,9 @@ fn rendered(
 ) {
     let scope = "bundle";
     let name = "report.rendered";
-    if predicate_type != PREDICATE_TYPE {
+    if predicate_type != PREDICATE_TYPE && predicate_type != PREDICATE_TYPE_V4 {
         if page.is_some() {
-            report.attest(scope, name, Ok(format!("{REPORT_FILE} of a {predicate_type} bundle: the signer's rendering, not re-rendered here (claim v4 reports are)")));
+            report.attest(scope, name, Ok(format!("{REPORT_FILE} of a {predicate_type} bundle: the signer's rendering, not re-rendered here (claim v4 and later reports are)")));
         }
         return;
     }

@@ -642,3 +642,59 @@ fn name_sides(model: &mut ComparisonModel, predicate: &Value) {
     model.baseline_name = name("baseline_bundle");
     model.candidate_name = name("candidate_bundle");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row ranking `ranked` for query `id`, `r` relevant, scores 10, 9, ... plus `ulps` ulps.
+    fn row(id: &str, ranked: &[&str], ulps: u64) -> Value {
+        let results: Vec<Value> = ranked
+            .iter()
+            .enumerate()
+            .map(|(i, doc)| json!({"rank": i + 1, "doc_id": doc, "score": f64::from_bits((10.0 - i as f64).to_bits() + ulps)}))
+            .collect();
+        json!({"query_id": id, "ranked_doc_ids": ranked, "results": results, "qrels": {"r": 1}})
+    }
+
+    fn run(name: &str, rows: Vec<Value>) -> ComparedRun {
+        ComparedRun {
+            aggregate: name.into(),
+            split: "heldout".into(),
+            mode: "hybrid".into(),
+            role: "baseline".into(),
+            config_sha256: "sha256:x".into(),
+            rows_sha256: "sha256:y".into(),
+            rows,
+        }
+    }
+
+    fn plan(margin: f64) -> Value {
+        json!({"matching": "role", "metric": "ndcg@10", "margin": margin, "alpha": 0.05, "seed": 7,
+               "resamples": 999, "permutations": 999, "level": 0.95})
+    }
+
+    #[test]
+    fn identical_rankings_with_other_score_bits_are_not_identical() {
+        let base: Vec<Value> = (0..40).map(|i| row(&format!("q{i}"), &["r", "x", "y"], 0)).collect();
+        let rescored: Vec<Value> = (0..40).map(|i| row(&format!("q{i}"), &["r", "x", "y"], 1)).collect();
+        let model = derive(&plan(0.02), &[run("a", base)], &[run("b", rescored)]).unwrap();
+        let only = &model.rows[0];
+        assert_eq!((only.identical_rankings, only.identical_scores, only.queries), (40, 0, 40));
+        assert_eq!((only.verdict.as_str(), model.verdict.as_str()), ("non_inferior", "non_inferior"));
+    }
+
+    #[test]
+    fn as_many_queries_better_as_worse_with_no_margin_is_inconclusive() {
+        let mut from: Vec<Value> = (0..80).map(|i| row(&format!("q{i}"), &["r", "x"], 0)).collect();
+        let mut mixed = from.clone();
+        for i in 0..10 {
+            mixed[i] = row(&format!("q{i}"), &["x", "r"], 0);
+            from[40 + i] = row(&format!("q{}", 40 + i), &["x", "r"], 0);
+        }
+        let model = derive(&plan(0.0), &[run("a", from)], &[run("b", mixed)]).unwrap();
+        let only = &model.rows[0];
+        assert_eq!(only.identical_rankings, 60);
+        assert_eq!((only.verdict.as_str(), model.verdict.as_str()), ("inconclusive", "inconclusive"));
+    }
+}

@@ -47,8 +47,8 @@ pub mod vectors;
 pub use crate::artifacts::{AGGREGATE_SCHEMA, ROW_SCHEMA, Run, SCHEMAS, aggregates_in, load_runs};
 pub use crate::baseline::{config_label, frozen_baseline, is_frozen_baseline};
 pub use crate::bundle::{
-    BundleCheck, BundleContents, BundleOptions, check_bundle_files, claim, claim_v2, claim_v4, make_bundle,
-    verify_bundle, verify_bundle_contents,
+    BundleCheck, BundleContents, BundleOptions, check_bundle_files, claim, claim_v2, claim_v4, claim_v5,
+    make_bundle, verify_bundle, verify_bundle_contents,
 };
 pub use crate::checks::carried::runs_digest;
 pub use crate::checks::exports::{
@@ -67,9 +67,12 @@ pub use crate::fixture::{
 };
 pub use crate::mapping::Mapping;
 pub use crate::names::*;
-pub use crate::recompute::embedding::{EMBEDDING_SAMPLE, Sample, fresh_seed};
+pub use crate::recompute::embedding::{EVAL_EMBEDDING_SAMPLE, EmbeddingProgress, Sample, fresh_seed};
 pub use crate::recompute::metrics;
-pub use crate::report::{Basis, Check, REPORT_SCHEMA, Report, Status, Verdict, terminal_safe};
+pub use crate::report::{
+    Basis, Check, Counted, EmbeddingExtent, PassChance, REPORT_SCHEMA, Report, Status, Verdict, passes_with,
+    terminal_safe,
+};
 pub use crate::reproduction::{
     MAX_STATEMENT_BYTES, REPRODUCTION_TYPE, published_tolerances, verify_reproduction,
 };

@@ -12,9 +12,14 @@ pub const SIGNATURE_FILE: &str = "manifest.json.minisig";
 pub const REPLACED_SIGNATURE_PREFIX: &str = "manifest.json.minisig.replaced-";
 /// The in-toto Statement type.
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
-/// The predicate type of the claims this build writes: version 4 is version 3's claim, and the bundle carries
-/// the fixture's vectors (so every dense score can be recomputed) and a report the verifier re-renders.
-pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v4";
+/// The predicate type of the claims this build writes: version 5 is version 4's claim with how the signer's
+/// own verification checked the vectors (`verification_embedding`: how many were re-embedded, and for a sample
+/// the chance a forgery passes), a verification report of schema v3 (the `sampled` verdict), and a report page
+/// that states that check.
+pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v5";
+/// Version 4: version 3's claim, and the bundle carries the fixture's vectors (so every dense score can be
+/// recomputed) and a report the verifier re-renders. Such bundles keep verifying.
+pub const PREDICATE_TYPE_V4: &str = "urn:scifact-audit:claim:v4";
 /// Version 3: version 2's claim with a TREC run file, ir_metadata and SLSA provenance per aggregate, the test
 /// qrels and an in-toto Test Result. Such bundles carry no vectors and keep verifying.
 pub const PREDICATE_TYPE_V3: &str = "urn:scifact-audit:claim:v3";

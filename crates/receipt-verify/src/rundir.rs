@@ -49,10 +49,13 @@ pub struct Verified {
 pub struct Verification {
     /// Always [`REPORT_SCHEMA`].
     pub schema: String,
-    /// `verified`, `publishable`, `not publishable` or `failed`.
+    /// `verified`, `sampled`, `publishable`, `not publishable` or `failed`.
     pub verdict: String,
     /// What the verdict means.
     pub meaning: String,
+    /// How many vectors were re-embedded, and for a sample the chance a forgery passes (`null` when the
+    /// embedding check did not run).
+    pub embedding: Option<crate::report::EmbeddingExtent>,
     /// Checks per status.
     pub counts: BTreeMap<String, usize>,
     /// Thresholds the checks applied.
@@ -71,6 +74,7 @@ impl Verification {
             schema: REPORT_SCHEMA.into(),
             verdict: verdict.as_str().into(),
             meaning: verdict.meaning().into(),
+            embedding: report.embedding.clone(),
             counts: report
                 .counts()
                 .into_iter()
@@ -87,7 +91,7 @@ impl Verification {
             thresholds: json!({
                 "metric_tolerance": crate::checks::validate::METRIC_TOLERANCE,
                 "scores": "every recomputed score equal to the bit",
-                "embedding_values": "every re-embedded vector equal to the bit",
+                "embedding_values": "every re-embedded vector equal to the bit; every query always, every document unless sampled",
                 "rankings": "every query of every run",
             }),
             notes: report.notes.clone(),
@@ -275,7 +279,10 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
         ));
     }
     report.extend(crate::checks::store::stores(&runs, options.store_dir.as_deref()));
-    let page = model.map(|model| crate::render::render(&model));
+    let page = model.map(|mut model| {
+        model.embedding = crate::render::SignerEmbedding::of(report.embedding.as_ref());
+        crate::render::render(&model)
+    });
     Ok(Verified { report, page })
 }
 

@@ -34,9 +34,11 @@ fn target() -> Option<&'static Target> {
         .as_ref()
 }
 
-/// Passes the halt point `name`: halts here if the environment asks for this pass.
+/// Passes the halt point `name`: ends the process here if a stop signal came in since the last point, and
+/// halts here if the environment asks for this pass.
 pub fn point(name: &str) {
     crate::stop::here();
+    signal_if_asked(name);
     let Some(target) = target() else { return };
     if target.name != name {
         return;
@@ -72,4 +74,29 @@ pub fn write_fault() -> Option<std::io::Error> {
     let target = (*TARGET.get_or_init(|| std::env::var(FAIL_WRITE_ENV).ok()?.parse().ok()))?;
     let pass = SEEN.fetch_add(1, Ordering::SeqCst) + 1;
     (pass == target).then(|| std::io::Error::from_raw_os_error(libc::ENOSPC))
+}
+
+/// The environment variable naming the pass at which the process sends itself SIGTERM and goes on working.
+pub const SIGNAL_ENV: &str = "SCIFACT_AUDIT_SIGNAL_AT";
+
+/// For the stop-signal tests: `SCIFACT_AUDIT_SIGNAL_AT=<point>:<n>` makes the `n`-th pass through
+/// [`point`]`(<point>)` raise SIGTERM after that point's own stop check, and carry on, so that the work must
+/// end at the next durable point by the check production code makes there (not by a test's halt loop).
+/// Unset, it costs one atomic load.
+fn signal_if_asked(name: &str) {
+    static TARGET: OnceLock<Option<Target>> = OnceLock::new();
+    let Some(target) = TARGET
+        .get_or_init(|| {
+            let spec = std::env::var(SIGNAL_ENV).ok().filter(|s| !s.is_empty())?;
+            let (name, pass) = spec.rsplit_once(':')?;
+            Some(Target { name: name.to_owned(), pass: pass.parse().ok()?, seen: AtomicU64::new(0) })
+        })
+        .as_ref()
+    else {
+        return;
+    };
+    if target.name == name && target.seen.fetch_add(1, Ordering::SeqCst) + 1 == target.pass {
+        // SAFETY: raising a signal at this process is always sound; its handler only records it.
+        unsafe { libc::raise(libc::SIGTERM) };
+    }
 }

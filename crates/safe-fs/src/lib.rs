@@ -12,7 +12,9 @@
 //! - [`halt`] marks the places where the crash tests stop a process in order to SIGKILL it; they are also
 //!   where a process told to stop by SIGINT or SIGTERM ([`stop`]) ends, its finished work on disk.
 //! - [`lock_dir`] makes a directory one process's at a time.
+//! - [`durable`] is where every fsync goes, so that the power-cut tests can see a missing one.
 
+pub mod durable;
 mod error;
 pub mod halt;
 mod lock;

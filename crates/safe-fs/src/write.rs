@@ -19,8 +19,7 @@ use crate::error::{Error, Result};
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let temp = write_temp(path, bytes)?;
     temp.persist(path).map_err(|error| Error::io(path, error.error))?;
-    sync_parent(path);
-    Ok(())
+    sync_parent(path)
 }
 
 /// Writes `bytes` to `path`, which must not exist: keys, signatures' first copies and other files that are
@@ -40,8 +39,7 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
         }
         Err(error) => return Err(Error::io(path, error.error)),
     }
-    sync_parent(path);
-    Ok(())
+    sync_parent(path)
 }
 
 /// A new, empty, private directory beside `destination`, to fill and then [`publish_dir`]. Staging
@@ -58,7 +56,8 @@ pub fn staging_dir(destination: &Path) -> Result<TempDir> {
 }
 
 /// Renames a filled staging directory to `destination`, which must not exist, and makes the rename durable.
-/// Every file in it must already be durable (written with [`write_atomically`] or [`write_new`]).
+/// Every file in it must have its bytes synced already (written with [`write_atomically`] or [`write_new`], or
+/// synced by the caller); their names are made durable here, with the staging directory's.
 ///
 /// # Errors
 /// [`Error::Exists`] when `destination` exists; [`Error::Io`].
@@ -67,12 +66,9 @@ pub fn publish_dir(staging: TempDir, destination: &Path) -> Result<()> {
         return Err(Error::Exists { path: destination.to_owned() });
     }
     let path = staging.keep();
-    if let Ok(dir) = std::fs::File::open(&path) {
-        let _ = dir.sync_all();
-    }
+    crate::durable::sync_dir(&path).map_err(|error| Error::io(&path, error))?;
     std::fs::rename(&path, destination).map_err(|error| Error::io(destination, error))?;
-    sync_parent(destination);
-    Ok(())
+    sync_parent(destination)
 }
 
 fn write_temp(path: &Path, bytes: &[u8]) -> Result<NamedTempFile> {
@@ -85,7 +81,9 @@ fn write_temp(path: &Path, bytes: &[u8]) -> Result<NamedTempFile> {
         let _ = temp.write_all(&bytes[..bytes.len() / 2]);
         return Err(Error::io(path, full));
     }
-    temp.write_all(bytes).and_then(|()| temp.as_file().sync_all()).map_err(|error| Error::io(path, error))?;
+    temp.write_all(bytes)
+        .and_then(|()| crate::durable::sync_all(temp.as_file(), temp.path()))
+        .map_err(|error| Error::io(path, error))?;
     Ok(temp)
 }
 
@@ -121,10 +119,8 @@ fn remove_stale(dir: &Path, prefix: &OsString) {
     }
 }
 
-/// Makes a rename in `path`'s directory durable; not every platform can sync a directory, so a failure is
-/// ignored.
-fn sync_parent(path: &Path) {
-    if let Ok(dir) = std::fs::File::open(parent_of(path)) {
-        let _ = dir.sync_all();
-    }
+/// Makes a rename in `path`'s directory durable.
+fn sync_parent(path: &Path) -> Result<()> {
+    let parent = parent_of(path);
+    crate::durable::sync_dir(&parent).map_err(|error| Error::io(&parent, error))
 }

@@ -10,6 +10,8 @@ use safe_fs::{
     write_new,
 };
 
+mod power_cut;
+
 fn mkfifo(path: &Path) {
     let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
     assert!(status.success());

@@ -34,12 +34,14 @@ fn finish(report: &Report, output: &ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(if report.passed() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-/// The embedding re-check as the flags ask: a seed from fresh randomness unless one is given.
+/// The embedding re-check as the flags ask: every vector unless a sample is asked for, a seed from fresh
+/// randomness unless one is given, and its progress on stderr.
 pub(crate) fn embedding_check(model_dir: Option<PathBuf>, args: &EmbeddingArgs) -> EmbeddingCheck {
     EmbeddingCheck {
         model_dir,
         sample: args.embedding_sample,
         seed: args.seed.unwrap_or_else(receipt_verify::fresh_seed),
+        progress: crate::progress::reembedding(),
     }
 }
 

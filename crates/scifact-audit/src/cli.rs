@@ -55,14 +55,16 @@ pub(crate) enum Command {
     Validate(ValidateArgs),
     /// Verify every aggregate in a directory: the validator, then every ranking of every query recomputed (a
     /// full scan of the fixture's vectors, this verifier's own FTS5 index of its texts, fusion from both), every
-    /// receipt digest, the exactness policy, the effective configuration, embeddings re-embedded bit for bit
-    /// (texts drawn at random; the seed is printed), the live database and mapping, the selection and its
-    /// statistics. Writes verification.json (and report.html, drawn from the recomputed numbers) there.
+    /// receipt digest, the exactness policy, the effective configuration, every query and document re-embedded
+    /// and required bit for bit (--embedding-sample N: N documents only), the live database and mapping, the
+    /// selection and its statistics. Writes verification.json (and report.html, drawn from the recomputed
+    /// numbers) there.
     ///
-    /// Each check says what it rests on: recomputed, attested (the signer's word: git state, host, latency,
-    /// times) or not checked (an input is missing). The verdict is `verified` when every number a reader sees
-    /// was recomputed, `publishable` when some rest on the signer, `not publishable` short of a gate (a dirty
-    /// tree), `failed` when a check failed (exit 1).
+    /// Each check says what it rests on: recomputed, sampled, attested (the signer's word: git state, host,
+    /// latency, times) or not checked (an input is missing). The verdict is `verified` when every number a
+    /// reader sees was recomputed and every vector re-embedded, `sampled` when only some document vectors were
+    /// (the chance that a forgery passes is printed), `publishable` when some numbers rest on the signer, `not
+    /// publishable` short of a gate (a dirty tree), `failed` when a check failed (exit 1).
     Verify(VerifyArgs),
     /// Write, beside every aggregate in a directory, its TREC run file (`qid Q0 docid rank score tag`),
     /// ir_metadata (PRIMAD) YAML and SLSA provenance (an in-toto Statement), and the test qrels
@@ -129,14 +131,17 @@ pub(crate) enum Command {
     /// from the bundle and public inputs: every dense score and vector candidate list by a full scan of the
     /// bundle's vectors (always); every lexical score and candidate list by this verifier's own FTS5 index of
     /// the public SciFact archive (--archive, whose sha256 must be the bundle's); every fused list from both;
-    /// embeddings re-embedded bit for bit for texts drawn from fresh randomness (--model-dir with --archive; the
-    /// seed is printed, --seed replays it); metrics, intervals, p-values and the selection; and report.html,
-    /// rendered again and compared byte for byte.
+    /// every query and document vector re-embedded with the declared model and required bit for bit
+    /// (--model-dir with --archive; a progress bar shows it, about as long as building the fixture);
+    /// metrics, intervals, p-values and the selection; and report.html, rendered again and compared byte for
+    /// byte.
     ///
-    /// Each check says what it rests on: recomputed, attested (the signer's word: git state, host, latency,
-    /// times; no one can recompute them) or not checked (an input was not given). Verdict: `verified` (every
-    /// number recomputed), `publishable` (nothing failed, some numbers rest on the signer: the summary says
-    /// which and what would check them), `not publishable`, `failed` (exit 1).
+    /// Each check says what it rests on: recomputed, sampled, attested (the signer's word: git state, host,
+    /// latency, times; no one can recompute them) or not checked (an input was not given). Verdict: `verified`
+    /// (every number recomputed, every vector re-embedded), `sampled` (--embedding-sample N: every number
+    /// recomputed from the bundle's vectors, N documents re-embedded; the summary gives the chance that forged
+    /// vectors pass), `publishable` (nothing failed, some numbers rest on the signer: the summary says which
+    /// and what would check them), `not publishable`, `failed` (exit 1).
     ///
     /// The bundle is treated as hostile. The signature is checked first (prehashed minisign only, key and
     /// signature files parsed strictly), and when it fails nothing else is read. Subject names are checked
@@ -310,6 +315,11 @@ pub(crate) struct EvalArgs {
     /// source checkout), to see that this build works before the real one
     #[arg(long, value_enum, default_value = "scifact")]
     pub(crate) profile: CorpusArg,
+    /// Document vectors the verify stage re-embeds (every query is re-embedded always), or `all`. This is the
+    /// signer's own check, so a sample is the default: it is stated as one (verdict `sampled`, with the chance a
+    /// forgery passes) and never stands in for a reader's `verify-bundle`, which re-embeds every vector
+    #[arg(long, value_name = "N|all", default_value = "64", value_parser = parse_sample)]
+    pub(crate) embedding_sample: receipt_verify::Sample,
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,
     #[command(flatten)]
@@ -340,10 +350,12 @@ pub(crate) struct ReportArgs {
 /// How embeddings are re-checked.
 #[derive(Debug, clap::Args)]
 pub(crate) struct EmbeddingArgs {
-    /// How many texts (documents and queries together) to re-embed and compare bit for bit, or `all`
-    #[arg(long, value_name = "N|all", default_value = "64", value_parser = parse_sample)]
+    /// Re-embed only N documents, drawn at random, instead of all of them (every query is re-embedded
+    /// always). For a quick look, or a corpus too large to re-embed here: the verdict is then `sampled`, never
+    /// `verified`, and states the chance that forged vectors pass such a sample
+    #[arg(long, value_name = "N|all", default_value = "all", value_parser = parse_sample)]
     pub(crate) embedding_sample: receipt_verify::Sample,
-    /// Draw the texts with this seed instead of fresh randomness (to replay a draw someone printed)
+    /// Draw the sample with this seed instead of fresh randomness (to replay a draw someone printed)
     #[arg(long, value_name = "N")]
     pub(crate) seed: Option<u64>,
 }

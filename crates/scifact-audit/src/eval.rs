@@ -201,8 +201,12 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             corpus: Some(fixture.clone()),
             embedding: EmbeddingCheck {
                 model_dir: model_dir.clone(),
-                sample: receipt_verify::Sample::Count(receipt_verify::EMBEDDING_SAMPLE),
+                sample: args.embedding_sample,
                 seed: receipt_verify::fresh_seed(),
+                progress: match args.embedding_sample {
+                    receipt_verify::Sample::All => crate::progress::reembedding(),
+                    receipt_verify::Sample::Documents(_) => receipt_verify::EmbeddingProgress::default(),
+                },
             },
         };
         let verified = receipt_verify::verify(&options)?;
@@ -484,6 +488,15 @@ fn print_summary(
     }
     writeln!(out)?;
     writeln!(out, "verdict      {}: {}", report.verdict().as_str(), report.verdict().meaning())?;
+    if let Some(extent) = &report.embedding {
+        writeln!(out, "embeddings   {}", extent.sentence())?;
+        if extent.sampled() {
+            writeln!(
+                out,
+                "             this is the signer's own check; a reader's verify-bundle re-embeds every vector"
+            )?;
+        }
+    }
     // The same finding in many runs (a dirty worktree, say) is one line, with where it holds.
     let mut findings: Vec<(&str, &str, &str, Vec<&str>)> = Vec::new();
     for check in report.checks.iter().filter(|c| c.status != receipt_verify::Status::Pass) {

@@ -170,3 +170,57 @@ impl Progress for StageProgress {
         ));
     }
 }
+
+/// Where the embedding check's progress is drawn: it runs on the verifier's own threads, so its state is
+/// shared, not the stage's.
+struct Reembedding {
+    bar: Option<ProgressBar>,
+    started: Instant,
+    last_line: Instant,
+}
+
+/// The embedding check's progress on stderr: a bar with rate and time left on a terminal, otherwise a plain
+/// line every 10 s and one when it is done, so a check about as long as building the fixture is never silent.
+pub(crate) fn reembedding() -> receipt_verify::EmbeddingProgress {
+    let terminal = std::io::stderr().is_terminal();
+    let state =
+        std::sync::Mutex::new(Reembedding { bar: None, started: Instant::now(), last_line: Instant::now() });
+    let stage = "re-embedding every vector";
+    receipt_verify::EmbeddingProgress::new(move |done, total| {
+        let Ok(mut state) = state.lock() else { return };
+        if done == 0 {
+            state.started = Instant::now();
+            state.last_line = Instant::now();
+            if terminal {
+                let bar = ProgressBar::new(total);
+                if let Ok(style) =
+                    ProgressStyle::with_template("{msg:>22} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})")
+                {
+                    bar.set_style(style.progress_chars("=> "));
+                }
+                bar.set_message("re-embedding");
+                state.bar = Some(bar);
+            } else {
+                say(&format!("{stage}: {total} texts to embed"));
+            }
+            return;
+        }
+        let elapsed = state.started.elapsed().as_secs_f64();
+        if let Some(bar) = &state.bar {
+            bar.set_position(done);
+            if done >= total {
+                bar.finish_and_clear();
+            }
+        } else if done >= total {
+            say(&format!("{stage}: done, {total} texts in {elapsed:.1} s"));
+        } else if state.last_line.elapsed() >= PLAIN_INTERVAL {
+            let rate = done as f64 / elapsed.max(1e-9);
+            say(&format!(
+                "{stage}: {done}/{total} ({:.0}%), {rate:.1}/s, about {} left",
+                100.0 * done as f64 / total.max(1) as f64,
+                human(total.saturating_sub(done) as f64 / rate)
+            ));
+            state.last_line = Instant::now();
+        }
+    })
+}

@@ -143,6 +143,31 @@ fn a_stop_signal_ends_eval_at_a_durable_point_and_the_rerun_resumes() {
     assert_identical_to_expected(&only_bundle(&work), &public, dir.path());
 }
 
+/// A SIGTERM that arrives while eval works (raised by the process itself just after one durable point's stop
+/// check, `SCIFACT_AUDIT_SIGNAL_AT`) ends it at the next durable point, by the check production code makes
+/// there, not by a halt loop: exit 143, the stage named, nothing half-written, and the rerun finishes the
+/// same evaluation.
+#[test]
+fn a_stop_signal_during_work_ends_eval_at_the_next_durable_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let (secret, public) = keys(dir.path());
+    let work = dir.path().join("work");
+    let args = tiny_eval_args(&work, &secret);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    for point in ["build.embedded:2", "run.journaled:30", "eval.validated:1"] {
+        let stopped = crate::scifact_audit_with(&refs, "", &[("SCIFACT_AUDIT_SIGNAL_AT", point)]);
+        let stderr = String::from_utf8_lossy(&stopped.stderr);
+        assert_eq!(stopped.status.code(), Some(143), "SIGTERM after {point}: {stderr}");
+        assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+        assert!(stderr.contains("rerun the same command to resume"), "{stderr}");
+        assert!(!work.join("bundles").exists(), "stopped at {point}, yet a bundle was made");
+        assert_nothing_half_written(&work);
+    }
+    let rerun = crate::scifact_audit(&refs, "");
+    assert!(rerun.status.success(), "{}", String::from_utf8_lossy(&rerun.stderr));
+    assert_identical_to_expected(&only_bundle(&work), &public, dir.path());
+}
+
 /// Every `.json` file under `dir` parses (none is half-written), and no temp file is left.
 fn assert_nothing_half_written(dir: &Path) {
     for entry in std::fs::read_dir(dir).unwrap() {

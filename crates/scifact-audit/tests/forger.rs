@@ -232,7 +232,11 @@ impl Forgery {
                 .map(|(name, bytes)| serde_json::json!({"name": name, "digest": {"sha256": hex(&sha256(bytes))}}))
                 .collect(),
         );
-        manifest["predicate"] = receipt_verify::claim_v4(&self.runs(), &verification["verdict"], &files);
+        manifest["predicate"] = if manifest["predicateType"] == receipt_verify::PREDICATE_TYPE_V4 {
+            receipt_verify::claim_v4(&self.runs(), &verification["verdict"], &files)
+        } else {
+            receipt_verify::claim_v5(&self.runs(), &verification, &files)
+        };
         self.set_json("manifest.json", &manifest);
         self.sign_manifest_bytes(key);
     }

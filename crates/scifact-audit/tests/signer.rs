@@ -229,6 +229,54 @@ fn the_untouched_bundle_is_verified_and_what_it_attests_is_never_a_pass() {
     );
     let summary = String::from_utf8_lossy(&output.stdout);
     assert!(summary.lines().any(|l| l.starts_with("verdict: verified (")), "{summary}");
+    assert!(
+        summary.contains(
+            "embeddings: every vector re-embedded and equal to the bit: all 300 document and 200 query vectors"
+        ),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_sample_is_never_verified_and_states_its_bound() {
+    let (code, checks) = verify(&base().bundle, &["--embedding-sample", "30", "--seed", "7"]);
+    assert_eq!(code, Some(0), "a sample that found nothing wrong is not a failure");
+    let embedding = checks.iter().find(|c| c.1 == "embedding.values").unwrap();
+    assert_eq!((embedding.2.as_str(), embedding.3.as_str()), ("sampled", "sampled"), "{embedding:?}");
+    // 30 of 300 documents: 10 forged pass with C(290, 30) / C(300, 30), 1 % (3) with C(297, 30) / C(300, 30).
+    let bound = |forged: u64| (0..30).map(|i| (300 - forged - i) as f64 / (300 - i) as f64).product::<f64>();
+    let (ten, three) = (bound(10), bound(3));
+    assert!((0.34..0.36).contains(&ten) && (0.72..0.74).contains(&three), "{ten} {three}");
+    let expected = format!(
+        "30 of 300 document vectors re-embedded (and all 200 query vectors): a bundle with 10 forged document \
+         vectors passes this with probability {ten:.2}, with 1% of them (3) forged {three:.2} (seed 7)"
+    );
+    assert!(embedding.4.contains(&expected), "{}", embedding.4);
+    let output = scifact_audit(
+        &[
+            "verify-bundle",
+            "--bundle-dir",
+            base().bundle.to_str().unwrap(),
+            "--public-key",
+            base().public_key.to_str().unwrap(),
+            "--archive",
+            &archive(),
+            "--model-dir",
+            &model(),
+            "--embedding-sample",
+            "30",
+            "--seed",
+            "7",
+            "--json",
+        ],
+        "",
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["verdict"], "sampled");
+    assert_eq!(report["embedding"]["documents"], serde_json::json!({"re_embedded": 30, "of": 300}));
+    assert_eq!(report["embedding"]["queries"], serde_json::json!({"re_embedded": 200, "of": 200}));
+    assert_eq!(report["embedding"]["bound"][0]["forged"], 10);
+    assert!((report["embedding"]["bound"][0]["passes_with"].as_f64().unwrap() - ten).abs() < 1e-12);
 }
 
 #[test]

@@ -50,8 +50,19 @@ impl AppendLog {
             lines.push(body.to_vec());
             good_len += line.len();
         }
+        let created = existing.is_empty() && path.symlink_metadata().is_err();
         let mut file =
             OpenOptions::new().create(true).read(true).write(true).truncate(false).open(path).map_err(io)?;
+        if created {
+            // The new name is durable only once its directory is: without this, a power cut after the first
+            // synced append could leave no file at all.
+            let parent = match path.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => parent,
+                _ => Path::new("."),
+            };
+            safe_fs::durable::sync_dir(parent)
+                .map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
+        }
         file.set_len(good_len as u64).map_err(io)?;
         file.seek(std::io::SeekFrom::End(0)).map_err(io)?;
         Ok(Opened {
@@ -74,6 +85,6 @@ impl AppendLog {
             return Err(io(full));
         }
         self.file.write_all(buffer.as_bytes()).map_err(io)?;
-        self.file.sync_data().map_err(io)
+        safe_fs::durable::sync_data(&self.file, &self.path).map_err(io)
     }
 }

@@ -532,6 +532,47 @@ mod tests {
     }
 
     #[test]
+    fn as_many_queries_better_as_worse_with_no_margin_is_inconclusive() {
+        let plan =
+            ComparisonPlan { permutations: 999, resamples: 999, ..ComparisonPlan::standard(0.0, "role") };
+        let base: Vec<RowInput> = (0..80).map(|i| row(&format!("q{i}"), &["r", "x"], "r")).collect();
+        let mut mixed = base.clone();
+        let mut from: Vec<RowInput> = base.clone();
+        for i in 0..10 {
+            // Ten queries lose the relevant document's first place, ten others gain it from a baseline that
+            // had it second: a mean difference of zero, no significant change, nothing shown within 0.
+            mixed[i] = row(&format!("q{i}"), &["x", "r"], "r");
+            from[40 + i] = row(&format!("q{}", 40 + i), &["x", "r"], "r");
+        }
+        let result = compare(&plan, &[run("a", from)], &[run("b", mixed)]).unwrap();
+        let only = &result.runs[0];
+        assert!(only.metrics["ndcg@10"].difference.mean.abs() < 1e-12);
+        assert_eq!((only.verdict.as_str(), result.verdict.as_str()), ("inconclusive", "inconclusive"));
+        assert!(only.reason.contains("neither a significant change"), "{}", only.reason);
+        assert_eq!(only.identical_rankings, 60);
+    }
+
+    #[test]
+    fn identical_rankings_with_other_score_bits_are_not_identical() {
+        let plan = ComparisonPlan {
+            permutations: 999,
+            resamples: 999,
+            ..ComparisonPlan::standard(DEFAULT_MARGIN, "role")
+        };
+        let base: Vec<RowInput> = (0..40).map(|i| row(&format!("q{i}"), &["r", "x", "y"], "r")).collect();
+        let mut rescored = base.clone();
+        for row in &mut rescored {
+            // The same order, each score one ulp higher: a change in the arithmetic that no metric sees.
+            row.score_bits = row.score_bits.iter().map(|bits| bits + 1).collect();
+        }
+        let result = compare(&plan, &[run("a", base)], &[run("b", rescored)]).unwrap();
+        let only = &result.runs[0];
+        assert_eq!((only.identical_rankings, only.identical_scores, only.queries), (40, 0, 40));
+        assert_ne!(result.verdict, "identical", "{:?}", result.reasons);
+        assert_eq!(result.verdict, "non_inferior", "equal metrics are within any positive margin");
+    }
+
+    #[test]
     fn different_queries_are_refused_and_unmatched_runs_listed() {
         let plan = ComparisonPlan::standard(DEFAULT_MARGIN, "role");
         let a = run("a", vec![row("q1", &["r"], "r")]);

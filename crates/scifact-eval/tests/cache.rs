@@ -95,3 +95,43 @@ fn a_cache_from_another_model_is_refused() {
         other => panic!("expected a cache error, got {:?}", other.err()),
     }
 }
+
+/// The cache file as a power cut would leave it in `image`, reopened in a fresh directory.
+fn reopened_from(image: &safe_fs::durable::Image, path: &std::path::Path) -> Option<usize> {
+    let bytes = match image.file(path) {
+        safe_fs::durable::Found::Missing => return None,
+        safe_fs::durable::Found::Unsynced => {
+            panic!("after {} syncs the cache's name survives, its bytes not", image.syncs())
+        }
+        safe_fs::durable::Found::Bytes(bytes) => bytes,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("c.jsonl");
+    std::fs::write(&copy, bytes).unwrap();
+    let (_, report) = EmbeddingCache::open(&copy, FakeEmbedder::new("m").identity()).unwrap();
+    Some(report.loaded)
+}
+
+#[test]
+fn appended_vectors_survive_a_power_cut_once_append_returns() {
+    // A power cut, not a kill: only what was synced survives (safe_fs::durable replays the syncs).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    let recording = safe_fs::durable::Recording::start(dir.path()).unwrap();
+    let (mut cache, _) = EmbeddingCache::open(&path, FakeEmbedder::new("m").identity()).unwrap();
+    cache.append(vec![entry("a"), entry("b")]).unwrap();
+    let first = recording.syncs_so_far();
+    cache.append(vec![entry("c")]).unwrap();
+    let second = recording.syncs_so_far();
+    let images = recording.images();
+    for image in &images {
+        // Whatever point the power went at, the file reopens (whole lines only) or is not there at all.
+        let _ = reopened_from(image, &path);
+    }
+    assert_eq!(
+        reopened_from(&images[first], &path),
+        Some(2),
+        "the first append returned: its two vectors are durable"
+    );
+    assert_eq!(reopened_from(&images[second], &path), Some(3), "the second append returned: three vectors");
+}

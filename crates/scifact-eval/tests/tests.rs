@@ -11,6 +11,8 @@ mod beir;
 mod build;
 mod cache;
 mod exports;
+mod git;
+mod journal;
 mod pytrec;
 mod real;
 mod reproduction;

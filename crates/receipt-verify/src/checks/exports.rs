@@ -301,18 +301,24 @@ pub fn subjects_of(runs: &[Run]) -> Vec<(String, String)> {
 }
 
 /// The verification report (`verification.json`'s bytes) as an in-toto Test Result statement about the files
-/// it verified (`subjects`, from [`subjects_of`]): `PASSED` when verified or publishable, `WARNED` when short of a
-/// gate, else `FAILED`. One test per check, named `<basis>: <scope>: <check>`: a recomputed check that passed
-/// is a passed test; an attested or unchecked one is a warned test (its name says which), never a passed one.
+/// it verified (`subjects`, from [`subjects_of`]): `PASSED` when verified, sampled or publishable, `WARNED` when
+/// short of a gate, else `FAILED`. One test per check, named `<basis>: <scope>: <check>`: a recomputed check
+/// that passed is a passed test; an attested, sampled or unchecked one is a warned test (its name says which,
+/// a sampled one with its extent and the chance a forgery passes), never a passed one.
 /// The report itself is the configuration.
 pub fn test_result_statement(subjects: &[(String, String)], verification: &[u8]) -> Value {
     let report: Value = serde_json::from_slice(verification).unwrap_or(Value::Null);
     let version_1 = report["schema"] == "scifact-audit-verification-v1";
+    // A sampled check's test is named with its extent and bound, so that no consumer of the statement reads a
+    // sample as the whole.
+    let sampled = serde_json::from_value::<crate::report::EmbeddingExtent>(report["embedding"].clone())
+        .map_or_else(|_| "sampled".to_owned(), |extent| format!("sampled ({})", extent.sentence()));
     let (mut passed, mut warned, mut failed) = (Vec::new(), Vec::new(), Vec::new());
     for check in report["checks"].as_array().into_iter().flatten() {
         let basis = match check["basis"].as_str() {
             Some("attested") => "attested",
             Some("not_checked") => "not checked",
+            Some("sampled") => sampled.as_str(),
             Some(_) => "recomputed",
             None => "unstated",
         };
@@ -327,7 +333,7 @@ pub fn test_result_statement(subjects: &[(String, String)], verification: &[u8])
         }
     }
     let result = match report["verdict"].as_str() {
-        Some("verified" | "publishable") => "PASSED",
+        Some("verified" | "sampled" | "publishable") => "PASSED",
         Some("not publishable") => "WARNED",
         _ => "FAILED",
     };

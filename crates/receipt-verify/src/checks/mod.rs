@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::artifacts::Run;
 use crate::fixture::FixtureView;
 use crate::mapping::Mapping;
-use crate::recompute::embedding::Sample;
+use crate::recompute::embedding::{EmbeddingProgress, Sample};
 use crate::render::Model;
 use crate::report::Report;
 use crate::texts::Texts;
@@ -34,10 +34,12 @@ pub use crate::found::Input;
 pub struct EmbeddingCheck {
     /// The model directory; without one the check is not made.
     pub model_dir: Option<PathBuf>,
-    /// How many texts.
+    /// Every document, or how many (every query is re-embedded either way).
     pub sample: Sample,
     /// The draw's seed (printed, so that it can be replayed).
     pub seed: u64,
+    /// Told how far the re-embedding got.
+    pub progress: EmbeddingProgress,
 }
 
 /// What the readers hand to [`run_all`].

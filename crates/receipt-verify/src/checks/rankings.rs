@@ -522,12 +522,13 @@ fn fused(
     ))
 }
 
-/// `embedding.values`: a sample of texts (from randomness the signer cannot predict) re-embedded with the
-/// declared model and compared bit for bit.
+/// `embedding.values`: every query and every document (or a sample of them, from randomness the signer cannot
+/// predict) re-embedded with the declared model and compared bit for bit. A sample is recorded as `sampled`,
+/// never as a pass, and the report carries its extent and bound.
 pub(crate) fn embedding(inputs: &Inputs<'_>) -> Report {
     let mut report = Report::default();
     let scope = "global";
-    let EmbeddingCheck { model_dir, sample, seed } = inputs.embedding;
+    let EmbeddingCheck { model_dir, sample, seed, progress } = inputs.embedding;
     let (vectors, texts, view) = match (inputs.vectors, inputs.texts, inputs.fixture) {
         (Input::Read { content: v, .. }, Input::Read { content: t, .. }, Input::Read { content: f, .. }) => {
             (v, t, f)
@@ -565,15 +566,27 @@ pub(crate) fn embedding(inputs: &Inputs<'_>) -> Report {
         report.not_checked(scope, "embedding.values", "no model directory (pass --model-dir)");
         return report;
     };
-    let population = texts.documents.len() + texts.queries.len();
-    let chosen = crate::recompute::embedding::draw(population, *sample, *seed);
-    report.notes.push(format!(
-        "embedding.values: {} of {population} texts drawn with seed {seed} (replay with --seed {seed})",
-        chosen.len()
-    ));
-    let result = crate::recompute::embedding::recheck(identity, model_dir, texts, vectors, &chosen)
-        .map(|evidence| format!("{evidence}; drawn with seed {seed}"));
-    report.record(scope, "embedding.values", result);
+    let chosen = crate::recompute::embedding::draw(texts.documents.len(), *sample, *seed);
+    let extent = crate::recompute::embedding::extent(chosen.len(), texts, *seed);
+    if extent.sampled() {
+        report.notes.push(format!(
+            "embedding.values: {} of {} documents drawn with seed {seed} (replay with --embedding-sample {} --seed {seed}), and every query",
+            chosen.len(),
+            texts.documents.len(),
+            chosen.len()
+        ));
+    }
+    let result = crate::recompute::embedding::recheck(identity, model_dir, texts, vectors, &chosen, progress);
+    if extent.sampled() {
+        report.sampled(
+            scope,
+            "embedding.values",
+            result.map(|evidence| format!("{evidence}; {}", extent.sentence())),
+        );
+    } else {
+        report.record(scope, "embedding.values", result);
+    }
+    report.embedding = Some(extent);
     report
 }
 

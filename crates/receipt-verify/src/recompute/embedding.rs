@@ -1,33 +1,38 @@
-//! Embeddings, recomputed: texts drawn from randomness the signer cannot predict, embedded again with the
-//! declared model by this build's forward pass, and required to equal the evidence's vectors bit for bit.
+//! Embeddings, recomputed: every query text, and every document text or a sample of them drawn from
+//! randomness the signer cannot predict, embedded again with the declared model by this build's forward pass
+//! and required to equal the evidence's vectors bit for bit.
 //!
 //! The forward pass gives a text the same bits whatever its batch, companions, threads or vector kernels, so
-//! anything looser than equality would hide a swapped vector. The draw is printed as a seed, so a second
-//! person can replay exactly the same sample.
+//! anything looser than equality would hide a swapped vector. A sample is never called whole: the check is
+//! then `sampled`, and the report's [`EmbeddingExtent`] states the chance that forged vectors escape it. The
+//! draw is printed as a seed, so a second person can replay exactly the same sample.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use embedding::{Embedder, MiniLm, Role, WeightPin};
 use serde_json::Value;
 
 use crate::recompute::statistics::Stream;
+use crate::report::EmbeddingExtent;
 use crate::texts::{Texts, semantic_document, semantic_query};
 use crate::vectors::Vectors;
 
-/// Texts re-embedded when no sample size is given: documents and queries drawn together.
-pub const EMBEDDING_SAMPLE: usize = 64;
+/// Document vectors `eval`'s own verify stage re-embeds (beside every query): the signer's quick look, which
+/// says it is a sample. A reader's `verify` and `verify-bundle` re-embed every vector unless told otherwise.
+pub const EVAL_EMBEDDING_SAMPLE: usize = 64;
 
-/// How many texts to re-embed.
+/// Which document vectors to re-embed (every query vector is re-embedded always: they are short).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sample {
-    /// This many, drawn without replacement from every document and query.
-    Count(usize),
-    /// Every document and query.
+    /// Every document: the only way to `verified`.
     All,
+    /// This many documents, drawn without replacement: the verdict is then `sampled` at best.
+    Documents(usize),
 }
 
 impl Sample {
-    /// Reads `N` or `all`.
+    /// Reads `all` or a positive count of documents.
     ///
     /// # Errors
     /// What the text is instead.
@@ -38,8 +43,35 @@ impl Sample {
         text.parse::<usize>()
             .ok()
             .filter(|n| *n > 0)
-            .map(Sample::Count)
-            .ok_or_else(|| format!("{text:?} is neither a positive count nor `all`"))
+            .map(Sample::Documents)
+            .ok_or_else(|| format!("{text:?} is neither a positive count of documents nor `all`"))
+    }
+}
+
+/// Told how far the re-embedding got: `(texts done, texts in all)`, from the thread that embeds.
+#[derive(Clone, Default)]
+pub struct EmbeddingProgress(Option<Arc<dyn Fn(u64, u64) + Send + Sync>>);
+
+impl EmbeddingProgress {
+    /// Reports to `report`.
+    pub fn new(report: impl Fn(u64, u64) + Send + Sync + 'static) -> EmbeddingProgress {
+        EmbeddingProgress(Some(Arc::new(report)))
+    }
+
+    fn tell(&self, done: u64, total: u64) {
+        if let Some(report) = &self.0 {
+            report(done, total);
+        }
+    }
+}
+
+impl std::fmt::Debug for EmbeddingProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "EmbeddingProgress(reporting)"
+        } else {
+            "EmbeddingProgress(silent)"
+        })
     }
 }
 
@@ -62,17 +94,17 @@ pub fn fresh_seed() -> u64 {
     seed & ((1 << 53) - 1)
 }
 
-/// The indexes drawn from `population` (documents first, then queries): a partial Fisher-Yates shuffle driven
-/// by SplitMix64 from `seed`, sorted.
-pub(crate) fn draw(population: usize, sample: Sample, seed: u64) -> Vec<usize> {
+/// The document indexes drawn from `documents`: a partial Fisher-Yates shuffle driven by SplitMix64 from
+/// `seed`, sorted; every index for [`Sample::All`].
+pub(crate) fn draw(documents: usize, sample: Sample, seed: u64) -> Vec<usize> {
     let n = match sample {
-        Sample::All => population,
-        Sample::Count(n) => n.min(population),
+        Sample::All => return (0..documents).collect(),
+        Sample::Documents(n) => n.min(documents),
     };
-    let mut order: Vec<usize> = (0..population).collect();
+    let mut order: Vec<usize> = (0..documents).collect();
     let mut stream = Stream::new(seed);
     for i in 0..n {
-        let j = i + stream.below((population - i) as u64);
+        let j = i + stream.below((documents - i) as u64);
         order.swap(i, j);
     }
     order.truncate(n);
@@ -80,58 +112,78 @@ pub(crate) fn draw(population: usize, sample: Sample, seed: u64) -> Vec<usize> {
     order
 }
 
-/// Re-embeds the drawn texts with the model `identity` declares, from `model_dir`, and compares bits.
+/// What a draw covers: the documents chosen of all, every query, and the chance a forgery passes.
+pub(crate) fn extent(chosen: usize, texts: &Texts, seed: u64) -> EmbeddingExtent {
+    EmbeddingExtent::new(chosen as u64, texts.documents.len() as u64, texts.queries.len() as u64, seed)
+}
+
+/// Re-embeds every query and the `chosen` documents with the model `identity` declares, from `model_dir`, and
+/// compares bits.
 ///
 /// # Errors
-/// The first text whose semantic digest or vector differs, or why the model could not run.
+/// The first text whose vector differs, or why the model could not run.
 pub(crate) fn recheck(
     identity: &Value,
     model_dir: &Path,
     texts: &Texts,
     vectors: &Vectors,
     chosen: &[usize],
+    progress: &EmbeddingProgress,
 ) -> Result<String, String> {
     let model = identity["model"].as_str().unwrap_or("");
     let weights = identity["weights_sha256"].as_str().unwrap_or("").trim_start_matches("sha256:").to_owned();
     let embedder = MiniLm::load(model_dir, model, WeightPin::Sha256(weights.clone()))
         .map_err(|e| format!("cannot load the declared model {model} (weights {weights}): {e}"))?;
-    let documents = texts.documents.len();
-    let mut prompts = Vec::with_capacity(chosen.len());
-    for &index in chosen {
-        prompts.push(if index < documents {
-            let (_, title, text) = &texts.documents[index];
-            Role::Document.prompt(&semantic_document(title, text))
-        } else {
-            Role::Query.prompt(&semantic_query(&texts.queries[index - documents].1))
-        });
-    }
+    // (which, index): documents by their index, then every query.
+    let targets: Vec<(bool, usize)> =
+        chosen.iter().map(|&d| (true, d)).chain((0..texts.queries.len()).map(|q| (false, q))).collect();
+    let prompts: Vec<String> = targets
+        .iter()
+        .map(|&(document, index)| {
+            if document {
+                let (_, title, text) = &texts.documents[index];
+                Role::Document.prompt(&semantic_document(title, text))
+            } else {
+                Role::Query.prompt(&semantic_query(&texts.queries[index].1))
+            }
+        })
+        .collect();
     let refs: Vec<&str> = prompts.iter().map(String::as_str).collect();
-    let embedded = embedder.embed(&refs).map_err(|e| format!("re-embedding failed: {e}"))?;
-    let (mut docs, mut queries) = (0, 0);
-    for (&index, fresh) in chosen.iter().zip(&embedded) {
-        let (id, held) = if index < documents {
-            docs += 1;
+    let total = refs.len() as u64;
+    let done = std::sync::atomic::AtomicU64::new(0);
+    progress.tell(0, total);
+    let embedded = embedder
+        .embed_reporting(&refs, &|n| {
+            let now = done.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed) + n as u64;
+            progress.tell(now, total);
+        })
+        .map_err(|e| format!("re-embedding failed: {e}"))?;
+    for (&(document, index), fresh) in targets.iter().zip(&embedded) {
+        let (id, held) = if document {
             (&texts.documents[index].0, vectors.document(index))
         } else {
-            queries += 1;
-            (&texts.queries[index - documents].0, vectors.query(index - documents))
+            (&texts.queries[index].0, vectors.query(index))
         };
+        let what = if document { "document" } else { "query" };
         if fresh.vector.len() != held.len() {
             return Err(format!(
-                "{id:?}: {} dimensions re-embedded, {} held",
+                "{what} {id:?}: {} dimensions re-embedded, {} held",
                 fresh.vector.len(),
                 held.len()
             ));
         }
         if let Some(at) = fresh.vector.iter().zip(held).position(|(a, b)| a.to_bits() != b.to_bits()) {
             return Err(format!(
-                "{id:?}: re-embedded component {at} is {:e}, the evidence holds {:e}: not the declared model's vector",
+                "{what} {id:?}: re-embedded component {at} is {:e}, the evidence holds {:e}: not the declared model's vector",
                 fresh.vector[at], held[at]
             ));
         }
     }
     Ok(format!(
-        "{docs} documents and {queries} queries re-embedded with {model} by {} {} ({:?} kernels): every vector equal to the bit",
+        "{} of {} documents and all {} queries re-embedded with {model} by {} {} ({:?} kernels): every vector equal to the bit",
+        chosen.len(),
+        texts.documents.len(),
+        texts.queries.len(),
         embedder.identity().backend,
         embedder.identity().backend_version,
         embedder.kernels()
@@ -144,20 +196,20 @@ mod tests {
 
     #[test]
     fn draws_are_replayable_distinct_and_cover_all_when_asked() {
-        let a = draw(1000, Sample::Count(64), 42);
-        assert_eq!(a, draw(1000, Sample::Count(64), 42));
-        assert_ne!(a, draw(1000, Sample::Count(64), 43));
+        let a = draw(1000, Sample::Documents(64), 42);
+        assert_eq!(a, draw(1000, Sample::Documents(64), 42));
+        assert_ne!(a, draw(1000, Sample::Documents(64), 43));
         assert_eq!(a.len(), 64);
         assert!(a.windows(2).all(|w| w[0] < w[1]), "sorted and distinct");
         assert_eq!(draw(10, Sample::All, 1), (0..10).collect::<Vec<_>>());
-        assert_eq!(draw(10, Sample::Count(99), 1).len(), 10);
+        assert_eq!(draw(10, Sample::Documents(99), 1).len(), 10);
         // A fresh seed is what keeps the signer from knowing which texts will be re-embedded: 64 of them are
         // distinct and use the high bits (all 64 below 2^50 would happen once in 8^64), below 2^53.
         let seeds: std::collections::BTreeSet<u64> = (0..64).map(|_| fresh_seed()).collect();
         assert_eq!(seeds.len(), 64);
         assert!(seeds.iter().all(|s| *s < 1 << 53) && seeds.iter().any(|s| *s >= 1 << 50));
         assert_eq!(Sample::parse("all"), Ok(Sample::All));
-        assert_eq!(Sample::parse("12"), Ok(Sample::Count(12)));
+        assert_eq!(Sample::parse("12"), Ok(Sample::Documents(12)));
         assert!(Sample::parse("0").is_err() && Sample::parse("x").is_err());
     }
 }

@@ -45,6 +45,25 @@ pub(crate) struct Latency {
     pub(crate) p95: f64,
 }
 
+/// How the vectors were checked when the page was made: the signer's word, stated on the page so that no one
+/// reads a sample as the whole.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum SignerEmbedding {
+    /// A page of claim v4 or earlier, which says nothing of it (its bytes stay what was signed).
+    Legacy,
+    /// The extent the signer's verification re-embedded.
+    Checked(crate::report::EmbeddingExtent),
+    /// The signer's verification re-embedded nothing (no model was given).
+    NotChecked,
+}
+
+impl SignerEmbedding {
+    /// What a verification of claim v5 or later says of its own embedding check.
+    pub(crate) fn of(extent: Option<&crate::report::EmbeddingExtent>) -> SignerEmbedding {
+        extent.map_or(SignerEmbedding::NotChecked, |extent| SignerEmbedding::Checked(extent.clone()))
+    }
+}
+
 /// Everything the report draws: recomputed numbers, and attested ones labelled so.
 #[derive(Debug, Clone)]
 pub(crate) struct Model {
@@ -78,6 +97,8 @@ pub(crate) struct Model {
     /// The claim boundary the aggregates state.
     pub(crate) boundary: String,
     pub(crate) does_not_establish: Vec<String>,
+    /// How the signer's verification checked the vectors.
+    pub(crate) embedding: SignerEmbedding,
 }
 
 pub(crate) fn escape(text: &str) -> String {
@@ -306,12 +327,41 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
         let _ = write!(h, "<li>{}</li>", escape(item));
     }
     h.push_str("</ul></div>\n");
-    h.push_str(
+    let signer = match &model.embedding {
+        SignerEmbedding::Legacy => {
+            h.push_str(
+                "<h2>Checking it yourself</h2>\n<p>This page is one file of a signed bundle. <code>scifact-audit verify-bundle \
+                 --bundle-dir DIR --public-key KEY --archive scifact.zip --model-dir all-MiniLM-L6-v2</code> checks the \
+                 signature and every file's digest, recomputes every ranking from the bundle's vectors and its own index of the \
+                 public archive, re-embeds texts drawn at random, re-derives every number above, renders this page again and \
+                 compares it byte for byte.</p>\n</body></html>\n",
+            );
+            return Ok(h);
+        }
+        SignerEmbedding::Checked(extent) if extent.sampled() => format!(
+            "When this page was made, the signer's own check re-embedded a sample only: {}.",
+            escape(&extent.sentence())
+        ),
+        SignerEmbedding::Checked(extent) => format!(
+            "When this page was made, the signer's own check re-embedded all {} document and {} query vectors and \
+             found each equal to the bit.",
+            extent.documents.of, extent.queries.of
+        ),
+        SignerEmbedding::NotChecked => {
+            "When this page was made, the signer's own check re-embedded no vector (no model was given)."
+                .to_owned()
+        }
+    };
+    let _ = write!(
+        h,
         "<h2>Checking it yourself</h2>\n<p>This page is one file of a signed bundle. <code>scifact-audit verify-bundle \
          --bundle-dir DIR --public-key KEY --archive scifact.zip --model-dir all-MiniLM-L6-v2</code> checks the \
          signature and every file's digest, recomputes every ranking from the bundle's vectors and its own index of the \
-         public archive, re-embeds texts drawn at random, re-derives every number above, renders this page again and \
-         compares it byte for byte.</p>\n</body></html>\n",
+         public archive, re-embeds every query and every document with the declared model and requires each vector to \
+         the bit, re-derives every number above, renders this page again and compares it byte for byte. Its verdict, \
+         on the reader's machine, is the one that counts: <code>verified</code> only when every vector was re-embedded \
+         (with <code>--embedding-sample N</code> it re-embeds N documents, and its verdict is <code>sampled</code>, \
+         with the chance a forgery passes). <span class=attested>{signer}</span></p>\n</body></html>\n",
     );
     Ok(h)
 }
