@@ -193,7 +193,9 @@ fn verdict(predicate: &Value) -> Outcome {
     let tolerances = published_tolerances();
     let runs = predicate["runs"].as_array().cloned().unwrap_or_default();
     let effects = predicate["comparisons"].as_array().cloned().unwrap_or_default();
-    let mut exact = predicate["inputs"]["same_fixture"] == true;
+    // `same_vectors` (when the bundle carries vectors): every one of them is the rebuild's.
+    let mut exact =
+        predicate["inputs"]["same_fixture"] == true && predicate["inputs"]["same_vectors"] != false;
     let mut within = true;
     for run in &runs {
         listed_metrics(run)?;

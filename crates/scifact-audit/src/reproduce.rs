@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -137,6 +138,8 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     }
     let recorded_fixture = first["corpus"]["fixture_sha256"].as_str().unwrap_or("").to_owned();
     let same_fixture = fixture_sha256 == tagged(&recorded_fixture);
+    // The rebuild embedded every text again: each of the bundle's vectors must be the one it gave.
+    let vectors = same_vectors(&contents.files, &rebuilt);
 
     let (store, results) = (work.join("store"), work.join("results"));
     for split in [Split::Calibration, Split::Heldout] {
@@ -184,7 +187,11 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     }
     let effects = effects(&contents.files, runs, &reproduced_rows)?;
     let tolerances = Tolerances::STANDARD;
-    let (verdict, reasons) = verdict(same_fixture, &compared, &effects, &tolerances);
+    let (verdict, mut reasons) =
+        verdict(same_fixture && vectors.as_ref().is_none_or(Result::is_ok), &compared, &effects, &tolerances);
+    if let Some(Err(difference)) = &vectors {
+        reasons.insert(0, format!("the bundle's vectors are not the rebuilt ones: {difference}"));
+    }
 
     let identity = ExecutableIdentity::current();
     let finished = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -204,6 +211,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
                 "weights_sha256": tagged(&weights),
                 "fixture_sha256": {"bundle": recorded_fixture, "reproduction": fixture_sha256},
                 "same_fixture": same_fixture,
+                "same_vectors": vectors.as_ref().map(Result::is_ok),
             },
             "reproducer": {
                 "executable": identity,
@@ -236,6 +244,45 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         if signer.is_some() { " (signed)" } else { " (unsigned: pass --secret-key)" }
     )?;
     Ok(if verdict == Verdict::NotReproduced { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Whether every vector the bundle carries (`vectors.f32`, claim v4 on) is the rebuilt fixture's, to the bit:
+/// `None` when it carries none, else `Err` naming the first that differs.
+fn same_vectors(files: &BTreeMap<String, Vec<u8>>, rebuilt: &Fixture) -> Option<Result<usize, String>> {
+    let bytes = files.get(receipt_verify::VECTORS_FILE)?;
+    let metadata = files.get(receipt_verify::FIXTURE_METADATA_FILE)?;
+    let view =
+        receipt_verify::FixtureView::from_bytes(Path::new(receipt_verify::FIXTURE_METADATA_FILE), metadata);
+    let binding = match view {
+        Ok((view, _)) => view.vectors?,
+        Err(error) => return Some(Err(error.to_string())),
+    };
+    let held = match receipt_verify::vectors::Vectors::from_bytes(bytes, &binding) {
+        Ok(held) => held,
+        Err(reason) => return Some(Err(reason)),
+    };
+    if held.document_count() != rebuilt.documents.len() || held.query_count() != rebuilt.queries.len() {
+        return Some(Err(format!(
+            "{} document and {} query vectors held, {} and {} rebuilt",
+            held.document_count(),
+            held.query_count(),
+            rebuilt.documents.len(),
+            rebuilt.queries.len()
+        )));
+    }
+    let bits = |v: &[f64]| v.iter().map(|x| (*x as f32).to_bits()).collect::<Vec<u32>>();
+    let held_bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+    for (index, document) in rebuilt.documents.iter().enumerate() {
+        if bits(&document.vector) != held_bits(held.document(index)) {
+            return Some(Err(format!("document {:?}", document.id)));
+        }
+    }
+    for (index, query) in rebuilt.queries.iter().enumerate() {
+        if bits(&query.vector) != held_bits(held.query(index)) {
+            return Some(Err(format!("query {:?}", query.id)));
+        }
+    }
+    Some(Ok(rebuilt.documents.len() + rebuilt.queries.len()))
 }
 
 /// ER and ΔRI for each pre-registered comparison of the bundle's `statistics.json` (none without one).

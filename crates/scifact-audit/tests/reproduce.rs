@@ -93,6 +93,7 @@ fn a_bundle_reproduces_exactly_here_and_each_forged_statement_fails_its_check() 
     let predicate = &value["predicate"];
     assert_eq!(predicate["verdict"], "reproduced_exactly", "{stdout}");
     assert_eq!(predicate["inputs"]["same_fixture"], true);
+    assert_eq!(predicate["inputs"]["same_vectors"], true, "every vector of the bundle is the rebuild's");
     let runs = predicate["runs"].as_array().unwrap();
     let aggregates = std::fs::read_dir(&e.bundle)
         .unwrap()
@@ -122,9 +123,12 @@ fn a_bundle_reproduces_exactly_here_and_each_forged_statement_fails_its_check() 
     assert_eq!(failed(&checks(&e, &other, &statement).1), ["reproduction.subject"]);
 
     let forged = work.join("forged.json");
-    let cases: [Forgery; 4] = [
+    let cases: [Forgery; 5] = [
         ("an edited verdict", "reproduction.verdict", |v| {
             v["predicate"]["verdict"] = Value::from("not_reproduced");
+        }),
+        ("vectors that are not the rebuild's, still called exact", "reproduction.verdict", |v| {
+            v["predicate"]["inputs"]["same_vectors"] = Value::from(false);
         }),
         ("a loosened tolerance", "reproduction.tolerances", |v| {
             v["predicate"]["tolerances"]["max_metric_delta"] = Value::from(0.5);
