@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Measures every figure of the README's "Performance, per kind of machine" table on this machine, in one go, and
+# Measures every figure of docs/performance.md's tables on this machine, in one go, and
 # names the CPU with each: the real run's held-out p50s (quiet and beside one CPU-bound process), the search bench
 # (both cadences, quiet and beside one neighbour), a warm eval and its verify stage, verify-bundle, a cold fixture
-# build (and its sha256, which must be the published one), exact search beside NumPy, FAISS and bm25s and
+# build (and its sha256, which must be the published one), verify-bundle with every vector re-embedded, exact search beside NumPy, FAISS and bm25s and
 # embedding beside PyTorch when the peers are installed (scripts/bench-vector-peers.py's and
 # bench/embed-vs-torch.py's headers say how). Keep the machine otherwise quiet. Takes about fifteen minutes;
 # SKIP_COLD=1 reuses the fixture an earlier run left in WORK_DIR; SCIFACT_AUDIT_SIMD=avx2 measures the AVX2-only kind's
@@ -103,7 +103,7 @@ fi
 echo "== verify-bundle bench ($cpu)"
 cargo bench -q -p receipt-verify --bench verify -- --bundle "$PWD/attestations/scifact-fdfc890" \
     --public-key "$PWD/attestations/scifact-audit-3.pub" --archive "$(realpath "$SCIFACT_ARCHIVE")" \
-    --model-dir "$(realpath "$SCIFACT_MODEL_DIR")" --rounds 3 2>/dev/null | grep -E 'median|verify-bundle'
+    --model-dir "$(realpath "$SCIFACT_MODEL_DIR")" --rounds 3 --full-rounds 1 2>/dev/null | grep -E 'median|verify-bundle'
 
 peer="$HOME/.cache/embed-peer/bin/python"
 shared="${SCIFACT_SHARED:-$(dirname "$(dirname "$(realpath "$SCIFACT_ARCHIVE")")")}"

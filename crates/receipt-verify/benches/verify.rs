@@ -34,6 +34,8 @@ fn cpu() -> String {
 }
 
 fn main() {
+    // As the scifact-audit binary does: the forward pass allocates tens of MB per step.
+    embedding::keep_freed_memory_for_reuse();
     let args: Vec<String> = std::env::args().collect();
     let Some(bundle) = arg(&args, "--bundle") else {
         println!(
