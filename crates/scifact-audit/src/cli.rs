@@ -4,16 +4,23 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-/// Receipt-bearing retrieval evaluation on BEIR SciFact.
+/// Receipt-bearing retrieval evaluation on BEIR SciFact: signed bundles a stranger can re-check.
 #[derive(Debug, Parser)]
 #[command(
     name = "scifact-audit",
     version,
     about,
     long_about = None,
-    after_help = "Environment: SCIFACT_AUDIT_SIMD=avx2|portable caps the embedding and search kernels, to measure on \
-                  one machine the code an AVX2-only or other CPU runs; every kernel gives the same bits, so only \
-                  speed changes."
+    before_help = "Start here: `scifact-audit eval --profile tiny --work-dir target/tiny` runs the whole evaluation on \
+                   the committed stand-in corpus, offline, in seconds; then `scifact-audit eval --work-dir DIR \
+                   --archive scifact.zip --model-dir all-MiniLM-L6-v2` runs the real one. Check a bundle with \
+                   `verify-bundle`. More in README.md and docs/.",
+    after_help = "Verdicts: verified (every number recomputed, every vector re-embedded), sampled (only \
+                  --embedding-sample N documents re-embedded; the chance a forgery passes is printed), publishable \
+                  (some numbers rest on the signer), not publishable (short of a gate), failed (exit 1). Exit \
+                  status: 0 success, 1 a check failed, 2 an error.\n\nEnvironment: SCIFACT_AUDIT_SIMD=avx2|portable \
+                  caps the embedding and search kernels, to measure on one machine the code an AVX2-only or other \
+                  CPU runs; every kernel gives the same bits, so only speed changes."
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -68,7 +75,7 @@ pub(crate) enum Command {
     Verify(VerifyArgs),
     /// Write, beside every aggregate in a directory, its TREC run file (`qid Q0 docid rank score tag`),
     /// ir_metadata (PRIMAD) YAML and SLSA provenance (an in-toto Statement), and the test qrels
-    /// (`scifact-test.qrels`), for trec_eval, pytrec_eval, ranx, ir-measures and supply-chain tools. A tie in the library's score is written one f64 step lower, so tools that sort
+    /// (`scifact-test.qrels`), for trec_eval, pytrec_eval, ranx, ir-measures and supply-chain tools. A score whose f32 rounding is not below the line before it is written as the f32 just under that, so tools that sort
     /// by score keep the library's order; `verify` and `verify-bundle` check every line against the rows.
     /// `eval` does this itself before verifying.
     Export(ExportArgs),
