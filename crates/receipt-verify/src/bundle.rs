@@ -480,8 +480,14 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         Some(verdict @ (Verdict::Verified | Verdict::Publishable)) => (
             Status::Attested,
             format!(
-                "the signer's own verification.json says {}: their word; every check it lists is made again here",
-                verdict.as_str()
+                "the signer's own verification.json says {}{}: their word; every check it lists is made again here",
+                verdict.as_str(),
+                if verdict == Verdict::Verified && verification["schema"] != crate::report::REPORT_SCHEMA {
+                    // Before schema v3 a verified embedding check re-embedded 64 texts drawn at random.
+                    " (a report before schema v3, whose embedding check re-embedded a sample: the word then meant less)"
+                } else {
+                    ""
+                }
             ),
         ),
         Some(Verdict::NotPublishable) => (
