@@ -1,4 +1,4 @@
-//! Embedding throughput of `MiniLm` on SciFact-length documents: docs/s per batch size, tokens per doc and
+//! Embedding throughput of `SentenceBert` on SciFact-length documents: docs/s per batch size, tokens per doc and
 //! peak memory, written to `target/bench/embedding-minilm.json`.
 //!
 //! Needs the model (`SCIFACT_MODEL_DIR`, default `../shared/models/all-MiniLM-L6-v2`) and texts: by default the
@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use embedding::{Embedder, Kernels, MiniLm};
+use embedding::{Embedder, Kernels, SentenceBert};
 
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
@@ -65,7 +65,7 @@ fn main() {
     let tuned =
         !std::env::args().any(|a| a == "--no-allocator-tuning") && embedding::keep_freed_memory_for_reuse();
     let texts: Vec<&str> = source.iter().cycle().take(docs).map(String::as_str).collect();
-    let mut model = MiniLm::all_minilm_l6_v2(&model_dir).unwrap();
+    let mut model = SentenceBert::all_minilm_l6_v2(&model_dir).unwrap();
     let tokens: usize = texts.iter().map(|t| model.input_ids(t).unwrap().len()).sum();
     let threads = rayon::current_num_threads();
     println!("{docs} docs, mean {:.1} tokens, {threads} threads", tokens as f64 / docs as f64);

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::minilm::{ALL_MINILM_L6_V2_WEIGHTS_SHA256, MODEL_FILES};
+use crate::sentence_bert::{ALL_MINILM_L6_V2_WEIGHTS_SHA256, MODEL_FILES};
 use crate::sha256_hex;
 
 /// Where all-MiniLM-L6-v2's files are published. The files are pinned by content (sha256), so the

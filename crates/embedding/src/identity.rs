@@ -28,6 +28,18 @@ pub struct EmbedderIdentity {
     pub backend_version: String,
     /// What the embedder does with a text the backend refuses (for Ollama, the shortened retries).
     pub overlong_policy: String,
+    /// For a sentence-transformers checkpoint other than all-MiniLM-L6-v2: `sha256:` of every file besides the
+    /// weights and the tokenizer that shapes a vector (`config.json`, `modules.json`, the pooling's config,
+    /// `sentence_bert_config.json`, `config_sentence_transformers.json`), by path. Absent for
+    /// all-MiniLM-L6-v2, whose files are pinned by name, and for a bare BERT directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<std::collections::BTreeMap<String, String>>,
+    /// The prompts such a checkpoint declares, by role (`document`, `query`), when it declares any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<std::collections::BTreeMap<String, String>>,
+    /// `true` when such a checkpoint lower-cases texts before tokenizing them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lower_case: Option<bool>,
 }
 
 /// One embedded text.

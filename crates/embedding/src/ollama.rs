@@ -82,6 +82,9 @@ impl Ollama {
                 "on HTTP 400 retry that prompt cut to {:?} Unicode scalar values, in order",
                 SHORTENED_PROMPT_LENGTHS
             ),
+            files: None,
+            prompts: None,
+            lower_case: None,
         };
         Ok(Ollama { host, client, identity, transient_retries: 3 })
     }

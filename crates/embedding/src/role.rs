@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Whether a text is a document or a query; each gets its own prefix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// A corpus document: `search_document: `.
@@ -18,6 +18,14 @@ impl Role {
         match self {
             Role::Document => "search_document: ",
             Role::Query => "search_query: ",
+        }
+    }
+
+    /// `document` or `query`: the name identities and prompts use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Document => "document",
+            Role::Query => "query",
         }
     }
 

@@ -161,3 +161,154 @@ pub fn write_bert(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
     tokenizer.save(dir.join("tokenizer.json"), false).map_err(tokenizer_error)?;
     Ok(())
 }
+
+/// What a sentence-transformers checkpoint declares beside its BERT, for the checkpoints tests write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentenceLayout {
+    /// `1_Pooling/config.json`, as written (either form).
+    pub pooling: serde_json::Value,
+    /// Whether a Normalize module follows the pooling.
+    pub normalize: bool,
+    /// `sentence_bert_config.json`'s `max_seq_length`.
+    pub max_seq_length: usize,
+    /// Its `do_lower_case`. When true, the tokenizer itself keeps case, so the flag is what lowers it.
+    pub do_lower_case: bool,
+    /// `config_sentence_transformers.json`'s `prompts`, by name.
+    pub prompts: Vec<(String, String)>,
+}
+
+/// Writes a sentence-transformers checkpoint into `dir`: a BERT of `shape` ([`write_bert`], `seed`) and
+/// `modules.json`, the pooling's config, `sentence_bert_config.json` and `config_sentence_transformers.json`
+/// as `layout` declares. The same bytes for the same arguments on every machine.
+///
+/// # Errors
+/// As [`write_bert`].
+pub fn write_sentence_transformers(
+    dir: &Path,
+    shape: &BertShape,
+    seed: u64,
+    layout: &SentenceLayout,
+) -> Result<()> {
+    write_bert(dir, shape, seed)?;
+    let write = |name: &str, value: &serde_json::Value| {
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
+        }
+        let mut text =
+            serde_json::to_string_pretty(value).map_err(|error| Error::Model(error.to_string()))?;
+        text.push('\n');
+        std::fs::write(&path, text).map_err(|source| Error::Io { path, source })
+    };
+    let mut modules = vec![
+        serde_json::json!({"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"}),
+        serde_json::json!({"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}),
+    ];
+    if layout.normalize {
+        modules.push(
+            serde_json::json!({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}),
+        );
+    }
+    write("modules.json", &serde_json::Value::Array(modules))?;
+    write("1_Pooling/config.json", &layout.pooling)?;
+    write(
+        "sentence_bert_config.json",
+        &serde_json::json!({"max_seq_length": layout.max_seq_length, "do_lower_case": layout.do_lower_case}),
+    )?;
+    let prompts: serde_json::Map<String, serde_json::Value> = layout
+        .prompts
+        .iter()
+        .map(|(name, text)| (name.clone(), serde_json::Value::from(text.as_str())))
+        .collect();
+    write(
+        "config_sentence_transformers.json",
+        &serde_json::json!({"prompts": prompts, "default_prompt_name": null}),
+    )?;
+    if layout.do_lower_case {
+        let path = dir.join("tokenizer.json");
+        let tokenizer_error =
+            |error: Box<dyn std::error::Error + Send + Sync>| Error::Tokenizer(error.to_string());
+        let mut tokenizer = Tokenizer::from_file(&path).map_err(tokenizer_error)?;
+        tokenizer
+            .with_normalizer(Some(BertNormalizer::new(true, true, Some(false), false)))
+            .map_err(tokenizer_error)?;
+        tokenizer.save(&path, false).map_err(tokenizer_error)?;
+    }
+    Ok(())
+}
+
+/// The sentence-transformers checkpoints this project writes to hold its forward pass to sentence-transformers
+/// itself (`fixtures/checkpoints/`): `(name, shape, seed, layout)`. One with CLS pooling, a Normalize module and
+/// a query instruction but no document prompt (as BGE declares); one with mean pooling in the older flag form,
+/// no Normalize, two prompts and the prompt's tokens left out of the mean; one with max pooling, a
+/// `max_seq_length` shorter than the texts, lower-casing by the flag alone, and prompts in the pooling.
+pub fn parity_checkpoints() -> Vec<(&'static str, BertShape, u64, SentenceLayout)> {
+    let shape = BertShape {
+        words: WORDS.iter().map(|w| (*w).to_owned()).collect(),
+        hidden: TINY_HIDDEN,
+        intermediate: 64,
+        heads: 4,
+        layers: 2,
+        max_positions: TINY_MAX_POSITIONS,
+    };
+    let prompts =
+        |pairs: &[(&str, &str)]| pairs.iter().map(|(n, t)| ((*n).to_owned(), (*t).to_owned())).collect();
+    vec![
+        (
+            "cls-normalize-instruction",
+            shape.clone(),
+            101,
+            SentenceLayout {
+                pooling: serde_json::json!({"word_embedding_dimension": TINY_HIDDEN, "pooling_mode": "cls", "include_prompt": true}),
+                normalize: true,
+                max_seq_length: 64,
+                do_lower_case: false,
+                prompts: prompts(&[("query", "search the document : ")]),
+            },
+        ),
+        (
+            "mean-two-prompts",
+            shape.clone(),
+            202,
+            SentenceLayout {
+                pooling: serde_json::json!({
+                    "word_embedding_dimension": TINY_HIDDEN,
+                    "pooling_mode_cls_token": false,
+                    "pooling_mode_mean_tokens": true,
+                    "pooling_mode_max_tokens": false,
+                    "pooling_mode_mean_sqrt_len_tokens": false,
+                    "include_prompt": false,
+                }),
+                normalize: false,
+                max_seq_length: 64,
+                do_lower_case: false,
+                prompts: prompts(&[("query", "query : "), ("passage", "the document : ")]),
+            },
+        ),
+        (
+            "max-short-lowercase",
+            shape,
+            303,
+            SentenceLayout {
+                pooling: serde_json::json!({"word_embedding_dimension": TINY_HIDDEN, "pooling_mode": "max"}),
+                normalize: true,
+                max_seq_length: 12,
+                do_lower_case: true,
+                prompts: prompts(&[("query", "query : "), ("document", "a document : ")]),
+            },
+        ),
+    ]
+}
+
+/// Texts the parity checkpoints embed: made-up sentences over their vocabulary, mixed case, a word outside it,
+/// one longer than every `max_seq_length`, and one of a single word.
+pub const PARITY_TEXTS: [&str; 6] = [
+    "vitamin and bone density",
+    "The Effect of Sleep on Memory in Patients",
+    "gene protein cell cells increase decrease risk disease effect of the a in and",
+    "cells increase the risk of disease , and the effect of vitamin on bone density in patients with a gene \
+     increase : sleep and memory decrease in the cells of the protein - the a of and in cell cells protein gene",
+    "quasar protein",
+    "memory",
+];

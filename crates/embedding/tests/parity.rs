@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use embedding::{Embedder, MiniLm};
+use embedding::{Embedder, SentenceBert};
 
 fn shared(relative: &str) -> PathBuf {
     std::path::PathBuf::from(
@@ -31,7 +31,7 @@ fn reference() -> serde_json::Value {
 
 /// Embeds the reference texts `chosen` (indexes) and checks each against sentence-transformers' vector: the
 /// worst cosine, the worst absolute difference, and every vector's bits.
-fn check_against_reference(model: &MiniLm, chosen: &[usize]) -> (f64, f64, Vec<Vec<u32>>) {
+fn check_against_reference(model: &SentenceBert, chosen: &[usize]) -> (f64, f64, Vec<Vec<u32>>) {
     let reference = reference();
     let items = reference["items"].as_array().unwrap();
     assert_eq!(items.len(), 48);
@@ -66,7 +66,7 @@ fn check_against_reference(model: &MiniLm, chosen: &[usize]) -> (f64, f64, Vec<V
 #[test]
 #[ignore = "needs SCIFACT_MODEL_DIR (or ../shared/models) and ../shared/reference"]
 fn matches_sentence_transformers_on_all_48_reference_texts() {
-    let mut model = MiniLm::all_minilm_l6_v2(&model_dir()).unwrap();
+    let mut model = SentenceBert::all_minilm_l6_v2(&model_dir()).unwrap();
     let available = embedding::Kernels::available();
     // The portable kernels run everywhere, so they are what a CPU without AVX2 embeds with: checked too, on
     // the twelve shortest texts (unvectorised, all 48 three times would take minutes).
@@ -118,4 +118,45 @@ fn matches_sentence_transformers_on_all_48_reference_texts() {
             same.iter().map(|(n, _)| n).collect::<Vec<_>>()
         );
     }
+}
+
+#[test]
+#[ignore = "needs SCIFACT_MODEL_DIR (or ../shared/models)"]
+fn all_minilm_keeps_its_identity_and_its_published_files_are_required() {
+    let model = SentenceBert::all_minilm_l6_v2(&model_dir()).unwrap();
+    let identity = serde_json::to_value(model.identity()).unwrap();
+    // The identity every SciFact fixture and bundle records: nothing added by reading its checkpoint files.
+    assert_eq!(
+        identity,
+        serde_json::json!({
+            "model": "sentence-transformers/all-MiniLM-L6-v2", "dims": 384,
+            "weights_sha256": "sha256:53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+            "tokenizer_sha256": "sha256:be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+            "max_tokens": 256, "pooling": "mean", "normalization": "l2", "backend": "scifact-audit-bert",
+            "backend_version": "1", "overlong_policy": "truncate to 256 tokens",
+        })
+    );
+    assert!(
+        model.checkpoint().sentence_transformers,
+        "the shared copy is a sentence-transformers checkpoint"
+    );
+    // Its weights with another pooling config is not all-MiniLM-L6-v2.
+    let copy = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(model_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, copy.path().join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::create_dir(copy.path().join("1_Pooling")).unwrap();
+    std::fs::write(
+        copy.path().join("1_Pooling/config.json"),
+        r#"{"word_embedding_dimension": 384, "pooling_mode": "cls"}"#,
+    )
+    .unwrap();
+    let refused = SentenceBert::all_minilm_l6_v2(copy.path()).err().unwrap().to_string();
+    assert!(
+        refused.contains("1_Pooling/config.json") && refused.contains("not all-MiniLM-L6-v2's published"),
+        "{refused}"
+    );
 }

@@ -4,6 +4,7 @@
 
 mod http;
 
+mod checkpoints;
 mod download;
 mod ollama;
 mod parity;

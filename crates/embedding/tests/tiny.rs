@@ -1,12 +1,12 @@
-//! The full MiniLm code path on a randomly initialised tiny BERT: no model download, runs everywhere.
+//! The full SentenceBert code path on a randomly initialised tiny BERT: no model download, runs everywhere.
 
 use embedding::testing::{TINY_HIDDEN, TINY_MAX_POSITIONS, write_tiny_bert};
-use embedding::{Embedder, Error, MiniLm, WeightPin};
+use embedding::{Embedder, Error, SentenceBert, WeightPin};
 
-fn tiny(seed: u64) -> (tempfile::TempDir, MiniLm) {
+fn tiny(seed: u64) -> (tempfile::TempDir, SentenceBert) {
     let dir = tempfile::tempdir().unwrap();
     write_tiny_bert(dir.path(), seed).unwrap();
-    let model = MiniLm::load(dir.path(), "tiny-bert", WeightPin::Unpinned).unwrap();
+    let model = SentenceBert::load(dir.path(), "tiny-bert", WeightPin::Unpinned).unwrap();
     (dir, model)
 }
 
@@ -104,7 +104,7 @@ fn long_texts_are_truncated_to_the_models_positions() {
 #[test]
 fn loading_twice_gives_identical_bits() {
     let (dir, model) = tiny(4);
-    let again = MiniLm::load(dir.path(), "tiny-bert", WeightPin::Unpinned).unwrap();
+    let again = SentenceBert::load(dir.path(), "tiny-bert", WeightPin::Unpinned).unwrap();
     let a = model.embed(&TEXTS).unwrap();
     let b = again.embed(&TEXTS).unwrap();
     assert_eq!(a, b);
@@ -125,8 +125,8 @@ fn the_identity_binds_the_weight_and_tokenizer_digests() {
         (embedding::BACKEND, embedding::BACKEND_VERSION)
     );
     // Pinned to that digest, it loads; pinned to the real model's digest, it is refused.
-    MiniLm::load(dir.path(), "tiny-bert", WeightPin::Sha256(hex.clone())).unwrap();
-    match MiniLm::all_minilm_l6_v2(dir.path()) {
+    SentenceBert::load(dir.path(), "tiny-bert", WeightPin::Sha256(hex.clone())).unwrap();
+    match SentenceBert::all_minilm_l6_v2(dir.path()) {
         Err(Error::WeightDigestMismatch { actual, .. }) => assert_eq!(actual, hex),
         other => panic!("expected a digest mismatch, got {:?}", other.err()),
     }
@@ -136,7 +136,7 @@ fn the_identity_binds_the_weight_and_tokenizer_digests() {
 fn a_missing_file_is_named() {
     let (dir, _model) = tiny(6);
     std::fs::remove_file(dir.path().join("tokenizer.json")).unwrap();
-    let error = MiniLm::load(dir.path(), "tiny-bert", WeightPin::Unpinned).err().unwrap();
+    let error = SentenceBert::load(dir.path(), "tiny-bert", WeightPin::Unpinned).err().unwrap();
     assert!(error.to_string().contains("tokenizer.json"), "{error}");
 }
 
@@ -146,6 +146,6 @@ fn the_tanh_gelu_approximation_is_refused() {
     let path = dir.path().join("config.json");
     let config = std::fs::read_to_string(&path).unwrap().replace("\"gelu\"", "\"gelu_approximate\"");
     std::fs::write(&path, config).unwrap();
-    let error = MiniLm::load(dir.path(), "tiny-bert", WeightPin::Unpinned).err().unwrap();
+    let error = SentenceBert::load(dir.path(), "tiny-bert", WeightPin::Unpinned).err().unwrap();
     assert!(matches!(error, Error::InvalidModelFile { .. }), "{error}");
 }

@@ -162,7 +162,8 @@ pub(crate) enum Command {
 /// Which embedder runs the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum EmbedderKind {
-    /// all-MiniLM-L6-v2 in-process on this project's own BERT forward pass (no server needed).
+    /// A BERT sentence-transformers checkpoint (all-MiniLM-L6-v2 unless --model-dir names another) in-process on
+    /// this project's own forward pass (no server needed).
     Minilm,
     /// A local Ollama server (`OLLAMA_HOST`, default 127.0.0.1:11434).
     Ollama,
@@ -199,8 +200,11 @@ pub(crate) struct LockArgs {
 /// Which model embeds, shared by `embed` and `build`.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct ModelArgs {
-    /// Directory holding model.safetensors, tokenizer.json and config.json [default: $SCIFACT_MODEL_DIR,
-    /// else the user cache, else a download of the pinned files into it]
+    /// A BERT sentence-transformers checkpoint: model.safetensors, tokenizer.json and config.json, and what
+    /// else it declares (modules.json, 1_Pooling/config.json, sentence_bert_config.json,
+    /// config_sentence_transformers.json). Whatever it holds runs, its digests recorded; all-MiniLM-L6-v2's
+    /// weights are held to that model's published files [default: $SCIFACT_MODEL_DIR (all-MiniLM-L6-v2), else
+    /// the user cache, else a download of the pinned files into it]
     #[arg(long, value_name = "DIR")]
     pub(crate) model_dir: Option<PathBuf>,
     /// Which embedder to use
@@ -221,9 +225,24 @@ pub(crate) struct ModelArgs {
 pub(crate) struct EmbedArgs {
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,
-    /// Add this role's prefix first; without it each text is embedded exactly as given
+    /// Embed each text in this role; without it each text is embedded exactly as given
     #[arg(long, value_enum)]
     pub(crate) role: Option<RoleArg>,
+    /// What goes before a text in its role: `contract`, the evaluation contract's prefix (`search_document: `,
+    /// `search_query: `); `model`, the prompt the checkpoint declares for the role (config_sentence_transformers.json),
+    /// its tokens left out of the pooling when the checkpoint says so, as sentence-transformers'
+    /// `encode(prompt_name=...)` does
+    #[arg(long, value_enum, default_value = "contract")]
+    pub(crate) text_policy: TextPolicyArg,
+}
+
+/// Where a role's prompt comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TextPolicyArg {
+    /// The evaluation contract's prefixes.
+    Contract,
+    /// The checkpoint's own prompts.
+    Model,
 }
 
 #[derive(Debug, clap::Args)]

@@ -51,14 +51,12 @@ impl CorpusArg {
         }
     }
 
-    /// The model flags: for the tiny corpus, `--model-dir` or the committed tiny model, pinned to its sha256
-    /// unless `--weights-sha256` says otherwise (never `$SCIFACT_MODEL_DIR`).
+    /// The model flags: for the tiny corpus, the committed tiny model pinned to its sha256 (never
+    /// `$SCIFACT_MODEL_DIR`), or the checkpoint `--model-dir` names, its digests measured.
     pub(crate) fn model_args(self, args: &ModelArgs) -> anyhow::Result<ModelArgs> {
         let mut args = args.clone();
-        if self == CorpusArg::Tiny {
-            if args.model_dir.is_none() {
-                args.model_dir = Some(tiny_file(TINY_MODEL_DIR)?);
-            }
+        if self == CorpusArg::Tiny && args.model_dir.is_none() {
+            args.model_dir = Some(tiny_file(TINY_MODEL_DIR)?);
             args.weights_sha256.get_or_insert_with(|| TINY_WEIGHTS_SHA256.to_owned());
         }
         Ok(args)

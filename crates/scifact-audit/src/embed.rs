@@ -5,18 +5,35 @@ use std::io::{BufRead, BufWriter, IsTerminal, Write};
 use anyhow::Context;
 use embedding::Role;
 
-use crate::cli::{EmbedArgs, RoleArg};
+use crate::cli::{EmbedArgs, RoleArg, TextPolicyArg};
 use crate::model::open_embedder;
 
 /// Lines read, embedded and written per step, so output streams and memory stays flat.
 const CHUNK: usize = 256;
 
 pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
-    let (embedder, _) = open_embedder(&args.model_args)?;
     let role = args.role.map(|role| match role {
         RoleArg::Document => Role::Document,
         RoleArg::Query => Role::Query,
     });
+    // The model's own prompt needs the checkpoint, not just an embedder.
+    let (embedder, checkpoint) = match (args.text_policy, role) {
+        (TextPolicyArg::Model, None) => {
+            anyhow::bail!("--text-policy model needs --role (the prompt is the role's)")
+        }
+        (TextPolicyArg::Model, Some(_)) if args.model_args.embedder != crate::cli::EmbedderKind::Minilm => {
+            anyhow::bail!(
+                "--text-policy model needs the in-process embedder (the checkpoint declares the prompts)"
+            )
+        }
+        (TextPolicyArg::Model, Some(_)) => {
+            let Some(dir) = embedding::find_model_dir(args.model_args.model_dir.as_deref()) else {
+                anyhow::bail!("--text-policy model needs the checkpoint on disk: pass --model-dir");
+            };
+            (None, Some(crate::model::open_checkpoint(&args.model_args, &dir)?))
+        }
+        _ => (Some(open_embedder(&args.model_args)?.0), None),
+    };
     let stdin = std::io::stdin().lock();
     let mut out = BufWriter::new(std::io::stdout().lock());
     let progress = if std::io::stderr().is_terminal() {
@@ -31,10 +48,20 @@ pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
     };
     let mut texts: Vec<String> = Vec::with_capacity(CHUNK);
     let flush = |texts: &mut Vec<String>, out: &mut BufWriter<_>| -> anyhow::Result<()> {
-        let prompts: Vec<String> =
-            texts.iter().map(|t| role.map_or_else(|| t.clone(), |r| r.prompt(t))).collect();
-        let refs: Vec<&str> = prompts.iter().map(String::as_str).collect();
-        for embedding in embedder.embed(&refs)? {
+        let embedded = match (&checkpoint, &embedder, role) {
+            (Some(model), _, Some(role)) => {
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                model.embed_prompted(model.checkpoint().prompt(role), &refs, &|_| {})?
+            }
+            (_, Some(embedder), _) => {
+                let prompts: Vec<String> =
+                    texts.iter().map(|t| role.map_or_else(|| t.clone(), |r| r.prompt(t))).collect();
+                let refs: Vec<&str> = prompts.iter().map(String::as_str).collect();
+                embedder.embed(&refs)?
+            }
+            _ => anyhow::bail!("no embedder"),
+        };
+        for embedding in embedded {
             // Widened to f64, as in the fixture: parsing the printed value and narrowing gives the exact f32.
             let vector: Vec<f64> = embedding.vector.iter().map(|x| f64::from(*x)).collect();
             let line = serde_json::json!({ "vector": vector, "tokens": embedding.tokens });

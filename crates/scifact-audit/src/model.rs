@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use embedding::{Embedder, MiniLm, Ollama, WeightPin};
+use embedding::{Embedder, Ollama, SentenceBert, WeightPin};
 
 use crate::cli::{EmbedderKind, ModelArgs};
 
@@ -32,14 +32,23 @@ pub(crate) fn open_embedder(args: &ModelArgs) -> anyhow::Result<(Box<dyn Embedde
                     cache
                 }
             };
-            let (name, pin) = match &args.weights_sha256 {
-                Some(hex) => (format!("bert-sha256-{hex}"), WeightPin::Sha256(hex.clone())),
-                None => (embedding::ALL_MINILM_L6_V2.to_owned(), WeightPin::AllMiniLmL6V2),
-            };
-            let mut model = MiniLm::load(&dir, &name, pin)
-                .with_context(|| format!("loading the model from {}", dir.display()))?;
-            model.set_batch_size(args.batch_size);
+            let model = open_checkpoint(args, &dir)?;
             Ok((Box::new(model), Some(dir)))
         }
     }
+}
+
+/// The in-process checkpoint in `dir`: pinned to `--weights-sha256` when given; whatever `--model-dir` holds,
+/// its digests measured; else (`$SCIFACT_MODEL_DIR`, the cache) all-MiniLM-L6-v2, pinned.
+pub(crate) fn open_checkpoint(args: &ModelArgs, dir: &std::path::Path) -> anyhow::Result<SentenceBert> {
+    let loaded = match (&args.weights_sha256, &args.model_dir) {
+        (Some(hex), _) => {
+            SentenceBert::load(dir, &format!("bert-sha256-{hex}"), WeightPin::Sha256(hex.clone()))
+        }
+        (None, Some(_)) => SentenceBert::load_measured(dir),
+        (None, None) => SentenceBert::load(dir, embedding::ALL_MINILM_L6_V2, WeightPin::AllMiniLmL6V2),
+    };
+    let mut model = loaded.with_context(|| format!("loading the model from {}", dir.display()))?;
+    model.set_batch_size(args.batch_size);
+    Ok(model)
 }

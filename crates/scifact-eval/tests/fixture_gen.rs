@@ -116,6 +116,9 @@ pub(crate) fn synthetic_fixture(documents: usize, queries: usize, dims: usize, s
                 backend: "synthetic".into(),
                 backend_version: "1".into(),
                 overlong_policy: "none".into(),
+                files: None,
+                prompts: None,
+                lower_case: None,
             },
             text_policy: TextPolicy {
                 max_semantic_chars: 700,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use embedding::{Embedder, MiniLm};
+use embedding::{Embedder, SentenceBert};
 use scifact_eval::{
     ALL_MODES, BuildOptions, BuildSummary, DigestPolicy, NoProgress, Profile, QueryRow, RunOptions,
     SCIFACT_URL, Split, assemble, build_fixture, document_semantic_text, mean_metrics, parse_corpus,
@@ -75,12 +75,12 @@ struct RealFixture {
 
 static REAL: OnceLock<RealFixture> = OnceLock::new();
 
-fn model() -> MiniLm {
+fn model() -> SentenceBert {
     let model_dir = std::env::var_os("SCIFACT_MODEL_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| shared("models/all-MiniLM-L6-v2"));
     embedding::keep_freed_memory_for_reuse();
-    MiniLm::all_minilm_l6_v2(&model_dir).unwrap()
+    SentenceBert::all_minilm_l6_v2(&model_dir).unwrap()
 }
 
 fn build_options(work: &Path, out: &Path) -> BuildOptions {
@@ -107,7 +107,7 @@ fn real_fixture() -> &'static RealFixture {
 
 /// An embedder that stops (as a killed process would) after a number of model calls.
 struct Stopping<'a> {
-    inner: &'a MiniLm,
+    inner: &'a SentenceBert,
     calls_left: std::cell::Cell<usize>,
 }
 
@@ -156,6 +156,12 @@ fn builds_the_scifact_fixture_the_same_warm_and_after_two_interruptions() {
     eprintln!("documents cut at 700 chars: {}, queries cut: {}", cold.documents_cut, cold.queries_cut);
     assert_eq!((cold.counts.documents, cold.counts.queries, cold.counts.qrels), (5_183, 300, 339));
     assert_eq!(cold.fixture_sha256, warm.fixture_sha256);
+    // The published fixture (attestations/scifact-fdfc890 and every SciFact bundle since): all-MiniLM-L6-v2's
+    // vectors and identity must never move.
+    assert_eq!(
+        cold.fixture_sha256, "ba78352185d33a7c61976e214d4a37dd42a3c9e51fef6631a657b2eef5aaa375",
+        "the SciFact fixture is no longer the published one"
+    );
     assert_eq!(warm.embedded, 0);
 
     let dir = tempfile::tempdir().unwrap();

@@ -212,14 +212,22 @@ impl Bert {
         self.kernels
     }
 
-    /// The mean of the last hidden states over each sequence's tokens (not yet normalised), one vector per
-    /// sequence of `batch` (token ids, special tokens included, already truncated). The activations go in
-    /// `buffers`, which the caller keeps from one batch to the next.
+    /// The last hidden states of each sequence of `batch` (token ids, special tokens included, already
+    /// truncated) pooled by `pooling` (not yet normalised), one vector per sequence, over its tokens after the
+    /// first `skip` (a prompt's, left out as sentence-transformers leaves them; never all of them): the first
+    /// of them, their mean or their maximum. The activations go in `buffers`, which the
+    /// caller keeps from one batch to the next.
     ///
     /// # Errors
     /// [`Error::Tokenizer`] for an empty sequence, a sequence longer than the position table or a token id
     /// outside the vocabulary.
-    pub(crate) fn pooled(&self, batch: &[&[u32]], buffers: &mut Buffers) -> Result<Vec<Vec<f32>>> {
+    pub(crate) fn pooled(
+        &self,
+        batch: &[&[u32]],
+        buffers: &mut Buffers,
+        pooling: crate::checkpoint::Pooling,
+        skip: usize,
+    ) -> Result<Vec<Vec<f32>>> {
         let h = self.config.hidden_size;
         for ids in batch {
             if ids.is_empty() || ids.len() > self.config.max_position_embeddings {
@@ -250,18 +258,7 @@ impl Bert {
         for layer in &self.layers {
             self.block(layer, &mut x, &lengths, &mut activations);
         }
-        Ok(split(&x, h, &lengths)
-            .map(|rows| {
-                let mut sum = vec![0.0f32; h];
-                for row in rows.chunks_exact(h) {
-                    for (s, v) in sum.iter_mut().zip(row) {
-                        *s += *v;
-                    }
-                }
-                let count = (rows.len() / h) as f32;
-                sum.iter().map(|s| s / count).collect()
-            })
-            .collect())
+        Ok(split(&x, h, &lengths).map(|rows| pool(rows, h, pooling, skip)).collect())
     }
 
     /// One transformer block, post-norm as BERT: attention, residual, norm; feed-forward, residual, norm.
@@ -384,6 +381,37 @@ fn residual_then_norm<'a>(
             *t += *a;
         }
         ops::layer_norm(kernels, rows, &norm.gamma, &norm.beta, eps);
+    }
+}
+
+/// One sequence's `rows` (each `hidden` wide) pooled over the rows after the first `skip` (all of them when
+/// that would leave none): the first of them for CLS, their mean, or their maximum.
+fn pool(rows: &[f32], hidden: usize, pooling: crate::checkpoint::Pooling, skip: usize) -> Vec<f32> {
+    use crate::checkpoint::Pooling;
+    let count = rows.len() / hidden;
+    let kept = if skip < count { &rows[skip * hidden..] } else { rows };
+    match pooling {
+        // sentence-transformers takes the first token its pooling mask keeps: `[CLS]`, unless a prompt is left out.
+        Pooling::Cls => kept[..hidden].to_vec(),
+        Pooling::Mean => {
+            let mut sum = vec![0.0f32; hidden];
+            for row in kept.chunks_exact(hidden) {
+                for (s, v) in sum.iter_mut().zip(row) {
+                    *s += *v;
+                }
+            }
+            let count = (kept.len() / hidden) as f32;
+            sum.iter().map(|s| s / count).collect()
+        }
+        Pooling::Max => {
+            let mut max = kept[..hidden].to_vec();
+            for row in kept.chunks_exact(hidden).skip(1) {
+                for (m, v) in max.iter_mut().zip(row) {
+                    *m = m.max(*v);
+                }
+            }
+            max
+        }
     }
 }
 

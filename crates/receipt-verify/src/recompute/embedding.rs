@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use embedding::{Embedder, MiniLm, Role, WeightPin};
+use embedding::{Embedder, Role, SentenceBert, WeightPin};
 use serde_json::Value;
 
 use crate::recompute::statistics::Stream;
@@ -132,8 +132,26 @@ pub(crate) fn recheck(
 ) -> Result<String, String> {
     let model = identity["model"].as_str().unwrap_or("");
     let weights = identity["weights_sha256"].as_str().unwrap_or("").trim_start_matches("sha256:").to_owned();
-    let embedder = MiniLm::load(model_dir, model, WeightPin::Sha256(weights.clone()))
+    let embedder = SentenceBert::load(model_dir, model, WeightPin::Sha256(weights.clone()))
         .map_err(|e| format!("cannot load the declared model {model} (weights {weights}): {e}"))?;
+    // The reader's copy must be the declared model in every file that shapes a vector, not only its weights.
+    let loaded = serde_json::to_value(embedder.identity()).map_err(|e| e.to_string())?;
+    if &loaded != identity {
+        let differs = loaded
+            .as_object()
+            .into_iter()
+            .flatten()
+            .chain(identity.as_object().into_iter().flatten())
+            .map(|(field, _)| field)
+            .find(|field| loaded.get(field.as_str()) != identity.get(field.as_str()))
+            .map_or_else(String::new, |field| {
+                format!(" ({field}: {} here, {} declared)", loaded[field.as_str()], identity[field.as_str()])
+            });
+        return Err(format!(
+            "the model in {} is not the one the evidence declares{differs}",
+            model_dir.display()
+        ));
+    }
     // (which, index): documents by their index, then every query.
     let targets: Vec<(bool, usize)> =
         chosen.iter().map(|&d| (true, d)).chain((0..texts.queries.len()).map(|q| (false, q))).collect();

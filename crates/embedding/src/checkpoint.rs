@@ -1,0 +1,337 @@
+//! A sentence-transformers checkpoint directory, read for what it declares: the BERT shape (`config.json`),
+//! the modules (`modules.json`: a Transformer, a Pooling, optionally a Normalize), the pooling
+//! (`1_Pooling/config.json`, in both of its forms), the truncation and lower-casing
+//! (`sentence_bert_config.json`) and the prompts per role (`config_sentence_transformers.json`). Whatever this
+//! crate cannot run exactly (another architecture, another pooling, another activation, another module) is
+//! refused naming the file and the field, never approximated.
+//!
+//! A directory without `modules.json` is read as all-MiniLM-L6-v2's layout was before checkpoints were read:
+//! mean pooling, L2 normalisation, 256 tokens at most, no prompts.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::bert::Config;
+use crate::error::{Error, Result};
+use crate::role::Role;
+use crate::sha256_hex;
+
+/// Tokens a text keeps when the checkpoint does not say (sentence-transformers' value for all-MiniLM-L6-v2).
+pub const DEFAULT_MAX_TOKENS: usize = 256;
+
+/// How the token states of a sequence become one vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pooling {
+    /// The first token's state (`[CLS]`).
+    Cls,
+    /// The mean over the sequence's tokens (without the prompt's, when the checkpoint says so).
+    Mean,
+    /// The component-wise maximum over the sequence's tokens.
+    Max,
+}
+
+impl Pooling {
+    /// The name identities record.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pooling::Cls => "cls",
+            Pooling::Mean => "mean",
+            Pooling::Max => "max",
+        }
+    }
+}
+
+/// What a checkpoint directory declares, read and checked.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    /// The directory.
+    pub dir: PathBuf,
+    pub(crate) config: Config,
+    /// The pooling.
+    pub pooling: Pooling,
+    /// Whether a prompt's tokens take part in the pooling (`include_prompt`, true unless it says false).
+    pub include_prompt: bool,
+    /// Whether a Normalize module follows the pooling.
+    pub normalize: bool,
+    /// Tokens a text keeps, special tokens included (`max_seq_length`, at most the position table).
+    pub max_tokens: usize,
+    /// Whether texts are lower-cased before tokenizing (`do_lower_case`).
+    pub lower_case: bool,
+    /// The prompt declared for each role, if any (`prompts`: `query`; `document`, `passage` or `corpus`).
+    pub prompts: BTreeMap<Role, String>,
+    /// Whether the directory is a sentence-transformers checkpoint (it has `modules.json`) rather than the
+    /// bare layout read with the defaults above.
+    pub sentence_transformers: bool,
+    /// sha256 (hex) of each file besides the weights and the tokenizer that shapes a vector, by its path in
+    /// the directory: `config.json`, and when present `modules.json`, the pooling's config,
+    /// `sentence_bert_config.json` and `config_sentence_transformers.json`.
+    pub files: BTreeMap<String, String>,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })
+}
+
+fn invalid(path: &Path, reason: impl std::fmt::Display) -> Error {
+    Error::InvalidModelFile { path: path.to_path_buf(), reason: reason.to_string() }
+}
+
+/// `path`'s bytes and JSON, or `None` when the file does not exist.
+fn optional_json(path: &Path) -> Result<Option<(Vec<u8>, Value)>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let bytes = read(path)?;
+    let value =
+        serde_json::from_slice(&bytes).map_err(|error| invalid(path, format!("not JSON: {error}")))?;
+    Ok(Some((bytes, value)))
+}
+
+impl Checkpoint {
+    /// Reads the checkpoint in `dir`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] for a file that cannot be read; [`Error::InvalidModelFile`] naming the file and the field
+    /// for anything this crate cannot run exactly.
+    pub fn read(dir: &Path) -> Result<Checkpoint> {
+        let mut files = BTreeMap::new();
+        let config_path = dir.join("config.json");
+        let config_bytes = read(&config_path)?;
+        let raw: Value = serde_json::from_slice(&config_bytes)
+            .map_err(|error| invalid(&config_path, format!("not JSON: {error}")))?;
+        check_architecture(&config_path, &raw)?;
+        let config: Config = serde_json::from_value(raw).map_err(|error| invalid(&config_path, error))?;
+        if config.hidden_act != "gelu" {
+            // The tanh approximation is measurably not the model's GELU (cosine 0.9999972 vs 1 - 1e-12).
+            return Err(invalid(
+                &config_path,
+                format!(
+                    "hidden_act {:?} is not \"gelu\" (the exact erf GELU, the only one run here)",
+                    config.hidden_act
+                ),
+            ));
+        }
+        files.insert("config.json".to_owned(), sha256_hex(&config_bytes));
+
+        let modules_path = dir.join("modules.json");
+        let Some((modules_bytes, modules)) = optional_json(&modules_path)? else {
+            let max_tokens = DEFAULT_MAX_TOKENS.min(config.max_position_embeddings);
+            return Ok(Checkpoint {
+                dir: dir.to_path_buf(),
+                config,
+                pooling: Pooling::Mean,
+                include_prompt: true,
+                normalize: true,
+                max_tokens,
+                lower_case: false,
+                prompts: BTreeMap::new(),
+                sentence_transformers: false,
+                files,
+            });
+        };
+        files.insert("modules.json".to_owned(), sha256_hex(&modules_bytes));
+        let Some(modules) = modules.as_array() else {
+            return Err(invalid(&modules_path, "not a list of modules"));
+        };
+        let (mut pooling_dir, mut normalize, mut transformer) = (None, false, false);
+        for (index, module) in modules.iter().enumerate() {
+            let kind = module["type"].as_str().unwrap_or("");
+            let at = |field: &str| format!("module {index} ({kind:?}): {field}");
+            match kind {
+                "sentence_transformers.models.Transformer" => {
+                    if index != 0 {
+                        return Err(invalid(&modules_path, at("the Transformer must come first")));
+                    }
+                    transformer = true;
+                }
+                "sentence_transformers.models.Pooling" => {
+                    let path = module["path"].as_str().ok_or_else(|| invalid(&modules_path, at("path")))?;
+                    pooling_dir = Some(path.to_owned());
+                }
+                "sentence_transformers.models.Normalize" => normalize = true,
+                other => {
+                    return Err(invalid(
+                        &modules_path,
+                        format!(
+                            "module {index}: type {other:?} is not run here (Transformer, Pooling and Normalize are)"
+                        ),
+                    ));
+                }
+            }
+        }
+        if !transformer {
+            return Err(invalid(&modules_path, "no sentence_transformers.models.Transformer module"));
+        }
+        let pooling_dir = pooling_dir
+            .ok_or_else(|| invalid(&modules_path, "no sentence_transformers.models.Pooling module"))?;
+        if pooling_dir.contains("..") || Path::new(&pooling_dir).is_absolute() {
+            return Err(invalid(
+                &modules_path,
+                format!("the Pooling path {pooling_dir:?} leaves the directory"),
+            ));
+        }
+        let pooling_name = format!("{pooling_dir}/config.json");
+        let pooling_path = dir.join(&pooling_name);
+        let (pooling_bytes, pooling_config) = optional_json(&pooling_path)?
+            .ok_or_else(|| invalid(&pooling_path, "missing (the Pooling module's config)"))?;
+        files.insert(pooling_name, sha256_hex(&pooling_bytes));
+        let (pooling, include_prompt) = read_pooling(&pooling_path, &pooling_config, config.hidden_size)?;
+
+        let mut max_tokens = DEFAULT_MAX_TOKENS;
+        let mut lower_case = false;
+        let bert_path = dir.join("sentence_bert_config.json");
+        if let Some((bytes, value)) = optional_json(&bert_path)? {
+            files.insert("sentence_bert_config.json".to_owned(), sha256_hex(&bytes));
+            if let Some(length) = value.get("max_seq_length").filter(|v| !v.is_null()) {
+                max_tokens = length.as_u64().filter(|n| *n > 0).ok_or_else(|| {
+                    invalid(&bert_path, format!("max_seq_length {length} is not a positive count"))
+                })? as usize;
+            }
+            if let Some(flag) = value.get("do_lower_case").filter(|v| !v.is_null()) {
+                lower_case = flag
+                    .as_bool()
+                    .ok_or_else(|| invalid(&bert_path, format!("do_lower_case {flag} is not a boolean")))?;
+            }
+        }
+        let mut prompts = BTreeMap::new();
+        let prompts_path = dir.join("config_sentence_transformers.json");
+        if let Some((bytes, value)) = optional_json(&prompts_path)? {
+            files.insert("config_sentence_transformers.json".to_owned(), sha256_hex(&bytes));
+            prompts = read_prompts(&prompts_path, &value)?;
+        }
+        Ok(Checkpoint {
+            dir: dir.to_path_buf(),
+            max_tokens: max_tokens.min(config.max_position_embeddings),
+            config,
+            pooling,
+            include_prompt,
+            normalize,
+            lower_case,
+            prompts,
+            sentence_transformers: true,
+            files,
+        })
+    }
+
+    /// The prompt this checkpoint declares for `role` (empty when it declares none).
+    pub fn prompt(&self, role: Role) -> &str {
+        self.prompts.get(&role).map_or("", String::as_str)
+    }
+
+    /// The hidden size, which is the vectors' dimension.
+    pub fn dims(&self) -> usize {
+        self.config.hidden_size
+    }
+}
+
+/// BERT, and nothing else: `model_type` and `architectures`, when given, must say so.
+fn check_architecture(path: &Path, raw: &Value) -> Result<()> {
+    if let Some(kind) = raw.get("model_type").and_then(Value::as_str)
+        && kind != "bert"
+    {
+        return Err(invalid(
+            path,
+            format!("model_type {kind:?} is not \"bert\": only BERT checkpoints run here"),
+        ));
+    }
+    if let Some(architectures) = raw.get("architectures").and_then(Value::as_array)
+        && let Some(other) =
+            architectures.iter().filter_map(Value::as_str).find(|name| !name.starts_with("Bert"))
+    {
+        return Err(invalid(path, format!("architectures names {other:?}: only BERT checkpoints run here")));
+    }
+    if let Some(kind) = raw.get("position_embedding_type").and_then(Value::as_str)
+        && kind != "absolute"
+    {
+        return Err(invalid(path, format!("position_embedding_type {kind:?} is not \"absolute\"")));
+    }
+    Ok(())
+}
+
+/// The pooling from either form of the Pooling config: `pooling_mode` (newer) or the
+/// `pooling_mode_*_token(s)` flags (older), exactly one of CLS, mean and max, and `include_prompt`.
+fn read_pooling(path: &Path, value: &Value, hidden: usize) -> Result<(Pooling, bool)> {
+    if let Some(dimension) = value.get("word_embedding_dimension").and_then(Value::as_u64)
+        && dimension as usize != hidden
+    {
+        return Err(invalid(
+            path,
+            format!("word_embedding_dimension {dimension} is not config.json's hidden_size {hidden}"),
+        ));
+    }
+    let include_prompt = match value.get("include_prompt") {
+        None | Some(Value::Null) => true,
+        Some(flag) => {
+            flag.as_bool().ok_or_else(|| invalid(path, format!("include_prompt {flag} is not a boolean")))?
+        }
+    };
+    if let Some(mode) = value.get("pooling_mode").filter(|v| !v.is_null()) {
+        let pooling = match mode.as_str() {
+            Some("cls") => Pooling::Cls,
+            Some("mean") => Pooling::Mean,
+            Some("max") => Pooling::Max,
+            _ => {
+                return Err(invalid(
+                    path,
+                    format!("pooling_mode {mode} is not run here (cls, mean and max are)"),
+                ));
+            }
+        };
+        return Ok((pooling, include_prompt));
+    }
+    let flag = |name: &str| -> Result<bool> {
+        match value.get(name) {
+            None | Some(Value::Null) => Ok(false),
+            Some(flag) => {
+                flag.as_bool().ok_or_else(|| invalid(path, format!("{name} {flag} is not a boolean")))
+            }
+        }
+    };
+    for unsupported in
+        ["pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"]
+    {
+        if flag(unsupported)? {
+            return Err(invalid(path, format!("{unsupported} is not run here (cls, mean and max are)")));
+        }
+    }
+    let chosen: Vec<Pooling> = [
+        ("pooling_mode_cls_token", Pooling::Cls),
+        ("pooling_mode_mean_tokens", Pooling::Mean),
+        ("pooling_mode_max_tokens", Pooling::Max),
+    ]
+    .into_iter()
+    .filter_map(|(name, pooling)| flag(name).map(|on| on.then_some(pooling)).transpose())
+    .collect::<Result<_>>()?;
+    match chosen.as_slice() {
+        [one] => Ok((*one, include_prompt)),
+        [] => {
+            Err(invalid(path, "no pooling mode is set (pooling_mode, or one pooling_mode_*_token(s) flag)"))
+        }
+        _ => Err(invalid(path, "more than one pooling mode is set: their concatenation is not run here")),
+    }
+}
+
+/// The prompts per role: `prompts.query` for queries; `prompts.document`, else `passage`, else `corpus`, for
+/// documents. Every prompt must be a string.
+fn read_prompts(path: &Path, value: &Value) -> Result<BTreeMap<Role, String>> {
+    let mut prompts = BTreeMap::new();
+    let Some(declared) = value.get("prompts").filter(|v| !v.is_null()) else { return Ok(prompts) };
+    let Some(declared) = declared.as_object() else {
+        return Err(invalid(path, "prompts is not an object of names to texts"));
+    };
+    for (name, text) in declared {
+        if !text.is_string() {
+            return Err(invalid(path, format!("prompts.{name} is not a string")));
+        }
+    }
+    let text = |name: &str| declared.get(name).and_then(Value::as_str).map(str::to_owned);
+    if let Some(query) = text("query") {
+        prompts.insert(Role::Query, query);
+    }
+    if let Some(document) = text("document").or_else(|| text("passage")).or_else(|| text("corpus")) {
+        prompts.insert(Role::Document, document);
+    }
+    Ok(prompts)
+}

@@ -1,0 +1,348 @@
+//! `SentenceBert`: a BERT sentence-transformers checkpoint run in-process by this crate's own forward pass
+//! (`bert`), with what the checkpoint itself declares ([`Checkpoint`]): its shape, truncation, lower-casing,
+//! pooling (CLS, mean or max, a prompt's tokens left out when it says so), normalisation and prompts. A text's
+//! vector does not depend on what it is batched with.
+//!
+//! all-MiniLM-L6-v2 is the documented default, pinned by name: every file that shapes its vectors must have
+//! its published digest, and its identity is the one its fixtures have always recorded.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+
+use crate::bert::{BACKEND, BACKEND_VERSION, Bert, Buffers, Kernels};
+use crate::checkpoint::{Checkpoint, Pooling};
+use crate::error::{Error, Result};
+use crate::identity::{Embedder, EmbedderIdentity, Embedding, normalize};
+use crate::sha256_hex;
+
+/// The model name recorded in identities.
+pub const ALL_MINILM_L6_V2: &str = "sentence-transformers/all-MiniLM-L6-v2";
+/// sha256 of all-MiniLM-L6-v2's `model.safetensors`, as published by sentence-transformers.
+pub const ALL_MINILM_L6_V2_WEIGHTS_SHA256: &str =
+    "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db";
+/// sentence-transformers' `max_seq_length` for this model.
+pub const MAX_TOKENS: usize = 256;
+
+/// all-MiniLM-L6-v2's published files that shape a vector, with their sha256: a directory holding its
+/// weights must hold these (the ones present), or it is not the model its name says.
+pub const ALL_MINILM_L6_V2_FILES: [(&str, &str); 6] = [
+    ("tokenizer.json", "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
+    ("config.json", "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"),
+    ("modules.json", "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf"),
+    ("1_Pooling/config.json", "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23"),
+    ("sentence_bert_config.json", "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7"),
+    ("config_sentence_transformers.json", "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3"),
+];
+
+/// Which weights a directory must hold before they are used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WeightPin {
+    /// all-MiniLM-L6-v2's published digest ([`ALL_MINILM_L6_V2_WEIGHTS_SHA256`]).
+    AllMiniLmL6V2,
+    /// Another digest (lowercase hex), for another BERT checkpoint.
+    Sha256(String),
+    /// Any weights; the digest is still measured and recorded.
+    Unpinned,
+}
+
+/// A BERT sentence embedder on this crate's CPU forward pass.
+pub struct SentenceBert {
+    model: Bert,
+    checkpoint: Checkpoint,
+    weights: Vec<u8>,
+    tokenizer: Tokenizer,
+    identity: EmbedderIdentity,
+    batch_size: usize,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })
+}
+
+fn invalid(path: &Path, reason: impl std::fmt::Display) -> Error {
+    Error::InvalidModelFile { path: path.to_path_buf(), reason: reason.to_string() }
+}
+
+impl SentenceBert {
+    /// Loads the checkpoint in `dir` (`model.safetensors`, `tokenizer.json`, `config.json`, and the
+    /// sentence-transformers files when present), checking the weights against `pin` before anything else
+    /// reads them. `model` is the name recorded in the identity.
+    ///
+    /// # Errors
+    /// [`Error::Io`] for a missing file, [`Error::WeightDigestMismatch`], [`Error::InvalidModelFile`] naming the
+    /// file and field the checkpoint declares and this crate cannot run, or a file of all-MiniLM-L6-v2 that is
+    /// not its published one.
+    pub fn load(dir: &Path, model: &str, pin: WeightPin) -> Result<Self> {
+        let weights_path = dir.join("model.safetensors");
+        let weights = read(&weights_path)?;
+        let weights_sha256 = sha256_hex(&weights);
+        let expected = match &pin {
+            WeightPin::AllMiniLmL6V2 => Some(ALL_MINILM_L6_V2_WEIGHTS_SHA256.to_owned()),
+            WeightPin::Sha256(hex) => Some(hex.to_lowercase()),
+            WeightPin::Unpinned => None,
+        };
+        if let Some(expected) = expected
+            && expected != weights_sha256
+        {
+            return Err(Error::WeightDigestMismatch { path: weights_path, expected, actual: weights_sha256 });
+        }
+        let checkpoint = Checkpoint::read(dir)?;
+        let tokenizer_path = dir.join("tokenizer.json");
+        let tokenizer_bytes = read(&tokenizer_path)?;
+        let tokenizer_sha256 = sha256_hex(&tokenizer_bytes);
+        let all_minilm = weights_sha256 == ALL_MINILM_L6_V2_WEIGHTS_SHA256;
+        if all_minilm {
+            let found: BTreeMap<&str, &str> = checkpoint
+                .files
+                .iter()
+                .map(|(name, digest)| (name.as_str(), digest.as_str()))
+                .chain([("tokenizer.json", tokenizer_sha256.as_str())])
+                .collect();
+            for (name, published) in ALL_MINILM_L6_V2_FILES {
+                if let Some(digest) = found.get(name)
+                    && *digest != published
+                {
+                    return Err(invalid(
+                        &dir.join(name),
+                        format!(
+                            "has sha256 {digest}, not all-MiniLM-L6-v2's published {published}: the weights are that model's, this file is not"
+                        ),
+                    ));
+                }
+            }
+        }
+        let mut tokenizer =
+            Tokenizer::from_bytes(&tokenizer_bytes).map_err(|error| invalid(&tokenizer_path, error))?;
+        // tokenizer.json may ship with another truncation (all-MiniLM-L6-v2's says 128) and fixed padding;
+        // sentence-transformers truncates at max_seq_length and pads per batch. Padding is done here, per
+        // length-sorted batch.
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: checkpoint.max_tokens,
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+                direction: TruncationDirection::Right,
+            }))
+            .map_err(|error| invalid(&tokenizer_path, error))?;
+        tokenizer.with_padding(None);
+        let bert = Bert::load(checkpoint.config.clone(), &weights, Kernels::best())
+            .map_err(|error| invalid(&weights_path, error))?;
+        let identity = identity(model, &checkpoint, &weights_sha256, &tokenizer_sha256, all_minilm);
+        Ok(SentenceBert { model: bert, checkpoint, weights, tokenizer, identity, batch_size: 64 })
+    }
+
+    /// Loads whatever checkpoint `dir` holds, its digests measured and recorded: named all-MiniLM-L6-v2 (and
+    /// held to its published files) when the weights are that model's, else `bert-sha256-<hex of the weights>`.
+    ///
+    /// # Errors
+    /// As [`SentenceBert::load`].
+    pub fn load_measured(dir: &Path) -> Result<Self> {
+        let weights_path = dir.join("model.safetensors");
+        let digest = sha256_hex(&read(&weights_path)?);
+        if digest == ALL_MINILM_L6_V2_WEIGHTS_SHA256 {
+            SentenceBert::load(dir, ALL_MINILM_L6_V2, WeightPin::AllMiniLmL6V2)
+        } else {
+            SentenceBert::load(dir, &format!("bert-sha256-{digest}"), WeightPin::Sha256(digest.clone()))
+        }
+    }
+
+    /// Runs the forward pass with `kernels` instead of the fastest this CPU has. Every kind gives the same
+    /// bits; this exists to show it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidModelFile`] when this CPU cannot run `kernels`.
+    pub fn use_kernels(&mut self, kernels: Kernels) -> Result<()> {
+        if !Kernels::available().contains(&kernels) {
+            return Err(Error::InvalidModelFile {
+                path: PathBuf::from("model.safetensors"),
+                reason: format!("this CPU cannot run the {kernels:?} kernels"),
+            });
+        }
+        self.model = Bert::load(self.checkpoint.config.clone(), &self.weights, kernels)
+            .map_err(|reason| Error::InvalidModelFile { path: PathBuf::from("model.safetensors"), reason })?;
+        Ok(())
+    }
+
+    /// The kernels the forward pass runs on.
+    pub fn kernels(&self) -> Kernels {
+        self.model.kernels()
+    }
+
+    /// What the checkpoint declares.
+    pub fn checkpoint(&self) -> &Checkpoint {
+        &self.checkpoint
+    }
+
+    /// Loads all-MiniLM-L6-v2 from `dir`, pinned to its published files.
+    ///
+    /// # Errors
+    /// As [`SentenceBert::load`].
+    pub fn all_minilm_l6_v2(dir: &Path) -> Result<Self> {
+        SentenceBert::load(dir, ALL_MINILM_L6_V2, WeightPin::AllMiniLmL6V2)
+    }
+
+    /// Sets how many texts run through the model together (default 64). Results do not depend on it, to the
+    /// bit: only speed and memory do.
+    pub fn set_batch_size(&mut self, batch_size: usize) {
+        self.batch_size = batch_size.max(1);
+    }
+
+    /// The model input ids for `text` (lower-cased first when the checkpoint says so), after truncation,
+    /// special tokens included.
+    ///
+    /// # Errors
+    /// [`Error::Tokenizer`].
+    pub fn input_ids(&self, text: &str) -> Result<Vec<u32>> {
+        let lowered: String;
+        let text = if self.checkpoint.lower_case {
+            // Character by character, as the tokenizers' Lowercase normalizer sentence-transformers puts first.
+            lowered = text.chars().flat_map(char::to_lowercase).collect();
+            lowered.as_str()
+        } else {
+            text
+        };
+        let encoding =
+            self.tokenizer.encode(text, true).map_err(|error| Error::Tokenizer(error.to_string()))?;
+        Ok(encoding.get_ids().to_vec())
+    }
+
+    /// Embeds each text with `prompt` before it, as sentence-transformers' `encode(prompt=...)` does: the
+    /// prompt and the text are one string, and when the pooling leaves the prompt out (`include_prompt`
+    /// false) the prompt's tokens (`[CLS]` and the prompt, as the prompt alone tokenizes) are left out of it.
+    ///
+    /// # Errors
+    /// As [`Embedder::embed`].
+    pub fn embed_prompted(
+        &self,
+        prompt: &str,
+        texts: &[&str],
+        done: &(dyn Fn(usize) + Sync),
+    ) -> Result<Vec<Embedding>> {
+        let skip = if prompt.is_empty() || self.checkpoint.include_prompt {
+            0
+        } else {
+            self.input_ids(prompt)?.len().saturating_sub(1)
+        };
+        let prompted: Vec<String> = texts.iter().map(|text| format!("{prompt}{text}")).collect();
+        let refs: Vec<&str> = prompted.iter().map(String::as_str).collect();
+        self.embed_skipping(&refs, skip, done)
+    }
+
+    /// [`Embedder::embed`], calling `done(n)` after each batch of `n` texts: for a progress bar over a long
+    /// call. The vectors are the same bits either way.
+    ///
+    /// # Errors
+    /// As [`Embedder::embed`].
+    pub fn embed_reporting(&self, texts: &[&str], done: &(dyn Fn(usize) + Sync)) -> Result<Vec<Embedding>> {
+        self.embed_skipping(texts, 0, done)
+    }
+
+    /// Embeds `texts`, leaving each sequence's first `skip` tokens out of the pooling.
+    fn embed_skipping(
+        &self,
+        texts: &[&str],
+        skip: usize,
+        done: &(dyn Fn(usize) + Sync),
+    ) -> Result<Vec<Embedding>> {
+        // On every thread: one thread alone left the other idle for 1-2 % of the time.
+        let encoded: Vec<Vec<u32>> =
+            texts.par_iter().map(|text| self.input_ids(text)).collect::<Result<_>>()?;
+        // Batches of similar length keep the work per batch even; results go back to the caller's order.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&index| (std::cmp::Reverse(encoded[index].len()), index));
+        let mut vectors: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
+        let mut buffers = Buffers::default();
+        for chunk in order.chunks(self.batch_size) {
+            let batch: Vec<&[u32]> = chunk.iter().map(|&index| encoded[index].as_slice()).collect();
+            let pooled = self.model.pooled(&batch, &mut buffers, self.checkpoint.pooling, skip)?;
+            for (&index, vector) in chunk.iter().zip(pooled) {
+                vectors[index] = Some(vector);
+            }
+            done(chunk.len());
+        }
+        vectors
+            .into_iter()
+            .zip(encoded)
+            .enumerate()
+            .map(|(index, (vector, ids))| {
+                let mut vector = vector.unwrap_or_default();
+                if self.checkpoint.normalize {
+                    normalize(&mut vector).map_err(|reason| Error::InvalidEmbedding { index, reason })?;
+                }
+                Ok(Embedding { vector, tokens: ids.len(), shortened_to: None })
+            })
+            .collect()
+    }
+}
+
+impl Embedder for SentenceBert {
+    fn identity(&self) -> &EmbedderIdentity {
+        &self.identity
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>> {
+        self.embed_reporting(texts, &|_| {})
+    }
+}
+
+/// The identity a checkpoint's vectors carry. all-MiniLM-L6-v2 (its files pinned by name) and a directory with
+/// no sentence-transformers files (read with the defaults) keep the identity fixtures have always recorded;
+/// any other checkpoint adds the digest of every file that shapes a vector, its prompts and its lower-casing,
+/// so a change in any of them is a different model.
+fn identity(
+    model: &str,
+    checkpoint: &Checkpoint,
+    weights_sha256: &str,
+    tokenizer_sha256: &str,
+    all_minilm: bool,
+) -> EmbedderIdentity {
+    let max_tokens = checkpoint.max_tokens;
+    let described = checkpoint.sentence_transformers && !all_minilm;
+    let pooling = match (checkpoint.pooling, checkpoint.include_prompt) {
+        (Pooling::Mean, false) => "mean without the prompt's tokens".to_owned(),
+        (Pooling::Max, false) => "max without the prompt's tokens".to_owned(),
+        (pooling, _) => pooling.name().to_owned(),
+    };
+    EmbedderIdentity {
+        model: model.to_owned(),
+        dims: checkpoint.dims(),
+        weights_sha256: Some(format!("sha256:{weights_sha256}")),
+        tokenizer_sha256: Some(format!("sha256:{tokenizer_sha256}")),
+        max_tokens,
+        pooling,
+        normalization: if checkpoint.normalize { "l2" } else { "none" }.into(),
+        backend: BACKEND.into(),
+        backend_version: BACKEND_VERSION.into(),
+        overlong_policy: format!("truncate to {max_tokens} tokens"),
+        files: described.then(|| {
+            checkpoint.files.iter().map(|(name, digest)| (name.clone(), format!("sha256:{digest}"))).collect()
+        }),
+        prompts: (described && !checkpoint.prompts.is_empty()).then(|| {
+            checkpoint.prompts.iter().map(|(role, prompt)| (role.name().to_owned(), prompt.clone())).collect()
+        }),
+        lower_case: (described && checkpoint.lower_case).then_some(true),
+    }
+}
+
+/// The files a model directory must hold.
+pub const MODEL_FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
+
+/// Returns true if and only if `dir` holds every file of [`MODEL_FILES`].
+pub fn is_model_dir(dir: &Path) -> bool {
+    MODEL_FILES.iter().all(|file| dir.join(file).is_file())
+}
+
+/// The directory to load the model from: `explicit` (a `--model-dir` flag), else `SCIFACT_MODEL_DIR`, else
+/// the user cache directory when it holds the model. `None` when none of them does.
+pub fn find_model_dir(explicit: Option<&Path>) -> Option<PathBuf> {
+    if let Some(dir) = explicit {
+        return Some(dir.to_path_buf());
+    }
+    if let Some(dir) = std::env::var_os("SCIFACT_MODEL_DIR").filter(|dir| !dir.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    crate::acquire::model_cache_dir().filter(|dir| is_model_dir(dir))
+}

@@ -1,0 +1,268 @@
+//! Any BERT sentence-transformers checkpoint, run with what it declares: the project's parity checkpoints
+//! (`fixtures/checkpoints/`, written by `testing::parity_checkpoints`) held to sentence-transformers' own
+//! vectors (`reference.json`, made by `scripts/st-reference.py`), to the same bits on every kernel, with an
+//! identity that binds every file; and every checkpoint this crate cannot run exactly refused by name.
+
+use std::path::{Path, PathBuf};
+
+use embedding::testing::{PARITY_TEXTS, parity_checkpoints, write_sentence_transformers};
+use embedding::{Checkpoint, Embedder, Error, Kernels, Pooling, Role, SentenceBert, WeightPin};
+use serde_json::Value;
+
+fn checkpoints_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/checkpoints")
+}
+
+/// Every file under `dir`, relative path to bytes.
+fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push((path.strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_committed_checkpoints_are_the_generators_bytes() {
+    let regenerate = std::env::var_os("SCIFACT_REGENERATE_FIXTURES").is_some();
+    for (name, shape, seed, layout) in parity_checkpoints() {
+        let fresh = tempfile::tempdir().unwrap();
+        write_sentence_transformers(fresh.path(), &shape, seed, &layout).unwrap();
+        let committed = checkpoints_dir().join(name);
+        if regenerate {
+            let _ = std::fs::remove_dir_all(&committed);
+            std::fs::create_dir_all(&committed).unwrap();
+            for (relative, bytes) in files(fresh.path()) {
+                let path = committed.join(relative);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, bytes).unwrap();
+            }
+        }
+        assert_eq!(
+            files(&committed),
+            files(fresh.path()),
+            "{name}: rerun with SCIFACT_REGENERATE_FIXTURES=1"
+        );
+    }
+    if regenerate {
+        let texts = serde_json::json!({"texts": PARITY_TEXTS});
+        std::fs::write(
+            checkpoints_dir().join("texts.json"),
+            serde_json::to_string_pretty(&texts).unwrap() + "\n",
+        )
+        .unwrap();
+    }
+    let texts: Value =
+        serde_json::from_slice(&std::fs::read(checkpoints_dir().join("texts.json")).unwrap()).unwrap();
+    assert_eq!(texts["texts"], serde_json::json!(PARITY_TEXTS), "texts.json is the generator's PARITY_TEXTS");
+}
+
+fn load(name: &str) -> SentenceBert {
+    SentenceBert::load(&checkpoints_dir().join(name), name, WeightPin::Unpinned).unwrap()
+}
+
+fn role_of(name: &str) -> Role {
+    if name == "query" { Role::Query } else { Role::Document }
+}
+
+#[test]
+fn every_component_is_within_1e_5_of_sentence_transformers() {
+    let reference: Value =
+        serde_json::from_slice(&std::fs::read(checkpoints_dir().join("reference.json")).unwrap()).unwrap();
+    let texts: Vec<&str> =
+        reference["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    let mut compared = 0;
+    for (name, _, _, _) in parity_checkpoints() {
+        let model = load(name);
+        for (role, entry) in reference["checkpoints"][name].as_object().unwrap() {
+            let role = role_of(role);
+            let expected_prompt = entry["prompt_name"].as_str().map(|_| model.checkpoint().prompt(role));
+            let prompt = model.checkpoint().prompt(role);
+            assert_eq!(
+                expected_prompt.unwrap_or(""),
+                prompt,
+                "{name} {role:?}: the prompt sentence-transformers used"
+            );
+            let ours = model.embed_prompted(prompt, &texts, &|_| {}).unwrap();
+            for (text, (mine, theirs)) in
+                texts.iter().zip(ours.iter().zip(entry["vectors"].as_array().unwrap()))
+            {
+                let theirs: Vec<f64> =
+                    theirs.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+                assert_eq!(mine.vector.len(), theirs.len());
+                let worst = mine
+                    .vector
+                    .iter()
+                    .zip(&theirs)
+                    .map(|(a, b)| (f64::from(*a) - b).abs())
+                    .fold(0.0, f64::max);
+                assert!(worst <= 1e-5, "{name} {role:?} {text:?}: a component differs by {worst:e}");
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 3 * 2 * PARITY_TEXTS.len());
+}
+
+#[test]
+fn each_checkpoint_is_read_as_it_declares_and_its_identity_binds_every_file() {
+    let read = |name: &str| Checkpoint::read(&checkpoints_dir().join(name)).unwrap();
+    let cls = read("cls-normalize-instruction");
+    assert_eq!(
+        (cls.pooling, cls.normalize, cls.include_prompt, cls.max_tokens),
+        (Pooling::Cls, true, true, 64)
+    );
+    assert_eq!((cls.prompt(Role::Query), cls.prompt(Role::Document)), ("search the document : ", ""));
+    let mean = read("mean-two-prompts");
+    assert_eq!((mean.pooling, mean.normalize, mean.include_prompt), (Pooling::Mean, false, false));
+    assert_eq!(mean.prompt(Role::Document), "the document : ", "passage is a document prompt");
+    let max = read("max-short-lowercase");
+    assert_eq!((max.pooling, max.max_tokens, max.lower_case), (Pooling::Max, 12, true));
+
+    let model = load("mean-two-prompts");
+    let identity = serde_json::to_value(model.identity()).unwrap();
+    assert_eq!(identity["pooling"], "mean without the prompt's tokens");
+    assert_eq!(identity["normalization"], "none");
+    assert_eq!(identity["prompts"], serde_json::json!({"document": "the document : ", "query": "query : "}));
+    let bound: Vec<&str> = identity["files"].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        bound,
+        [
+            "1_Pooling/config.json",
+            "config.json",
+            "config_sentence_transformers.json",
+            "modules.json",
+            "sentence_bert_config.json"
+        ]
+    );
+    // A change in any file that shapes a vector is a different model.
+    let copy = tempfile::tempdir().unwrap();
+    for (relative, bytes) in files(&checkpoints_dir().join("mean-two-prompts")) {
+        let path = copy.path().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    let prompts = copy.path().join("config_sentence_transformers.json");
+    let text = std::fs::read_to_string(&prompts).unwrap().replace("query : ", "query: ");
+    std::fs::write(&prompts, text).unwrap();
+    let changed = SentenceBert::load(copy.path(), "mean-two-prompts", WeightPin::Unpinned).unwrap();
+    assert_ne!(changed.identity(), model.identity());
+    assert_ne!(changed.identity().files, model.identity().files);
+}
+
+#[test]
+fn every_kernel_gives_every_checkpoint_the_same_bits() {
+    for (name, _, _, _) in parity_checkpoints() {
+        let mut model = load(name);
+        let prompt = model.checkpoint().prompt(Role::Query).to_owned();
+        let best = model.embed_prompted(&prompt, &PARITY_TEXTS, &|_| {}).unwrap();
+        for kernels in Kernels::available() {
+            model.use_kernels(kernels).unwrap();
+            let again = model.embed_prompted(&prompt, &PARITY_TEXTS, &|_| {}).unwrap();
+            for (a, b) in best.iter().zip(&again) {
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&a.vector), bits(&b.vector), "{name} on {kernels:?}");
+            }
+        }
+    }
+}
+
+/// A copy of a parity checkpoint with `edit` applied to one of its files; what loading it says.
+fn refused(name: &str, file: &str, edit: impl FnOnce(&str) -> String) -> String {
+    let copy = tempfile::tempdir().unwrap();
+    for (relative, bytes) in files(&checkpoints_dir().join(name)) {
+        let path = copy.path().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    let path = copy.path().join(file);
+    std::fs::write(&path, edit(&std::fs::read_to_string(&path).unwrap())).unwrap();
+    match SentenceBert::load(copy.path(), name, WeightPin::Unpinned) {
+        Ok(_) => panic!("{name} with {file} edited loaded"),
+        Err(error @ Error::InvalidModelFile { .. }) => error.to_string(),
+        Err(other) => panic!("{name}: not a refusal naming the file: {other}"),
+    }
+}
+
+#[test]
+fn what_cannot_be_run_exactly_is_refused_naming_the_file_and_the_field() {
+    // (checkpoint, file, replace this, by this, the refusal says)
+    let cases = [
+        (
+            "cls-normalize-instruction",
+            "1_Pooling/config.json",
+            "\"cls\"",
+            "\"lasttoken\"",
+            "pooling_mode \"lasttoken\"",
+        ),
+        (
+            "mean-two-prompts",
+            "1_Pooling/config.json",
+            "\"pooling_mode_mean_sqrt_len_tokens\": false",
+            "\"pooling_mode_mean_sqrt_len_tokens\": true",
+            "pooling_mode_mean_sqrt_len_tokens",
+        ),
+        (
+            "mean-two-prompts",
+            "1_Pooling/config.json",
+            "\"pooling_mode_cls_token\": false",
+            "\"pooling_mode_cls_token\": true",
+            "more than one pooling mode",
+        ),
+        (
+            "cls-normalize-instruction",
+            "config.json",
+            "\"bert\"",
+            "\"xlm-roberta\"",
+            "model_type \"xlm-roberta\"",
+        ),
+        ("cls-normalize-instruction", "config.json", "\"gelu\"", "\"gelu_new\"", "hidden_act \"gelu_new\""),
+        (
+            "max-short-lowercase",
+            "config_sentence_transformers.json",
+            "}",
+            "",
+            "config_sentence_transformers.json: not JSON",
+        ),
+        (
+            "max-short-lowercase",
+            "modules.json",
+            "models.Normalize",
+            "models.Dense",
+            "sentence_transformers.models.Dense",
+        ),
+    ];
+    for (name, file, from, to, says) in cases {
+        let message = refused(name, file, |text| text.replace(from, to));
+        assert!(message.contains(file) && message.contains(says), "{name} {file}: {message}");
+    }
+    let message = refused("max-short-lowercase", "config_sentence_transformers.json", |_| {
+        "{\"prompts\": {\"query\": 7}}".into()
+    });
+    assert!(message.contains("prompts.query is not a string"), "{message}");
+}
+
+#[test]
+fn a_bare_bert_directory_keeps_all_minilm_s_defaults_and_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    embedding::testing::write_tiny_bert(dir.path(), 9).unwrap();
+    let checkpoint = Checkpoint::read(dir.path()).unwrap();
+    assert!(!checkpoint.sentence_transformers);
+    assert_eq!((checkpoint.pooling, checkpoint.normalize, checkpoint.max_tokens), (Pooling::Mean, true, 64));
+    let model = SentenceBert::load(dir.path(), "tiny", WeightPin::Unpinned).unwrap();
+    let identity = serde_json::to_value(model.identity()).unwrap();
+    assert!(identity.get("files").is_none() && identity.get("prompts").is_none(), "{identity}");
+    assert_eq!(
+        (identity["pooling"].as_str(), identity["normalization"].as_str()),
+        (Some("mean"), Some("l2"))
+    );
+}

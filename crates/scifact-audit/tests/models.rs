@@ -1,0 +1,98 @@
+//! A second model end to end: the tiny evaluation run with a sentence-transformers checkpoint of the project's
+//! own (`fixtures/checkpoints/cls-normalize-instruction`: CLS pooling, a Normalize module), whose bundle names
+//! it and binds every file that shapes its vectors, and which `verify-bundle` re-embeds with it; the tiny
+//! model in its place is refused by name.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::{keys, scifact_audit};
+
+fn root() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap()).join("../..")
+}
+
+#[test]
+fn a_tiny_eval_with_another_checkpoint_names_it_and_is_re_embedded_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (secret, public) = keys(dir.path());
+    let work = dir.path().join("work");
+    let checkpoint = root().join("fixtures/checkpoints/cls-normalize-instruction");
+    let archive = root().join("fixtures/tiny/scifact-tiny.zip");
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_owned();
+    let eval = scifact_audit(
+        &[
+            "eval",
+            "--profile",
+            "tiny",
+            "--work-dir",
+            &s(&work),
+            "--archive",
+            &s(&archive),
+            "--model-dir",
+            &s(&checkpoint),
+            "--secret-key",
+            &s(&secret),
+            "--search-space",
+            &s(&root().join("fixtures/tiny/baseline-only.json")),
+        ],
+        "",
+    );
+    assert!(eval.status.success(), "{}", String::from_utf8_lossy(&eval.stderr));
+    let bundle = std::fs::read_dir(work.join("bundles")).unwrap().next().unwrap().unwrap().path();
+    let metadata: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("fixture-metadata.json")).unwrap()).unwrap();
+    let identity = &metadata["metadata"]["embedding"];
+    assert!(identity["model"].as_str().unwrap().starts_with("bert-sha256-"), "{identity}");
+    assert_eq!((identity["dims"].as_u64(), identity["pooling"].as_str()), (Some(32), Some("cls")));
+    for file in ["config.json", "modules.json", "1_Pooling/config.json", "sentence_bert_config.json"] {
+        assert!(
+            identity["files"][file].as_str().is_some_and(|d| d.starts_with("sha256:")),
+            "{file}: {identity}"
+        );
+    }
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["predicate"]["model"], identity["model"], "the claim names the model");
+
+    let read_with = |model: &std::path::Path| -> (Option<i32>, Value) {
+        let output = scifact_audit(
+            &[
+                "verify-bundle",
+                "--bundle-dir",
+                &s(&bundle),
+                "--public-key",
+                &s(&public),
+                "--archive",
+                &s(&archive),
+                "--model-dir",
+                &s(model),
+                "--json",
+            ],
+            "",
+        );
+        (output.status.code(), serde_json::from_slice(&output.stdout).unwrap())
+    };
+    let embedding = |report: &Value| -> Value {
+        report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "embedding.values").unwrap().clone()
+    };
+    let (code, report) = read_with(&checkpoint);
+    assert_eq!(code, Some(0), "{report}");
+    let check = embedding(&report);
+    assert_eq!(
+        (check["status"].as_str(), check["basis"].as_str()),
+        (Some("pass"), Some("recomputed")),
+        "{check}"
+    );
+    assert!(
+        ["verified", "not publishable"].contains(&report["verdict"].as_str().unwrap()),
+        "{}",
+        report["verdict"]
+    );
+    let (code, report) = read_with(&root().join("fixtures/tiny/model"));
+    assert_eq!(code, Some(1));
+    let check = embedding(&report);
+    assert_eq!(check["status"], "fail", "{check}");
+    assert!(check["evidence"].as_str().unwrap().contains("cannot load the declared model"), "{check}");
+}
