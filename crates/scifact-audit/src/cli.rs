@@ -210,9 +210,11 @@ pub(crate) struct ModelArgs {
     /// Which embedder to use
     #[arg(long, value_enum, default_value = "minilm")]
     pub(crate) embedder: EmbedderKind,
-    /// Ollama model name (with --embedder ollama)
-    #[arg(long, default_value = embedding::DEFAULT_OLLAMA_MODEL)]
-    pub(crate) model: String,
+    /// A known checkpoint by name, held to its published digests (in-process: `all-MiniLM-L6-v2`, the only one
+    /// this build knows, the default; with --model-dir, the directory must hold it), or with --embedder ollama
+    /// the Ollama model [default: all-minilm:latest]
+    #[arg(long, value_name = "NAME")]
+    pub(crate) model: Option<String>,
     /// Accept a BERT checkpoint with this weights sha256 (hex) instead of all-MiniLM-L6-v2's published one
     #[arg(long, value_name = "HEX")]
     pub(crate) weights_sha256: Option<String>,

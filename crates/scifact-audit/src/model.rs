@@ -11,10 +11,11 @@ use crate::cli::{EmbedderKind, ModelArgs};
 pub(crate) fn open_embedder(args: &ModelArgs) -> anyhow::Result<(Box<dyn Embedder>, Option<PathBuf>)> {
     match args.embedder {
         EmbedderKind::Ollama => {
-            if !args.model.starts_with("all-minilm") {
-                bail!("unknown dimension for Ollama model {:?}: only all-minilm is supported", args.model);
+            let model = args.model.as_deref().unwrap_or(embedding::DEFAULT_OLLAMA_MODEL);
+            if !model.starts_with("all-minilm") {
+                bail!("unknown dimension for Ollama model {model:?}: only all-minilm is supported");
             }
-            Ok((Box::new(Ollama::new(None, &args.model, 384)?), None))
+            Ok((Box::new(Ollama::new(None, model, 384)?), None))
         }
         EmbedderKind::Minilm => {
             let dir = match embedding::find_model_dir(args.model_dir.as_deref()) {
@@ -38,15 +39,26 @@ pub(crate) fn open_embedder(args: &ModelArgs) -> anyhow::Result<(Box<dyn Embedde
     }
 }
 
-/// The in-process checkpoint in `dir`: pinned to `--weights-sha256` when given; whatever `--model-dir` holds,
-/// its digests measured; else (`$SCIFACT_MODEL_DIR`, the cache) all-MiniLM-L6-v2, pinned.
+/// The in-process checkpoint in `dir`: pinned to `--weights-sha256` when given; to a known checkpoint's
+/// published digests when `--model NAME` names one; whatever `--model-dir` holds, its digests measured; else
+/// (`$SCIFACT_MODEL_DIR`, the cache) all-MiniLM-L6-v2, pinned.
 pub(crate) fn open_checkpoint(args: &ModelArgs, dir: &std::path::Path) -> anyhow::Result<SentenceBert> {
-    let loaded = match (&args.weights_sha256, &args.model_dir) {
-        (Some(hex), _) => {
+    let loaded = match (&args.weights_sha256, args.model.as_deref(), &args.model_dir) {
+        (Some(hex), _, _) => {
             SentenceBert::load(dir, &format!("bert-sha256-{hex}"), WeightPin::Sha256(hex.clone()))
         }
-        (None, Some(_)) => SentenceBert::load_measured(dir),
-        (None, None) => SentenceBert::load(dir, embedding::ALL_MINILM_L6_V2, WeightPin::AllMiniLmL6V2),
+        (None, Some(name), _) => {
+            let known = embedding::ALL_MINILM_L6_V2;
+            if name != known && Some(name) != known.strip_prefix("sentence-transformers/") {
+                bail!(
+                    "--model {name:?} is not a checkpoint this build knows by name (it knows {known}, whose published \
+                     digests it holds); pass --model-dir DIR to run any other, its digests measured and recorded"
+                );
+            }
+            SentenceBert::load(dir, known, WeightPin::AllMiniLmL6V2)
+        }
+        (None, None, Some(_)) => SentenceBert::load_measured(dir),
+        (None, None, None) => SentenceBert::load(dir, embedding::ALL_MINILM_L6_V2, WeightPin::AllMiniLmL6V2),
     };
     let mut model = loaded.with_context(|| format!("loading the model from {}", dir.display()))?;
     model.set_batch_size(args.batch_size);

@@ -216,14 +216,21 @@ fn a_line_that_is_not_a_json_string_is_named_and_fails() {
     assert!(stderr.contains("stdin line 2"), "{stderr}");
 }
 
+/// A directory runs as what it holds, its digests measured; a model named, or a digest given, it must be.
 #[test]
 fn weights_that_are_not_the_pinned_model_are_refused() {
     let model = tiny_model();
     let dir = model.dir.path().to_str().unwrap();
-    let output = scifact_audit(&["embed", "--model-dir", dir], "\"x\"\n");
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("pinned digest"), "{stderr}");
+    for pinned in [&["--model", "all-MiniLM-L6-v2"][..], &["--weights-sha256", &"0".repeat(64)][..]] {
+        let mut args = vec!["embed", "--model-dir", dir];
+        args.extend_from_slice(pinned);
+        let output = scifact_audit(&args, "\"x\"\n");
+        assert_eq!(output.status.code(), Some(2), "{pinned:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("pinned digest"), "{stderr}");
+    }
+    let measured = scifact_audit(&["embed", "--model-dir", dir], "\"x\"\n");
+    assert!(measured.status.success(), "{}", String::from_utf8_lossy(&measured.stderr));
 }
 
 #[test]

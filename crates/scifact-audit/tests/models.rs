@@ -96,3 +96,62 @@ fn a_tiny_eval_with_another_checkpoint_names_it_and_is_re_embedded_with_it() {
     assert_eq!(check["status"], "fail", "{check}");
     assert!(check["evidence"].as_str().unwrap().contains("cannot load the declared model"), "{check}");
 }
+
+/// `embed --model-dir DIR --role R --text-policy model` on each parity checkpoint gives what
+/// sentence-transformers gives for `encode(texts, prompt_name=...)` (the committed reference), within 1e-5.
+#[test]
+fn embed_with_the_checkpoints_own_prompts_is_sentence_transformers_encode() {
+    let checkpoints = root().join("fixtures/checkpoints");
+    let reference: Value =
+        serde_json::from_slice(&std::fs::read(checkpoints.join("reference.json")).unwrap()).unwrap();
+    let stdin: String = reference["texts"].as_array().unwrap().iter().map(|t| format!("{t}\n")).collect();
+    for (name, roles) in reference["checkpoints"].as_object().unwrap() {
+        for (role, entry) in roles.as_object().unwrap() {
+            let dir = checkpoints.join(name);
+            let output = scifact_audit(
+                &["embed", "--model-dir", dir.to_str().unwrap(), "--role", role, "--text-policy", "model"],
+                &stdin,
+            );
+            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+            let lines: Vec<Value> = String::from_utf8(output.stdout)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            let expected = entry["vectors"].as_array().unwrap();
+            assert_eq!(lines.len(), expected.len());
+            for (line, theirs) in lines.iter().zip(expected) {
+                for (a, b) in line["vector"].as_array().unwrap().iter().zip(theirs.as_array().unwrap()) {
+                    let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+                    assert!((a - b).abs() <= 1e-5, "{name} {role}: {a} against {b}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_name_this_build_does_not_know_and_a_directory_that_is_not_the_named_model_are_refused() {
+    let dir = root().join("fixtures/checkpoints/mean-two-prompts");
+    let unknown = scifact_audit(
+        &["embed", "--model", "BAAI/bge-small-en-v1.5", "--model-dir", dir.to_str().unwrap()],
+        "\"x\"\n",
+    );
+    assert_eq!(unknown.status.code(), Some(2));
+    let message = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        message.contains("not a checkpoint this build knows by name") && message.contains("--model-dir"),
+        "{message}"
+    );
+    let other = scifact_audit(
+        &["embed", "--model", "all-MiniLM-L6-v2", "--model-dir", dir.to_str().unwrap()],
+        "\"x\"\n",
+    );
+    assert_eq!(other.status.code(), Some(2));
+    let message = String::from_utf8_lossy(&other.stderr);
+    assert!(message.contains("model.safetensors has sha256"), "{message}");
+    let without_role =
+        scifact_audit(&["embed", "--model-dir", dir.to_str().unwrap(), "--text-policy", "model"], "\"x\"\n");
+    assert_eq!(without_role.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&without_role.stderr).contains("needs --role"));
+}
