@@ -63,6 +63,22 @@ pub trait Embedder {
     /// # Errors
     /// Backend failures; [`crate::Error::InvalidEmbedding`] when a vector cannot be normalised.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>>;
+
+    /// The prompt the model itself declares for `role` (empty when it declares none, or cannot say).
+    fn declared_prompt(&self, _role: crate::Role) -> String {
+        String::new()
+    }
+
+    /// Embeds each text with `prompt` before it, as the model's own prompts are used: by default the prompt
+    /// is simply part of the text; a model whose pooling leaves its prompt out does so.
+    ///
+    /// # Errors
+    /// As [`Embedder::embed`].
+    fn embed_prompted(&self, prompt: &str, texts: &[&str]) -> Result<Vec<Embedding>> {
+        let prompted: Vec<String> = texts.iter().map(|text| format!("{prompt}{text}")).collect();
+        let refs: Vec<&str> = prompted.iter().map(String::as_str).collect();
+        self.embed(&refs)
+    }
 }
 
 /// L2-normalises `vector` in place.

@@ -286,6 +286,14 @@ impl Embedder for SentenceBert {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>> {
         self.embed_reporting(texts, &|_| {})
     }
+
+    fn declared_prompt(&self, role: crate::Role) -> String {
+        self.checkpoint.prompt(role).to_owned()
+    }
+
+    fn embed_prompted(&self, prompt: &str, texts: &[&str]) -> Result<Vec<Embedding>> {
+        SentenceBert::embed_prompted(self, prompt, texts, &|_| {})
+    }
 }
 
 /// The identity a checkpoint's vectors carry. all-MiniLM-L6-v2 (its files pinned by name) and a directory with

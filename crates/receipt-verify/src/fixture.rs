@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::canonical::sha256_tagged;
 use crate::error::{Error, Result};
 use crate::names::VECTORS_FILE;
-use crate::texts::{Texts, semantic_document, semantic_query};
+use crate::texts::{Policy, Texts};
 use crate::vectors::{LAYOUT, Vectors};
 
 /// The schema id of `fixture-metadata.json` this build writes: version 2 adds query ids, semantic-text
@@ -247,8 +247,9 @@ impl FullFixture {
                 .collect(),
             queries: self.queries.iter().map(|q| (q.id.clone(), q.text.clone())).collect(),
         };
+        let policy = Policy::of(&self.metadata)?;
         for (document, (id, title, text)) in self.documents.iter().zip(&texts.documents) {
-            if crate::canonical::sha256_hex(semantic_document(title, text).as_bytes())
+            if crate::canonical::sha256_hex(policy.document(title, text).as_bytes())
                 != document.semantic_text_sha256
             {
                 return Err(format!(
@@ -257,7 +258,7 @@ impl FullFixture {
             }
         }
         for (query, (id, text)) in self.queries.iter().zip(&texts.queries) {
-            if crate::canonical::sha256_hex(semantic_query(text).as_bytes()) != query.semantic_text_sha256 {
+            if crate::canonical::sha256_hex(policy.query(text).as_bytes()) != query.semantic_text_sha256 {
                 return Err(format!("query {id:?}: its semantic text does not hash to the fixture's digest"));
             }
         }

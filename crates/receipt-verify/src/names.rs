@@ -39,9 +39,18 @@ pub const PREREGISTRATION_SIGNATURE_FILE: &str = "preregistration.json.minisig";
 pub const SELECTION_FILE: &str = "selection.json";
 /// `statistics.json`.
 pub const STATISTICS_FILE: &str = "statistics.json";
-/// The documents of a selection a bundle carries when its output directory has them.
-pub const SELECTION_DOCUMENTS: [&str; 5] =
-    [PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, SELECTION_FILE, STATISTICS_FILE, REPORT_FILE];
+/// The documents beside the runs (the selection's, the report, the published rows) a bundle carries when its
+/// output directory has them.
+pub const SELECTION_DOCUMENTS: [&str; 6] = [
+    PREREGISTRATION_FILE,
+    PREREGISTRATION_SIGNATURE_FILE,
+    SELECTION_FILE,
+    STATISTICS_FILE,
+    REPORT_FILE,
+    PUBLISHED_FILE,
+];
+/// Published rows beside the measured ones (`scifact-audit-published-comparison-v1`), when `eval` wrote them.
+pub const PUBLISHED_FILE: &str = "published.json";
 /// The fixture view's file name in a bundle.
 pub const FIXTURE_METADATA_FILE: &str = "fixture-metadata.json";
 /// The fixture's vectors in a bundle (binary; layout in `vectors.rs`).

@@ -16,8 +16,8 @@ use crate::found::{Found, hash_executable};
 use crate::mapping::Mapping;
 use crate::names::{
     EFFECTIVE_CONFIG_FILE, MAPPING_FILE, MAX_FIXTURE_BYTES, MAX_SIDECAR_BYTES, OUTPUT_LIMITS,
-    PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, QRELS_FILE, REPORT_FILE, SELECTION_FILE,
-    STATISTICS_FILE, TEST_RESULT_FILE, VERIFICATION_FILE,
+    PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, PUBLISHED_FILE, QRELS_FILE, REPORT_FILE,
+    SELECTION_FILE, STATISTICS_FILE, TEST_RESULT_FILE, VERIFICATION_FILE,
 };
 use crate::report::{REPORT_SCHEMA, Report};
 
@@ -204,11 +204,12 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
         Found::Absent(_) => Ok(None),
         Found::Refused(reason) => Err(Error::Usage(reason)),
     };
-    let (preregistration, signature, selection, statistics) = (
+    let (preregistration, signature, selection, statistics, published) = (
         document(PREREGISTRATION_FILE)?,
         document(PREREGISTRATION_SIGNATURE_FILE)?,
         document(SELECTION_FILE)?,
         document(STATISTICS_FILE)?,
+        document(PUBLISHED_FILE)?,
     );
     let documents = Documents {
         preregistration: preregistration.as_deref(),
@@ -257,6 +258,7 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
             vectors: vectors_input,
             texts: texts_input,
             embedding: &options.embedding,
+            published: published.as_deref(),
         });
         report.extend(outcome.report);
         model = model.or(outcome.model);

@@ -49,7 +49,13 @@ pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
         &progress,
     )?;
     let (embedder, _) = open_embedder(&args.profile.model_args(&args.model_args)?)?;
-    let options = args.profile.build_options(archive, digest_policy, args.work_dir.clone(), args.out.clone());
+    let options = args.profile.build_options(
+        archive,
+        digest_policy,
+        args.work_dir.clone(),
+        args.out.clone(),
+        args.text_policy.kind(),
+    );
     let summary = build_fixture(&options, embedder.as_ref(), &progress)
         .with_context(|| format!("building {} from {}", args.out.display(), options.archive.display()))?;
     let mut out = std::io::stdout().lock();

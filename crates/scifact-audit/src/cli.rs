@@ -238,13 +238,24 @@ pub(crate) struct EmbedArgs {
     pub(crate) text_policy: TextPolicyArg,
 }
 
-/// Where a role's prompt comes from.
+/// Where a role's prompt comes from, and how a document's text is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum TextPolicyArg {
-    /// The evaluation contract's prefixes.
+    /// The evaluation contract's: title and text joined by `. ` and cut to 700 characters, behind
+    /// `search_document: ` / `search_query: `.
     Contract,
-    /// The checkpoint's own prompts.
+    /// The checkpoint's: title and text joined by a space and stripped, as sentence-transformers and MTEB build
+    /// them, never cut (the model truncates), behind the prompts the checkpoint declares.
     Model,
+}
+
+impl TextPolicyArg {
+    pub(crate) fn kind(self) -> scifact_eval::TextPolicyKind {
+        match self {
+            TextPolicyArg::Contract => scifact_eval::TextPolicyKind::Contract,
+            TextPolicyArg::Model => scifact_eval::TextPolicyKind::Model,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -264,6 +275,10 @@ pub(crate) struct BuildArgs {
     /// Which corpus
     #[arg(long, value_enum, default_value = "scifact")]
     pub(crate) profile: CorpusArg,
+    /// How texts are built and prompted: `contract` (the evaluation contract's, the default) or `model` (the
+    /// checkpoint's own prompts, the text as sentence-transformers and MTEB build it)
+    #[arg(long, value_enum, default_value = "contract")]
+    pub(crate) text_policy: TextPolicyArg,
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,
     #[command(flatten)]
@@ -343,6 +358,11 @@ pub(crate) struct EvalArgs {
     /// source checkout), to see that this build works before the real one
     #[arg(long, value_enum, default_value = "scifact")]
     pub(crate) profile: CorpusArg,
+    /// How texts are built and prompted: `contract` (the evaluation contract's, the default) or `model` (the
+    /// checkpoint's own prompts, the text as sentence-transformers and MTEB build it: what published MTEB
+    /// rows were computed with). Part of the fixture's identity and every bundle
+    #[arg(long, value_enum, default_value = "contract")]
+    pub(crate) text_policy: TextPolicyArg,
     /// Document vectors the verify stage re-embeds (every query is re-embedded always), or `all`. This is the
     /// signer's own check, so a sample is the default: it is stated as one (verdict `sampled`, with the chance a
     /// forgery passes) and never stands in for a reader's `verify-bundle`, which re-embeds every vector

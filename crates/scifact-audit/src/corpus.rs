@@ -70,6 +70,7 @@ impl CorpusArg {
         digest_policy: DigestPolicy,
         work_dir: PathBuf,
         out: PathBuf,
+        text_policy: scifact_eval::TextPolicyKind,
     ) -> BuildOptions {
         let url = match self {
             CorpusArg::Scifact => SCIFACT_URL.to_owned(),
@@ -77,7 +78,16 @@ impl CorpusArg {
                 format!("{TINY_DIR}/{TINY_ARCHIVE_FILE} (made-up text written by this project)")
             }
         };
-        BuildOptions { archive, digest_policy, url, work_dir, out, profile: self.profile(), batch_size: 64 }
+        BuildOptions {
+            archive,
+            digest_policy,
+            url,
+            work_dir,
+            out,
+            profile: self.profile(),
+            batch_size: 64,
+            text_policy,
+        }
     }
 }
 

@@ -86,7 +86,13 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
 
     let fixture = work.join("fixture.json");
     let fixture_sha256 = stages.time("fixture", |progress| {
-        let options = args.profile.build_options(archive, digest_policy, work.join("build"), fixture.clone());
+        let options = args.profile.build_options(
+            archive,
+            digest_policy,
+            work.join("build"),
+            fixture.clone(),
+            args.text_policy.kind(),
+        );
         let summary = build_fixture(&options, embedder.as_ref(), progress)
             .with_context(|| format!("building {}", fixture.display()))?;
         Ok(format!("sha256:{}", summary.fixture_sha256.trim_start_matches("sha256:")))
@@ -191,6 +197,11 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let statistics = stages.time("statistics", |_| {
         crate::selection::ensure_statistics(&results, &preregistration, &preregistration_sha256, &selection)
     })?;
+    let published = stages.time("published rows", |_| {
+        let metadata: scifact_eval::FixtureMetadata = serde_json::from_value(view.metadata.clone())
+            .with_context(|| format!("{}: the fixture's metadata", fixture.display()))?;
+        crate::selection::ensure_published(&results, &metadata.profile, &metadata)
+    })?;
     stages.time("export", |_| {
         crate::export::export(&results, &view.qrels, model_dir.as_deref(), &run_id).map(|_| ())
     })?;
@@ -233,7 +244,16 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     if let Some(signer) = &signer {
         stages.time("sign", |_| ensure_signature(&bundle, signer))?;
     }
-    print_summary(&stages, &results, &report, &bundle, signer.is_some(), &selection, &statistics)?;
+    print_summary(
+        &stages,
+        &results,
+        &report,
+        &bundle,
+        signer.is_some(),
+        &selection,
+        &statistics,
+        &published,
+    )?;
     writeln!(std::io::stdout().lock(), "report       {} (static HTML, no script)", report_path.display())?;
     Ok(ExitCode::SUCCESS)
 }
@@ -398,6 +418,7 @@ fn print_summary(
     signed: bool,
     selection: &Selection,
     statistics: &Statistics,
+    published: &scifact_eval::published::PublishedComparison,
 ) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     let winner = &selection.winner;
@@ -466,6 +487,27 @@ fn print_summary(
             c.p_holm,
             if c.significant { "significant at 0.05" } else { "not significant" }
         )?;
+    }
+    if !published.rows.is_empty() {
+        writeln!(
+            out,
+            "\npublished rows of {} (nDCG@10 over every test query; baseline runs; tolerance {}):",
+            published.dataset, published.tolerance.ndcg_10
+        )?;
+        for row in &published.rows {
+            writeln!(
+                out,
+                "  {:<12} {:<52} published {:.5}  measured {:.4} [{:.4}, {:.4}]  difference {:+.4}  {}",
+                row.mode,
+                row.published.system,
+                row.published.value,
+                row.measured.mean,
+                row.measured.low,
+                row.measured.high,
+                row.difference.mean,
+                row.verdict
+            )?;
+        }
     }
     let mut attempts = Vec::new();
     for name in receipt_verify::aggregates_in(results)? {

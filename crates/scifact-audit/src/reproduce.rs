@@ -101,6 +101,14 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         .and_then(|bytes| receipt_verify::json::parse(bytes).ok())
         .unwrap_or(Value::Null);
     let corpus = CorpusArg::of_profile(metadata["metadata"]["profile"].as_str().unwrap_or("scifact"))?;
+    // The texts are rebuilt by the policy the bundle declares.
+    let text_policy = match metadata["metadata"]["text_policy"]["policy"].as_str() {
+        None => scifact_eval::TextPolicyKind::Contract,
+        Some("model") => scifact_eval::TextPolicyKind::Model,
+        Some(other) => {
+            bail!("the bundle's fixture declares the text policy {other:?}, which this build does not know")
+        }
+    };
     let (archive, digest_policy) = corpus.archive(args.archive.as_deref(), work, None, &progress)?;
     let archive_sha256 = tagged(&sha256_hex(&safe_fs::read_regular(&archive, 1 << 30)?));
     let recorded_archive = first["corpus"]["source"]["archive_sha256"].as_str().unwrap_or("").to_owned();
@@ -123,7 +131,13 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     let fixture = work.join("fixture.json");
     writeln!(out, "fixture      rebuilding from {} (resumable)", archive.display())?;
     let summary = build_fixture(
-        &corpus.build_options(archive.clone(), digest_policy, work.join("build"), fixture.clone()),
+        &corpus.build_options(
+            archive.clone(),
+            digest_policy,
+            work.join("build"),
+            fixture.clone(),
+            text_policy,
+        ),
         embedder.as_ref(),
         &progress,
     )

@@ -264,3 +264,33 @@ pub(crate) fn ensure_statistics(
     }
     Ok(statistics)
 }
+
+/// Computes `published.json`: every published row of the dataset beside the frozen baseline's run of its mode
+/// over every test query (calibration and held-out), written once or checked against the one there.
+pub(crate) fn ensure_published(
+    results: &Path,
+    dataset: &str,
+    fixture: &scifact_eval::FixtureMetadata,
+) -> anyhow::Result<scifact_eval::published::PublishedComparison> {
+    let mut runs = Vec::new();
+    for mode in ALL_MODES {
+        let calibration = FinishedRun::read(results, mode, Split::Calibration, None)?;
+        let heldout = FinishedRun::read(results, mode, Split::Heldout, None)?;
+        runs.push(scifact_eval::published::MeasuredRun {
+            mode: mode.as_str().into(),
+            text_policy: fixture.text_policy.policy.unwrap_or_default(),
+            model: fixture.embedding.model.clone(),
+            ndcg_10: scifact_eval::published::per_query_ndcg(&[&calibration.rows, &heldout.rows]),
+        });
+    }
+    let comparison =
+        scifact_eval::published::compare(dataset, &runs).map_err(|reason| anyhow::anyhow!(reason))?;
+    let path = results.join(scifact_eval::published::PUBLISHED_FILE);
+    let bytes = pretty(&comparison)?;
+    match read_json::<serde_json::Value>(&path)? {
+        Some((existing, _)) if existing == bytes => {}
+        Some(_) => bail!("{} is not what the runs give; it is never rewritten", path.display()),
+        None => safe_fs::write_new(&path, &bytes)?,
+    }
+    Ok(comparison)
+}

@@ -15,7 +15,7 @@ use crate::fixture::{
     Counts, DigestPolicy, FIXTURE_SCHEMA, Fixture, FixtureDocument, FixtureMetadata, FixtureQrel,
     FixtureQuery, SourceMetadata, TextPolicy,
 };
-use crate::text::{MAX_SEMANTIC_CHARS, document_semantic_text, query_semantic_text};
+use crate::text::{MAX_SEMANTIC_CHARS, TextPolicyKind};
 
 /// BEIR's SciFact download.
 pub const SCIFACT_URL: &str =
@@ -59,6 +59,8 @@ pub struct BuildOptions {
     pub out: PathBuf,
     /// The shape gate.
     pub profile: Profile,
+    /// Which text policy builds the semantic texts and prompts (the contract's by default).
+    pub text_policy: TextPolicyKind,
     /// Texts per embedder call (and per fsync'd cache append).
     pub batch_size: usize,
 }
@@ -86,6 +88,9 @@ pub struct BuildSummary {
 
 struct Item {
     id: String,
+    /// What is embedded: the semantic text behind its prompt (the prompt kept apart under the model policy, as
+    /// the model may leave it out of its pooling).
+    semantic: String,
     prompt: String,
     semantic_sha256: String,
 }
@@ -122,18 +127,26 @@ pub fn build_fixture(
         parse_qrels(&qrels_member, member(&qrels_member))?,
     )?;
 
+    let policy = options.text_policy;
+    let prefix_of = |role: Role| match policy {
+        TextPolicyKind::Contract => role.prefix().to_owned(),
+        TextPolicyKind::Model => embedder.declared_prompt(role),
+    };
+    let (document_prefix, query_prefix) = (prefix_of(Role::Document), prefix_of(Role::Query));
+    let item = |id: &str, (semantic, _): &(String, bool), prefix: &str| Item {
+        id: id.to_owned(),
+        semantic_sha256: sha256_hex(semantic.as_bytes()),
+        prompt: format!("{prefix}{semantic}"),
+        semantic: semantic.clone(),
+    };
     let mut documents_cut = 0;
     let documents: Vec<Item> = corpus
         .documents
         .iter()
         .map(|d| {
-            let (semantic, cut) = document_semantic_text(&d.title, &d.text);
-            documents_cut += usize::from(cut);
-            Item {
-                id: d.id.clone(),
-                semantic_sha256: sha256_hex(semantic.as_bytes()),
-                prompt: Role::Document.prompt(&semantic),
-            }
+            let semantic = policy.document(&d.title, &d.text);
+            documents_cut += usize::from(semantic.1);
+            item(&d.id, &semantic, &document_prefix)
         })
         .collect();
     let mut queries_cut = 0;
@@ -141,24 +154,20 @@ pub fn build_fixture(
         .test_queries
         .iter()
         .map(|q| {
-            let (semantic, cut) = query_semantic_text(&q.text);
-            queries_cut += usize::from(cut);
-            Item {
-                id: q.id.clone(),
-                semantic_sha256: sha256_hex(semantic.as_bytes()),
-                prompt: Role::Query.prompt(&semantic),
-            }
+            let semantic = policy.query(&q.text);
+            queries_cut += usize::from(semantic.1);
+            item(&q.id, &semantic, &query_prefix)
         })
         .collect();
 
     std::fs::create_dir_all(&options.work_dir)
         .map_err(|source| Error::Io { path: options.work_dir.clone(), source })?;
-    let cache_path = options.work_dir.join(crate::cache::cache_file_name(embedder.identity()));
+    let cache_path = options.work_dir.join(crate::cache::cache_file_name_for(embedder.identity(), policy));
     let (mut cache, report) = EmbeddingCache::open(&cache_path, embedder.identity())?;
     let before = report.loaded;
-    let doc_vectors =
-        embed_all(&mut cache, embedder, Role::Document, &documents, options.batch_size, progress)?;
-    let query_vectors = embed_all(&mut cache, embedder, Role::Query, &queries, options.batch_size, progress)?;
+    let embed = Embed { embedder, policy, batch_size: options.batch_size };
+    let doc_vectors = embed_all(&mut cache, &embed, Role::Document, &document_prefix, &documents, progress)?;
+    let query_vectors = embed_all(&mut cache, &embed, Role::Query, &query_prefix, &queries, progress)?;
     let embedded = cache.len() - before;
     let cache_hits = documents.len() + queries.len() - embedded;
 
@@ -187,10 +196,17 @@ pub fn build_fixture(
             },
             embedding: embedder.identity().clone(),
             text_policy: TextPolicy {
-                max_semantic_chars: MAX_SEMANTIC_CHARS,
-                joiner: ". ".into(),
-                document_prefix: Role::Document.prefix().into(),
-                query_prefix: Role::Query.prefix().into(),
+                policy: (policy == TextPolicyKind::Model).then_some(policy),
+                max_semantic_chars: match policy {
+                    TextPolicyKind::Contract => MAX_SEMANTIC_CHARS,
+                    TextPolicyKind::Model => 0,
+                },
+                joiner: match policy {
+                    TextPolicyKind::Contract => ". ".into(),
+                    TextPolicyKind::Model => " ".into(),
+                },
+                document_prefix,
+                query_prefix,
                 documents_cut,
                 queries_cut,
                 prompts_shortened,
@@ -256,14 +272,23 @@ fn file_name(path: &Path) -> String {
 /// fixed chunks of `batch_size` by position, each appended and fsync'd before the next, and a chunk with any
 /// item missing is embedded whole: every text always shares a model call with the same companions, so a
 /// build resumed after a crash embeds exactly what an uninterrupted one does. Every vector is checked.
+/// How texts go through the model: the embedder, the policy (under the model's, each prompt goes to the model
+/// apart from its text) and the texts per call.
+struct Embed<'a> {
+    embedder: &'a dyn Embedder,
+    policy: TextPolicyKind,
+    batch_size: usize,
+}
+
 fn embed_all(
     cache: &mut EmbeddingCache,
-    embedder: &dyn Embedder,
+    embed: &Embed<'_>,
     role: Role,
+    prefix: &str,
     items: &[Item],
-    batch_size: usize,
     progress: &dyn Progress,
 ) -> Result<Vec<CachedVector>> {
+    let (embedder, batch_size) = (embed.embedder, embed.batch_size);
     let (role_name, plural) = match role {
         Role::Document => ("document", "documents"),
         Role::Query => ("query", "queries"),
@@ -280,8 +305,16 @@ fn embed_all(
         if missing.is_empty() {
             continue;
         }
-        let prompts: Vec<&str> = chunk.iter().map(|&i| items[i].prompt.as_str()).collect();
-        let embeddings = embedder.embed(&prompts)?;
+        let embeddings = match embed.policy {
+            TextPolicyKind::Contract => {
+                let prompts: Vec<&str> = chunk.iter().map(|&i| items[i].prompt.as_str()).collect();
+                embedder.embed(&prompts)?
+            }
+            TextPolicyKind::Model => {
+                let texts: Vec<&str> = chunk.iter().map(|&i| items[i].semantic.as_str()).collect();
+                embedder.embed_prompted(prefix, &texts)?
+            }
+        };
         let mut batch = Vec::with_capacity(missing.len());
         for (&i, embedding) in chunk.iter().zip(embeddings) {
             if !missing.contains(&i) {

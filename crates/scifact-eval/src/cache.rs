@@ -21,6 +21,17 @@ pub fn cache_file_name(model: &EmbedderIdentity) -> String {
     format!("embedding-cache-{}.jsonl", &crate::archive::sha256_hex(&identity)[..16])
 }
 
+/// [`cache_file_name`] under a text policy: the contract's keeps the name caches have always had; the model's
+/// has one of its own, since a model may leave a prompt out of its pooling and the same prompted text would
+/// then not have the same vector.
+pub fn cache_file_name_for(model: &EmbedderIdentity, policy: crate::text::TextPolicyKind) -> String {
+    let name = cache_file_name(model);
+    match policy {
+        crate::text::TextPolicyKind::Contract => name,
+        crate::text::TextPolicyKind::Model => name.replace(".jsonl", "-model-policy.jsonl"),
+    }
+}
+
 /// The cache format this build reads and writes.
 pub const CACHE_FORMAT: &str = "scifact-embedding-cache-v2";
 

@@ -82,16 +82,20 @@ pub enum DigestPolicy {
     },
 }
 
-/// The semantic-text policy of the contract, with its counts.
+/// The semantic-text policy that built the texts, with its counts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TextPolicy {
-    /// Unicode scalar values kept before the prefix (700).
+    /// `model` when the checkpoint's own policy built the texts; absent for the contract's (the default, and
+    /// every fixture made before the policy was a choice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<crate::text::TextPolicyKind>,
+    /// Unicode scalar values kept before the prefix (700); 0 under the model policy, which never cuts.
     pub max_semantic_chars: usize,
     /// How title and text are joined (`". "`).
     pub joiner: String,
-    /// Document role prefix.
+    /// Document role prefix (under the model policy, the checkpoint's document prompt).
     pub document_prefix: String,
-    /// Query role prefix.
+    /// Query role prefix (under the model policy, the checkpoint's query prompt).
     pub query_prefix: String,
     /// Documents whose semantic text was cut.
     pub documents_cut: usize,

@@ -25,6 +25,7 @@ mod fixture;
 mod journal;
 pub mod metrics;
 mod provenance;
+pub mod published;
 pub mod reproduction;
 mod run;
 pub mod schema;
@@ -44,7 +45,9 @@ pub use crate::beir::{
     BeirCorpus, Document, Profile, Qrel, Query, assemble, parse_corpus, parse_qrels, parse_queries,
 };
 pub use crate::build::{BuildOptions, BuildSummary, NoProgress, Progress, SCIFACT_URL, build_fixture};
-pub use crate::cache::{CACHE_FORMAT, CacheReport, CachedVector, EmbeddingCache, cache_file_name};
+pub use crate::cache::{
+    CACHE_FORMAT, CacheReport, CachedVector, EmbeddingCache, cache_file_name, cache_file_name_for,
+};
 pub use crate::error::{Error, Result};
 pub use crate::fixture::{
     Counts, DigestPolicy, FIXTURE_SCHEMA, Fixture, FixtureDocument, FixtureMetadata, FixtureQrel,
@@ -66,4 +69,4 @@ pub use crate::store::{
     BATCH, EvalStore, MAPPING_FILE, MAPPING_SCHEMA, Mapping, MappingEntry, NAMESPACE, SOURCE_TYPE,
     STORE_FILE, document_text, open_or_build,
 };
-pub use crate::text::{MAX_SEMANTIC_CHARS, document_semantic_text, query_semantic_text};
+pub use crate::text::{MAX_SEMANTIC_CHARS, TextPolicyKind, document_semantic_text, query_semantic_text};

@@ -27,7 +27,6 @@ use crate::schema::{
 };
 use crate::split::{CALIBRATION_COUNT, SPLIT_ALGORITHM, Split, request_id, select, selected_ids_digest};
 use crate::store::{EvalStore, Mapping, NAMESPACE, open_or_build};
-use crate::text::query_semantic_text;
 
 /// Every mode, in the order `--mode all` runs them.
 pub const ALL_MODES: [SearchMode; 3] = [SearchMode::FtsOnly, SearchMode::VectorOnly, SearchMode::Hybrid];
@@ -373,8 +372,9 @@ fn parse_fixture(path: &Path, bytes: &[u8]) -> Result<Fixture> {
 fn prepare_queries(path: &Path, fixture: &Fixture) -> Result<BTreeMap<String, PreparedQuery>> {
     let dims = fixture.metadata.embedding.dims;
     let mut queries = BTreeMap::new();
+    let policy = fixture.metadata.text_policy.policy.unwrap_or_default();
     for query in &fixture.queries {
-        let (semantic, _) = query_semantic_text(&query.text);
+        let (semantic, _) = policy.query(&query.text);
         if sha256_hex(semantic.as_bytes()) != query.semantic_text_sha256 {
             return Err(Error::UnknownQuery {
                 id: query.id.clone(),

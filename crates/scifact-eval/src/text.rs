@@ -1,4 +1,54 @@
-//! The contract's semantic text: what is embedded for a document or query, before the role prefix.
+//! Semantic text: what is embedded for a document or query, before its prompt, under a declared text policy.
+//! The contract's (the default): title and text joined by `. `, cut to 700 characters, behind the contract's own
+//! role prefixes. The model's: the text as sentence-transformers' and MTEB's retrieval evaluation build it
+//! (title and text joined by a space, stripped; never cut, the model truncates), behind the prompts the
+//! checkpoint declares.
+
+use serde::{Deserialize, Serialize};
+
+/// Which text policy built the semantic texts and prompts: part of a fixture's identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TextPolicyKind {
+    /// The evaluation contract's: `title. text` cut to 700 characters, `search_document: ` / `search_query: `.
+    #[default]
+    Contract,
+    /// The checkpoint's: `title text` stripped, uncut, behind the prompts the checkpoint declares per role.
+    Model,
+}
+
+impl TextPolicyKind {
+    /// `contract` or `model`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TextPolicyKind::Contract => "contract",
+            TextPolicyKind::Model => "model",
+        }
+    }
+
+    /// A document's semantic text under this policy, and whether it was cut.
+    pub fn document(self, title: &str, text: &str) -> (String, bool) {
+        match self {
+            TextPolicyKind::Contract => document_semantic_text(title, text),
+            // BEIR's and MTEB's `(doc["title"] + " " + doc["text"]).strip()`: Python's whitespace, which adds
+            // the information separators U+001C to U+001F to Unicode's.
+            TextPolicyKind::Model => (
+                format!("{title} {text}")
+                    .trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
+                    .to_owned(),
+                false,
+            ),
+        }
+    }
+
+    /// A query's semantic text under this policy, and whether it was cut.
+    pub fn query(self, text: &str) -> (String, bool) {
+        match self {
+            TextPolicyKind::Contract => query_semantic_text(text),
+            TextPolicyKind::Model => (text.to_owned(), false),
+        }
+    }
+}
 
 /// Semantic text is cut to this many Unicode scalar values before the role prefix is added.
 pub const MAX_SEMANTIC_CHARS: usize = 700;
@@ -29,6 +79,18 @@ fn cut(text: String) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_model_policy_joins_as_beir_and_mteb_do_and_never_cuts() {
+        let model = TextPolicyKind::Model;
+        assert_eq!(model.document("T", "body"), ("T body".into(), false));
+        assert_eq!(model.document("", "body"), ("body".into(), false), "an empty title leaves no space");
+        assert_eq!(model.document(" T ", "body \n"), ("T  body".into(), false), "stripped at the ends only");
+        let long = "é".repeat(800);
+        assert_eq!(model.document("", &long).0.chars().count(), 800);
+        assert_eq!(model.query(" q "), (" q ".into(), false), "queries are encoded as given");
+        assert_eq!(TextPolicyKind::Contract.document("T", "body"), document_semantic_text("T", "body"));
+    }
 
     #[test]
     fn joins_title_and_text() {

@@ -121,6 +121,7 @@ pub(crate) fn synthetic_fixture(documents: usize, queries: usize, dims: usize, s
                 lower_case: None,
             },
             text_policy: TextPolicy {
+                policy: None,
                 max_semantic_chars: 700,
                 joiner: ". ".into(),
                 document_prefix: "search_document: ".into(),

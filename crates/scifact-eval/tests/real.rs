@@ -92,6 +92,7 @@ fn build_options(work: &Path, out: &Path) -> BuildOptions {
         out: out.to_path_buf(),
         profile: Profile::scifact(),
         batch_size: 64,
+        text_policy: scifact_eval::TextPolicyKind::Contract,
     }
 }
 

@@ -62,6 +62,7 @@ pub(crate) fn options(archive: &Path, work: &Path, out: &Path) -> BuildOptions {
         out: out.to_path_buf(),
         profile: mini_profile(),
         batch_size: 2,
+        text_policy: scifact_eval::TextPolicyKind::Contract,
     }
 }
 

@@ -21,6 +21,7 @@ use crate::vectors::Vectors;
 pub(crate) mod attested;
 pub(crate) mod carried;
 pub(crate) mod exports;
+pub(crate) mod published;
 pub(crate) mod rankings;
 pub(crate) mod receipts;
 pub(crate) mod selection;
@@ -62,6 +63,8 @@ pub(crate) struct Inputs<'a> {
     pub(crate) texts: Input<'a, Texts>,
     /// The embedding re-check.
     pub(crate) embedding: &'a EmbeddingCheck,
+    /// `published.json`, when the evidence holds one.
+    pub(crate) published: Option<&'a [u8]>,
 }
 
 /// The checks and, for a run with a selection, what the report draws.
@@ -127,7 +130,23 @@ pub(crate) fn run_all(inputs: &Inputs<'_>) -> Outcome {
             }
         }
         report.extend(rankings::rankings(inputs, share.lexical));
-        let (selection, model) = selection::selection_checks(inputs.runs, inputs.documents);
+        let (selection, mut model) = selection::selection_checks(inputs.runs, inputs.documents);
+        if let Some(bytes) = inputs.published {
+            match inputs.fixture {
+                Input::Read { content: view, .. } => {
+                    let (result, rows) = published::published(inputs.runs, bytes, &view.metadata);
+                    report.record("published", "published.rows", result);
+                    if let (Some(model), Some(rows)) = (model.as_mut(), rows) {
+                        model.published = rows;
+                    }
+                }
+                Input::Refused(reason) | Input::Absent(reason) => report.record(
+                    "published",
+                    "published.rows",
+                    Err(format!("no fixture to read it by: {reason}")),
+                ),
+            }
+        }
         let embedded = match beside {
             Some(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
             None => rankings::embedding(inputs),

@@ -576,7 +576,15 @@ pub(crate) fn embedding(inputs: &Inputs<'_>) -> Report {
             chosen.len()
         ));
     }
-    let result = crate::recompute::embedding::recheck(identity, model_dir, texts, vectors, &chosen, progress);
+    let policy = match crate::texts::Policy::of(&view.metadata) {
+        Ok(policy) => policy,
+        Err(reason) => {
+            report.record(scope, "embedding.values", Err(reason));
+            return report;
+        }
+    };
+    let result =
+        crate::recompute::embedding::recheck(identity, policy, model_dir, texts, vectors, &chosen, progress);
     if extent.sampled() {
         report.sampled(
             scope,
@@ -691,15 +699,19 @@ pub(crate) fn texts_identity(view: &FixtureView, texts: &Texts) -> Outcome {
     }
     let mut semantic = "";
     if let Some(digests) = &view.semantic_text_sha256 {
-        if texts.document_semantic_digests() != digests.documents {
-            let at =
-                texts.document_semantic_digests().iter().zip(&digests.documents).position(|(a, b)| a != b);
+        let policy = crate::texts::Policy::of(&view.metadata)?;
+        if texts.document_semantic_digests(policy) != digests.documents {
+            let at = texts
+                .document_semantic_digests(policy)
+                .iter()
+                .zip(&digests.documents)
+                .position(|(a, b)| a != b);
             return Err(format!(
                 "document {:?}: its semantic text does not hash to the fixture's digest",
                 at.and_then(|i| texts.documents.get(i)).map_or("?", |(id, _, _)| id.as_str())
             ));
         }
-        if texts.query_semantic_digests() != digests.queries {
+        if texts.query_semantic_digests(policy) != digests.queries {
             return Err("a query's semantic text does not hash to the fixture's digest".into());
         }
         semantic = ", and every semantic text (what was embedded) hashes to the fixture's digest";

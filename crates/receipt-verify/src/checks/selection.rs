@@ -716,5 +716,6 @@ fn model(
         boundary: text(&first["claim_boundary"]["statement"]).to_owned(),
         does_not_establish: strings(first["claim_boundary"].get("does_not_establish")),
         embedding: crate::render::SignerEmbedding::Legacy,
+        published: Vec::new(),
     }
 }

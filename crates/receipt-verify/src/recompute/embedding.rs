@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::recompute::statistics::Stream;
 use crate::report::EmbeddingExtent;
-use crate::texts::{Texts, semantic_document, semantic_query};
+use crate::texts::{Policy, Texts};
 use crate::vectors::Vectors;
 
 /// Document vectors `eval`'s own verify stage re-embeds (beside every query): the signer's quick look, which
@@ -122,8 +122,10 @@ pub(crate) fn extent(chosen: usize, texts: &Texts, seed: u64) -> EmbeddingExtent
 ///
 /// # Errors
 /// The first text whose vector differs, or why the model could not run.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn recheck(
     identity: &Value,
+    policy: Policy,
     model_dir: &Path,
     texts: &Texts,
     vectors: &Vectors,
@@ -155,27 +157,58 @@ pub(crate) fn recheck(
     // (which, index): documents by their index, then every query.
     let targets: Vec<(bool, usize)> =
         chosen.iter().map(|&d| (true, d)).chain((0..texts.queries.len()).map(|q| (false, q))).collect();
-    let prompts: Vec<String> = targets
+    let semantic: Vec<String> = targets
         .iter()
         .map(|&(document, index)| {
             if document {
                 let (_, title, text) = &texts.documents[index];
-                Role::Document.prompt(&semantic_document(title, text))
+                policy.document(title, text)
             } else {
-                Role::Query.prompt(&semantic_query(&texts.queries[index].1))
+                policy.query(&texts.queries[index].1)
             }
         })
         .collect();
-    let refs: Vec<&str> = prompts.iter().map(String::as_str).collect();
-    let total = refs.len() as u64;
+    let total = semantic.len() as u64;
     let done = std::sync::atomic::AtomicU64::new(0);
     progress.tell(0, total);
-    let embedded = embedder
-        .embed_reporting(&refs, &|n| {
-            let now = done.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed) + n as u64;
-            progress.tell(now, total);
-        })
-        .map_err(|e| format!("re-embedding failed: {e}"))?;
+    let tell = |n: usize| {
+        let now = done.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed) + n as u64;
+        progress.tell(now, total);
+    };
+    let embedded = match policy {
+        Policy::Contract => {
+            let prompts: Vec<String> = targets
+                .iter()
+                .zip(&semantic)
+                .map(|(&(document, _), text)| {
+                    if document { Role::Document } else { Role::Query }.prompt(text)
+                })
+                .collect();
+            let refs: Vec<&str> = prompts.iter().map(String::as_str).collect();
+            embedder.embed_reporting(&refs, &tell)
+        }
+        // The checkpoint's own prompts (its identity, required equal above, binds them), each role apart, the
+        // prompt left out of the pooling when the checkpoint says so.
+        Policy::Model => {
+            let documents = chosen.len();
+            let (doc_texts, query_texts) = semantic.split_at(documents);
+            fn refs(texts: &[String]) -> Vec<&str> {
+                texts.iter().map(String::as_str).collect()
+            }
+            let checkpoint = embedder.checkpoint();
+            embedder.embed_prompted(checkpoint.prompt(Role::Document), &refs(doc_texts), &tell).and_then(
+                |mut vectors| {
+                    vectors.extend(embedder.embed_prompted(
+                        checkpoint.prompt(Role::Query),
+                        &refs(query_texts),
+                        &tell,
+                    )?);
+                    Ok(vectors)
+                },
+            )
+        }
+    }
+    .map_err(|e| format!("re-embedding failed: {e}"))?;
     for (&(document, index), fresh) in targets.iter().zip(&embedded) {
         let (id, held) = if document {
             (&texts.documents[index].0, vectors.document(index))

@@ -77,7 +77,7 @@ impl Plan {
 }
 
 /// A mean and its percentile interval.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Estimate {
     pub(crate) mean: f64,
     pub(crate) low: f64,

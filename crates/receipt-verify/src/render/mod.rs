@@ -99,6 +99,23 @@ pub(crate) struct Model {
     pub(crate) does_not_establish: Vec<String>,
     /// How the signer's verification checked the vectors.
     pub(crate) embedding: SignerEmbedding,
+    /// Published rows beside the measured ones, recomputed (none when the evidence holds no `published.json`).
+    pub(crate) published: Vec<PublishedRow>,
+}
+
+/// A published row beside the measured value, as `published.rows` recomputed it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PublishedRow {
+    pub(crate) system: String,
+    pub(crate) source: String,
+    pub(crate) computed_with: String,
+    pub(crate) mode: String,
+    pub(crate) queries: usize,
+    pub(crate) published: f64,
+    pub(crate) measured: Estimate,
+    pub(crate) difference: f64,
+    pub(crate) verdict: String,
+    pub(crate) why: String,
 }
 
 pub(crate) fn escape(text: &str) -> String {
@@ -314,6 +331,33 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
         escape(&model.host_os)
     );
 
+    if !model.published.is_empty() {
+        h.push_str(
+            "<h2>Published rows</h2>\n<p>What others published for this dataset, beside this evaluation's frozen \
+             baseline run made the same way, over every test query (calibration and held-out), with a paired bootstrap \
+             95% interval. <code>reproduced</code> only where the run was made the way the row was (mode, model, text \
+             policy) and the difference is within the declared tolerance; a row made another way says how.</p>\n\
+             <table><tr><th>mode</th><th>published</th><th>source</th><th>published nDCG@10</th><th>measured</th>\
+             <th>difference</th><th>verdict</th></tr>\n",
+        );
+        for row in &model.published {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td style='text-align:left'><code>{}</code></td><td>{:.5}</td><td>{}</td><td>{:+.4}</td>\
+                 <td>{}</td></tr>\n<tr><td></td><td colspan=6 style='text-align:left' class=ci>{} Computed with: {}</td></tr>",
+                escape(&row.mode),
+                escape(&row.system),
+                escape(&row.source),
+                row.published,
+                interval(Some(&row.measured)),
+                row.difference,
+                escape(&row.verdict),
+                escape(&row.why),
+                escape(&row.computed_with)
+            );
+        }
+        h.push_str("</table>\n");
+    }
     h.push_str("<h2>What this supports, and what it does not</h2>\n<div class=boundary>\n");
     h.push_str(
         "<p>Supported: comparisons between the modes and configurations of this library on the SciFact held-out \

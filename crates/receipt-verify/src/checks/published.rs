@@ -1,0 +1,193 @@
+//! `published.rows`: the evidence's `published.json` (published rows beside the measured ones) re-derived
+//! with this crate's own code: each row must be the registry's (`configs/published-rows.json`, built into this
+//! verifier too), every measured mean and interval recomputed from the rows (nDCG@10 of every test query of
+//! the frozen baseline's runs of the row's mode, this crate's metrics and bootstrap), the difference, and the
+//! verdict from the declared tolerance and from whether the run was made the way the row was (its mode,
+//! model and text policy).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::artifacts::Run;
+use crate::baseline::is_frozen_baseline;
+use crate::recompute::metrics::series;
+use crate::recompute::statistics::bootstrap_with;
+use crate::render::PublishedRow;
+
+/// The registry this verifier knows (the same file the runner builds in; both read it, each with its own
+/// code).
+const PUBLISHED_ROWS: &str = include_str!("../../../../configs/published-rows.json");
+
+fn close(a: f64, b: &Value) -> bool {
+    b.as_f64().is_some_and(|b| (a - b).abs() <= 1e-12)
+}
+
+/// Re-derives `published.json` (`bytes`) from `runs` and the fixture's `metadata`: the check's outcome and,
+/// when it holds, the rows for the report.
+pub(crate) fn published(
+    runs: &[Run],
+    bytes: &[u8],
+    metadata: &Value,
+) -> (Result<String, String>, Option<Vec<PublishedRow>>) {
+    match derive(runs, bytes, metadata) {
+        Ok((evidence, rows)) => (Ok(evidence), Some(rows)),
+        Err(reason) => (Err(reason), None),
+    }
+}
+
+fn derive(runs: &[Run], bytes: &[u8], metadata: &Value) -> Result<(String, Vec<PublishedRow>), String> {
+    let stated = crate::json::parse(bytes).map_err(|e| format!("published.json: {e}"))?;
+    if stated["schema"] != "scifact-audit-published-comparison-v1" {
+        return Err(format!("published.json's schema is {}", stated["schema"]));
+    }
+    let registry: Value = serde_json::from_str(PUBLISHED_ROWS).map_err(|e| e.to_string())?;
+    let expected_digest = crate::canonical::sha256_tagged(PUBLISHED_ROWS.as_bytes());
+    if stated["registry_sha256"] != expected_digest.as_str() {
+        return Err(format!(
+            "published.json cites the registry {}, this verifier's is {expected_digest}",
+            stated["registry_sha256"]
+        ));
+    }
+    let tolerance = registry["tolerance"]["ndcg@10"].as_f64().ok_or("the registry has no tolerance")?;
+    let dataset = metadata["profile"].as_str().unwrap_or("");
+    if stated["dataset"] != dataset {
+        return Err(format!("published.json is about {}, the fixture is {dataset:?}", stated["dataset"]));
+    }
+    let seed = stated["bootstrap"]["seed"].as_u64().ok_or("published.json states no seed")?;
+    let resamples =
+        stated["bootstrap"]["resamples"].as_u64().ok_or("published.json states no resamples")? as usize;
+    if resamples == 0 || resamples > 1_000_000 || stated["bootstrap"]["level"] != 0.95 {
+        return Err("published.json's bootstrap is not 1 to 1,000,000 resamples at 0.95".into());
+    }
+    let policy = metadata["text_policy"]["policy"].as_str().unwrap_or("contract");
+    let model = metadata["embedding"]["model"].as_str().unwrap_or("");
+    let stated_rows = stated["rows"].as_array().ok_or("published.json has no rows")?;
+    let mut expected_rows = Vec::new();
+    for row in registry["rows"].as_array().into_iter().flatten().filter(|row| row["dataset"] == dataset) {
+        let mode = row["compares_with"]["mode"].as_str().unwrap_or("");
+        // nDCG@10 of every test query of the frozen baseline's runs of the mode, by query id.
+        let mut by_id: BTreeMap<String, f64> = BTreeMap::new();
+        let mut splits = 0;
+        for run in runs.iter().filter(|run| {
+            run.mode() == mode
+                && is_frozen_baseline(&run.aggregate["retrieval"]["config"])
+                && matches!(run.str_at("/split"), "calibration" | "heldout")
+        }) {
+            splits += 1;
+            let rows = run.rows_or_empty();
+            for (row, value) in rows.iter().zip(series(rows).remove("ndcg@10").unwrap_or_default()) {
+                by_id.insert(crate::artifacts::query_id(row).to_owned(), value);
+            }
+        }
+        if splits == 0 {
+            continue;
+        }
+        let values: Vec<f64> = by_id.into_values().collect();
+        let Some(measured) = bootstrap_with(seed, resamples, 0.95, std::slice::from_ref(&values)).first().copied() else {
+            continue;
+        };
+        let published = row["value"].as_f64().unwrap_or(f64::NAN);
+        let difference = measured.mean - published;
+        let policy_differs = row["compares_with"]["text_policy"].as_str().is_some_and(|p| p != policy);
+        let model_differs = row["compares_with"]["model"].as_str().is_some_and(|m| m != model);
+        let (verdict, why) = if let Some(design) = row["differs_by_design"].as_str() {
+            ("not_comparable", design.to_owned())
+        } else if policy_differs || model_differs {
+            (
+                "not_comparable",
+                format!(
+                    "made with the {policy} text policy and {model}, not as the row was ({} and {})",
+                    row["compares_with"]["text_policy"].as_str().unwrap_or("any policy"),
+                    row["compares_with"]["model"].as_str().unwrap_or("any model")
+                ),
+            )
+        } else if difference.abs() <= tolerance {
+            ("reproduced", format!("made the way the row was; {difference:+.4} from it, within {tolerance}"))
+        } else {
+            (
+                "not_reproduced",
+                format!("made the way the row was; {difference:+.4} from it, beyond {tolerance}"),
+            )
+        };
+        expected_rows.push((row.clone(), mode.to_owned(), values.len(), measured, difference, verdict, why));
+    }
+    if stated_rows.len() != expected_rows.len() {
+        return Err(format!(
+            "published.json holds {} rows, the registry and the runs give {}",
+            stated_rows.len(),
+            expected_rows.len()
+        ));
+    }
+    let mut rows = Vec::new();
+    for (stated, (registry_row, mode, queries, measured, difference, verdict, why)) in
+        stated_rows.iter().zip(expected_rows)
+    {
+        let system = registry_row["system"].as_str().unwrap_or("").to_owned();
+        if stated["published"] != registry_row {
+            return Err(format!("{system}: the row stated is not the registry's"));
+        }
+        let numbers = [
+            (measured.mean, &stated["measured"]["mean"]),
+            (measured.low, &stated["measured"]["low"]),
+            (measured.high, &stated["measured"]["high"]),
+            (difference, &stated["difference"]["mean"]),
+        ];
+        if stated["mode"] != mode.as_str()
+            || stated["queries"] != queries
+            || numbers.iter().any(|(value, stated)| !close(*value, stated))
+        {
+            return Err(format!(
+                "{system} ({mode}): the measured nDCG@10 over {queries} queries is {:.6} [{:.6}, {:.6}], published.json states {} [{}, {}]",
+                measured.mean,
+                measured.low,
+                measured.high,
+                stated["measured"]["mean"],
+                stated["measured"]["low"],
+                stated["measured"]["high"]
+            ));
+        }
+        if stated["verdict"] != verdict {
+            return Err(format!(
+                "{system} ({mode}): published.json says {}, the numbers give {verdict}",
+                stated["verdict"]
+            ));
+        }
+        let source = &registry_row["source"];
+        rows.push(PublishedRow {
+            system,
+            source: format!(
+                "{} {} at {}",
+                source["repository"].as_str().unwrap_or(""),
+                source["path"].as_str().unwrap_or(""),
+                source["commit"].as_str().unwrap_or("")
+            ),
+            computed_with: registry_row["computed_with"].as_str().unwrap_or("").to_owned(),
+            mode,
+            queries,
+            published: registry_row["value"].as_f64().unwrap_or(f64::NAN),
+            measured,
+            difference,
+            verdict: verdict.to_owned(),
+            why,
+        });
+    }
+    let claims: Vec<String> = rows
+        .iter()
+        .map(|row| {
+            format!(
+                "{} {}: {:.4} against {:.5}, {}",
+                row.mode, row.system, row.measured.mean, row.published, row.verdict
+            )
+        })
+        .collect();
+    Ok((
+        format!(
+            "{} published rows of {dataset} re-derived (registry {}, tolerance {tolerance}): {}",
+            rows.len(),
+            &expected_digest[..19],
+            if claims.is_empty() { "none match a run".into() } else { claims.join("; ") }
+        ),
+        rows,
+    ))
+}

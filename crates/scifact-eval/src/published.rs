@@ -1,0 +1,305 @@
+//! Published rows beside measured ones: a reviewer's first question about a retrieval number is "does it match
+//! the published one?". The registry (`configs/published-rows.json`, built in) holds, per dataset, what others
+//! published (BM25 flat from Pyserini's two-click reproductions and Anserini, all-MiniLM-L6-v2 from MTEB,
+//! bge-base-en-v1.5 from Anserini), each with its source (repository, path, commit) and what it was computed
+//! with. An evaluation's comparison (`published.json`) puts each matching row beside the measured value over
+//! every test query, with the difference and its 95% bootstrap interval, and says `reproduced` only where the
+//! run was made the way the row was (mode, model, text policy) and the difference is within the registry's
+//! declared tolerance; a row made another way on purpose says so, and claims nothing.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::statistics::{Interval, bootstrap_intervals};
+use crate::text::TextPolicyKind;
+
+/// The registry, as built into this executable.
+pub const PUBLISHED_ROWS: &str = include_str!("../../../configs/published-rows.json");
+/// The registry's schema.
+pub const PUBLISHED_ROWS_SCHEMA: &str = "scifact-audit-published-rows-v1";
+/// A comparison's schema (`published.json`).
+pub const PUBLISHED_SCHEMA: &str = "scifact-audit-published-comparison-v1";
+/// The comparison's file, beside the aggregates and in the bundle.
+pub const PUBLISHED_FILE: &str = "published.json";
+/// Bootstrap resamples of a measured mean.
+pub const PUBLISHED_RESAMPLES: usize = 10_000;
+/// The draws' seed (SplitMix64, as the selection statistics draw).
+pub const PUBLISHED_SEED: u64 = 20_221_003;
+
+/// The registry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Registry {
+    /// Always [`PUBLISHED_ROWS_SCHEMA`].
+    pub schema: String,
+    /// Where the rows come from.
+    pub about: String,
+    /// How far a measured mean may be from a published one and still reproduce it, and why.
+    pub tolerance: Tolerance,
+    /// Every published row.
+    pub rows: Vec<PublishedRow>,
+}
+
+/// The declared tolerance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tolerance {
+    /// On nDCG@10.
+    #[serde(rename = "ndcg@10")]
+    pub ndcg_10: f64,
+    /// Why this much.
+    pub why: String,
+}
+
+/// One published value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PublishedRow {
+    /// The BEIR dataset (a CQADupStack forum as `cqadupstack/<forum>`).
+    pub dataset: String,
+    /// The split it was scored on.
+    pub split: String,
+    /// `ndcg@10`.
+    pub metric: String,
+    /// The published value.
+    pub value: f64,
+    /// The model or method.
+    pub system: String,
+    /// Repository, path, commit (and field) the value is read from.
+    pub source: Value,
+    /// How it was computed.
+    pub computed_with: String,
+    /// Which of this project's runs is made the way the row was.
+    pub compares_with: ComparesWith,
+    /// When this project's run differs from the row's method on purpose: how, and so no reproduction is
+    /// claimed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub differs_by_design: Option<String>,
+}
+
+/// The run a published row is compared with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComparesWith {
+    /// The retrieval mode.
+    pub mode: String,
+    /// The text policy the row's texts were made with, when it matters (`model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_policy: Option<String>,
+    /// The model the row's vectors come from, when it matters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// The registry built into this executable.
+///
+/// # Errors
+/// When the built-in file does not parse (a build of a broken tree).
+pub fn registry() -> Result<Registry, String> {
+    let registry: Registry = serde_json::from_str(PUBLISHED_ROWS)
+        .map_err(|error| format!("configs/published-rows.json: {error}"))?;
+    if registry.schema != PUBLISHED_ROWS_SCHEMA {
+        return Err(format!("configs/published-rows.json: schema {:?}", registry.schema));
+    }
+    Ok(registry)
+}
+
+/// One run of an evaluation as the comparison reads it: its mode, how its texts were made, its model, and
+/// nDCG@10 of every test query (calibration and held-out together).
+#[derive(Debug, Clone)]
+pub struct MeasuredRun {
+    /// The mode.
+    pub mode: String,
+    /// The fixture's text policy.
+    pub text_policy: TextPolicyKind,
+    /// The embedding model's name.
+    pub model: String,
+    /// nDCG@10 per test query, in a fixed order.
+    pub ndcg_10: Vec<f64>,
+}
+
+/// `published.json`: every published row of the dataset beside the measured run made like it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PublishedComparison {
+    /// Always [`PUBLISHED_SCHEMA`].
+    pub schema: String,
+    /// The dataset.
+    pub dataset: String,
+    /// `sha256:` of the registry the rows come from.
+    pub registry_sha256: String,
+    /// The tolerance declared there.
+    pub tolerance: Tolerance,
+    /// How the measured intervals are drawn.
+    pub bootstrap: Value,
+    /// One entry per published row of the dataset.
+    pub rows: Vec<ComparedRow>,
+}
+
+/// A published row beside the measured value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedRow {
+    /// The published row.
+    pub published: PublishedRow,
+    /// The measured run's mode.
+    pub mode: String,
+    /// Test queries measured.
+    pub queries: usize,
+    /// The measured mean over them, with its 95% interval.
+    pub measured: Interval,
+    /// Measured minus published, with the interval shifted alike.
+    pub difference: Interval,
+    /// `reproduced`, `not_reproduced` or `not_comparable`.
+    pub verdict: String,
+    /// Why.
+    pub why: String,
+}
+
+/// Compares every published row of `dataset` with the run made like it among `runs`.
+///
+/// # Errors
+/// When the registry does not parse.
+pub fn compare(dataset: &str, runs: &[MeasuredRun]) -> Result<PublishedComparison, String> {
+    let registry = registry()?;
+    let mut rows = Vec::new();
+    for row in registry.rows.iter().filter(|row| row.dataset == dataset) {
+        let Some(run) = runs.iter().find(|run| run.mode == row.compares_with.mode) else { continue };
+        let Some(measured) =
+            bootstrap_intervals(&[&run.ndcg_10], PUBLISHED_SEED, PUBLISHED_RESAMPLES, 0.95).first().copied()
+        else {
+            continue;
+        };
+        let difference = Interval {
+            mean: measured.mean - row.value,
+            low: measured.low - row.value,
+            high: measured.high - row.value,
+        };
+        let mismatch = row
+            .compares_with
+            .text_policy
+            .as_deref()
+            .filter(|policy| *policy != run.text_policy.name())
+            .map(|policy| {
+                format!(
+                    "the row's texts were made by the {policy} text policy, this run's by the {} text policy",
+                    run.text_policy.name()
+                )
+            })
+            .or_else(|| {
+                row.compares_with
+                    .model
+                    .as_deref()
+                    .filter(|model| *model != run.model)
+                    .map(|model| format!("the row is {model}'s, this run is {}'s", run.model))
+            });
+        let within = difference.mean.abs() <= registry.tolerance.ndcg_10;
+        let (verdict, why) = match (&row.differs_by_design, mismatch) {
+            (Some(design), _) => ("not_comparable", design.clone()),
+            (None, Some(mismatch)) => ("not_comparable", format!("{mismatch}: not made the way the row was")),
+            (None, None) if within => (
+                "reproduced",
+                format!(
+                    "made the way the row was, and {:+.4} from it, within the declared {}",
+                    difference.mean, registry.tolerance.ndcg_10
+                ),
+            ),
+            (None, None) => (
+                "not_reproduced",
+                format!(
+                    "made the way the row was, but {:+.4} from it, beyond the declared {}",
+                    difference.mean, registry.tolerance.ndcg_10
+                ),
+            ),
+        };
+        rows.push(ComparedRow {
+            published: row.clone(),
+            mode: run.mode.clone(),
+            queries: run.ndcg_10.len(),
+            measured,
+            difference,
+            verdict: verdict.into(),
+            why,
+        });
+    }
+    Ok(PublishedComparison {
+        schema: PUBLISHED_SCHEMA.into(),
+        dataset: dataset.into(),
+        registry_sha256: format!("sha256:{}", crate::archive::sha256_hex(PUBLISHED_ROWS.as_bytes())),
+        tolerance: registry.tolerance,
+        bootstrap: serde_json::json!({
+            "resamples": PUBLISHED_RESAMPLES,
+            "level": 0.95,
+            "seed": PUBLISHED_SEED,
+            "prng": "SplitMix64, resampled as statistics.json's paired bootstrap draws",
+            "queries": "every test query of the dataset: the calibration and held-out rows of the frozen baseline's run of the mode, in query-id order",
+        }),
+        rows,
+    })
+}
+
+/// nDCG@10 of every query of the frozen baseline's runs of `mode` (one per split), in query-id order: what a
+/// published row over a dataset's whole test split is compared with.
+pub fn per_query_ndcg(rows_by_split: &[&[crate::schema::QueryRow]]) -> Vec<f64> {
+    let mut by_id: BTreeMap<&str, f64> = BTreeMap::new();
+    for rows in rows_by_split {
+        for row in *rows {
+            by_id.insert(&row.query_id, row.metrics.ndcg_10);
+        }
+    }
+    by_id.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(mode: &str, policy: TextPolicyKind, model: &str, values: Vec<f64>) -> MeasuredRun {
+        MeasuredRun { mode: mode.into(), text_policy: policy, model: model.into(), ndcg_10: values }
+    }
+
+    #[test]
+    fn the_registry_parses_and_holds_scifacts_three_rows() {
+        let registry = registry().unwrap();
+        let scifact: Vec<&PublishedRow> = registry.rows.iter().filter(|r| r.dataset == "scifact").collect();
+        let values: Vec<f64> = scifact.iter().map(|r| r.value).collect();
+        assert_eq!(values, [0.6789, 0.64508, 0.7408]);
+        assert!(registry.rows.iter().all(|r| r.metric == "ndcg@10" && r.value > 0.0 && r.value < 1.0));
+        assert_eq!(registry.tolerance.ndcg_10, 0.005);
+    }
+
+    #[test]
+    fn only_a_run_made_the_way_the_row_was_can_reproduce_it() {
+        let minilm = "sentence-transformers/all-MiniLM-L6-v2";
+        // 300 queries whose mean is MTEB's 0.64508.
+        let mut values = vec![0.64508; 300];
+        values[0] = 0.64508 + 0.3;
+        values[1] = 0.64508 - 0.3;
+        let runs = [
+            run("vector_only", TextPolicyKind::Model, minilm, values.clone()),
+            run("fts_only", TextPolicyKind::Model, minilm, values.clone()),
+        ];
+        let comparison = compare("scifact", &runs).unwrap();
+        let verdicts: Vec<(&str, &str)> =
+            comparison.rows.iter().map(|r| (r.published.system.as_str(), r.verdict.as_str())).collect();
+        assert_eq!(
+            verdicts,
+            [
+                ("BM25 flat (Anserini / Pyserini)", "not_comparable"),
+                ("sentence-transformers/all-MiniLM-L6-v2 (MTEB)", "reproduced"),
+                ("BAAI/bge-base-en-v1.5 (Anserini lucene flat, ONNX)", "not_comparable"),
+            ]
+        );
+        let mteb = &comparison.rows[1];
+        assert!(mteb.difference.mean.abs() < 1e-12 && mteb.measured.low < mteb.measured.mean);
+        assert_eq!(mteb.queries, 300);
+        // The contract's text policy is another way of making the texts: no claim either way.
+        let contract =
+            compare("scifact", &[run("vector_only", TextPolicyKind::Contract, minilm, values.clone())])
+                .unwrap();
+        assert_eq!(contract.rows[0].verdict, "not_comparable");
+        assert!(contract.rows[0].why.contains("contract text policy"), "{}", contract.rows[0].why);
+        // Made the same way but off by more than the tolerance.
+        let low: Vec<f64> = values.iter().map(|v| v - 0.025).collect();
+        let off = compare("scifact", &[run("vector_only", TextPolicyKind::Model, minilm, low)]).unwrap();
+        assert_eq!(off.rows[0].verdict, "not_reproduced");
+        assert!((off.rows[0].difference.mean + 0.025).abs() < 1e-12);
+        assert!(compare("no-such-dataset", &runs).unwrap().rows.is_empty());
+    }
+}
