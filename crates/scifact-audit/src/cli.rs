@@ -33,8 +33,9 @@ pub(crate) enum Command {
     /// line to stdout. The way to re-check any vector of a fixture by hand.
     Embed(EmbedArgs),
     /// Build the embedded corpus fixture from the SciFact archive: zip safety checks, the 5,183-document /
-    /// 300-query shape gate, the 700-character semantic text, embeddings through a resumable fsync'd cache.
-    /// Exits 0 only when a complete fixture was written; rerun the same command to resume.
+    /// 300-query shape gate, the semantic texts by the declared text policy (by default the contract's, cut to
+    /// 700 characters), embeddings through a resumable fsync'd cache. Exits 0 only when a complete fixture was
+    /// written; rerun the same command to resume.
     Build(BuildArgs),
     /// Run the evaluation: build or resume the store from the fixture, run the chosen modes over the chosen
     /// split, and write `scifact-<mode>-<split>.jsonl` (one row per query, with its search receipt) and

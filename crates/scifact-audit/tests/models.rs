@@ -155,3 +155,101 @@ fn a_name_this_build_does_not_know_and_a_directory_that_is_not_the_named_model_a
     assert_eq!(without_role.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&without_role.stderr).contains("needs --role"));
 }
+
+/// `eval --text-policy model` with a checkpoint that declares a query instruction: the fixture declares the
+/// policy, every query vector is the checkpoint's own `embed --text-policy model` of the query as given and
+/// every document's that of `title + " " + text`, and `verify-bundle` rebuilds the texts by the declared
+/// policy and re-embeds every one of them equal to the bit.
+#[test]
+fn a_tiny_eval_under_the_model_policy_embeds_what_the_checkpoint_declares_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let (secret, public) = keys(dir.path());
+    let work = dir.path().join("work");
+    let checkpoint = root().join("fixtures/checkpoints/cls-normalize-instruction");
+    let archive = root().join("fixtures/tiny/scifact-tiny.zip");
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_owned();
+    let eval = scifact_audit(
+        &[
+            "eval",
+            "--profile",
+            "tiny",
+            "--work-dir",
+            &s(&work),
+            "--archive",
+            &s(&archive),
+            "--model-dir",
+            &s(&checkpoint),
+            "--text-policy",
+            "model",
+            "--secret-key",
+            &s(&secret),
+            "--search-space",
+            &s(&root().join("fixtures/tiny/baseline-only.json")),
+        ],
+        "",
+    );
+    assert!(eval.status.success(), "{}", String::from_utf8_lossy(&eval.stderr));
+
+    let fixture: Value = serde_json::from_slice(&std::fs::read(work.join("fixture.json")).unwrap()).unwrap();
+    let policy = &fixture["metadata"]["text_policy"];
+    assert_eq!(policy["policy"], "model", "{policy}");
+    assert_eq!(policy["query_prefix"], "search the document : ", "the checkpoint's query prompt: {policy}");
+    assert_eq!((policy["document_prefix"].as_str(), policy["max_semantic_chars"].as_u64()), (Some(""), Some(0)));
+    let embedded = |role: &str, texts: &[String]| -> Vec<Vec<f32>> {
+        let stdin: String = texts.iter().map(|t| format!("{}\n", Value::from(t.as_str()))).collect();
+        let output = scifact_audit(
+            &["embed", "--model-dir", &s(&checkpoint), "--role", role, "--text-policy", "model"],
+            &stdin,
+        );
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let line: Value = serde_json::from_str(l).unwrap();
+                line["vector"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect()
+            })
+            .collect()
+    };
+    let held = |items: &Value| -> Vec<Vec<f32>> {
+        items
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item["vector"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect())
+            .collect()
+    };
+    let queries: Vec<String> =
+        fixture["queries"].as_array().unwrap().iter().map(|q| q["text"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(held(&fixture["queries"]), embedded("query", &queries), "every query vector");
+    let documents: Vec<String> = fixture["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| format!("{} {}", d["title"].as_str().unwrap(), d["text"].as_str().unwrap()).trim().to_owned())
+        .collect();
+    assert_eq!(held(&fixture["documents"]), embedded("document", &documents), "every document vector");
+
+    let bundle = std::fs::read_dir(work.join("bundles")).unwrap().next().unwrap().unwrap().path();
+    let output = scifact_audit(
+        &[
+            "verify-bundle",
+            "--bundle-dir",
+            &s(&bundle),
+            "--public-key",
+            &s(&public),
+            "--archive",
+            &s(&archive),
+            "--model-dir",
+            &s(&checkpoint),
+            "--json",
+        ],
+        "",
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{report}");
+    for name in ["embedding.values", "texts.identity", "published.rows"] {
+        let check = report["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap();
+        assert_eq!((check["status"].as_str(), check["basis"].as_str()), (Some("pass"), Some("recomputed")), "{check}");
+    }
+}

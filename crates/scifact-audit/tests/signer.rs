@@ -210,6 +210,7 @@ fn the_untouched_bundle_is_verified_and_what_it_attests_is_never_a_pass() {
         "embedding.values",
         "report.rendered",
         "texts.identity",
+        "published.rows",
     ] {
         assert!(checks.iter().any(|c| c.1 == name && c.2 == "pass"), "{name} was not recomputed");
     }
@@ -462,6 +463,41 @@ fn a_document_vector_the_model_does_not_give() {
         "embedding.values",
         "not the declared model's vector",
         &["--embedding-sample", "all"],
+    );
+}
+
+#[test]
+fn a_published_row_claimed_reproduced_where_the_registry_has_none() {
+    // The tiny corpus has no published row; the forger borrows SciFact's MTEB row and says it reproduced.
+    caught(
+        |f| {
+            f.edit_json("published.json", |p| {
+                assert_eq!(p["rows"], Value::Array(Vec::new()), "the tiny corpus has no published row");
+                p["rows"] = serde_json::json!([{
+                    "published": {
+                        "dataset": "tiny", "split": "test", "metric": "ndcg@10", "value": 0.5,
+                        "system": "sentence-transformers/all-MiniLM-L6-v2 (MTEB)",
+                        "source": {"repository": "embeddings-benchmark/mtebpaper"},
+                        "computed_with": "MTEB", "compares_with": {"mode": "vector_only"}
+                    },
+                    "mode": "vector_only", "queries": 10,
+                    "measured": {"mean": 0.5, "low": 0.4, "high": 0.6},
+                    "difference": {"mean": 0.0, "low": -0.1, "high": 0.1},
+                    "verdict": "reproduced", "why": "made the way the row was"
+                }]);
+            })
+        },
+        "published.rows",
+        "holds 1 rows, the registry and the runs give 0",
+    );
+}
+
+#[test]
+fn published_rows_said_to_be_of_another_dataset() {
+    caught(
+        |f| f.edit_json("published.json", |p| p["dataset"] = Value::from("scifact")),
+        "published.rows",
+        "the fixture is \"tiny\"",
     );
 }
 
