@@ -194,7 +194,10 @@ fn a_tiny_eval_under_the_model_policy_embeds_what_the_checkpoint_declares_and_ve
     let policy = &fixture["metadata"]["text_policy"];
     assert_eq!(policy["policy"], "model", "{policy}");
     assert_eq!(policy["query_prefix"], "search the document : ", "the checkpoint's query prompt: {policy}");
-    assert_eq!((policy["document_prefix"].as_str(), policy["max_semantic_chars"].as_u64()), (Some(""), Some(0)));
+    assert_eq!(
+        (policy["document_prefix"].as_str(), policy["max_semantic_chars"].as_u64()),
+        (Some(""), Some(0))
+    );
     let embedded = |role: &str, texts: &[String]| -> Vec<Vec<f32>> {
         let stdin: String = texts.iter().map(|t| format!("{}\n", Value::from(t.as_str()))).collect();
         let output = scifact_audit(
@@ -216,17 +219,25 @@ fn a_tiny_eval_under_the_model_policy_embeds_what_the_checkpoint_declares_and_ve
             .as_array()
             .unwrap()
             .iter()
-            .map(|item| item["vector"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect())
+            .map(|item| {
+                item["vector"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect()
+            })
             .collect()
     };
-    let queries: Vec<String> =
-        fixture["queries"].as_array().unwrap().iter().map(|q| q["text"].as_str().unwrap().to_owned()).collect();
+    let queries: Vec<String> = fixture["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["text"].as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(held(&fixture["queries"]), embedded("query", &queries), "every query vector");
     let documents: Vec<String> = fixture["documents"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| format!("{} {}", d["title"].as_str().unwrap(), d["text"].as_str().unwrap()).trim().to_owned())
+        .map(|d| {
+            format!("{} {}", d["title"].as_str().unwrap(), d["text"].as_str().unwrap()).trim().to_owned()
+        })
         .collect();
     assert_eq!(held(&fixture["documents"]), embedded("document", &documents), "every document vector");
 
@@ -250,6 +261,10 @@ fn a_tiny_eval_under_the_model_policy_embeds_what_the_checkpoint_declares_and_ve
     assert_eq!(output.status.code(), Some(0), "{report}");
     for name in ["embedding.values", "texts.identity", "published.rows"] {
         let check = report["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap();
-        assert_eq!((check["status"].as_str(), check["basis"].as_str()), (Some("pass"), Some("recomputed")), "{check}");
+        assert_eq!(
+            (check["status"].as_str(), check["basis"].as_str()),
+            (Some("pass"), Some("recomputed")),
+            "{check}"
+        );
     }
 }

@@ -98,8 +98,8 @@ pub(crate) fn linear_then(
     out: &mut [f32],
     then: impl Fn(usize, &mut [f32]) + Sync,
 ) {
-    debug_assert_eq!(a.len(), m * w.k);
-    debug_assert_eq!(out.len(), m * w.n);
+    assert_eq!(a.len(), m * w.k);
+    assert_eq!(out.len(), m * w.n);
     blocks(kernels, Rows { data: a, m, stride: w.k }, w, out, w.n, then);
 }
 
@@ -117,9 +117,9 @@ fn blocks(
     out_stride: usize,
     then: impl Fn(usize, &mut [f32]) + Sync,
 ) {
-    debug_assert_eq!(w.width, kernels.panel_width());
-    debug_assert!(a.m == 0 || a.data.len() >= (a.m - 1) * a.stride + w.k);
-    debug_assert!(a.m == 0 || out.len() >= (a.m - 1) * out_stride + w.n);
+    assert_eq!(w.width, kernels.panel_width());
+    assert!(a.m == 0 || a.data.len() >= (a.m - 1) * a.stride + w.k);
+    assert!(a.m == 0 || out.len() >= (a.m - 1) * out_stride + w.n);
     out.par_chunks_mut(ROW_BLOCK * out_stride).enumerate().for_each(|(block, out)| {
         let first = block * ROW_BLOCK;
         let rows = ROW_BLOCK.min(a.m - first);

@@ -84,7 +84,9 @@ fn derive(runs: &[Run], bytes: &[u8], metadata: &Value) -> Result<(String, Vec<P
             continue;
         }
         let values: Vec<f64> = by_id.into_values().collect();
-        let Some(measured) = bootstrap_with(seed, resamples, 0.95, std::slice::from_ref(&values)).first().copied() else {
+        let Some(measured) =
+            bootstrap_with(seed, resamples, 0.95, std::slice::from_ref(&values)).first().copied()
+        else {
             continue;
         };
         let published = row["value"].as_f64().unwrap_or(f64::NAN);
