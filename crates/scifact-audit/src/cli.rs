@@ -80,6 +80,10 @@ pub(crate) enum Command {
     /// by score keep the library's order; `verify` and `verify-bundle` check every line against the rows.
     /// `eval` does this itself before verifying.
     Export(ExportArgs),
+    /// List the BEIR datasets as their own files state them: BEIR's download and md5, the evaluation split,
+    /// exact corpus and query counts, the grades the qrels hold (lines per grade), the quirks BEIR's rules
+    /// handle, and CQADupStack's twelve forums. Which of them this build evaluates is said at the end.
+    Datasets(DatasetsArgs),
     /// Generate a minisign key pair (encrypted with $MINISIGN_PASSWORD or a prompted password, unless
     /// --without-password).
     Keygen(KeygenArgs),
@@ -433,6 +437,13 @@ pub(crate) struct VerifyArgs {
     pub(crate) output: ReportArgs,
     #[command(flatten)]
     pub(crate) lock: LockArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct DatasetsArgs {
+    /// Print the registry itself (`scifact-audit-beir-datasets-v1`) instead of the table
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, clap::Args)]

@@ -5,6 +5,7 @@ mod build;
 mod cli;
 mod compare;
 mod corpus;
+mod datasets;
 mod embed;
 mod eval;
 mod export;
@@ -78,6 +79,7 @@ fn run() -> anyhow::Result<ExitCode> {
         cli::Command::Validate(args) => audit::validate(&args),
         cli::Command::Verify(args) => audit::verify(&args),
         cli::Command::Export(args) => export::run(&args),
+        cli::Command::Datasets(args) => datasets::run(&args),
         cli::Command::Keygen(args) => audit::keygen(&args),
         cli::Command::Bundle(args) => audit::bundle(&args),
         cli::Command::Sign(args) => audit::sign(&args),

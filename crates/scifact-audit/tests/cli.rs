@@ -659,3 +659,27 @@ fn progress_is_plain_lines_when_stderr_is_not_a_terminal() {
     assert!(stderr.contains("embedding documents: 5183 already done (resumed)"), "{context}");
     assert!(stderr.contains("embedding documents: done, 0 in"), "{context}");
 }
+
+#[test]
+fn datasets_lists_the_fifteen_public_beir_datasets_and_cqadupstack_s_forums() {
+    let output = scifact_audit(&["datasets"], "");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let table = String::from_utf8(output.stdout).unwrap();
+    let md5s = table
+        .split_whitespace()
+        .filter(|w| w.len() == 32 && w.bytes().all(|b| b.is_ascii_hexdigit()))
+        .count();
+    assert_eq!(md5s, 15, "{table}");
+    assert_eq!(table.lines().filter(|l| l.starts_with("  cqadupstack/")).count(), 12, "{table}");
+    let scifact = table.lines().find(|l| l.starts_with("scifact ")).unwrap();
+    assert!(
+        scifact.contains("5,183")
+            && scifact.contains("300")
+            && scifact.contains("5f7d1de60b170fc8027bb7898e2efca1")
+    );
+    let covid = table.lines().find(|l| l.starts_with("trec-covid ")).unwrap();
+    assert!(covid.contains("-1: 2, 0: 41,661, 1: 10,456, 2: 14,217"), "{covid}");
+    let json = scifact_audit(&["datasets", "--json"], "");
+    let registry: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(registry["schema"], "scifact-audit-beir-datasets-v1");
+}

@@ -19,6 +19,7 @@ mod beir;
 mod build;
 mod cache;
 pub mod comparison;
+pub mod datasets;
 mod error;
 pub mod exports;
 mod fixture;

@@ -1,0 +1,87 @@
+//! `datasets`: the BEIR registry as a table a person reads, or as the registry's own JSON.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use scifact_eval::datasets::{BEIR_DATASETS, Dataset, dataset_registry};
+
+use crate::cli::DatasetsArgs;
+
+/// The datasets this build evaluates end to end (`eval`'s shape gate and names).
+const EVALUATED: [&str; 1] = ["scifact"];
+
+pub(crate) fn run(args: &DatasetsArgs) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        out.write_all(BEIR_DATASETS.as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let registry = dataset_registry().map_err(|reason| anyhow::anyhow!(reason))?;
+    writeln!(out, "BEIR datasets (configs/beir-datasets.json; {} rows)", registry.datasets.len())?;
+    writeln!(
+        out,
+        "{:<26} {:<5} {:>11} {:>7}  {:<42} md5 (BEIR)",
+        "name", "split", "documents", "queries", "qrels lines per grade"
+    )?;
+    for dataset in &registry.datasets {
+        let name =
+            if dataset.public { dataset.name.clone() } else { format!("{} (not public)", dataset.name) };
+        row(&mut out, &name, dataset, &dataset.grades, dataset.md5.as_deref().unwrap_or("none"))?;
+        for forum in &dataset.forums {
+            let shown = Dataset { documents: forum.documents, queries: forum.queries, ..dataset.clone() };
+            row(
+                &mut out,
+                &format!("  {}/{}", dataset.name, forum.name),
+                &shown,
+                &forum.grades,
+                "(in the zip)",
+            )?;
+        }
+    }
+    writeln!(out, "\nquirks BEIR's rules handle:")?;
+    for dataset in registry.datasets.iter().filter(|d| !d.quirks.is_empty()) {
+        writeln!(out, "  {:<18} {}", dataset.name, dataset.quirks.join("; "))?;
+    }
+    writeln!(out, "\nrules:")?;
+    for (rule, statement) in &registry.rules {
+        writeln!(out, "  {rule:<20} {statement}")?;
+    }
+    writeln!(
+        out,
+        "\nThis build evaluates {} end to end (and the tiny stand-in corpus); the others are listed for their \
+         identity and shape.",
+        EVALUATED.join(", ")
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn row(
+    out: &mut impl Write,
+    name: &str,
+    dataset: &Dataset,
+    grades: &std::collections::BTreeMap<String, usize>,
+    md5: &str,
+) -> std::io::Result<()> {
+    let grades: Vec<String> =
+        grades.iter().map(|(grade, lines)| format!("{grade}: {}", thousands(*lines))).collect();
+    writeln!(
+        out,
+        "{name:<26} {:<5} {:>11} {:>7}  {:<42} {md5}",
+        dataset.split,
+        thousands(dataset.documents),
+        thousands(dataset.queries),
+        if grades.is_empty() { "not counted".to_owned() } else { grades.join(", ") },
+    )
+}
+
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
