@@ -21,6 +21,7 @@ mod forger;
 mod formats;
 mod hostile;
 mod models;
+mod quirks;
 mod reproduce;
 mod selection;
 mod signer;

@@ -141,17 +141,95 @@ pub fn archive_members() -> Vec<(String, Vec<u8>)> {
     ]
 }
 
+/// The tiny corpus with BEIR's quirks, in the tiny profile's shape (300 documents, 200 test queries): every
+/// tenth document without a title, every thirteenth with a string id (`doc-<n>`) beside the numeric ones;
+/// graded judgements as trec-covid and dbpedia-entity have them (a relevant document of every seventh query
+/// graded 2, judged non-relevant lines of grade 0 for every fourth query and of grade -1 for every ninth,
+/// one query judged with grade 0 only). What trec_eval computes from it is the check.
+pub fn quirks_archive_members() -> Vec<(String, Vec<u8>)> {
+    let members = archive_members();
+    let text = |i: usize| String::from_utf8_lossy(&members[i].1).into_owned();
+    let mut renamed = std::collections::HashMap::new();
+    let mut ids = Vec::new();
+    let mut corpus = String::new();
+    for (i, line) in text(0).lines().enumerate() {
+        let Ok(mut record) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        if i % 10 == 3 {
+            record["title"] = serde_json::Value::from("");
+        }
+        let id = record["_id"].as_str().unwrap_or_default().to_owned();
+        let new_id = if i % 13 == 5 { format!("doc-{id}") } else { id.clone() };
+        record["_id"] = serde_json::Value::from(new_id.as_str());
+        renamed.insert(id, new_id.clone());
+        ids.push(new_id);
+        corpus.push_str(&record.to_string());
+        corpus.push('\n');
+    }
+    let mut judged: Vec<(String, Vec<(String, i64)>)> = Vec::new();
+    for line in text(2).lines().skip(1) {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let [query, doc, _] = fields.as_slice() else { continue };
+        let doc = renamed.get(*doc).cloned().unwrap_or_else(|| (*doc).to_owned());
+        match judged.last_mut() {
+            Some((last, lines)) if last == query => lines.push((doc, 1)),
+            _ => judged.push(((*query).to_owned(), vec![(doc, 1)])),
+        }
+    }
+    let mut qrels = String::from("query-id\tcorpus-id\tscore\n");
+    for (q, (query, lines)) in judged.iter_mut().enumerate() {
+        let other = |salt: usize, grade: i64, lines: &mut Vec<(String, i64)>| {
+            let mut pick = (q * 37 + salt) % ids.len();
+            while lines.iter().any(|(doc, _)| *doc == ids[pick]) {
+                pick = (pick + 1) % ids.len();
+            }
+            lines.push((ids[pick].clone(), grade));
+        };
+        if q % 7 == 0 {
+            lines[0].1 = 2;
+        }
+        if q % 4 == 1 {
+            other(11, 0, lines);
+        }
+        if q % 9 == 2 {
+            other(29, -1, lines);
+        }
+        if q == 5 {
+            lines.iter_mut().for_each(|line| line.1 = 0);
+        }
+        for (doc, grade) in lines.iter() {
+            qrels.push_str(&format!("{query}\t{doc}\t{grade}\n"));
+        }
+    }
+    vec![
+        (members[0].0.clone(), corpus.into_bytes()),
+        (members[1].0.clone(), members[1].1.clone()),
+        (members[2].0.clone(), qrels.into_bytes()),
+    ]
+}
+
 /// Writes the tiny archive (stored, not deflated, every time stamp 1980-01-01) to `path`.
 ///
 /// # Errors
 /// [`Error::Io`] when it cannot be written.
 pub fn write_archive(path: &Path) -> Result<()> {
+    write_members(path, archive_members())
+}
+
+/// Writes [`quirks_archive_members`] as [`write_archive`] writes the tiny archive.
+///
+/// # Errors
+/// [`Error::Io`] when it cannot be written.
+pub fn write_quirks_archive(path: &Path) -> Result<()> {
+    write_members(path, quirks_archive_members())
+}
+
+fn write_members(path: &Path, members: Vec<(String, Vec<u8>)>) -> Result<()> {
     let io = |source: std::io::Error| Error::Io { path: path.to_owned(), source };
     let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let options = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Stored)
         .last_modified_time(zip::DateTime::default());
-    for (name, bytes) in archive_members() {
+    for (name, bytes) in members {
         writer.start_file(name, options).map_err(|e| io(std::io::Error::other(e)))?;
         writer.write_all(&bytes).map_err(io)?;
     }
