@@ -18,6 +18,7 @@ fn root() -> PathBuf {
 struct Evaluated {
     _dir: tempfile::TempDir,
     archive: PathBuf,
+    secret: PathBuf,
     public: PathBuf,
     bundle: PathBuf,
 }
@@ -51,7 +52,7 @@ fn evaluated() -> &'static Evaluated {
         );
         assert!(eval.status.success(), "{}", String::from_utf8_lossy(&eval.stderr));
         let bundle = std::fs::read_dir(work.join("bundles")).unwrap().next().unwrap().unwrap().path();
-        Evaluated { _dir: dir, archive, public, bundle }
+        Evaluated { _dir: dir, archive, secret, public, bundle }
     })
 }
 
@@ -144,6 +145,77 @@ fn graded_judgements_empty_titles_and_string_ids_go_through_eval_and_verify_bund
             "{check}"
         );
     }
+}
+
+fn verify(bundle: &Path) -> (Option<i32>, Value) {
+    let e = evaluated();
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let output = scifact_audit(
+        &[
+            "verify-bundle",
+            "--bundle-dir",
+            &s(bundle),
+            "--public-key",
+            &s(&e.public),
+            "--archive",
+            &s(&e.archive),
+            "--model-dir",
+            &s(&root().join("fixtures/tiny/model")),
+            "--json",
+        ],
+        "",
+    );
+    (output.status.code(), serde_json::from_slice(&output.stdout).unwrap())
+}
+
+/// ArguAna's quirk: the query that is a corpus document under its own id never has that document as a hit,
+/// in any mode; each receipt says which fact was left out, and a receipt that hides it is caught.
+#[test]
+fn a_query_whose_id_is_a_documents_never_retrieves_that_document() {
+    let e = evaluated();
+    let metadata: Value =
+        serde_json::from_slice(&std::fs::read(e.bundle.join("fixture-metadata.json")).unwrap()).unwrap();
+    let documents: Vec<&str> =
+        metadata["document_ids"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+    let mapping: Value =
+        serde_json::from_slice(&std::fs::read(e.bundle.join("scifact.mapping.json")).unwrap()).unwrap();
+    let fact_of = |doc: &str| -> i64 {
+        mapping["entries"].as_array().unwrap().iter().find(|m| m["doc_id"] == doc).unwrap()["fact_id"]
+            .as_i64()
+            .unwrap()
+    };
+    let forgery = crate::forger::Forgery::of(&e.bundle);
+    let mut twins = 0;
+    let mut hidden = None;
+    for aggregate in forgery.aggregates() {
+        for row in forgery.rows(&aggregate) {
+            let id = row["query_id"].as_str().unwrap();
+            if !documents.contains(&id) {
+                assert!(row["receipt"].get("excluded_facts").is_none(), "{row}");
+                continue;
+            }
+            twins += 1;
+            assert!(row["ranked_doc_ids"].as_array().unwrap().iter().all(|d| d != id), "{aggregate}: {row}");
+            assert_eq!(row["receipt"]["excluded_facts"], serde_json::json!([fact_of(id)]), "{aggregate}");
+            hidden.get_or_insert((aggregate.clone(), id.to_owned()));
+        }
+    }
+    assert!(twins >= 3, "the twin query is in every mode's runs of its split: {twins}");
+
+    let (aggregate, id) = hidden.unwrap();
+    forgery.edit_rows(&aggregate, |rows| {
+        let row = rows.iter_mut().find(|r| r["query_id"] == id.as_str()).unwrap();
+        row["receipt"].as_object_mut().unwrap().remove("excluded_facts");
+    });
+    forgery.repair_and_sign(&e.secret);
+    let (code, report) = verify(&forgery.dir);
+    assert_eq!(code, Some(1));
+    let failed: Vec<&Value> =
+        report["checks"].as_array().unwrap().iter().filter(|c| c["status"] == "fail").collect();
+    assert!(
+        failed.iter().any(|c| c["evidence"].as_str().unwrap().contains("BEIR's rule leaves out fact")),
+        "{failed:#?}"
+    );
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use semantic_memory::canonical_json::{canonical_bytes_of, sha256_digest};
-use semantic_memory::{FactStore, SearchConfig, SearchContext, SearchMode, SearchReceipt};
+use semantic_memory::{FactId, FactStore, SearchConfig, SearchContext, SearchMode, SearchReceipt};
 
 use crate::archive::sha256_hex;
 use crate::build::Progress;
@@ -491,6 +491,10 @@ fn run_mode(
         },
     )?;
     let doc_of: HashMap<i64, &str> = doc_index(&eval_store.mapping);
+    let fact_of: HashMap<&str, FactId> =
+        eval_store.mapping.entries.iter().map(|e| (e.doc_id.as_str(), e.fact_id)).collect();
+    // BEIR's ignore_identical_ids: a query's own document (the same id) is never its hit.
+    let own = |id: &str| -> Vec<FactId> { fact_of.get(id).copied().into_iter().collect() };
     let store = &eval_store.store;
 
     // What earlier attempts answered: the store decides, the journal adds the times.
@@ -518,7 +522,7 @@ fn run_mode(
                 )));
             }
             (None, Some(receipt)) => {
-                check_stored_receipt(store, &receipt, &request, mode, &options.config)?;
+                check_stored_receipt(store, &receipt, &request, mode, &options.config, &own(id))?;
                 recovered.push(id.clone());
                 recovered_row(query, mode, split, &request, receipt, &doc_of)
             }
@@ -540,7 +544,7 @@ fn run_mode(
             continue;
         }
         let Some(query) = queries.get(id) else { continue };
-        let mut row = run_query(store, &options.config, mode, split, label, query, &doc_of)?;
+        let mut row = run_query(store, &options.config, mode, split, label, query, &doc_of, own(id))?;
         safe_fs::halt::point("run.answered");
         row.answered_in_attempt = Some(journal.attempt());
         journal.record(&row)?;
@@ -683,11 +687,13 @@ fn check_stored_receipt(
     request: &str,
     mode: SearchMode,
     config: &SearchConfig,
+    excluded: &[FactId],
 ) -> Result<()> {
     let same = receipt.request_id == request
         && receipt.mode == mode
         && receipt.namespace == NAMESPACE
         && &receipt.config == config
+        && receipt.excluded_facts == excluded
         && receipt.digest_is_valid();
     if same {
         return Ok(());
@@ -705,6 +711,7 @@ fn doc_index(mapping: &Mapping) -> HashMap<i64, &str> {
     mapping.entries.iter().map(|e| (e.fact_id.0, e.doc_id.as_str())).collect()
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_query(
     store: &FactStore,
     config: &SearchConfig,
@@ -713,9 +720,11 @@ fn run_query(
     label: Option<&str>,
     query: &PreparedQuery,
     doc_of: &HashMap<i64, &str>,
+    excluded: Vec<FactId>,
 ) -> Result<QueryRow> {
     let request = request_id(mode.as_str(), split, &query.id, label);
-    let context = SearchContext::new(request.clone(), NAMESPACE);
+    let context =
+        SearchContext { excluded_facts: excluded, ..SearchContext::new(request.clone(), NAMESPACE) };
     let started = Instant::now();
     let outcome = match mode {
         SearchMode::FtsOnly => store.search_fts_only_with_context(&query.text, config, &context),

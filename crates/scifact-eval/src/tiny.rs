@@ -145,7 +145,8 @@ pub fn archive_members() -> Vec<(String, Vec<u8>)> {
 /// tenth document without a title, every thirteenth with a string id (`doc-<n>`) beside the numeric ones;
 /// graded judgements as trec-covid and dbpedia-entity have them (a relevant document of every seventh query
 /// graded 2, judged non-relevant lines of grade 0 for every fourth query and of grade -1 for every ninth,
-/// one query judged with grade 0 only). What trec_eval computes from it is the check.
+/// one query judged with grade 0 only); and, as in ArguAna, one query that is a corpus document under the same
+/// id and with its text. What trec_eval computes from it, with BEIR's ignore_identical_ids, is the check.
 pub fn quirks_archive_members() -> Vec<(String, Vec<u8>)> {
     let members = archive_members();
     let text = |i: usize| String::from_utf8_lossy(&members[i].1).into_owned();
@@ -165,10 +166,26 @@ pub fn quirks_archive_members() -> Vec<(String, Vec<u8>)> {
         corpus.push_str(&record.to_string());
         corpus.push('\n');
     }
+    // ArguAna's quirk: one query is itself a document of the corpus, under the same id, with that document's
+    // text; BEIR never counts it as a hit of itself.
+    let (twin_query, twin_doc) = ("25", 100);
+    let twin: serde_json::Value =
+        text(0).lines().nth(twin_doc).and_then(|line| serde_json::from_str(line).ok()).unwrap_or_default();
+    let mut queries = String::new();
+    for line in text(1).lines() {
+        let Ok(mut record) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        if record["_id"] == twin_query {
+            record["_id"] = serde_json::Value::from(ids[twin_doc].as_str());
+            record["text"] = twin["text"].clone();
+        }
+        queries.push_str(&record.to_string());
+        queries.push('\n');
+    }
     let mut judged: Vec<(String, Vec<(String, i64)>)> = Vec::new();
     for line in text(2).lines().skip(1) {
         let fields: Vec<&str> = line.split('\t').collect();
         let [query, doc, _] = fields.as_slice() else { continue };
+        let query = if *query == twin_query { ids[twin_doc].as_str() } else { *query };
         let doc = renamed.get(*doc).cloned().unwrap_or_else(|| (*doc).to_owned());
         match judged.last_mut() {
             Some((last, lines)) if last == query => lines.push((doc, 1)),
@@ -202,7 +219,7 @@ pub fn quirks_archive_members() -> Vec<(String, Vec<u8>)> {
     }
     vec![
         (members[0].0.clone(), corpus.into_bytes()),
-        (members[1].0.clone(), members[1].1.clone()),
+        (members[1].0.clone(), queries.into_bytes()),
         (members[2].0.clone(), qrels.into_bytes()),
     ]
 }

@@ -58,6 +58,8 @@ pub(crate) struct Scope<'a> {
     pub(crate) namespace: &'a str,
     /// Empty means every source type.
     pub(crate) source_types: &'a [String],
+    /// Facts never returned.
+    pub(crate) excluded: &'a [FactId],
 }
 
 /// A BM25 scorer over the store's facts.
@@ -104,9 +106,16 @@ impl LexicalBackend for Fts5 {
                 (0..scope.source_types.len()).map(|i| format!("?{}", i + 4)).collect();
             sql.push_str(&format!(" AND facts.source_type IN ({})", placeholders.join(", ")));
         }
+        if !scope.excluded.is_empty() {
+            let first = 4 + scope.source_types.len();
+            let placeholders: Vec<String> =
+                (0..scope.excluded.len()).map(|i| format!("?{}", first + i)).collect();
+            sql.push_str(&format!(" AND facts.id NOT IN ({})", placeholders.join(", ")));
+        }
         sql.push_str(" ORDER BY score ASC, facts.id ASC LIMIT ?3");
         values.insert(2, i64::try_from(limit).unwrap_or(i64::MAX).into());
         values.extend(scope.source_types.iter().map(|s| SqlValue::from(s.clone())));
+        values.extend(scope.excluded.iter().map(|fact| SqlValue::from(fact.0)));
         let mut statement = conn.prepare_cached(&sql)?;
         let rows = statement.query_map(rusqlite::params_from_iter(values), |row| {
             Ok(ScoredFact { fact_id: FactId(row.get(0)?), score: -row.get::<_, f64>(1)? })

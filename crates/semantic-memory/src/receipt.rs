@@ -183,6 +183,10 @@ pub struct SearchReceipt {
     pub namespace: String,
     /// Source types searched; empty means all.
     pub source_types: Vec<String>,
+    /// Facts the search was asked never to return (a query's own document); absent when none, so every
+    /// receipt made without one keeps its bytes and digest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded_facts: Vec<crate::store::FactId>,
     /// Which API ran.
     pub mode: SearchMode,
     /// The complete effective configuration.

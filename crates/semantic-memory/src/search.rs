@@ -29,12 +29,20 @@ pub struct SearchContext {
     pub namespace: String,
     /// Source types searched; empty (the default) means all.
     pub source_types: Vec<String>,
+    /// Facts this search never returns, recorded in its receipt: BEIR's rule that a query's own document
+    /// (the same id) is not a hit of it. Every list is the best of the other facts, as if these were absent.
+    pub excluded_facts: Vec<FactId>,
 }
 
 impl SearchContext {
     /// A context over every source type of `namespace`.
     pub fn new(request_id: impl Into<String>, namespace: impl Into<String>) -> Self {
-        SearchContext { request_id: request_id.into(), namespace: namespace.into(), source_types: Vec::new() }
+        SearchContext {
+            request_id: request_id.into(),
+            namespace: namespace.into(),
+            source_types: Vec::new(),
+            excluded_facts: Vec::new(),
+        }
     }
 }
 
@@ -88,6 +96,7 @@ struct InScope<'a> {
     tags: &'a [crate::store::Tag],
     namespace: Option<u32>,
     source_types: Option<Vec<u32>>,
+    excluded: &'a [FactId],
 }
 
 impl InScope<'_> {
@@ -97,6 +106,7 @@ impl InScope<'_> {
         };
         Some(tag.namespace) == self.namespace
             && self.source_types.as_ref().is_none_or(|allowed| allowed.contains(&tag.source_type))
+            && !self.excluded.contains(&fact_id)
     }
 }
 
@@ -287,7 +297,11 @@ impl FactStore {
         context: &SearchContext,
         limit: usize,
     ) -> Result<LexicalRun> {
-        let scope = Scope { namespace: &context.namespace, source_types: &context.source_types };
+        let scope = Scope {
+            namespace: &context.namespace,
+            source_types: &context.source_types,
+            excluded: &context.excluded_facts,
+        };
         let evidence = |backend: &str, exactness: &str, fallback_reason: Option<String>, returned: usize| {
             LexicalEvidence {
                 backend: backend.to_owned(),
@@ -374,17 +388,18 @@ impl FactStore {
     }
 
     /// The facts in the context's namespace and source types.
-    fn scope(&self, context: &SearchContext) -> InScope<'_> {
+    fn scope<'a>(&'a self, context: &'a SearchContext) -> InScope<'a> {
         InScope {
             tags: &self.tags,
             namespace: self.interned.code(&context.namespace),
             source_types: (!context.source_types.is_empty())
                 .then(|| context.source_types.iter().filter_map(|name| self.interned.code(name)).collect()),
+            excluded: &context.excluded_facts,
         }
     }
 
     /// A predicate over fact ids that holds for facts in the context's namespace and source types.
-    fn scope_filter(&self, context: &SearchContext) -> impl Fn(FactId) -> bool + '_ {
+    fn scope_filter<'a>(&'a self, context: &'a SearchContext) -> impl Fn(FactId) -> bool + 'a {
         let scope = self.scope(context);
         move |fact_id| scope.contains(fact_id)
     }
@@ -407,6 +422,7 @@ impl FactStore {
             request_id: context.request_id.clone(),
             namespace: context.namespace.clone(),
             source_types: context.source_types.clone(),
+            excluded_facts: context.excluded_facts.clone(),
             mode,
             config: config.clone(),
             query,

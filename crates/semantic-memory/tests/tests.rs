@@ -5,6 +5,7 @@
 mod util;
 
 mod bm25;
+mod excluded;
 mod fts;
 mod hybrid;
 mod receipts;

@@ -25,6 +25,9 @@ type Outcome = Result<String, String>;
 /// recomputed candidate lists.
 struct Shared<'a> {
     query_index: HashMap<&'a str, usize>,
+    /// The fact holding the document whose id is the query's own, for the queries that have one: BEIR's
+    /// ignore_identical_ids leaves it out of every list of that query.
+    own_fact: HashMap<&'a str, i64>,
     vectors: Option<&'a Vectors>,
     dense: Result<Scans, String>,
     lexical: Result<Lists, String>,
@@ -46,12 +49,28 @@ pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
         Ok((fact_ids, query_ids)) => {
             let query_index: HashMap<&str, usize> =
                 query_ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
+            let own_fact: HashMap<&str, i64> = match inputs.fixture {
+                Input::Read { content, .. } => {
+                    let fact_of: HashMap<&str, i64> = content
+                        .document_ids
+                        .iter()
+                        .map(String::as_str)
+                        .zip(fact_ids.iter().copied())
+                        .collect();
+                    query_ids
+                        .iter()
+                        .filter_map(|q| fact_of.get(q.as_str()).map(|f| (q.as_str(), *f)))
+                        .collect()
+                }
+                _ => HashMap::new(),
+            };
             let mut needed: (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
             let mut depth = 0usize;
             for run in runs {
                 let config = run.config();
                 for key in ["top_k", "lexical_candidates", "vector_candidates"] {
-                    depth = depth.max(config[key].as_u64().unwrap_or(0) as usize);
+                    // One deeper: a list that leaves out the query's own document reaches one further.
+                    depth = depth.max(config[key].as_u64().unwrap_or(0) as usize + 1);
                 }
                 for row in run.rows_or_empty() {
                     if let Some(&index) = query_index.get(query_id(row)) {
@@ -85,7 +104,7 @@ pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
                 Input::Absent(reason) => Err(format!("not checked: {reason}")),
                 Input::Refused(reason) => Err(reason.to_owned()),
             };
-            Ok(Shared { query_index, vectors: inputs.vectors.content(), dense, lexical })
+            Ok(Shared { query_index, own_fact, vectors: inputs.vectors.content(), dense, lexical })
         }
         Err(unavailable) => Err(unavailable.clone()),
     };
@@ -239,7 +258,30 @@ fn parts<'r>(row: &'r Value, shared: &Shared<'_>) -> Result<Option<Parts<'r>>, S
     }
     let index = *shared.query_index.get(id).ok_or_else(|| format!("query {id:?} is not in the fixture"))?;
     let hits = receipt["hits"].as_array().ok_or_else(|| format!("query {id:?}: the receipt has no hits"))?;
+    let own = shared.own_fact.get(id).copied();
+    let stated = match &receipt["excluded_facts"] {
+        Value::Null => Some(Vec::new()),
+        Value::Array(facts) => facts.iter().map(Value::as_i64).collect::<Option<Vec<i64>>>(),
+        _ => None,
+    };
+    if stated != Some(own.into_iter().collect()) {
+        return Err(format!(
+            "query {id:?}: the receipt leaves out {}, BEIR's rule leaves out {} (the document whose id is the query's own)",
+            receipt["excluded_facts"],
+            own.map_or_else(|| "nothing".to_owned(), |fact| format!("fact {fact}"))
+        ));
+    }
     Ok(Some((index, receipt, hits)))
+}
+
+/// A recomputed list without the query's own document (BEIR's ignore_identical_ids), as the search saw it.
+fn without_own<'l>(list: &'l [(i64, f64)], own: Option<&i64>) -> std::borrow::Cow<'l, [(i64, f64)]> {
+    match own {
+        Some(own) if list.iter().any(|(fact, _)| fact == own) => {
+            list.iter().filter(|(fact, _)| fact != own).copied().collect::<Vec<_>>().into()
+        }
+        _ => list.into(),
+    }
 }
 
 fn candidates(run: &Run, key: &str) -> Result<usize, String> {
@@ -331,6 +373,7 @@ fn vector(run: &Run, rows: &[Value], shared: &Shared<'_>, scans: &Scans) -> Outc
         let Some((index, receipt, hits)) = parts(row, shared)? else { continue };
         let id = query_id(row);
         let list = scans.list(index).ok_or_else(|| format!("query {id:?} was not scanned"))?;
+        let list = &*without_own(list, shared.own_fact.get(id));
         if let Some(vectors) = shared.vectors {
             query_vector_bound(id, receipt, vectors.query(index))?;
         }
@@ -394,6 +437,7 @@ fn lexical(run: &Run, rows: &[Value], shared: &Shared<'_>, lists: &Lists) -> Out
         let Some((index, receipt, hits)) = parts(row, shared)? else { continue };
         let id = query_id(row);
         let list = lists.list(index).ok_or_else(|| format!("query {id:?} was not ranked"))?;
+        let list = &*without_own(list, shared.own_fact.get(id));
         let expression = lists.expression(index).flatten();
         let expected_digest = expression.map(|e| crate::canonical::sha256_tagged(e.as_bytes()));
         if receipt["query"]["fts_expression_sha256"].as_str() != expected_digest.as_deref() {
@@ -467,6 +511,7 @@ fn fused(
         let (Some(l), Some(v)) = (lists.list(index), scans.list(index)) else {
             return Err(format!("query {id:?} was not recomputed"));
         };
+        let (l, v) = (without_own(l, shared.own_fact.get(id)), without_own(v, shared.own_fact.get(id)));
         let receipt_plan = Plan::of(&receipt["config"])?;
         if receipt_plan != *plan {
             return Err(format!(
