@@ -42,14 +42,15 @@ pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
         crate::guard::OnStop::AtDurablePoint,
     )?;
     let progress = StageProgress::new();
-    let (archive, digest_policy) = args.profile.archive(
+    let corpus = crate::corpus::Corpus::chosen(args.profile, args.dataset.as_deref())?;
+    let (archive, digest_policy) = corpus.archive(
         args.archive.as_deref(),
         &args.work_dir,
         args.accept_archive_digest.as_deref(),
         &progress,
     )?;
-    let (embedder, _) = open_embedder(&args.profile.model_args(&args.model_args)?)?;
-    let options = args.profile.build_options(
+    let (embedder, _) = open_embedder(&corpus.model_args(&args.model_args)?)?;
+    let options = corpus.build_options(
         archive,
         digest_policy,
         args.work_dir.clone(),

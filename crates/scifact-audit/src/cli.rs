@@ -280,6 +280,10 @@ pub(crate) struct BuildArgs {
     /// Which corpus
     #[arg(long, value_enum, default_value = "scifact")]
     pub(crate) profile: CorpusArg,
+    /// Another BEIR dataset of the registry (`scifact-audit datasets`), its archive given with --archive:
+    /// its counts are the shape gate
+    #[arg(long, value_name = "NAME")]
+    pub(crate) dataset: Option<String>,
     /// How texts are built and prompted: `contract` (the evaluation contract's, the default) or `model` (the
     /// checkpoint's own prompts, the text as sentence-transformers and MTEB build it)
     #[arg(long, value_enum, default_value = "contract")]
@@ -363,6 +367,10 @@ pub(crate) struct EvalArgs {
     /// source checkout), to see that this build works before the real one
     #[arg(long, value_enum, default_value = "scifact")]
     pub(crate) profile: CorpusArg,
+    /// Another BEIR dataset of the registry (`scifact-audit datasets`), its archive given with --archive: its
+    /// counts are the shape gate and its published rows are set beside the runs
+    #[arg(long, value_name = "NAME")]
+    pub(crate) dataset: Option<String>,
     /// How texts are built and prompted: `contract` (the evaluation contract's, the default) or `model` (the
     /// checkpoint's own prompts, the text as sentence-transformers and MTEB build it: what published MTEB
     /// rows were computed with). Part of the fixture's identity and every bundle

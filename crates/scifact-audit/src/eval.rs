@@ -75,18 +75,19 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     // Everything the run will need, checked before the first expensive stage.
     let signer = args.secret_key.as_deref().map(load_signer).transpose()?;
     let (space_source, space_bytes) = crate::selection::load_space(args.search_space.as_deref())?;
-    let (archive, digest_policy) = args.profile.archive(
+    let corpus = crate::corpus::Corpus::chosen(args.profile, args.dataset.as_deref())?;
+    let (archive, digest_policy) = corpus.archive(
         args.archive.as_deref(),
         work,
         args.accept_archive_digest.as_deref(),
         &stages.progress,
     )?;
     check_archive(&archive)?;
-    let (embedder, model_dir) = open_embedder(&args.profile.model_args(&args.model_args)?)?;
+    let (embedder, model_dir) = open_embedder(&corpus.model_args(&args.model_args)?)?;
 
     let fixture = work.join("fixture.json");
     let fixture_sha256 = stages.time("fixture", |progress| {
-        let options = args.profile.build_options(
+        let options = corpus.build_options(
             archive,
             digest_policy,
             work.join("build"),

@@ -25,7 +25,6 @@ use scifact_eval::{
 use semantic_memory::{SearchConfig, SearchMode};
 use serde_json::{Value, json};
 
-use crate::cli::CorpusArg;
 use crate::cli::ReproduceArgs;
 use crate::model::open_embedder;
 use crate::progress::StageProgress;
@@ -100,7 +99,8 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         .get(receipt_verify::FIXTURE_METADATA_FILE)
         .and_then(|bytes| receipt_verify::json::parse(bytes).ok())
         .unwrap_or(Value::Null);
-    let corpus = CorpusArg::of_profile(metadata["metadata"]["profile"].as_str().unwrap_or("scifact"))?;
+    let corpus =
+        crate::corpus::Corpus::of_profile(metadata["metadata"]["profile"].as_str().unwrap_or("scifact"))?;
     // The texts are rebuilt by the policy the bundle declares.
     let text_policy = match metadata["metadata"]["text_policy"]["policy"].as_str() {
         None => scifact_eval::TextPolicyKind::Contract,

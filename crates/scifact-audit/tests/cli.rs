@@ -22,6 +22,7 @@ mod formats;
 mod hostile;
 mod models;
 mod quirks;
+mod registered;
 mod reproduce;
 mod selection;
 mod signer;

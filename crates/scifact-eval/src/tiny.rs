@@ -91,12 +91,23 @@ fn capitalized(word: &str) -> String {
 
 /// The archive's three members: `(name, bytes)`.
 pub fn archive_members() -> Vec<(String, Vec<u8>)> {
+    shaped_archive_members(TINY_PROFILE, TINY_DOCUMENTS, TINY_QUERIES)
+}
+
+/// The tiny corpus's kind of made-up text in BEIR's layout under `prefix/`, with `document_count` documents and
+/// `query_count` test queries: a stand-in of another dataset's exact shape, for its shape gate and the
+/// pipeline.
+pub fn shaped_archive_members(
+    prefix: &str,
+    document_count: usize,
+    query_count: usize,
+) -> Vec<(String, Vec<u8>)> {
     let words = words();
     let mut rng = Rng(CORPUS_SEED);
     let topics: Vec<Vec<usize>> = (0..20).map(|_| (0..8).map(|_| rng.below(words.len())).collect()).collect();
     let mut corpus = String::new();
     let mut documents: Vec<Vec<String>> = Vec::new();
-    for i in 0..TINY_DOCUMENTS {
+    for i in 0..document_count {
         let topic = &topics[rng.below(topics.len())];
         let title_length = 2 + rng.below(3);
         let title = sentence(&mut rng, &words, topic, title_length);
@@ -118,8 +129,8 @@ pub fn archive_members() -> Vec<(String, Vec<u8>)> {
     }
     let mut queries = String::new();
     let mut qrels = String::from("query-id\tcorpus-id\tscore\n");
-    for q in 0..TINY_QUERIES {
-        let target = rng.below(TINY_DOCUMENTS);
+    for q in 0..query_count {
+        let target = rng.below(document_count);
         let from = &documents[target];
         let mut query: Vec<String> =
             (0..4 + rng.below(3)).map(|_| from[rng.below(from.len())].clone()).collect();
@@ -130,14 +141,14 @@ pub fn archive_members() -> Vec<(String, Vec<u8>)> {
         queries.push('\n');
         qrels.push_str(&format!("{id}\t{}\t1\n", 4_000 + target * 7));
         if q % 5 == 0 {
-            let other = (target + 1 + rng.below(TINY_DOCUMENTS - 1)) % TINY_DOCUMENTS;
+            let other = (target + 1 + rng.below(document_count - 1)) % document_count;
             qrels.push_str(&format!("{id}\t{}\t1\n", 4_000 + other * 7));
         }
     }
     vec![
-        (format!("{TINY_PROFILE}/corpus.jsonl"), corpus.into_bytes()),
-        (format!("{TINY_PROFILE}/queries.jsonl"), queries.into_bytes()),
-        (format!("{TINY_PROFILE}/qrels/test.tsv"), qrels.into_bytes()),
+        (format!("{prefix}/corpus.jsonl"), corpus.into_bytes()),
+        (format!("{prefix}/queries.jsonl"), queries.into_bytes()),
+        (format!("{prefix}/qrels/test.tsv"), qrels.into_bytes()),
     ]
 }
 
@@ -230,6 +241,14 @@ pub fn quirks_archive_members() -> Vec<(String, Vec<u8>)> {
 /// [`Error::Io`] when it cannot be written.
 pub fn write_archive(path: &Path) -> Result<()> {
     write_members(path, archive_members())
+}
+
+/// Writes [`shaped_archive_members`] as [`write_archive`] writes the tiny archive.
+///
+/// # Errors
+/// [`Error::Io`] when it cannot be written.
+pub fn write_shaped_archive(path: &Path, prefix: &str, documents: usize, queries: usize) -> Result<()> {
+    write_members(path, shaped_archive_members(prefix, documents, queries))
 }
 
 /// Writes [`quirks_archive_members`] as [`write_archive`] writes the tiny archive.
