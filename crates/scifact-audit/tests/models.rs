@@ -3,15 +3,10 @@
 //! it and binds every file that shapes its vectors, and which `verify-bundle` re-embeds with it; the tiny
 //! model in its place is refused by name.
 
-use std::path::PathBuf;
-
 use serde_json::Value;
 
+use crate::tiny::{assert_recomputed, evaluated_bundle, root, verify_bundle_json};
 use crate::{keys, scifact_audit};
-
-fn root() -> PathBuf {
-    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap()).join("../..")
-}
 
 #[test]
 fn a_tiny_eval_with_another_checkpoint_names_it_and_is_re_embedded_with_it() {
@@ -20,27 +15,7 @@ fn a_tiny_eval_with_another_checkpoint_names_it_and_is_re_embedded_with_it() {
     let work = dir.path().join("work");
     let checkpoint = root().join("fixtures/checkpoints/cls-normalize-instruction");
     let archive = root().join("fixtures/tiny/scifact-tiny.zip");
-    let s = |p: &std::path::Path| p.to_str().unwrap().to_owned();
-    let eval = scifact_audit(
-        &[
-            "eval",
-            "--profile",
-            "tiny",
-            "--work-dir",
-            &s(&work),
-            "--archive",
-            &s(&archive),
-            "--model-dir",
-            &s(&checkpoint),
-            "--secret-key",
-            &s(&secret),
-            "--search-space",
-            &s(&root().join("fixtures/tiny/baseline-only.json")),
-        ],
-        "",
-    );
-    assert!(eval.status.success(), "{}", String::from_utf8_lossy(&eval.stderr));
-    let bundle = std::fs::read_dir(work.join("bundles")).unwrap().next().unwrap().unwrap().path();
+    let bundle = evaluated_bundle(&work, &secret, &archive, &checkpoint, &["--profile", "tiny"]);
     let metadata: Value =
         serde_json::from_slice(&std::fs::read(bundle.join("fixture-metadata.json")).unwrap()).unwrap();
     let identity = &metadata["metadata"]["embedding"];
@@ -56,35 +31,13 @@ fn a_tiny_eval_with_another_checkpoint_names_it_and_is_re_embedded_with_it() {
         serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["predicate"]["model"], identity["model"], "the claim names the model");
 
-    let read_with = |model: &std::path::Path| -> (Option<i32>, Value) {
-        let output = scifact_audit(
-            &[
-                "verify-bundle",
-                "--bundle-dir",
-                &s(&bundle),
-                "--public-key",
-                &s(&public),
-                "--archive",
-                &s(&archive),
-                "--model-dir",
-                &s(model),
-                "--json",
-            ],
-            "",
-        );
-        (output.status.code(), serde_json::from_slice(&output.stdout).unwrap())
-    };
+    let read_with = |model: &std::path::Path| verify_bundle_json(&bundle, &public, &archive, model);
     let embedding = |report: &Value| -> Value {
         report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "embedding.values").unwrap().clone()
     };
     let (code, report) = read_with(&checkpoint);
     assert_eq!(code, Some(0), "{report}");
-    let check = embedding(&report);
-    assert_eq!(
-        (check["status"].as_str(), check["basis"].as_str()),
-        (Some("pass"), Some("recomputed")),
-        "{check}"
-    );
+    assert_recomputed(&report, &["embedding.values"]);
     assert!(
         ["verified", "not publishable"].contains(&report["verdict"].as_str().unwrap()),
         "{}",
@@ -168,27 +121,13 @@ fn a_tiny_eval_under_the_model_policy_embeds_what_the_checkpoint_declares_and_ve
     let checkpoint = root().join("fixtures/checkpoints/cls-normalize-instruction");
     let archive = root().join("fixtures/tiny/scifact-tiny.zip");
     let s = |p: &std::path::Path| p.to_str().unwrap().to_owned();
-    let eval = scifact_audit(
-        &[
-            "eval",
-            "--profile",
-            "tiny",
-            "--work-dir",
-            &s(&work),
-            "--archive",
-            &s(&archive),
-            "--model-dir",
-            &s(&checkpoint),
-            "--text-policy",
-            "model",
-            "--secret-key",
-            &s(&secret),
-            "--search-space",
-            &s(&root().join("fixtures/tiny/baseline-only.json")),
-        ],
-        "",
+    let bundle = evaluated_bundle(
+        &work,
+        &secret,
+        &archive,
+        &checkpoint,
+        &["--profile", "tiny", "--text-policy", "model"],
     );
-    assert!(eval.status.success(), "{}", String::from_utf8_lossy(&eval.stderr));
 
     let fixture: Value = serde_json::from_slice(&std::fs::read(work.join("fixture.json")).unwrap()).unwrap();
     let policy = &fixture["metadata"]["text_policy"];
@@ -241,32 +180,9 @@ fn a_tiny_eval_under_the_model_policy_embeds_what_the_checkpoint_declares_and_ve
         .collect();
     assert_eq!(held(&fixture["documents"]), embedded("document", &documents), "every document vector");
 
-    let bundle = std::fs::read_dir(work.join("bundles")).unwrap().next().unwrap().unwrap().path();
-    let output = scifact_audit(
-        &[
-            "verify-bundle",
-            "--bundle-dir",
-            &s(&bundle),
-            "--public-key",
-            &s(&public),
-            "--archive",
-            &s(&archive),
-            "--model-dir",
-            &s(&checkpoint),
-            "--json",
-        ],
-        "",
-    );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(output.status.code(), Some(0), "{report}");
-    for name in ["embedding.values", "texts.identity", "published.rows"] {
-        let check = report["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap();
-        assert_eq!(
-            (check["status"].as_str(), check["basis"].as_str()),
-            (Some("pass"), Some("recomputed")),
-            "{check}"
-        );
-    }
+    let (code, report) = verify_bundle_json(&bundle, &public, &archive, &checkpoint);
+    assert_eq!(code, Some(0), "{report}");
+    assert_recomputed(&report, &["embedding.values", "texts.identity", "published.rows"]);
     // Re-executed here from the bundle alone: the policy it declares rebuilds the same texts and vectors.
     let output = scifact_audit(
         &[

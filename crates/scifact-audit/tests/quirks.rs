@@ -9,11 +9,8 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::{keys, scifact_audit};
-
-fn root() -> PathBuf {
-    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap()).join("../..")
-}
+use crate::keys;
+use crate::tiny::{assert_recomputed, evaluated_bundle, root, verify_bundle_json};
 
 struct Evaluated {
     _dir: tempfile::TempDir,
@@ -31,29 +28,13 @@ fn evaluated() -> &'static Evaluated {
         scifact_eval::tiny::write_quirks_archive(&archive).unwrap();
         let (secret, public) = keys(dir.path());
         let work = dir.path().join("work");
-        let s = |p: &Path| p.to_str().unwrap().to_owned();
-        let eval = scifact_audit(
-            &[
-                "eval",
-                "--profile",
-                "tiny",
-                "--work-dir",
-                &s(&work),
-                "--archive",
-                &s(&archive),
-                "--model-dir",
-                &s(&root().join("fixtures/tiny/model")),
-                "--secret-key",
-                &s(&secret),
-                "--search-space",
-                &s(&root().join("fixtures/tiny/baseline-only.json")),
-            ],
-            "",
-        );
-        assert!(eval.status.success(), "{}", String::from_utf8_lossy(&eval.stderr));
-        let bundle = std::fs::read_dir(work.join("bundles")).unwrap().next().unwrap().unwrap().path();
+        let bundle = evaluated_bundle(&work, &secret, &archive, &model(), &["--profile", "tiny"]);
         Evaluated { _dir: dir, archive, secret, public, bundle }
     })
+}
+
+fn model() -> PathBuf {
+    root().join("fixtures/tiny/model")
 }
 
 /// nDCG@10 as trec_eval defines it, written here a third time: gain the grade (nothing below 1), the ideal
@@ -116,56 +97,20 @@ fn graded_judgements_empty_titles_and_string_ids_go_through_eval_and_verify_bund
     }
     assert!(graded > 0 && judged_none > 0, "graded {graded}, judged with nothing relevant {judged_none}");
 
-    let s = |p: &Path| p.to_str().unwrap().to_owned();
-    let output = scifact_audit(
-        &[
-            "verify-bundle",
-            "--bundle-dir",
-            &s(&e.bundle),
-            "--public-key",
-            &s(&e.public),
-            "--archive",
-            &s(&e.archive),
-            "--model-dir",
-            &s(&root().join("fixtures/tiny/model")),
-            "--json",
-        ],
-        "",
-    );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(output.status.code(), Some(0), "{report}");
+    let (code, report) = verify(&e.bundle);
+    assert_eq!(code, Some(0), "{report}");
     let failed: Vec<&Value> =
         report["checks"].as_array().unwrap().iter().filter(|c| c["status"] == "fail").collect();
     assert!(failed.is_empty(), "{failed:#?}");
-    for name in ["metrics.per_query", "ranking.lexical", "texts.identity", "embedding.values"] {
-        let check = report["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap();
-        assert_eq!(
-            (check["status"].as_str(), check["basis"].as_str()),
-            (Some("pass"), Some("recomputed")),
-            "{check}"
-        );
-    }
+    assert_recomputed(
+        &report,
+        &["metrics.per_query", "ranking.lexical", "texts.identity", "embedding.values"],
+    );
 }
 
 fn verify(bundle: &Path) -> (Option<i32>, Value) {
     let e = evaluated();
-    let s = |p: &Path| p.to_str().unwrap().to_owned();
-    let output = scifact_audit(
-        &[
-            "verify-bundle",
-            "--bundle-dir",
-            &s(bundle),
-            "--public-key",
-            &s(&e.public),
-            "--archive",
-            &s(&e.archive),
-            "--model-dir",
-            &s(&root().join("fixtures/tiny/model")),
-            "--json",
-        ],
-        "",
-    );
-    (output.status.code(), serde_json::from_slice(&output.stdout).unwrap())
+    verify_bundle_json(bundle, &e.public, &e.archive, &model())
 }
 
 /// ArguAna's quirk: the query that is a corpus document under its own id never has that document as a hit,

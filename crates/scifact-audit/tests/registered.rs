@@ -2,15 +2,12 @@
 //! are set beside the runs, and what this build cannot evaluate is refused by name. The archive is a stand-in
 //! of nfcorpus's exact shape written by the project (made-up words; no corpus text).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
+use crate::tiny::{assert_recomputed, evaluated_bundle, root, verify_bundle_json};
 use crate::{keys, scifact_audit};
-
-fn root() -> PathBuf {
-    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap()).join("../..")
-}
 
 fn s(path: &Path) -> String {
     path.to_str().unwrap().to_owned()
@@ -59,26 +56,7 @@ fn a_registered_dataset_runs_end_to_end_with_its_shape_and_published_rows() {
     let (secret, public) = keys(dir.path());
     let work = dir.path().join("work");
     let model = root().join("fixtures/tiny/model");
-    let eval = scifact_audit(
-        &[
-            "eval",
-            "--dataset",
-            "nfcorpus",
-            "--work-dir",
-            &s(&work),
-            "--archive",
-            &s(&archive),
-            "--model-dir",
-            &s(&model),
-            "--secret-key",
-            &s(&secret),
-            "--search-space",
-            &s(&root().join("fixtures/tiny/baseline-only.json")),
-        ],
-        "",
-    );
-    assert!(eval.status.success(), "{}", String::from_utf8_lossy(&eval.stderr));
-    let bundle = std::fs::read_dir(work.join("bundles")).unwrap().next().unwrap().unwrap().path();
+    let bundle = evaluated_bundle(&work, &secret, &archive, &model, &["--dataset", "nfcorpus"]);
     let metadata: Value =
         serde_json::from_slice(&std::fs::read(bundle.join("fixture-metadata.json")).unwrap()).unwrap();
     assert_eq!(metadata["metadata"]["profile"], "nfcorpus");
@@ -96,31 +74,10 @@ fn a_registered_dataset_runs_end_to_end_with_its_shape_and_published_rows() {
         assert_eq!(row["verdict"], "not_comparable", "another method or model: {row}");
     }
 
-    let output = scifact_audit(
-        &[
-            "verify-bundle",
-            "--bundle-dir",
-            &s(&bundle),
-            "--public-key",
-            &s(&public),
-            "--archive",
-            &s(&archive),
-            "--model-dir",
-            &s(&model),
-            "--json",
-        ],
-        "",
+    let (code, report) = verify_bundle_json(&bundle, &public, &archive, &model);
+    assert_eq!(code, Some(0), "{report}");
+    assert_recomputed(
+        &report,
+        &["ranking.lexical", "texts.identity", "embedding.values", "published.rows", "split.membership"],
     );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(output.status.code(), Some(0), "{report}");
-    for name in
-        ["ranking.lexical", "texts.identity", "embedding.values", "published.rows", "split.membership"]
-    {
-        let check = report["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap();
-        assert_eq!(
-            (check["status"].as_str(), check["basis"].as_str()),
-            (Some("pass"), Some("recomputed")),
-            "{check}"
-        );
-    }
 }

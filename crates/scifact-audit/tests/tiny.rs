@@ -40,22 +40,97 @@ fn digests(bundle: &std::path::Path) -> (String, String) {
 /// The arguments of the tiny evaluation the expected bundle came from, in `work`, signed with `secret`.
 pub(crate) fn tiny_eval_args(work: &Path, secret: &Path) -> Vec<String> {
     let fixtures = root().join("fixtures/tiny");
+    eval_args(
+        work,
+        secret,
+        &fixtures.join("scifact-tiny.zip"),
+        &fixtures.join("model"),
+        &["--profile", "tiny"],
+    )
+}
+
+/// `eval` in `work` of `archive` with the checkpoint in `model`, signed with `secret`, over the baseline-only
+/// search space, with `extra` flags (the corpus, the text policy).
+pub(crate) fn eval_args(
+    work: &Path,
+    secret: &Path,
+    archive: &Path,
+    model: &Path,
+    extra: &[&str],
+) -> Vec<String> {
     let path = |p: &Path| p.to_str().unwrap().to_owned();
-    vec![
+    let mut args: Vec<String> = vec![
         "eval".into(),
-        "--profile".into(),
-        "tiny".into(),
         "--work-dir".into(),
         path(work),
         "--archive".into(),
-        path(&fixtures.join("scifact-tiny.zip")),
+        path(archive),
         "--model-dir".into(),
-        path(&fixtures.join("model")),
+        path(model),
         "--search-space".into(),
-        path(&fixtures.join("baseline-only.json")),
+        path(&root().join("fixtures/tiny/baseline-only.json")),
         "--secret-key".into(),
         path(secret),
-    ]
+    ];
+    args.extend(extra.iter().map(|flag| (*flag).to_owned()));
+    args
+}
+
+/// [`eval_args`] run: it must succeed; the one bundle it made.
+pub(crate) fn evaluated_bundle(
+    work: &Path,
+    secret: &Path,
+    archive: &Path,
+    model: &Path,
+    extra: &[&str],
+) -> PathBuf {
+    let args = eval_args(work, secret, archive, model, extra);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let eval = scifact_audit(&refs, "");
+    assert!(eval.status.success(), "{}", String::from_utf8_lossy(&eval.stderr));
+    only_bundle(work)
+}
+
+/// `verify-bundle --json` of `bundle` with its signer's `public` key and the public inputs: the exit code and
+/// the report.
+pub(crate) fn verify_bundle_json(
+    bundle: &Path,
+    public: &Path,
+    archive: &Path,
+    model: &Path,
+) -> (Option<i32>, Value) {
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    let output = scifact_audit(
+        &[
+            "verify-bundle",
+            "--bundle-dir",
+            &path(bundle),
+            "--public-key",
+            &path(public),
+            "--archive",
+            &path(archive),
+            "--model-dir",
+            &path(model),
+            "--json",
+        ],
+        "",
+    );
+    let report = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("no JSON report ({e}): {}", String::from_utf8_lossy(&output.stderr)));
+    (output.status.code(), report)
+}
+
+/// Each check named in `names` is in `report`, passed and recomputed.
+pub(crate) fn assert_recomputed(report: &Value, names: &[&str]) {
+    for name in names {
+        let check = report["checks"].as_array().unwrap().iter().find(|c| c["name"] == *name);
+        let check = check.unwrap_or_else(|| panic!("no {name} check: {report}"));
+        assert_eq!(
+            (check["status"].as_str(), check["basis"].as_str()),
+            (Some("pass"), Some("recomputed")),
+            "{check}"
+        );
+    }
 }
 
 /// The one bundle a tiny evaluation in `work` made.
