@@ -43,21 +43,25 @@ pub struct BertShape {
     pub max_positions: usize,
 }
 
-/// Writes a tiny BERT (2 layers, hidden 32, 4 heads, a 36-token WordPiece vocabulary) into `dir`, its
-/// weights drawn from a generator seeded with `seed`.
-///
-/// # Errors
-/// [`Error::Io`] or [`Error::Model`] when a file cannot be written.
-pub fn write_tiny_bert(dir: &Path, seed: u64) -> Result<()> {
-    let shape = BertShape {
+/// The tiny BERT's shape: 2 layers, hidden 32, 4 heads, the 36-token WordPiece vocabulary.
+fn tiny_shape() -> BertShape {
+    BertShape {
         words: WORDS.iter().map(|w| (*w).to_owned()).collect(),
         hidden: TINY_HIDDEN,
         intermediate: 64,
         heads: 4,
         layers: 2,
         max_positions: TINY_MAX_POSITIONS,
-    };
-    write_bert(dir, &shape, seed)
+    }
+}
+
+/// Writes a tiny BERT (2 layers, hidden 32, 4 heads, a 36-token WordPiece vocabulary) into `dir`, its
+/// weights drawn from a generator seeded with `seed`.
+///
+/// # Errors
+/// [`Error::Io`] or [`Error::Model`] when a file cannot be written.
+pub fn write_tiny_bert(dir: &Path, seed: u64) -> Result<()> {
+    write_bert(dir, &tiny_shape(), seed)
 }
 
 /// Writes a randomly initialised BERT of `shape` into `dir` (`model.safetensors`, `tokenizer.json`,
@@ -244,14 +248,7 @@ pub fn write_sentence_transformers(
 /// no Normalize, two prompts and the prompt's tokens left out of the mean; one with max pooling, a
 /// `max_seq_length` shorter than the texts, lower-casing by the flag alone, and prompts in the pooling.
 pub fn parity_checkpoints() -> Vec<(&'static str, BertShape, u64, SentenceLayout)> {
-    let shape = BertShape {
-        words: WORDS.iter().map(|w| (*w).to_owned()).collect(),
-        hidden: TINY_HIDDEN,
-        intermediate: 64,
-        heads: 4,
-        layers: 2,
-        max_positions: TINY_MAX_POSITIONS,
-    };
+    let shape = tiny_shape();
     let prompts =
         |pairs: &[(&str, &str)]| pairs.iter().map(|(n, t)| ((*n).to_owned(), (*t).to_owned())).collect();
     vec![

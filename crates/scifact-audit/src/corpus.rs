@@ -41,7 +41,6 @@ impl Corpus {
     /// The corpus a fixture's `profile` names.
     pub(crate) fn of_profile(profile: &str) -> anyhow::Result<Corpus> {
         match profile {
-            "scifact" => Ok(Corpus::Scifact),
             scifact_eval::tiny::TINY_PROFILE => Ok(Corpus::Tiny),
             other => Corpus::registered(other),
         }

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use scifact_eval::datasets::{BEIR_DATASETS, Dataset, dataset_registry};
+use scifact_eval::datasets::{BEIR_DATASETS, dataset_registry};
 
 use crate::cli::DatasetsArgs;
 
@@ -23,13 +23,15 @@ pub(crate) fn run(args: &DatasetsArgs) -> anyhow::Result<ExitCode> {
     for dataset in &registry.datasets {
         let name =
             if dataset.public { dataset.name.clone() } else { format!("{} (not public)", dataset.name) };
-        row(&mut out, &name, dataset, &dataset.grades, dataset.md5.as_deref().unwrap_or("none"))?;
+        let md5 = dataset.md5.as_deref().unwrap_or("none");
+        row(&mut out, &name, &dataset.split, (dataset.documents, dataset.queries), &dataset.grades, md5)?;
         for forum in &dataset.forums {
-            let shown = Dataset { documents: forum.documents, queries: forum.queries, ..dataset.clone() };
+            let name = format!("  {}/{}", dataset.name, forum.name);
             row(
                 &mut out,
-                &format!("  {}/{}", dataset.name, forum.name),
-                &shown,
+                &name,
+                &dataset.split,
+                (forum.documents, forum.queries),
                 &forum.grades,
                 "(in the zip)",
             )?;
@@ -59,10 +61,12 @@ pub(crate) fn run(args: &DatasetsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// One line of the table: a dataset or a forum, its split, (documents, queries), qrels lines per grade, md5.
 fn row(
     out: &mut impl Write,
     name: &str,
-    dataset: &Dataset,
+    split: &str,
+    (documents, queries): (usize, usize),
     grades: &std::collections::BTreeMap<String, usize>,
     md5: &str,
 ) -> std::io::Result<()> {
@@ -71,9 +75,9 @@ fn row(
     writeln!(
         out,
         "{name:<26} {:<5} {:>11} {:>7}  {:<42} {md5}",
-        dataset.split,
-        thousands(dataset.documents),
-        thousands(dataset.queries),
+        split,
+        thousands(documents),
+        thousands(queries),
         if grades.is_empty() { "not counted".to_owned() } else { grades.join(", ") },
     )
 }

@@ -16,24 +16,23 @@ pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
         RoleArg::Document => Role::Document,
         RoleArg::Query => Role::Query,
     });
-    // The model's own prompt needs the checkpoint, not just an embedder.
-    let (embedder, checkpoint) = match (args.text_policy, role) {
-        (TextPolicyArg::Model, None) => {
-            anyhow::bail!("--text-policy model needs --role (the prompt is the role's)")
+    if args.text_policy == TextPolicyArg::Model {
+        if role.is_none() {
+            anyhow::bail!("--text-policy model needs --role (the prompt is the role's)");
         }
-        (TextPolicyArg::Model, Some(_)) if args.model_args.embedder != crate::cli::EmbedderKind::Minilm => {
+        if args.model_args.embedder != crate::cli::EmbedderKind::Minilm {
             anyhow::bail!(
                 "--text-policy model needs the in-process embedder (the checkpoint declares the prompts)"
-            )
+            );
         }
-        (TextPolicyArg::Model, Some(_)) => {
-            let Some(dir) = embedding::find_model_dir(args.model_args.model_dir.as_deref()) else {
-                anyhow::bail!("--text-policy model needs the checkpoint on disk: pass --model-dir");
-            };
-            (None, Some(crate::model::open_checkpoint(&args.model_args, &dir)?))
+        if embedding::find_model_dir(args.model_args.model_dir.as_deref()).is_none() {
+            anyhow::bail!("--text-policy model needs the checkpoint on disk: pass --model-dir");
         }
-        _ => (Some(open_embedder(&args.model_args)?.0), None),
-    };
+    }
+    let (embedder, _) = open_embedder(&args.model_args)?;
+    // Under the model's policy, the role's prompt the checkpoint declares, given apart from each text.
+    let model_prompt =
+        role.filter(|_| args.text_policy == TextPolicyArg::Model).map(|r| embedder.declared_prompt(r));
     let stdin = std::io::stdin().lock();
     let mut out = BufWriter::new(std::io::stdout().lock());
     let progress = if std::io::stderr().is_terminal() {
@@ -48,18 +47,17 @@ pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
     };
     let mut texts: Vec<String> = Vec::with_capacity(CHUNK);
     let flush = |texts: &mut Vec<String>, out: &mut BufWriter<_>| -> anyhow::Result<()> {
-        let embedded = match (&checkpoint, &embedder, role) {
-            (Some(model), _, Some(role)) => {
+        let embedded = match &model_prompt {
+            Some(prompt) => {
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                model.embed_prompted(model.checkpoint().prompt(role), &refs, &|_| {})?
+                embedder.embed_prompted(prompt, &refs)?
             }
-            (_, Some(embedder), _) => {
+            None => {
                 let prompts: Vec<String> =
                     texts.iter().map(|t| role.map_or_else(|| t.clone(), |r| r.prompt(t))).collect();
                 let refs: Vec<&str> = prompts.iter().map(String::as_str).collect();
                 embedder.embed(&refs)?
             }
-            _ => anyhow::bail!("no embedder"),
         };
         for embedding in embedded {
             // Widened to f64, as in the fixture: parsing the printed value and narrowing gives the exact f32.

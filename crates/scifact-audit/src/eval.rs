@@ -201,7 +201,7 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let published = stages.time("published rows", |_| {
         let metadata: scifact_eval::FixtureMetadata = serde_json::from_value(view.metadata.clone())
             .with_context(|| format!("{}: the fixture's metadata", fixture.display()))?;
-        crate::selection::ensure_published(&results, &metadata.profile, &metadata)
+        crate::selection::ensure_published(&results, &metadata)
     })?;
     stages.time("export", |_| {
         crate::export::export(&results, &view.qrels, model_dir.as_deref(), &run_id).map(|_| ())

@@ -42,7 +42,7 @@ pub(crate) fn open_embedder(args: &ModelArgs) -> anyhow::Result<(Box<dyn Embedde
 /// The in-process checkpoint in `dir`: pinned to `--weights-sha256` when given; to a known checkpoint's
 /// published digests when `--model NAME` names one; whatever `--model-dir` holds, its digests measured; else
 /// (`$SCIFACT_MODEL_DIR`, the cache) all-MiniLM-L6-v2, pinned.
-pub(crate) fn open_checkpoint(args: &ModelArgs, dir: &std::path::Path) -> anyhow::Result<SentenceBert> {
+fn open_checkpoint(args: &ModelArgs, dir: &std::path::Path) -> anyhow::Result<SentenceBert> {
     let loaded = match (&args.weights_sha256, args.model.as_deref(), &args.model_dir) {
         (Some(hex), _, _) => {
             SentenceBert::load(dir, &format!("bert-sha256-{hex}"), WeightPin::Sha256(hex.clone()))

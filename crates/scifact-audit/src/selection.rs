@@ -265,11 +265,10 @@ pub(crate) fn ensure_statistics(
     Ok(statistics)
 }
 
-/// Computes `published.json`: every published row of the dataset beside the frozen baseline's run of its mode
-/// over every test query (calibration and held-out), written once or checked against the one there.
+/// Computes `published.json`: every published row of the fixture's dataset beside the frozen baseline's run of
+/// its mode over every test query (calibration and held-out), written once or checked against the one there.
 pub(crate) fn ensure_published(
     results: &Path,
-    dataset: &str,
     fixture: &scifact_eval::FixtureMetadata,
 ) -> anyhow::Result<scifact_eval::published::PublishedComparison> {
     let mut runs = Vec::new();
@@ -283,8 +282,8 @@ pub(crate) fn ensure_published(
             ndcg_10: scifact_eval::published::per_query_ndcg(&[&calibration.rows, &heldout.rows]),
         });
     }
-    let comparison =
-        scifact_eval::published::compare(dataset, &runs).map_err(|reason| anyhow::anyhow!(reason))?;
+    let comparison = scifact_eval::published::compare(&fixture.profile, &runs)
+        .map_err(|reason| anyhow::anyhow!(reason))?;
     let path = results.join(scifact_eval::published::PUBLISHED_FILE);
     let bytes = pretty(&comparison)?;
     match read_json::<serde_json::Value>(&path)? {

@@ -15,7 +15,7 @@ use crate::fixture::{
     Counts, DigestPolicy, FIXTURE_SCHEMA, Fixture, FixtureDocument, FixtureMetadata, FixtureQrel,
     FixtureQuery, SourceMetadata, TextPolicy,
 };
-use crate::text::{MAX_SEMANTIC_CHARS, TextPolicyKind};
+use crate::text::TextPolicyKind;
 
 /// BEIR's SciFact download.
 pub const SCIFACT_URL: &str =
@@ -197,14 +197,8 @@ pub fn build_fixture(
             embedding: embedder.identity().clone(),
             text_policy: TextPolicy {
                 policy: (policy == TextPolicyKind::Model).then_some(policy),
-                max_semantic_chars: match policy {
-                    TextPolicyKind::Contract => MAX_SEMANTIC_CHARS,
-                    TextPolicyKind::Model => 0,
-                },
-                joiner: match policy {
-                    TextPolicyKind::Contract => ". ".into(),
-                    TextPolicyKind::Model => " ".into(),
-                },
+                max_semantic_chars: policy.max_semantic_chars(),
+                joiner: policy.joiner().into(),
                 document_prefix,
                 query_prefix,
                 documents_cut,

@@ -26,6 +26,22 @@ impl TextPolicyKind {
         }
     }
 
+    /// How a title and its text are joined, as the fixture records it.
+    pub fn joiner(self) -> &'static str {
+        match self {
+            TextPolicyKind::Contract => ". ",
+            TextPolicyKind::Model => " ",
+        }
+    }
+
+    /// Unicode scalar values a semantic text is cut to, as the fixture records it (0: never cut).
+    pub fn max_semantic_chars(self) -> usize {
+        match self {
+            TextPolicyKind::Contract => MAX_SEMANTIC_CHARS,
+            TextPolicyKind::Model => 0,
+        }
+    }
+
     /// A document's semantic text under this policy, and whether it was cut.
     pub fn document(self, title: &str, text: &str) -> (String, bool) {
         match self {
