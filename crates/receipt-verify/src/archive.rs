@@ -1,7 +1,7 @@
-//! The public SciFact archive, read by this verifier's own code to recompute what a bundle's signer cannot
+//! The public archive (SciFact's, or another dataset's in BEIR's layout), read by this verifier's own code to recompute what a bundle's signer cannot
 //! fake: the texts behind every lexical score and every embedding. The archive is accepted only when its
 //! sha256 is the one the bundle records (so it is BEIR's file, not the signer's), then its three members are
-//! read into memory within caps and parsed: `corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv`.
+//! read into memory within caps and parsed: `corpus.jsonl`, `queries.jsonl`, `qrels/<split>.tsv`.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -27,13 +27,23 @@ pub struct Archive {
     pub qrels: BTreeMap<String, BTreeMap<String, i64>>,
 }
 
-/// Reads the archive at `path` if its sha256 is `expected` (`sha256:<hex>`), taking the members under
-/// `prefix/` and the queries `query_ids`, in that order.
+/// Which members of an archive hold the dataset: those under `prefix/`, and the judgements of `split`.
+#[derive(Debug, Clone, Copy)]
+pub struct Members<'a> {
+    /// The dataset's folder (the fixture's profile).
+    pub prefix: &'a str,
+    /// The qrels split (`qrels/<split>.tsv`).
+    pub split: &'a str,
+}
+
+/// Reads the archive at `path` if its sha256 is `expected` (`sha256:<hex>`), taking the `members` and the
+/// queries `query_ids`, in that order.
 ///
 /// # Errors
 /// Why the archive is not the recorded one, or a member is missing, over its cap, or does not parse (naming
 /// the member and line).
-pub fn read(path: &Path, expected: &str, prefix: &str, query_ids: &[String]) -> Result<Archive, String> {
+pub fn read(path: &Path, expected: &str, members: &Members, query_ids: &[String]) -> Result<Archive, String> {
+    let Members { prefix, split } = *members;
     let bytes = safe_fs::read_regular(path, MAX_ARCHIVE_BYTES).map_err(|e| format!("--archive: {e}"))?;
     let sha256 = sha256_tagged(&bytes);
     if sha256 != expected {
@@ -59,7 +69,7 @@ pub fn read(path: &Path, expected: &str, prefix: &str, query_ids: &[String]) -> 
     };
     let corpus_name = format!("{prefix}/corpus.jsonl");
     let queries_name = format!("{prefix}/queries.jsonl");
-    let qrels_name = format!("{prefix}/qrels/test.tsv");
+    let qrels_name = format!("{prefix}/qrels/{split}.tsv");
     let corpus = member(&corpus_name)?;
     let queries = member(&queries_name)?;
     let qrels_text = member(&qrels_name)?;

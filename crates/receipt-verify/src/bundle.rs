@@ -675,17 +675,15 @@ fn texts(
     report: &mut Report,
 ) -> std::result::Result<Texts, (bool, String)> {
     let Some(path) = archive else {
-        return Err((
-            false,
-            "no texts: pass --archive with the public SciFact zip the bundle records".into(),
-        ));
+        return Err((false, "no texts: pass --archive with the public archive the bundle records".into()));
     };
     let Some(view) = view else { return Err((true, "no readable fixture-metadata.json".into())) };
     let recorded = view.metadata["source"]["archive_sha256"].as_str().unwrap_or("");
     let query_ids =
         view.query_ids.clone().unwrap_or_else(|| view.query_text_sha256.keys().cloned().collect());
-    let outcome = crate::archive::read(path, &format!("sha256:{recorded}"), view.profile(), &query_ids)
-        .and_then(|archive| {
+    let member = crate::archive::Members { prefix: view.profile(), split: view.qrels_split() };
+    let outcome =
+        crate::archive::read(path, &format!("sha256:{recorded}"), &member, &query_ids).and_then(|archive| {
             let evidence = crate::checks::rankings::texts_identity(view, &archive.texts)?;
             if archive.qrels != view.qrels {
                 return Err("the archive's test judgements are not the fixture's".into());

@@ -212,6 +212,11 @@ impl FixtureView {
     pub fn profile(&self) -> &str {
         self.metadata["profile"].as_str().unwrap_or("scifact")
     }
+
+    /// The qrels split scored (`qrels/<split>.tsv`): `test` unless the fixture records another.
+    pub fn qrels_split(&self) -> &str {
+        self.metadata["qrels_split"].as_str().unwrap_or("test")
+    }
 }
 
 impl FullFixture {

@@ -56,7 +56,7 @@ pub use crate::checks::exports::{
 };
 pub use crate::checks::selection::Documents;
 pub use crate::checks::store::{DATABASE_TIME_LIMIT, MAX_DATABASE_BYTES};
-pub use crate::checks::validate::{Evidence, METRIC_TOLERANCE, draw_split, validate};
+pub use crate::checks::validate::{Evidence, METRIC_TOLERANCE, calibration_size, draw_split, validate};
 pub use crate::checks::{EmbeddingCheck, Input};
 pub use crate::comparison::{
     COMPARISON_DRAWS, ComparedRun, comparable, compared_runs, distinct, render_comparison, verify_comparison,

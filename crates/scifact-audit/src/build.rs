@@ -42,7 +42,7 @@ pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
         crate::guard::OnStop::AtDurablePoint,
     )?;
     let progress = StageProgress::new();
-    let corpus = crate::corpus::Corpus::chosen(args.profile, args.dataset.as_deref())?;
+    let corpus = crate::corpus::Corpus::chosen(args.profile, &args.dataset)?;
     let (archive, digest_policy) = corpus.archive(
         args.archive.as_deref(),
         &args.work_dir,

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Receipt-bearing retrieval evaluation on BEIR SciFact: signed bundles a stranger can re-check.
 #[derive(Debug, Parser)]
@@ -280,10 +280,8 @@ pub(crate) struct BuildArgs {
     /// Which corpus
     #[arg(long, value_enum, default_value = "scifact")]
     pub(crate) profile: CorpusArg,
-    /// Another BEIR dataset of the registry (`scifact-audit datasets`), its archive given with --archive:
-    /// its counts are the shape gate
-    #[arg(long, value_name = "NAME")]
-    pub(crate) dataset: Option<String>,
+    #[command(flatten)]
+    pub(crate) dataset: DatasetArgs,
     /// How texts are built and prompted: `contract` (the evaluation contract's, the default) or `model` (the
     /// checkpoint's own prompts, the text as sentence-transformers and MTEB build it)
     #[arg(long, value_enum, default_value = "contract")]
@@ -292,6 +290,28 @@ pub(crate) struct BuildArgs {
     pub(crate) model_args: ModelArgs,
     #[command(flatten)]
     pub(crate) lock: LockArgs,
+}
+
+/// Which BEIR dataset, when it is not SciFact.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct DatasetArgs {
+    /// Another BEIR dataset of the registry (`scifact-audit datasets`): downloaded from BEIR and checked
+    /// against its md5, or given with --archive; its counts are the shape gate, its split is scored and its
+    /// published rows are set beside the runs
+    #[arg(long, value_name = "NAME", conflicts_with = "dataset_archive")]
+    pub(crate) dataset: Option<String>,
+    /// Any zip in BEIR's layout (NAME/corpus.jsonl, NAME/queries.jsonl, NAME/qrels/<split>.tsv): its folder
+    /// is its name, its digests and shape are recorded, and the fixture and bundle say it is no registered
+    /// dataset (no md5 of BEIR's vouches for it, no published row is its)
+    #[arg(long, value_name = "ZIP")]
+    pub(crate) dataset_archive: Option<PathBuf>,
+    /// The qrels split of a --dataset-archive to score: test, dev or train
+    #[arg(long, value_name = "SPLIT", requires = "dataset_archive")]
+    pub(crate) qrels_split: Option<String>,
+    /// Download a --dataset's zip from URL/<name>.zip instead of BEIR's server; it must still have BEIR's md5
+    /// (or the digest --accept-archive-digest names), and the fixture records BEIR's URL
+    #[arg(long, value_name = "URL", requires = "dataset")]
+    pub(crate) beir_mirror: Option<String>,
 }
 
 /// A retrieval mode, or all of them.
@@ -367,10 +387,8 @@ pub(crate) struct EvalArgs {
     /// source checkout), to see that this build works before the real one
     #[arg(long, value_enum, default_value = "scifact")]
     pub(crate) profile: CorpusArg,
-    /// Another BEIR dataset of the registry (`scifact-audit datasets`), its archive given with --archive: its
-    /// counts are the shape gate and its published rows are set beside the runs
-    #[arg(long, value_name = "NAME")]
-    pub(crate) dataset: Option<String>,
+    #[command(flatten)]
+    pub(crate) dataset: DatasetArgs,
     /// How texts are built and prompted: `contract` (the evaluation contract's, the default) or `model` (the
     /// checkpoint's own prompts, the text as sentence-transformers and MTEB build it: what published MTEB
     /// rows were computed with). Part of the fixture's identity and every bundle

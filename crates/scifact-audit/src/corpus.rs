@@ -1,17 +1,19 @@
 //! Which corpus a command works on: BEIR SciFact (the default), the tiny stand-in committed under
 //! `fixtures/tiny/` (made-up words and a miniature BERT, so a newcomer sees the whole pipeline work offline in
-//! seconds), or another BEIR dataset of the registry (`--dataset NAME`, its archive given with `--archive`).
-//! The choice decides the shape gate, where the archive and the model come from, and the pin.
+//! seconds), another BEIR dataset of the registry (`--dataset NAME`, downloaded and checked against BEIR's md5,
+//! or given with `--archive`), or any archive in BEIR's layout (`--dataset-archive ZIP`), which the fixture
+//! says is not registered. The choice decides the shape gate, the qrels split, where the archive and the model
+//! come from, and the pin.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use scifact_eval::datasets::{Dataset, dataset_registry};
 use scifact_eval::tiny::{TINY_ARCHIVE_FILE, TINY_MODEL_DIR, TINY_WEIGHTS_SHA256};
-use scifact_eval::{BuildOptions, CALIBRATION_COUNT, DigestPolicy, Profile, SCIFACT_URL};
+use scifact_eval::{BuildOptions, DigestPolicy, Profile, QRELS_SPLITS, SCIFACT_URL, calibration_count};
 
 use crate::build::acquire_archive;
-use crate::cli::{CorpusArg, ModelArgs};
+use crate::cli::{CorpusArg, DatasetArgs, ModelArgs};
 use crate::progress::StageProgress;
 
 /// Where the tiny corpus lives, relative to the source checkout.
@@ -24,26 +26,85 @@ pub(crate) enum Corpus {
     Scifact,
     /// The committed stand-in.
     Tiny,
-    /// Another dataset of the BEIR registry, from an archive the user gives.
-    Beir(Box<Dataset>),
+    /// Another dataset of the registry, and where to download it from when that is not BEIR's server.
+    Beir(Box<Dataset>, Option<String>),
+    /// An archive in BEIR's layout that the registry does not name: its folder is its name, any shape.
+    Unregistered {
+        /// The archive (`--dataset-archive`).
+        archive: PathBuf,
+        /// Its folder.
+        name: String,
+        /// The qrels split scored.
+        split: String,
+    },
 }
 
 impl Corpus {
-    /// `--profile` and `--dataset` together: a registered dataset's name, or the profile.
-    pub(crate) fn chosen(profile: CorpusArg, dataset: Option<&str>) -> anyhow::Result<Corpus> {
-        match (profile, dataset) {
-            (_, None) => Ok(profile.into()),
-            (CorpusArg::Scifact, Some(name)) => Corpus::registered(name),
-            (CorpusArg::Tiny, Some(_)) => bail!("--profile tiny and --dataset name two corpora: give one"),
+    /// `--profile`, `--dataset`, `--dataset-archive` and `--qrels-split` together.
+    pub(crate) fn chosen(profile: CorpusArg, dataset: &DatasetArgs) -> anyhow::Result<Corpus> {
+        let split = dataset.qrels_split.as_deref();
+        match (profile, dataset.dataset.as_deref(), dataset.dataset_archive.as_deref()) {
+            (CorpusArg::Tiny, None, None) if split.is_none() => Ok(Corpus::Tiny),
+            (CorpusArg::Tiny, ..) => {
+                bail!(
+                    "--profile tiny is the committed stand-in: it takes no --dataset, --dataset-archive or --qrels-split"
+                )
+            }
+            (_, Some(_), Some(_)) => bail!("--dataset and --dataset-archive name two datasets: give one"),
+            (_, None, Some(path)) => Corpus::unregistered(path, split.unwrap_or("test")),
+            (_, _, None) if split.is_some() => {
+                bail!(
+                    "--qrels-split is for --dataset-archive; a registered dataset is scored on its own split"
+                )
+            }
+            (_, Some(name), None) => match Corpus::registered(name)? {
+                Corpus::Beir(found, _) => Ok(Corpus::Beir(found, dataset.beir_mirror.clone())),
+                _ if dataset.beir_mirror.is_some() => {
+                    bail!(
+                        "--beir-mirror is for the other datasets; SciFact's download is pinned (or give --archive)"
+                    )
+                }
+                other => Ok(other),
+            },
+            (_, None, None) => Ok(Corpus::Scifact),
         }
     }
 
-    /// The corpus a fixture's `profile` names.
+    /// The corpus a fixture's metadata names: its profile, and for an archive no registry names, that
+    /// archive (given again with `--archive`) and the recorded split.
+    pub(crate) fn of_fixture(metadata: &serde_json::Value, archive: Option<&Path>) -> anyhow::Result<Corpus> {
+        let profile = metadata["profile"].as_str().unwrap_or("scifact");
+        if metadata["registered"] == false {
+            let Some(path) = archive else {
+                bail!(
+                    "the bundle's dataset {profile:?} is no registered one: pass its archive with --archive"
+                )
+            };
+            let corpus = Corpus::unregistered(path, metadata["qrels_split"].as_str().unwrap_or("test"))?;
+            if !matches!(&corpus, Corpus::Unregistered { name, .. } if name == profile) {
+                bail!("{} is not an archive of the bundle's dataset {profile:?}", path.display());
+            }
+            return Ok(corpus);
+        }
+        Corpus::of_profile(profile)
+    }
+
+    /// The corpus a registered profile names.
     pub(crate) fn of_profile(profile: &str) -> anyhow::Result<Corpus> {
         match profile {
             scifact_eval::tiny::TINY_PROFILE => Ok(Corpus::Tiny),
             other => Corpus::registered(other),
         }
+    }
+
+    /// An archive in BEIR's layout, named by its one folder, scored on `split`.
+    fn unregistered(archive: &Path, split: &str) -> anyhow::Result<Corpus> {
+        if !QRELS_SPLITS.contains(&split) {
+            bail!("--qrels-split {split:?}: BEIR's layout names {}", QRELS_SPLITS.join(", "));
+        }
+        let name = scifact_eval::beir_folder(archive)
+            .with_context(|| format!("--dataset-archive {}", archive.display()))?;
+        Ok(Corpus::Unregistered { archive: archive.to_owned(), name, split: split.to_owned() })
     }
 
     /// A dataset of the registry this build can evaluate: a test split, one corpus, more test queries than
@@ -65,29 +126,28 @@ impl Corpus {
                 dataset.forums.len()
             );
         }
-        if dataset.split != "test" {
-            bail!("{name} is scored on its {} split; this build reads qrels/test.tsv", dataset.split);
-        }
-        if dataset.queries <= CALIBRATION_COUNT {
+        if calibration_count(dataset.queries) == 0 {
             bail!(
-                "{name} has {} test queries; the split takes {CALIBRATION_COUNT} for calibration and needs some                  left to hold out",
+                "{name} has {} queries: too few to calibrate on some and hold out the rest",
                 dataset.queries
             );
         }
-        Ok(Corpus::Beir(Box::new(dataset)))
+        Ok(Corpus::Beir(Box::new(dataset), None))
     }
 
     fn profile(&self) -> Profile {
         match self {
             Corpus::Scifact => Profile::scifact(),
             Corpus::Tiny => scifact_eval::tiny::profile(),
-            Corpus::Beir(dataset) => dataset.profile(),
+            Corpus::Beir(dataset, _) => dataset.profile(),
+            Corpus::Unregistered { name, split, .. } => Profile::unregistered(name, split),
         }
     }
 
     /// The archive: for SciFact `--archive`, `$SCIFACT_ARCHIVE` or a pinned download; for the tiny corpus
     /// `--archive` or the committed `fixtures/tiny/scifact-tiny.zip` (never `$SCIFACT_ARCHIVE`, which names
-    /// the real one); for another dataset `--archive`, its digests recorded beside BEIR's md5.
+    /// the real one); for another dataset `--archive`, its digests recorded beside BEIR's md5, or BEIR's
+    /// download checked against that md5; for an unregistered one, `--dataset-archive`.
     pub(crate) fn archive(
         &self,
         archive: Option<&Path>,
@@ -101,14 +161,36 @@ impl Corpus {
                 archive.map_or_else(|| tiny_file(TINY_ARCHIVE_FILE), |p| Ok(p.to_owned()))?,
                 DigestPolicy::LocalRecorded,
             )),
-            Corpus::Beir(dataset) => match archive {
-                Some(path) => Ok((path.to_owned(), DigestPolicy::LocalRecorded)),
-                None => bail!(
-                    "--dataset {} needs --archive: BEIR's {} (md5 {})",
-                    dataset.name,
-                    dataset.url.as_deref().unwrap_or("archive"),
-                    dataset.md5.as_deref().unwrap_or("unknown")
-                ),
+            Corpus::Beir(dataset, mirror) => {
+                match (archive, dataset.url.as_deref(), dataset.md5.as_deref()) {
+                    (Some(path), ..) => Ok((path.to_owned(), DigestPolicy::LocalRecorded)),
+                    (None, Some(url), Some(md5)) => {
+                        let mirrored = mirror
+                            .as_ref()
+                            .map(|m| format!("{}/{}.zip", m.trim_end_matches('/'), dataset.name));
+                        let url = mirrored.as_deref().unwrap_or(url);
+                        let dest = work_dir.join(format!("{}.zip", dataset.name));
+                        let policy =
+                            scifact_eval::fetch_archive(url, &dest, md5, accept_archive_digest, progress)
+                                .with_context(|| {
+                                    format!("no --archive given, so BEIR's {url} was downloaded")
+                                })?;
+                        Ok((dest, policy))
+                    }
+                    (None, ..) => {
+                        bail!("--dataset {} has no published archive: pass --archive", dataset.name)
+                    }
+                }
+            }
+            Corpus::Unregistered { archive: path, .. } => match archive {
+                Some(other) if other != path => {
+                    bail!(
+                        "--archive {} and --dataset-archive {} name two archives",
+                        other.display(),
+                        path.display()
+                    )
+                }
+                _ => Ok((path.clone(), DigestPolicy::LocalRecorded)),
             },
         }
     }
@@ -137,7 +219,10 @@ impl Corpus {
         let url = match self {
             Corpus::Scifact => SCIFACT_URL.to_owned(),
             Corpus::Tiny => format!("{TINY_DIR}/{TINY_ARCHIVE_FILE} (made-up text written by this project)"),
-            Corpus::Beir(dataset) => dataset.url.clone().unwrap_or_default(),
+            Corpus::Beir(dataset, _) => dataset.url.clone().unwrap_or_default(),
+            Corpus::Unregistered { archive, .. } => {
+                format!("{} (no registered dataset: its name is its folder's)", archive.display())
+            }
         };
         BuildOptions {
             archive,
@@ -148,15 +233,6 @@ impl Corpus {
             profile: self.profile(),
             batch_size: 64,
             text_policy,
-        }
-    }
-}
-
-impl From<CorpusArg> for Corpus {
-    fn from(arg: CorpusArg) -> Corpus {
-        match arg {
-            CorpusArg::Scifact => Corpus::Scifact,
-            CorpusArg::Tiny => Corpus::Tiny,
         }
     }
 }

@@ -17,8 +17,8 @@ pub(crate) fn run(args: &DatasetsArgs) -> anyhow::Result<ExitCode> {
     writeln!(out, "BEIR datasets (configs/beir-datasets.json; {} rows)", registry.datasets.len())?;
     writeln!(
         out,
-        "{:<26} {:<5} {:>11} {:>7}  {:<42} md5 (BEIR)",
-        "name", "split", "documents", "queries", "qrels lines per grade"
+        "{:<26} {:<5} {:>11} {:>7} {:>6}  {:<42} md5 (BEIR)",
+        "name", "split", "documents", "queries", "calib.", "qrels lines per grade"
     )?;
     for dataset in &registry.datasets {
         let name =
@@ -53,9 +53,11 @@ pub(crate) fn run(args: &DatasetsArgs) -> anyhow::Result<ExitCode> {
         .collect();
     writeln!(
         out,
-        "\n`eval --dataset NAME --archive ZIP` takes {} (scifact is the default), and refuses an archive over the \
-         reader's caps (64 MiB a member, 256 MiB in all), as the corpora of a million documents and more are; the \
-         others are listed for their identity and shape.",
+        "\ncalib.: the queries calibration takes, min(100, half); the rest are held out.\n\
+         `eval --dataset NAME` (BEIR's download, checked against its md5, or --archive ZIP) takes {} (scifact is \
+         the default), and refuses an archive over the reader's caps (64 MiB a member, 256 MiB in all), as the \
+         corpora of a million documents and more are; the others are listed for their identity and shape. \
+         `eval --dataset-archive ZIP [--qrels-split dev]` takes any zip in BEIR's layout, as no registered dataset.",
         evaluated.join(", ")
     )?;
     Ok(ExitCode::SUCCESS)
@@ -74,10 +76,11 @@ fn row(
         grades.iter().map(|(grade, lines)| format!("{grade}: {}", thousands(*lines))).collect();
     writeln!(
         out,
-        "{name:<26} {:<5} {:>11} {:>7}  {:<42} {md5}",
+        "{name:<26} {:<5} {:>11} {:>7} {:>6}  {:<42} {md5}",
         split,
         thousands(documents),
         thousands(queries),
+        scifact_eval::calibration_count(queries),
         if grades.is_empty() { "not counted".to_owned() } else { grades.join(", ") },
     )
 }

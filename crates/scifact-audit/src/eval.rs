@@ -75,7 +75,7 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     // Everything the run will need, checked before the first expensive stage.
     let signer = args.secret_key.as_deref().map(load_signer).transpose()?;
     let (space_source, space_bytes) = crate::selection::load_space(args.search_space.as_deref())?;
-    let corpus = crate::corpus::Corpus::chosen(args.profile, args.dataset.as_deref())?;
+    let corpus = crate::corpus::Corpus::chosen(args.profile, &args.dataset)?;
     let (archive, digest_policy) = corpus.archive(
         args.archive.as_deref(),
         work,
@@ -488,6 +488,9 @@ fn print_summary(
             c.p_holm,
             if c.significant { "significant at 0.05" } else { "not significant" }
         )?;
+    }
+    if let Some(unregistered) = &published.unregistered {
+        writeln!(out, "\npublished rows: none ({unregistered})")?;
     }
     if !published.rows.is_empty() {
         writeln!(

@@ -99,8 +99,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         .get(receipt_verify::FIXTURE_METADATA_FILE)
         .and_then(|bytes| receipt_verify::json::parse(bytes).ok())
         .unwrap_or(Value::Null);
-    let corpus =
-        crate::corpus::Corpus::of_profile(metadata["metadata"]["profile"].as_str().unwrap_or("scifact"))?;
+    let corpus = crate::corpus::Corpus::of_fixture(&metadata["metadata"], args.archive.as_deref())?;
     // The texts are rebuilt by the policy the bundle declares.
     let text_policy = match metadata["metadata"]["text_policy"]["policy"].as_str() {
         None => scifact_eval::TextPolicyKind::Contract,

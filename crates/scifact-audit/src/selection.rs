@@ -282,7 +282,7 @@ pub(crate) fn ensure_published(
             ndcg_10: scifact_eval::published::per_query_ndcg(&[&calibration.rows, &heldout.rows]),
         });
     }
-    let comparison = scifact_eval::published::compare(&fixture.profile, &runs)
+    let comparison = scifact_eval::published::compare(scifact_eval::published::Scored::of(fixture), &runs)
         .map_err(|reason| anyhow::anyhow!(reason))?;
     let path = results.join(scifact_eval::published::PUBLISHED_FILE);
     let bytes = pretty(&comparison)?;

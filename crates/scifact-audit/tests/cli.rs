@@ -681,6 +681,10 @@ fn datasets_lists_the_fifteen_public_beir_datasets_and_cqadupstack_s_forums() {
     );
     let covid = table.lines().find(|l| l.starts_with("trec-covid ")).unwrap();
     assert!(covid.contains("-1: 2, 0: 41,661, 1: 10,456, 2: 14,217"), "{covid}");
+    assert!(covid.contains(" 50     25  "), "50 queries, 25 calibrate: {covid}");
+    assert!(scifact.contains(" 300    100  "), "{scifact}");
+    let evaluated = table.lines().find(|l| l.contains("`eval --dataset NAME`")).unwrap();
+    assert!(evaluated.contains("trec-covid") && evaluated.contains("webis-touche2020"), "{evaluated}");
     let json = scifact_audit(&["datasets", "--json"], "");
     let registry: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(registry["schema"], "scifact-audit-beir-datasets-v1");

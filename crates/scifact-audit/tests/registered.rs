@@ -6,11 +6,42 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use std::io::{BufRead, BufReader, Write};
+
 use crate::tiny::{assert_recomputed, evaluated_bundle, root, verify_bundle_json};
 use crate::{keys, scifact_audit};
 
 fn s(path: &Path) -> String {
     path.to_str().unwrap().to_owned()
+}
+
+/// A zip of `members` (name, text) at `path`.
+fn zip_of(path: &Path, members: &[(&str, &str)]) {
+    let mut writer = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    for (name, text) in members {
+        writer.start_file(*name, zip::write::SimpleFileOptions::default()).unwrap();
+        writer.write_all(text.as_bytes()).unwrap();
+    }
+    writer.finish().unwrap();
+}
+
+/// Serves `body` to every GET on 127.0.0.1, as a mirror of BEIR's server would; returns its base URL.
+fn mirror(body: Vec<u8>) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 2 {
+                line.clear();
+            }
+            let head =
+                format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&body));
+        }
+    });
+    url
 }
 
 #[test]
@@ -23,17 +54,30 @@ fn what_this_build_cannot_evaluate_is_refused_by_name() {
         let output = scifact_audit(&args, "");
         (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
     };
+    let unfoldered = dir.path().join("unfoldered.zip");
+    zip_of(&unfoldered, &[("corpus.jsonl", "")]);
+    let two = dir.path().join("two.zip");
+    zip_of(&two, &[("a/corpus.jsonl", ""), ("b/corpus.jsonl", "")]);
+    let dotted = dir.path().join("dotted.zip");
+    zip_of(&dotted, &[(".hidden/corpus.jsonl", "")]);
+    let second = dir.path().join("second.zip");
+    scifact_eval::tiny::write_second_split_archive(&second, "made-up").unwrap();
     for (extra, says) in [
-        (vec!["--dataset", "trec-covid"], "has 50 test queries"),
         (vec!["--dataset", "cqadupstack"], "is 12 forums"),
-        (vec!["--dataset", "msmarco"], "scored on its dev split"),
         (vec!["--dataset", "bioasq"], "not public"),
         (vec!["--dataset", "nope"], "is not a BEIR dataset of the registry"),
+        (vec!["--profile", "tiny", "--dataset", "nfcorpus"], "takes no --dataset"),
+        (vec!["--dataset", "nfcorpus", "--dataset-archive", &s(&second)], "cannot be used with"),
+        (vec!["--qrels-split", "dev"], "--dataset-archive"),
+        (vec!["--dataset-archive", &s(&unfoldered)], "NAME/corpus.jsonl"),
+        (vec!["--dataset-archive", &s(&two)], "one dataset per archive"),
+        (vec!["--dataset-archive", &s(&dotted)], "one plain name"),
         (
-            vec!["--dataset", "nfcorpus"],
-            "needs --archive: BEIR's https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/nfcorpus.zip (md5 a89dba18a62ef92f7d323ec890a0d38d)",
+            vec!["--dataset-archive", &s(&second), "--qrels-split", "validation"],
+            "BEIR's layout names train, dev, test",
         ),
-        (vec!["--profile", "tiny", "--dataset", "nfcorpus"], "name two corpora"),
+        (vec!["--dataset-archive", &s(&second), "--archive", &s(&two)], "name two archives"),
+        (vec!["--dataset", "scifact", "--beir-mirror", "http://127.0.0.1:9"], "SciFact's download is pinned"),
     ] {
         let (code, stderr) = build(&extra);
         assert_eq!(code, Some(2), "{extra:?}: {stderr}");
@@ -79,5 +123,131 @@ fn a_registered_dataset_runs_end_to_end_with_its_shape_and_published_rows() {
     assert_recomputed(
         &report,
         &["ranking.lexical", "texts.identity", "embedding.values", "published.rows", "split.membership"],
+    );
+}
+
+#[test]
+fn a_registered_dataset_is_downloaded_and_admitted_only_by_its_md5_or_an_accepted_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("stand-in.zip");
+    scifact_eval::tiny::write_shaped_archive(&archive, "nfcorpus", 3_633, 323).unwrap();
+    let bytes = std::fs::read(&archive).unwrap();
+    let sha256 = format!("sha256:{}", scifact_eval::sha256_hex(&bytes));
+    let url = mirror(bytes);
+    let (out, work) = (dir.path().join("fixture.json"), dir.path().join("work"));
+    let model = root().join("fixtures/tiny/model");
+    let build = |extra: &[&str]| {
+        let mut args = vec!["build", "--out", out.to_str().unwrap(), "--work-dir", work.to_str().unwrap()];
+        args.extend_from_slice(&[
+            "--dataset",
+            "nfcorpus",
+            "--beir-mirror",
+            &url,
+            "--model-dir",
+            model.to_str().unwrap(),
+        ]);
+        args.extend_from_slice(extra);
+        scifact_audit(&args, "")
+    };
+    // The stand-in is not BEIR's file: its md5 is not BEIR's, so it is refused, naming both.
+    let refused = build(&[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("a89dba18a62ef92f7d323ec890a0d38d"), "BEIR's md5: {stderr}");
+    assert!(stderr.contains(&format!("--accept-archive-digest {sha256}")), "{stderr}");
+    assert!(!out.exists() && !work.join("nfcorpus.zip").exists(), "nothing kept");
+
+    let accepted = build(&["--accept-archive-digest", &sha256]);
+    assert!(accepted.status.success(), "{}", String::from_utf8_lossy(&accepted.stderr));
+    let fixture: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let source = &fixture["metadata"]["source"];
+    assert_eq!(
+        source["digest_policy"],
+        serde_json::json!({"kind": "download_accepted_sha256", "sha256": sha256})
+    );
+    assert_eq!(
+        source["url"],
+        "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/nfcorpus.zip"
+    );
+    assert_eq!(fixture["metadata"]["counts"]["documents"], 3_633);
+}
+
+#[test]
+fn an_unregistered_archive_scored_on_its_dev_split_runs_end_to_end_and_says_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("made-up.zip");
+    scifact_eval::tiny::write_second_split_archive(&archive, "made-up").unwrap();
+    let (secret, public) = keys(dir.path());
+    let work = dir.path().join("work");
+    let model = root().join("fixtures/tiny/model");
+    let flags = ["--dataset-archive", &s(&archive), "--qrels-split", "dev"];
+    let bundle = evaluated_bundle(&work, &secret, &archive, &model, &flags);
+    let metadata: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("fixture-metadata.json")).unwrap()).unwrap();
+    let metadata = &metadata["metadata"];
+    assert_eq!((&metadata["profile"], &metadata["qrels_split"]), (&"made-up".into(), &"dev".into()));
+    assert_eq!(metadata["registered"], false);
+    assert_eq!(metadata["counts"]["queries"], 60, "dev judges 60 queries: {metadata}");
+    assert!(metadata["counts"]["qrels"].as_u64().unwrap() > 60);
+    let published: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("published.json")).unwrap()).unwrap();
+    assert_eq!(published["rows"], serde_json::json!([]));
+    assert!(published["unregistered"].as_str().unwrap().contains("no registered dataset"), "{published}");
+    // 60 queries: 30 calibrate, 30 are held out, by the one rule.
+    let calibration = bundle.join("scifact-fts_only-calibration.aggregate.json");
+    let aggregate: Value = serde_json::from_slice(&std::fs::read(calibration).unwrap()).unwrap();
+    assert_eq!(aggregate["split_binding"]["calibration_count"], 30);
+    assert_eq!(aggregate["split_binding"]["total"], 60);
+    assert!(
+        aggregate["split_binding"]["algorithm"].as_str().unwrap().contains("the first 30 are calibration")
+    );
+    let report = std::fs::read_to_string(bundle.join("report.html")).unwrap();
+    assert!(
+        report.contains(
+            "<h1>made-up (no registered dataset: its name is its archive&#39;s folder; scored on its dev split) \
+             retrieval evaluation"
+        ),
+        "the report says what the dataset is"
+    );
+
+    let (code, report) = verify_bundle_json(&bundle, &public, &archive, &model);
+    assert_eq!(code, Some(0), "{report}");
+    assert_recomputed(
+        &report,
+        &["ranking.lexical", "texts.identity", "embedding.values", "published.rows", "split.membership"],
+    );
+
+    // Re-executed from the bundle: the archive named again, the split read from the fixture.
+    let reproduce = |archive: &Path, work: &str| {
+        scifact_audit(
+            &[
+                "reproduce",
+                "--bundle-dir",
+                &s(&bundle),
+                "--public-key",
+                &s(&public),
+                "--work-dir",
+                &s(&dir.path().join(work)),
+                "--archive",
+                &s(archive),
+                "--model-dir",
+                &s(&model),
+            ],
+            "",
+        )
+    };
+    let output = reproduce(&archive, "reproduction");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let statement: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("reproduction/reproduction.json")).unwrap())
+            .unwrap();
+    assert_eq!(statement["predicate"]["verdict"], "reproduced_exactly", "{statement}");
+    let other = dir.path().join("other.zip");
+    scifact_eval::tiny::write_second_split_archive(&other, "another-name").unwrap();
+    let refused = reproduce(&other, "refused");
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .contains("not an archive of the bundle's dataset \"made-up\"")
     );
 }

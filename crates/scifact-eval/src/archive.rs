@@ -139,6 +139,47 @@ pub fn read_archive(path: &Path, wanted: &[&str], allowed: &[&str]) -> Result<Ar
     Ok(ArchiveContents { members, sha256, md5, bytes })
 }
 
+/// The dataset folder of an archive in BEIR's layout (`NAME/corpus.jsonl`, `NAME/queries.jsonl`,
+/// `NAME/qrels/<split>.tsv`): the name an archive no registry names goes by. Only the central directory is
+/// read; the members are checked when the fixture is built.
+///
+/// # Errors
+/// [`Error::Io`], [`Error::Zip`], [`Error::MissingMember`] when no folder holds a `corpus.jsonl`,
+/// [`Error::UnsafeMember`] when several do or the folder's name is not a plain name.
+pub fn beir_folder(path: &Path) -> Result<String> {
+    let file = std::fs::File::open(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+    let archive = zip::ZipArchive::new(std::io::BufReader::new(file))
+        .map_err(|error| Error::Zip { path: path.to_path_buf(), reason: error.to_string() })?;
+    let zip_error =
+        |error: zip::result::ZipError| Error::Zip { path: path.to_path_buf(), reason: error.to_string() };
+    let mut folders: Vec<String> = Vec::new();
+    for name in archive.file_names() {
+        if let Some(folder) = name.map_err(zip_error)?.strip_suffix("/corpus.jsonl") {
+            folders.push(folder.to_owned());
+        }
+    }
+    match folders.as_slice() {
+        [] => Err(Error::MissingMember { member: "NAME/corpus.jsonl (BEIR's layout: one folder)".into() }),
+        [folder] if is_plain_name(folder) => Ok(folder.clone()),
+        [folder] => Err(Error::UnsafeMember {
+            member: format!("{folder}/corpus.jsonl"),
+            rule: "the dataset's folder must be one plain name (letters, digits, '.', '-', '_')".into(),
+        }),
+        [first, second, ..] => Err(Error::UnsafeMember {
+            member: format!("{second}/corpus.jsonl"),
+            rule: format!("a second corpus beside {first}/corpus.jsonl: one dataset per archive"),
+        }),
+    }
+}
+
+/// A name usable as an archive folder and in file names: ASCII letters, digits, `.`, `-`, `_`, not starting
+/// with `.`.
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+}
+
 /// The member names listed in the central directory, in order, read straight from the bytes; `None` when
 /// the archive is not a plain (non-ZIP64) zip whose directory this reader can walk.
 fn central_directory_names(raw: &[u8]) -> Option<Vec<Vec<u8>>> {

@@ -49,6 +49,9 @@ pub struct BeirCorpus {
     pub qrels: Vec<Qrel>,
 }
 
+/// The qrels splits BEIR's layout names (`qrels/<split>.tsv`); an archive may hold any of them.
+pub const QRELS_SPLITS: [&str; 3] = ["train", "dev", "test"];
+
 /// The shape a corpus must have.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
@@ -58,12 +61,39 @@ pub struct Profile {
     pub documents: Option<usize>,
     /// Exact test-query count, or `None` for any.
     pub test_queries: Option<usize>,
+    /// The qrels split scored: `qrels/<split>.tsv` (`test`; msmarco's `dev`).
+    pub split: String,
+    /// Whether the dataset is the registry's (or the tiny corpus); `false` for any other archive in BEIR's
+    /// layout, which the fixture then says.
+    pub registered: bool,
 }
 
 impl Profile {
     /// The contract's SciFact shape: exactly 5,183 documents and 300 test queries.
     pub fn scifact() -> Self {
-        Profile { name: "scifact".into(), documents: Some(5_183), test_queries: Some(300) }
+        Profile::exact("scifact", 5_183, 300)
+    }
+
+    /// A registered shape: exactly `documents` and `test_queries`, scored on the test split.
+    pub fn exact(name: &str, documents: usize, test_queries: usize) -> Self {
+        Profile {
+            name: name.into(),
+            documents: Some(documents),
+            test_queries: Some(test_queries),
+            split: "test".into(),
+            registered: true,
+        }
+    }
+
+    /// An archive in BEIR's layout that is no registered dataset: any counts, the `split` given.
+    pub fn unregistered(name: &str, split: &str) -> Self {
+        Profile {
+            name: name.into(),
+            documents: None,
+            test_queries: None,
+            split: split.into(),
+            registered: false,
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use embedding::{Embedder, Role};
 
 use crate::archive::{read_archive, sha256_hex};
-use crate::beir::{Profile, assemble, parse_corpus, parse_qrels, parse_queries};
+use crate::beir::{Profile, QRELS_SPLITS, assemble, parse_corpus, parse_qrels, parse_queries};
 use crate::cache::{CachedVector, EmbeddingCache};
 use crate::error::{Error, Result};
 use crate::fixture::{
@@ -109,13 +109,13 @@ pub fn build_fixture(
     let prefix = &options.profile.name;
     let corpus_member = format!("{prefix}/corpus.jsonl");
     let queries_member = format!("{prefix}/queries.jsonl");
-    let qrels_member = format!("{prefix}/qrels/test.tsv");
-    let allowed = [
-        format!("{prefix}/"),
-        format!("{prefix}/qrels/"),
-        format!("{prefix}/qrels/train.tsv"),
-        format!("{prefix}/qrels/dev.tsv"),
-    ];
+    let split = &options.profile.split;
+    let qrels_member = format!("{prefix}/qrels/{split}.tsv");
+    let allowed: Vec<String> = [format!("{prefix}/"), format!("{prefix}/qrels/")]
+        .into_iter()
+        .chain(QRELS_SPLITS.iter().map(|other| format!("{prefix}/qrels/{other}.tsv")))
+        .filter(|name| *name != qrels_member)
+        .collect();
     let wanted = [corpus_member.as_str(), queries_member.as_str(), qrels_member.as_str()];
     let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
     let contents = read_archive(&options.archive, &wanted, &allowed)?;
@@ -185,6 +185,8 @@ pub fn build_fixture(
         metadata: FixtureMetadata {
             builder: format!("scifact-audit {}", env!("CARGO_PKG_VERSION")),
             profile: options.profile.name.clone(),
+            qrels_split: (split != "test").then(|| split.clone()),
+            registered: (!options.profile.registered).then_some(false),
             source: SourceMetadata {
                 url: options.url.clone(),
                 archive_file: file_name(&options.archive),

@@ -68,7 +68,7 @@ pub struct Forum {
 impl Dataset {
     /// The shape gate of this dataset: its exact counts.
     pub fn profile(&self) -> Profile {
-        Profile { name: self.name.clone(), documents: Some(self.documents), test_queries: Some(self.queries) }
+        Profile { split: self.split.clone(), ..Profile::exact(&self.name, self.documents, self.queries) }
     }
 
     /// Whether any qrels line has a grade other than 1 (a graded or negatively judged dataset).

@@ -32,8 +32,16 @@ pub struct Fixture {
 pub struct FixtureMetadata {
     /// `scifact-audit <version>`.
     pub builder: String,
-    /// Shape profile applied (`scifact`).
+    /// Shape profile applied (`scifact`): the dataset's name, its archive's folder.
     pub profile: String,
+    /// The qrels split scored when it is not `test` (msmarco's `dev`); absent for `test`, so every fixture
+    /// of a test split keeps its bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qrels_split: Option<String>,
+    /// `false` when the dataset is no registered one (`--dataset-archive`): its name is only its archive's
+    /// folder, no md5 of BEIR's vouches for it and no published row is its. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registered: Option<bool>,
     /// Where the archive came from and how its digest was judged.
     pub source: SourceMetadata,
     /// The embedder's identity, verbatim.

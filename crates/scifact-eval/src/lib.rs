@@ -40,10 +40,11 @@ pub mod tiny;
 
 pub use crate::acquire::{SCIFACT_PUBLISHED_MD5, fetch_archive, judge_download};
 pub use crate::archive::{
-    ArchiveContents, MAX_MEMBER_BYTES, MAX_RATIO, MAX_TOTAL_BYTES, read_archive, sha256_hex,
+    ArchiveContents, MAX_MEMBER_BYTES, MAX_RATIO, MAX_TOTAL_BYTES, beir_folder, read_archive, sha256_hex,
 };
 pub use crate::beir::{
-    BeirCorpus, Document, Profile, Qrel, Query, assemble, parse_corpus, parse_qrels, parse_queries,
+    BeirCorpus, Document, Profile, QRELS_SPLITS, Qrel, Query, assemble, parse_corpus, parse_qrels,
+    parse_queries,
 };
 pub use crate::build::{BuildOptions, BuildSummary, NoProgress, Progress, SCIFACT_URL, build_fixture};
 pub use crate::cache::{
@@ -64,7 +65,8 @@ pub use crate::run::{
 };
 pub use crate::schema::{AGGREGATE_SCHEMA, Aggregate, AttemptAnswers, AttemptsBinding, QueryRow, ROW_SCHEMA};
 pub use crate::split::{
-    CALIBRATION_COUNT, SPLIT_ALGORITHM, Split, request_id, select, selected_ids_digest, split_order,
+    CALIBRATION_COUNT, Split, calibration_count, request_id, select, selected_ids_digest, split_algorithm,
+    split_order,
 };
 pub use crate::store::{
     BATCH, EvalStore, MAPPING_FILE, MAPPING_SCHEMA, Mapping, MappingEntry, NAMESPACE, SOURCE_TYPE,

@@ -131,6 +131,10 @@ pub struct PublishedComparison {
     pub bootstrap: Value,
     /// One entry per published row of the dataset.
     pub rows: Vec<ComparedRow>,
+    /// Why no row is compared when the dataset is no registered one (an archive whose name is only its
+    /// folder's); absent for a registered dataset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unregistered: Option<String>,
 }
 
 /// A published row beside the measured value.
@@ -152,14 +156,38 @@ pub struct ComparedRow {
     pub why: String,
 }
 
-/// Compares every published row of `dataset` with the run made like it among `runs`.
+/// What a run scored: the dataset, its qrels split, and whether the registry names it.
+#[derive(Debug, Clone, Copy)]
+pub struct Scored<'a> {
+    /// The dataset's name (the fixture's profile).
+    pub dataset: &'a str,
+    /// The qrels split.
+    pub split: &'a str,
+    /// `false` for an archive whose name is only its folder's.
+    pub registered: bool,
+}
+
+impl<'a> Scored<'a> {
+    /// What the fixture described by `metadata` scores.
+    pub fn of(metadata: &'a crate::fixture::FixtureMetadata) -> Self {
+        Scored {
+            dataset: &metadata.profile,
+            split: metadata.qrels_split.as_deref().unwrap_or("test"),
+            registered: metadata.registered != Some(false),
+        }
+    }
+}
+
+/// Compares every published row of the dataset and split `scored` with the run made like it among `runs`;
+/// none when the dataset is not registered (its name is only its archive's folder, whatever it says).
 ///
 /// # Errors
 /// When the registry does not parse.
-pub fn compare(dataset: &str, runs: &[MeasuredRun]) -> Result<PublishedComparison, String> {
+pub fn compare(scored: Scored, runs: &[MeasuredRun]) -> Result<PublishedComparison, String> {
+    let Scored { dataset, split, registered } = scored;
     let registry = registry()?;
     let mut rows = Vec::new();
-    for row in registry.rows.iter().filter(|row| row.dataset == dataset) {
+    for row in registry.rows.iter().filter(|row| registered && row.dataset == dataset && row.split == split) {
         let Some(run) = runs.iter().find(|run| run.mode == row.compares_with.mode) else { continue };
         let Some(measured) =
             bootstrap_intervals(&[&run.ndcg_10], PUBLISHED_SEED, PUBLISHED_RESAMPLES, 0.95).first().copied()
@@ -231,6 +259,11 @@ pub fn compare(dataset: &str, runs: &[MeasuredRun]) -> Result<PublishedCompariso
             "queries": "every test query of the dataset: the calibration and held-out rows of the frozen baseline's run of the mode, in query-id order",
         }),
         rows,
+        unregistered: (!registered).then(|| {
+            format!(
+                "{dataset} is no registered dataset (its name is its archive's folder): no published row is its"
+            )
+        }),
     })
 }
 
@@ -249,6 +282,8 @@ pub fn per_query_ndcg(rows_by_split: &[&[crate::schema::QueryRow]]) -> Vec<f64> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const SCIFACT: Scored = Scored { dataset: "scifact", split: "test", registered: true };
 
     fn run(mode: &str, policy: TextPolicyKind, model: &str, values: Vec<f64>) -> MeasuredRun {
         MeasuredRun { mode: mode.into(), text_policy: policy, model: model.into(), ndcg_10: values }
@@ -275,7 +310,7 @@ mod tests {
             run("vector_only", TextPolicyKind::Model, minilm, values.clone()),
             run("fts_only", TextPolicyKind::Model, minilm, values.clone()),
         ];
-        let comparison = compare("scifact", &runs).unwrap();
+        let comparison = compare(SCIFACT, &runs).unwrap();
         let verdicts: Vec<(&str, &str)> =
             comparison.rows.iter().map(|r| (r.published.system.as_str(), r.verdict.as_str())).collect();
         assert_eq!(
@@ -291,15 +326,22 @@ mod tests {
         assert_eq!(mteb.queries, 300);
         // The contract's text policy is another way of making the texts: no claim either way.
         let contract =
-            compare("scifact", &[run("vector_only", TextPolicyKind::Contract, minilm, values.clone())])
+            compare(SCIFACT, &[run("vector_only", TextPolicyKind::Contract, minilm, values.clone())])
                 .unwrap();
         assert_eq!(contract.rows[0].verdict, "not_comparable");
         assert!(contract.rows[0].why.contains("contract text policy"), "{}", contract.rows[0].why);
         // Made the same way but off by more than the tolerance.
         let low: Vec<f64> = values.iter().map(|v| v - 0.025).collect();
-        let off = compare("scifact", &[run("vector_only", TextPolicyKind::Model, minilm, low)]).unwrap();
+        let off = compare(SCIFACT, &[run("vector_only", TextPolicyKind::Model, minilm, low)]).unwrap();
         assert_eq!(off.rows[0].verdict, "not_reproduced");
         assert!((off.rows[0].difference.mean + 0.025).abs() < 1e-12);
-        assert!(compare("no-such-dataset", &runs).unwrap().rows.is_empty());
+        assert!(compare(Scored { dataset: "no-such-dataset", ..SCIFACT }, &runs).unwrap().rows.is_empty());
+        let unregistered = compare(Scored { registered: false, ..SCIFACT }, &runs).unwrap();
+        assert!(unregistered.rows.is_empty(), "a folder named scifact is not SciFact");
+        assert!(unregistered.unregistered.unwrap().contains("no registered dataset"));
+        assert!(
+            compare(Scored { split: "dev", ..SCIFACT }, &runs).unwrap().rows.is_empty(),
+            "rows are of test"
+        );
     }
 }

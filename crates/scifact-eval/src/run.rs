@@ -25,7 +25,7 @@ use crate::schema::{
     Capability, ClaimBoundary, CorpusBinding, QueryRow, QueryStatistics, ROW_SCHEMA, ReceiptsBinding,
     ResultDetail, RetrievalBinding, RowsBinding, SourceBinding, SplitBinding, StoreBinding, TopDocument,
 };
-use crate::split::{CALIBRATION_COUNT, SPLIT_ALGORITHM, Split, request_id, select, selected_ids_digest};
+use crate::split::{Split, calibration_count, request_id, select, selected_ids_digest, split_algorithm};
 use crate::store::{EvalStore, Mapping, NAMESPACE, open_or_build};
 
 /// Every mode, in the order `--mode all` runs them.
@@ -632,8 +632,8 @@ fn run_mode(
             backends: backend_summary(&rows),
         },
         split_binding: SplitBinding {
-            algorithm: SPLIT_ALGORITHM.into(),
-            calibration_count: CALIBRATION_COUNT,
+            algorithm: split_algorithm(calibration_count(context.all_query_ids.len())),
+            calibration_count: calibration_count(context.all_query_ids.len()),
             total: context.all_query_ids.len(),
             all_query_ids: context.all_query_ids.clone(),
             selected_ids: selected.to_vec(),

@@ -6,12 +6,24 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// Queries in the calibration split; the rest are held out.
+/// Queries in the calibration split at most (the contract's 100); the rest are held out.
 pub const CALIBRATION_COUNT: usize = 100;
 
-/// The split algorithm, as recorded in aggregates.
-pub const SPLIT_ALGORITHM: &str = "sort test query ids by (sha256(utf-8 id) as lowercase hex, id); the first 100 \
-                                   are calibration, the rest held-out";
+/// Queries in the calibration split of `total` test queries: the contract's 100, or half (rounded down) of a
+/// dataset with fewer than 200, so that at least as many are held out as calibrate (trec-covid's 50 give 25,
+/// Touché's 49 give 24). One rule for every dataset, registered or not, so the verifier derives it from the
+/// query ids alone.
+pub fn calibration_count(total: usize) -> usize {
+    CALIBRATION_COUNT.min(total / 2)
+}
+
+/// The split algorithm with its calibration size, as recorded in aggregates (SciFact's text is the contract's).
+pub fn split_algorithm(calibration: usize) -> String {
+    format!(
+        "sort test query ids by (sha256(utf-8 id) as lowercase hex, id); the first {calibration} are calibration, \
+         the rest held-out"
+    )
+}
 
 /// Which queries a run covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -65,7 +77,7 @@ pub fn split_order(ids: &[String]) -> Vec<String> {
 /// The ids of `split`, in split order.
 pub fn select(ids: &[String], split: Split) -> Vec<String> {
     let ordered = split_order(ids);
-    let boundary = CALIBRATION_COUNT.min(ordered.len());
+    let boundary = calibration_count(ordered.len());
     match split {
         Split::Calibration => ordered[..boundary].to_vec(),
         Split::Heldout => ordered[boundary..].to_vec(),
@@ -117,6 +129,27 @@ mod tests {
         reversed.reverse();
         assert_eq!(select(&reversed, Split::Calibration), calibration, "input order must not matter");
         assert_eq!(select(&all, Split::All).len(), 300);
+    }
+
+    #[test]
+    fn a_small_dataset_holds_out_as_many_as_it_calibrates() {
+        assert_eq!(calibration_count(300), 100);
+        assert_eq!(calibration_count(200), 100);
+        assert_eq!(calibration_count(199), 99);
+        assert_eq!(calibration_count(50), 25);
+        assert_eq!(calibration_count(49), 24);
+        assert_eq!(calibration_count(1), 0);
+        let touche = ids(49);
+        assert_eq!(
+            (select(&touche, Split::Calibration).len(), select(&touche, Split::Heldout).len()),
+            (24, 25)
+        );
+        assert_eq!(
+            split_algorithm(100),
+            "sort test query ids by (sha256(utf-8 id) as lowercase hex, id); the first 100 are calibration, the \
+             rest held-out",
+            "SciFact's recorded algorithm keeps its text"
+        );
     }
 
     #[test]

@@ -36,7 +36,7 @@ const CORPUS_SEED: u64 = 1_977;
 
 /// The shape gate of the tiny corpus.
 pub fn profile() -> Profile {
-    Profile { name: TINY_PROFILE.into(), documents: Some(TINY_DOCUMENTS), test_queries: Some(TINY_QUERIES) }
+    Profile::exact(TINY_PROFILE, TINY_DOCUMENTS, TINY_QUERIES)
 }
 
 /// SplitMix64, so that the corpus is the same on every machine.
@@ -235,6 +235,33 @@ pub fn quirks_archive_members() -> Vec<(String, Vec<u8>)> {
     ]
 }
 
+/// The quirks corpus as an archive that no registry names, under `folder/`, with a second split: `qrels/dev.tsv`
+/// judges the first 60 judged queries (with their grades) as `qrels/test.tsv` does, so a run scored on dev
+/// (as msmarco is) has 60 queries, calibrates on 30 and holds out 30.
+pub fn second_split_archive_members(folder: &str) -> Vec<(String, Vec<u8>)> {
+    let mut members = quirks_archive_members();
+    let test = String::from_utf8_lossy(&members[2].1).into_owned();
+    let mut kept: Vec<&str> = Vec::new();
+    let mut dev = String::from("query-id\tcorpus-id\tscore\n");
+    for line in test.lines().skip(1) {
+        let query = line.split('\t').next().unwrap_or_default();
+        if !kept.contains(&query) {
+            if kept.len() == 60 {
+                continue;
+            }
+            kept.push(query);
+        }
+        dev.push_str(line);
+        dev.push('\n');
+    }
+    members.push((format!("{TINY_PROFILE}/qrels/dev.tsv"), dev.into_bytes()));
+    let prefix = format!("{TINY_PROFILE}/");
+    members
+        .into_iter()
+        .map(|(name, bytes)| (format!("{folder}/{}", name.strip_prefix(&prefix).unwrap_or(&name)), bytes))
+        .collect()
+}
+
 /// Writes the tiny archive (stored, not deflated, every time stamp 1980-01-01) to `path`.
 ///
 /// # Errors
@@ -257,6 +284,14 @@ pub fn write_shaped_archive(path: &Path, prefix: &str, documents: usize, queries
 /// [`Error::Io`] when it cannot be written.
 pub fn write_quirks_archive(path: &Path) -> Result<()> {
     write_members(path, quirks_archive_members())
+}
+
+/// Writes [`second_split_archive_members`] as [`write_archive`] writes the tiny archive.
+///
+/// # Errors
+/// [`Error::Io`] when it cannot be written.
+pub fn write_second_split_archive(path: &Path, folder: &str) -> Result<()> {
+    write_members(path, second_split_archive_members(folder))
 }
 
 fn write_members(path: &Path, members: Vec<(String, Vec<u8>)>) -> Result<()> {

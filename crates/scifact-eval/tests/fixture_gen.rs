@@ -96,6 +96,8 @@ pub(crate) fn synthetic_fixture(documents: usize, queries: usize, dims: usize, s
         metadata: FixtureMetadata {
             builder: "tests".into(),
             profile: "synthetic".into(),
+            qrels_split: None,
+            registered: None,
             source: SourceMetadata {
                 url: "https://example.invalid/synthetic.zip".into(),
                 archive_file: "synthetic.zip".into(),

@@ -39,7 +39,7 @@ pub(crate) const QUERIES: &str = concat!(
 pub(crate) const QRELS: &str = "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\nq2\td3\t1\n";
 
 pub(crate) fn mini_profile() -> Profile {
-    Profile { name: "mini".into(), documents: Some(4), test_queries: Some(2) }
+    Profile::exact("mini", 4, 2)
 }
 
 pub(crate) fn mini_archive(dir: &Path) -> PathBuf {

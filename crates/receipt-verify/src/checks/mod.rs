@@ -131,6 +131,9 @@ pub(crate) fn run_all(inputs: &Inputs<'_>) -> Outcome {
         }
         report.extend(rankings::rankings(inputs, share.lexical));
         let (selection, mut model) = selection::selection_checks(inputs.runs, inputs.documents);
+        if let (Some(model), Input::Read { content: view, .. }) = (model.as_mut(), inputs.fixture) {
+            model.dataset = crate::render::Dataset::of(&view.metadata);
+        }
         if let Some(bytes) = inputs.published {
             match inputs.fixture {
                 Input::Read { content: view, .. } => {

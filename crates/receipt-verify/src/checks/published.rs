@@ -54,6 +54,22 @@ fn derive(runs: &[Run], bytes: &[u8], metadata: &Value) -> Result<(String, Vec<P
     if stated["dataset"] != dataset {
         return Err(format!("published.json is about {}, the fixture is {dataset:?}", stated["dataset"]));
     }
+    // An archive whose name is only its folder's has no published row, whatever the folder is called; and a
+    // row is of one split.
+    let registered = metadata["registered"] != false;
+    let split = metadata["qrels_split"].as_str().unwrap_or("test");
+    match (registered, stated.get("unregistered")) {
+        (true, None) => {}
+        (false, Some(Value::String(_))) => {}
+        (true, Some(_)) => {
+            return Err(format!("published.json says {dataset} is unregistered; the fixture does not"));
+        }
+        (false, _) => {
+            return Err(format!(
+                "the fixture's {dataset} is no registered dataset; published.json does not say so"
+            ));
+        }
+    }
     let seed = stated["bootstrap"]["seed"].as_u64().ok_or("published.json states no seed")?;
     let resamples =
         stated["bootstrap"]["resamples"].as_u64().ok_or("published.json states no resamples")? as usize;
@@ -64,7 +80,12 @@ fn derive(runs: &[Run], bytes: &[u8], metadata: &Value) -> Result<(String, Vec<P
     let model = metadata["embedding"]["model"].as_str().unwrap_or("");
     let stated_rows = stated["rows"].as_array().ok_or("published.json has no rows")?;
     let mut expected_rows = Vec::new();
-    for row in registry["rows"].as_array().into_iter().flatten().filter(|row| row["dataset"] == dataset) {
+    for row in registry["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|row| registered && row["dataset"] == dataset && row["split"] == split)
+    {
         let mode = row["compares_with"]["mode"].as_str().unwrap_or("");
         // nDCG@10 of every test query of the frozen baseline's runs of the mode, by query id.
         let mut by_id: BTreeMap<String, f64> = BTreeMap::new();

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::artifacts::{Run, query_id, strings};
 use crate::baseline::{config_label, frozen_baseline, is_frozen_baseline};
 use crate::canonical::{canonical, canonical_digest, sha256_tagged};
-use crate::checks::validate::{METRIC_TOLERANCE, draw_split};
+use crate::checks::validate::{METRIC_TOLERANCE, calibration_size, draw_split};
 use crate::names::{SELECTION_FILE, STATISTICS_FILE};
 use crate::recompute::metrics::{METRIC_NAMES, means, series};
 use crate::recompute::statistics::{HeldOut, Plan, heldout as recompute_heldout};
@@ -426,11 +426,11 @@ fn isolation(
     {
         return Err("the freeze does not bind this ledger, pre-registration, winner and baseline".into());
     }
-    // Held-out is what the held-out runs answered, and the contract's split (100 calibrate) of their ids.
+    // Held-out is what the held-out runs answered, and the contract's split of their ids.
     let mut heldout: BTreeSet<String> = BTreeSet::new();
     for run in runs.iter().filter(|r| r.str_at("/split") == "heldout") {
         let all = strings(run.aggregate.pointer("/split_binding/all_query_ids"));
-        heldout.extend(draw_split(&all, 100, "heldout").unwrap_or_default());
+        heldout.extend(draw_split(&all, calibration_size(all.len()), "heldout").unwrap_or_default());
         for row in run.rows.as_ref().map_err(|e| format!("{}: {e}", run.name))? {
             heldout.insert(query_id(row).to_owned());
         }
@@ -717,5 +717,6 @@ fn model(
         does_not_establish: strings(first["claim_boundary"].get("does_not_establish")),
         embedding: crate::render::SignerEmbedding::Legacy,
         published: Vec::new(),
+        dataset: crate::render::Dataset::default(),
     }
 }

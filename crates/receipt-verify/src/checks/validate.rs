@@ -164,6 +164,12 @@ fn rows_identity(run: &Run, rows: &[Value]) -> Result<String, String> {
     Ok(format!("{} rows of {mode}/{split}, unique query ids, deterministic request ids", rows.len()))
 }
 
+/// The calibration size of `total` test queries, by the contract's rule as this verifier reads it: 100, and half
+/// (rounded down) of fewer than 200, so a small dataset holds out at least as many as it calibrates.
+pub fn calibration_size(total: usize) -> usize {
+    if total >= 200 { 100 } else { total / 2 }
+}
+
 /// The split, drawn again: sort by (sha256 hex of the id, id), the first `calibration_count` calibrate.
 pub fn draw_split(all: &[String], calibration_count: usize, split: &str) -> Option<Vec<String>> {
     let mut keyed: Vec<(String, String)> =
@@ -184,14 +190,18 @@ fn split_membership(run: &Run, rows: &[Value]) -> Result<String, String> {
     let all = strings(binding.get("all_query_ids"));
     let calibration =
         binding.get("calibration_count").and_then(Value::as_u64).ok_or("no calibration_count")?;
-    if calibration != 100 {
-        return Err(format!("calibration_count {calibration}, the contract fixes 100"));
+    let expected = calibration_size(all.len());
+    if calibration != expected as u64 {
+        return Err(format!(
+            "calibration_count {calibration}; the rule gives {expected} of {} test queries",
+            all.len()
+        ));
     }
     if binding.get("total").and_then(Value::as_u64) != Some(all.len() as u64) {
         return Err("total differs from the number of query ids".into());
     }
     let split = run.str_at("/split");
-    let drawn = draw_split(&all, 100, split).ok_or_else(|| format!("unknown split {split:?}"))?;
+    let drawn = draw_split(&all, expected, split).ok_or_else(|| format!("unknown split {split:?}"))?;
     let recorded = strings(binding.get("selected_ids"));
     if recorded != drawn {
         return Err(format!("selected_ids differ from the split drawn again from {} ids", all.len()));
@@ -592,4 +602,19 @@ fn mapping(
         }
     }
     (Status::Pass, format!("{origin} ({} entries) is {actual}; every result maps", entries.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_calibration_size_is_100_or_half_of_a_small_dataset() {
+        assert_eq!([300, 200, 199, 60, 50, 49, 1].map(calibration_size), [100, 100, 99, 30, 25, 24, 0]);
+        let ids: Vec<String> = (0..49).map(|i| format!("q{i}")).collect();
+        let (calibration, heldout) =
+            (draw_split(&ids, 24, "calibration").unwrap(), draw_split(&ids, 24, "heldout").unwrap());
+        assert_eq!((calibration.len(), heldout.len()), (24, 25));
+        assert!(calibration.iter().all(|id| !heldout.contains(id)));
+    }
 }

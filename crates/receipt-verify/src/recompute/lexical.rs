@@ -325,8 +325,13 @@ mod tests {
             .lines()
             .map(|line| crate::json::parse(line.as_bytes()).unwrap()["_id"].as_str().unwrap().to_owned())
             .collect();
-        let archive =
-            crate::archive::read(&path, &crate::canonical::sha256_tagged(&bytes), "scifact", &ids).unwrap();
+        let archive = crate::archive::read(
+            &path,
+            &crate::canonical::sha256_tagged(&bytes),
+            &crate::archive::Members { prefix: "scifact", split: "test" },
+            &ids,
+        )
+        .unwrap();
         let texts = archive.texts;
         let fact_ids: Vec<i64> = (1..=texts.documents.len() as i64).rev().collect();
         let all = texts.documents.len();

@@ -101,6 +101,53 @@ pub(crate) struct Model {
     pub(crate) embedding: SignerEmbedding,
     /// Published rows beside the measured ones, recomputed (none when the evidence holds no `published.json`).
     pub(crate) published: Vec<PublishedRow>,
+    /// The dataset the fixture names.
+    pub(crate) dataset: Dataset,
+}
+
+/// The dataset a report is about, as its fixture names it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Dataset {
+    /// `SciFact` for SciFact and its tiny stand-in (so every page made before other datasets keeps its bytes),
+    /// else the fixture's name.
+    pub(crate) title: String,
+    /// The qrels split scored.
+    pub(crate) split: String,
+    /// Whether the registry names it.
+    pub(crate) registered: bool,
+}
+
+impl Default for Dataset {
+    fn default() -> Self {
+        Dataset { title: "SciFact".into(), split: "test".into(), registered: true }
+    }
+}
+
+impl Dataset {
+    /// The dataset of a fixture's metadata.
+    pub(crate) fn of(metadata: &serde_json::Value) -> Dataset {
+        let title = match metadata["profile"].as_str() {
+            None | Some("scifact" | "tiny") => "SciFact".to_owned(),
+            Some(name) => name.to_owned(),
+        };
+        Dataset {
+            title,
+            split: metadata["qrels_split"].as_str().unwrap_or("test").to_owned(),
+            registered: metadata["registered"] != false,
+        }
+    }
+
+    /// What the page says of it beyond its name: nothing for a registered dataset scored on test.
+    fn qualifier(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.registered {
+            parts.push("no registered dataset: its name is its archive's folder".to_owned());
+        }
+        if self.split != "test" {
+            parts.push(format!("scored on its {} split", self.split));
+        }
+        if parts.is_empty() { String::new() } else { format!(" ({})", parts.join("; ")) }
+    }
 }
 
 /// A published row beside the measured value, as `published.rows` recomputed it.
@@ -168,17 +215,23 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
         h,
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><meta name=viewport content='width=device-width'>\
          <meta http-equiv=Content-Security-Policy content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
-         <title>SciFact held-out evaluation report</title><style>{STYLE}</style></head><body>"
+         <title>{} held-out evaluation report</title><style>{STYLE}</style></head><body>",
+        escape(&model.dataset.title)
     );
-    h.push_str("<h1>SciFact retrieval evaluation: held-out report</h1>\n");
+    let _ = writeln!(
+        h,
+        "<h1>{} retrieval evaluation: held-out report</h1>",
+        escape(&format!("{}{}", model.dataset.title, model.dataset.qualifier()))
+    );
     let _ = writeln!(
         h,
         "<p>Every ranking, score, metric, interval, p-value and the selection on this page is one that \
-         <code>scifact-audit verify-bundle</code> recomputes from the bundle and the public SciFact archive and model; it \
+         <code>scifact-audit verify-bundle</code> recomputes from the bundle and the public {} archive and model; it \
          renders this page again from its own numbers and requires this file byte for byte. \
          <span class=attested>Text in this colour is the signer's word</span>: it cannot be recomputed by anyone.</p>\n\
          <p>Model <code>{}</code> ({} dimensions), fixture <code>{}</code>; <span class=attested>executable <code>{}</code> \
          built from revision <code>{}</code></span>. {} held-out queries; top 10 per query.</p>",
+        escape(&model.dataset.title),
         escape(&model.model),
         model.dims,
         escape(&model.fixture_sha256),
@@ -359,12 +412,14 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
         h.push_str("</table>\n");
     }
     h.push_str("<h2>What this supports, and what it does not</h2>\n<div class=boundary>\n");
-    h.push_str(
-        "<p>Supported: comparisons between the modes and configurations of this library on the SciFact held-out \
+    let _ = writeln!(
+        h,
+        "<p>Supported: comparisons between the modes and configurations of this library on the {} held-out \
          queries, with the p-values above, and the selected configuration's held-out numbers, because it was chosen on \
          calibration alone by a pre-registered rule. The pre-registration's time and the order of events are the \
          signer's word; that the space was not designed after seeing held-out results elsewhere cannot be shown by \
-         any file.</p>\n",
+         any file.</p>",
+        escape(&model.dataset.title)
     );
     let _ = write!(h, "<p>{}</p>\n<p>Not established:</p><ul>", escape(&model.boundary));
     for item in &model.does_not_establish {
