@@ -14,7 +14,7 @@ use receipt_verify::{
 
 use crate::cli::{
     BundleArgs, EmbeddingArgs, KeygenArgs, ReportArgs, SignArgs, ValidateArgs, VerifyArgs, VerifyBundleArgs,
-    VerifyReproductionArgs,
+    VerifyReproductionArgs, VerifySuiteArgs,
 };
 
 pub(crate) fn password() -> Option<String> {
@@ -238,6 +238,17 @@ pub(crate) fn verify_bundle(args: &VerifyBundleArgs) -> anyhow::Result<ExitCode>
             max_file_bytes: args.max_file_bytes,
             max_total_bytes: args.max_total_bytes,
         },
+    })?;
+    finish(&report, &args.output)
+}
+
+pub(crate) fn verify_suite(args: &VerifySuiteArgs) -> anyhow::Result<ExitCode> {
+    let report = receipt_verify::verify_suite(&receipt_verify::SuiteCheck {
+        suite_dir: args.suite_dir.clone(),
+        public_key: args.public_key.clone(),
+        archive_dir: args.archive_dir.clone(),
+        embedding: embedding_check(args.model_dir.clone(), &args.embedding),
+        limits: receipt_verify::BUNDLE_LIMITS,
     })?;
     finish(&report, &args.output)
 }

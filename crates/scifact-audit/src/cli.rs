@@ -162,6 +162,12 @@ pub(crate) enum Command {
     /// every check works on the bytes that were hashed. Every JSON document must be I-JSON (no duplicate key,
     /// lone surrogate or out-of-range number). Text from the bundle is escaped before it is printed.
     VerifyBundle(VerifyBundleArgs),
+    /// Check a suite (`eval --dataset a,b,c`, or a dataset of forums): `suite.json`'s signature, then every
+    /// bundle it names, verified as verify-bundle verifies one (with --archive-dir, where each bundle's archive
+    /// is the zip whose sha256 it records, and --model-dir), its manifest digest, every cell recomputed from
+    /// that bundle's rankings and judgements, each dataset of forums the unweighted mean of its forums, and the
+    /// mean over datasets. The verdict is the weakest of all these checks'; exit 1 when one fails.
+    VerifySuite(VerifySuiteArgs),
 }
 
 /// Which embedder runs the model.
@@ -374,6 +380,10 @@ pub(crate) struct EvalArgs {
     /// Admit a downloaded archive whose md5 differs from BEIR's published one, if its sha256 is this
     #[arg(long, value_name = "sha256:HEX")]
     pub(crate) accept_archive_digest: Option<String>,
+    /// For a suite (--dataset a,b,c, or a dataset of forums): each dataset's zip as DIR/NAME.zip
+    /// (cqadupstack.zip for its forums); a dataset without one is downloaded from BEIR, once
+    #[arg(long, value_name = "DIR")]
+    pub(crate) archive_dir: Option<PathBuf>,
     /// Sign the pre-registration (at once, before any calibration query) and the bundle with this minisign
     /// secret key (password from $MINISIGN_PASSWORD or a prompt)
     #[arg(long, value_name = "FILE")]
@@ -666,6 +676,28 @@ pub(crate) struct VerifyBundleArgs {
     /// The most bytes read from the bundle's files in all
     #[arg(long, value_name = "BYTES", default_value_t = receipt_verify::BUNDLE_LIMITS.max_total_bytes)]
     pub(crate) max_total_bytes: u64,
+    #[command(flatten)]
+    pub(crate) output: ReportArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct VerifySuiteArgs {
+    /// The suite directory (`suite.json`, `suite.json.minisig`, one directory per bundle): `eval`'s
+    /// `<work-dir>/suite`
+    #[arg(long, value_name = "DIR")]
+    pub(crate) suite_dir: PathBuf,
+    /// The signer's minisign public key file (the suite's and every bundle's)
+    #[arg(long, alias = "pubkey", value_name = "FILE")]
+    pub(crate) public_key: PathBuf,
+    /// A directory of the public archives (any names): each bundle's is the zip whose sha256 it records.
+    /// Without it, lexical rankings and texts rest on the signer
+    #[arg(long, value_name = "DIR")]
+    pub(crate) archive_dir: Option<PathBuf>,
+    /// The model directory, for re-embedding every vector of every bundle
+    #[arg(long, value_name = "DIR")]
+    pub(crate) model_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) embedding: EmbeddingArgs,
     #[command(flatten)]
     pub(crate) output: ReportArgs,
 }

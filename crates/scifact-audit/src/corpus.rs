@@ -26,25 +26,63 @@ pub(crate) enum Corpus {
     Scifact,
     /// The committed stand-in.
     Tiny,
-    /// Another dataset of the registry, and where to download it from when that is not BEIR's server.
-    Beir(Box<Dataset>, Option<String>),
+    /// Another dataset of the registry (or one of CQADupStack's forums).
+    Beir {
+        /// The registry's entry.
+        dataset: Box<Dataset>,
+        /// The forum, for a dataset of forums.
+        forum: Option<String>,
+        /// Where to download it from when that is not BEIR's server.
+        mirror: Option<String>,
+    },
     /// An archive in BEIR's layout that the registry does not name: its folder is its name, any shape.
     Unregistered {
         /// The archive (`--dataset-archive`).
         archive: PathBuf,
-        /// Its folder.
+        /// Its folder (`NAME`, or a forum's `NAME/<forum>`).
         name: String,
         /// The qrels split scored.
         split: String,
+        /// The archive's other forums.
+        siblings: Vec<String>,
     },
 }
 
+/// One evaluation of a suite: the corpus, and the dataset whose mean it is part of when it is one of several
+/// forums (CQADupStack's twelve).
+#[derive(Debug, Clone)]
+pub(crate) struct Planned {
+    /// The dataset the forums' mean stands for.
+    pub(crate) group: Option<String>,
+    /// What this evaluation reads.
+    pub(crate) corpus: Corpus,
+}
+
 impl Corpus {
-    /// `--profile`, `--dataset`, `--dataset-archive` and `--qrels-split` together.
+    /// `--profile`, `--dataset`, `--dataset-archive` and `--qrels-split` together, when they name one
+    /// evaluation (`build` and a single `eval`).
     pub(crate) fn chosen(profile: CorpusArg, dataset: &DatasetArgs) -> anyhow::Result<Corpus> {
+        let mut plan = Corpus::planned(profile, dataset)?;
+        match (plan.len(), dataset.dataset.as_deref()) {
+            (1, _) => Ok(plan.remove(0).corpus),
+            (n, Some(names)) => bail!(
+                "--dataset {names} is {n} evaluations (a suite, which `eval` runs); this command takes one: a \
+                 dataset, or one forum as NAME/<forum>"
+            ),
+            (n, None) => bail!(
+                "the archive holds {n} forums (a suite, which `eval` runs); this command takes one, as \
+                 --dataset-archive ZIP of one folder"
+            ),
+        }
+    }
+
+    /// Every evaluation the options name: one corpus, or a suite (`--dataset a,b,c`, a dataset of forums
+    /// such as CQADupStack, an archive of forums), in order.
+    pub(crate) fn planned(profile: CorpusArg, dataset: &DatasetArgs) -> anyhow::Result<Vec<Planned>> {
         let split = dataset.qrels_split.as_deref();
+        let single = |corpus: Corpus| vec![Planned { group: None, corpus }];
         match (profile, dataset.dataset.as_deref(), dataset.dataset_archive.as_deref()) {
-            (CorpusArg::Tiny, None, None) if split.is_none() => Ok(Corpus::Tiny),
+            (CorpusArg::Tiny, None, None) if split.is_none() => Ok(single(Corpus::Tiny)),
             (CorpusArg::Tiny, ..) => {
                 bail!(
                     "--profile tiny is the committed stand-in: it takes no --dataset, --dataset-archive or --qrels-split"
@@ -57,16 +95,30 @@ impl Corpus {
                     "--qrels-split is for --dataset-archive; a registered dataset is scored on its own split"
                 )
             }
-            (_, Some(name), None) => match Corpus::registered(name)? {
-                Corpus::Beir(found, _) => Ok(Corpus::Beir(found, dataset.beir_mirror.clone())),
-                _ if dataset.beir_mirror.is_some() => {
-                    bail!(
-                        "--beir-mirror is for the other datasets; SciFact's download is pinned (or give --archive)"
-                    )
+            (_, Some(names), None) => {
+                let mut plan = Vec::new();
+                for name in names.split(',').map(str::trim) {
+                    if plan
+                        .iter()
+                        .any(|p: &Planned| p.corpus.name() == name || p.group.as_deref() == Some(name))
+                    {
+                        bail!("--dataset names {name} twice");
+                    }
+                    for mut planned in Corpus::registered(name)? {
+                        match &mut planned.corpus {
+                            Corpus::Beir { mirror, .. } => mirror.clone_from(&dataset.beir_mirror),
+                            _ if dataset.beir_mirror.is_some() => bail!(
+                                "--beir-mirror is for the other datasets; SciFact's download is pinned (or give \
+                                 --archive)"
+                            ),
+                            _ => {}
+                        }
+                        plan.push(planned);
+                    }
                 }
-                other => Ok(other),
-            },
-            (_, None, None) => Ok(Corpus::Scifact),
+                Ok(plan)
+            }
+            (_, None, None) => Ok(single(Corpus::Scifact)),
         }
     }
 
@@ -80,67 +132,114 @@ impl Corpus {
                     "the bundle's dataset {profile:?} is no registered one: pass its archive with --archive"
                 )
             };
-            let corpus = Corpus::unregistered(path, metadata["qrels_split"].as_str().unwrap_or("test"))?;
-            if !matches!(&corpus, Corpus::Unregistered { name, .. } if name == profile) {
-                bail!("{} is not an archive of the bundle's dataset {profile:?}", path.display());
-            }
-            return Ok(corpus);
+            let plan = Corpus::unregistered(path, metadata["qrels_split"].as_str().unwrap_or("test"))?;
+            return match plan.into_iter().find(|p| p.corpus.name() == profile) {
+                Some(planned) => Ok(planned.corpus),
+                None => bail!("{} is not an archive of the bundle's dataset {profile:?}", path.display()),
+            };
         }
         Corpus::of_profile(profile)
     }
 
-    /// The corpus a registered profile names.
+    /// The corpus a registered profile names (a dataset, or one forum as `NAME/<forum>`).
     pub(crate) fn of_profile(profile: &str) -> anyhow::Result<Corpus> {
-        match profile {
-            scifact_eval::tiny::TINY_PROFILE => Ok(Corpus::Tiny),
-            other => Corpus::registered(other),
+        if profile == scifact_eval::tiny::TINY_PROFILE {
+            return Ok(Corpus::Tiny);
+        }
+        match Corpus::registered(profile)?.as_slice() {
+            [one] => Ok(one.corpus.clone()),
+            _ => {
+                bail!("{profile} is several forums, each a fixture of its own: name one as {profile}/<forum>")
+            }
         }
     }
 
-    /// An archive in BEIR's layout, named by its one folder, scored on `split`.
-    fn unregistered(archive: &Path, split: &str) -> anyhow::Result<Corpus> {
+    /// Whether `eval --dataset NAME` takes this registered dataset (a dataset of forums as a suite).
+    pub(crate) fn evaluable(name: &str) -> bool {
+        Corpus::registered(name).is_ok()
+    }
+
+    /// The dataset's name as its fixture records it (`scifact`, `nfcorpus`, `cqadupstack/android`).
+    pub(crate) fn name(&self) -> String {
+        self.profile().name
+    }
+
+    /// An archive in BEIR's layout scored on `split`: one evaluation named by its one folder, or one per forum.
+    fn unregistered(archive: &Path, split: &str) -> anyhow::Result<Vec<Planned>> {
         if !QRELS_SPLITS.contains(&split) {
             bail!("--qrels-split {split:?}: BEIR's layout names {}", QRELS_SPLITS.join(", "));
         }
-        let name = scifact_eval::beir_folder(archive)
+        let folders = scifact_eval::beir_folders(archive)
             .with_context(|| format!("--dataset-archive {}", archive.display()))?;
-        Ok(Corpus::Unregistered { archive: archive.to_owned(), name, split: split.to_owned() })
+        let forums = folders.first().is_some_and(|f| f.contains('/'));
+        let group = forums.then(|| folders[0].split('/').next().unwrap_or_default().to_owned());
+        Ok(folders
+            .iter()
+            .map(|name| Planned {
+                group: group.clone(),
+                corpus: Corpus::Unregistered {
+                    archive: archive.to_owned(),
+                    name: name.clone(),
+                    split: split.to_owned(),
+                    siblings: folders.iter().filter(|other| *other != name).cloned().collect(),
+                },
+            })
+            .collect())
     }
 
-    /// A dataset of the registry this build can evaluate: a test split, one corpus, more test queries than
-    /// the calibration split takes.
-    fn registered(name: &str) -> anyhow::Result<Corpus> {
+    /// A dataset of the registry this build can evaluate (public, enough queries to split): one evaluation,
+    /// or one per forum of a dataset of forums; `NAME/<forum>` is that forum alone.
+    fn registered(name: &str) -> anyhow::Result<Vec<Planned>> {
         if name == "scifact" {
-            return Ok(Corpus::Scifact);
+            return Ok(vec![Planned { group: None, corpus: Corpus::Scifact }]);
         }
+        let (dataset_name, forum) = match name.split_once('/') {
+            Some((dataset, forum)) => (dataset, Some(forum)),
+            None => (name, None),
+        };
         let registry = dataset_registry().map_err(|reason| anyhow::anyhow!(reason))?;
-        let Some(dataset) = registry.datasets.into_iter().find(|d| d.name == name) else {
+        let Some(dataset) = registry.datasets.into_iter().find(|d| d.name == dataset_name) else {
             bail!("{name:?} is not a BEIR dataset of the registry (`scifact-audit datasets` lists them)")
         };
         if !dataset.public {
             bail!("{name} is not public: BEIR publishes no archive of it to check against");
         }
-        if !dataset.forums.is_empty() {
-            bail!(
-                "{name} is {} forums, each a run of its own; this build evaluates one corpus per archive",
-                dataset.forums.len()
-            );
-        }
-        if calibration_count(dataset.queries) == 0 {
-            bail!(
+        let beir = |forum: Option<&str>| Corpus::Beir {
+            dataset: Box::new(dataset.clone()),
+            forum: forum.map(str::to_owned),
+            mirror: None,
+        };
+        match forum {
+            Some(forum) if dataset.forum_profile(forum).is_none() => bail!(
+                "{dataset_name} has no forum {forum:?} (its forums: {})",
+                dataset.forums.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+            Some(_) if dataset.forums.is_empty() => bail!("{dataset_name} has no forums"),
+            Some(forum) => Ok(vec![Planned { group: None, corpus: beir(Some(forum)) }]),
+            None if !dataset.forums.is_empty() => Ok(dataset
+                .forums
+                .iter()
+                .map(|f| Planned { group: Some(dataset.name.clone()), corpus: beir(Some(&f.name)) })
+                .collect()),
+            None if calibration_count(dataset.queries) == 0 => bail!(
                 "{name} has {} queries: too few to calibrate on some and hold out the rest",
                 dataset.queries
-            );
+            ),
+            None => Ok(vec![Planned { group: None, corpus: beir(None) }]),
         }
-        Ok(Corpus::Beir(Box::new(dataset), None))
     }
 
-    fn profile(&self) -> Profile {
+    pub(crate) fn profile(&self) -> Profile {
         match self {
             Corpus::Scifact => Profile::scifact(),
             Corpus::Tiny => scifact_eval::tiny::profile(),
-            Corpus::Beir(dataset, _) => dataset.profile(),
-            Corpus::Unregistered { name, split, .. } => Profile::unregistered(name, split),
+            Corpus::Beir { dataset, forum: None, .. } => dataset.profile(),
+            Corpus::Beir { dataset, forum: Some(forum), .. } => {
+                dataset.forum_profile(forum).unwrap_or_else(|| dataset.profile())
+            }
+            Corpus::Unregistered { name, split, siblings, .. } => {
+                Profile { siblings: siblings.clone(), ..Profile::unregistered(name, split) }
+            }
         }
     }
 
@@ -161,7 +260,7 @@ impl Corpus {
                 archive.map_or_else(|| tiny_file(TINY_ARCHIVE_FILE), |p| Ok(p.to_owned()))?,
                 DigestPolicy::LocalRecorded,
             )),
-            Corpus::Beir(dataset, mirror) => {
+            Corpus::Beir { dataset, mirror, .. } => {
                 match (archive, dataset.url.as_deref(), dataset.md5.as_deref()) {
                     (Some(path), ..) => Ok((path.to_owned(), DigestPolicy::LocalRecorded)),
                     (None, Some(url), Some(md5)) => {
@@ -219,7 +318,7 @@ impl Corpus {
         let url = match self {
             Corpus::Scifact => SCIFACT_URL.to_owned(),
             Corpus::Tiny => format!("{TINY_DIR}/{TINY_ARCHIVE_FILE} (made-up text written by this project)"),
-            Corpus::Beir(dataset, _) => dataset.url.clone().unwrap_or_default(),
+            Corpus::Beir { dataset, .. } => dataset.url.clone().unwrap_or_default(),
             Corpus::Unregistered { archive, .. } => {
                 format!("{} (no registered dataset: its name is its folder's)", archive.display())
             }

@@ -48,14 +48,14 @@ pub(crate) fn run(args: &DatasetsArgs) -> anyhow::Result<ExitCode> {
     let evaluated: Vec<&str> = registry
         .datasets
         .iter()
-        .filter(|d| crate::corpus::Corpus::of_profile(&d.name).is_ok())
+        .filter(|d| crate::corpus::Corpus::evaluable(&d.name))
         .map(|d| d.name.as_str())
         .collect();
     writeln!(
         out,
         "\ncalib.: the queries calibration takes, min(100, half); the rest are held out.\n\
          `eval --dataset NAME` (BEIR's download, checked against its md5, or --archive ZIP) takes {} (scifact is \
-         the default), and refuses an archive over the reader's caps (64 MiB a member, 256 MiB in all), as the \
+         the default; a list a,b,c is a suite, and cqadupstack is its twelve forums' suite), and refuses an archive over the reader's caps (64 MiB a member, 256 MiB in all), as the \
          corpora of a million documents and more are; the others are listed for their identity and shape. \
          `eval --dataset-archive ZIP [--qrels-split dev]` takes any zip in BEIR's layout, as no registered dataset.",
         evaluated.join(", ")

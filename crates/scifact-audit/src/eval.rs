@@ -67,21 +67,41 @@ pub(crate) struct Signer {
 }
 
 pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
+    let plan = crate::corpus::Corpus::planned(args.profile, &args.dataset)?;
+    let signer = args.secret_key.as_deref().map(load_signer).transpose()?;
+    match plan.as_slice() {
+        [one] if one.group.is_none() => {
+            let target =
+                Target { corpus: &one.corpus, work: &args.work_dir, archive: args.archive.as_deref() };
+            Ok(run_one(args, &target, signer.as_ref())?.0)
+        }
+        _ => crate::suite::run(args, &plan, signer.as_ref()),
+    }
+}
+
+/// What one evaluation reads and where it works.
+pub(crate) struct Target<'a> {
+    pub(crate) corpus: &'a crate::corpus::Corpus,
+    pub(crate) work: &'a Path,
+    pub(crate) archive: Option<&'a Path>,
+}
+
+/// One evaluation of `target`, by `args`' options: its exit code, and its bundle when it made one.
+pub(crate) fn run_one(
+    args: &EvalArgs,
+    target: &Target,
+    signer: Option<&Signer>,
+) -> anyhow::Result<(ExitCode, Option<std::path::PathBuf>)> {
     let mut stages = Stages { started: Instant::now(), timings: Vec::new(), progress: StageProgress::new() };
-    let work = &args.work_dir;
+    let work = target.work;
     let _guard =
         crate::guard::writing("eval", &[work], &[], &args.lock, crate::guard::OnStop::AtDurablePoint)?;
 
     // Everything the run will need, checked before the first expensive stage.
-    let signer = args.secret_key.as_deref().map(load_signer).transpose()?;
     let (space_source, space_bytes) = crate::selection::load_space(args.search_space.as_deref())?;
-    let corpus = crate::corpus::Corpus::chosen(args.profile, &args.dataset)?;
-    let (archive, digest_policy) = corpus.archive(
-        args.archive.as_deref(),
-        work,
-        args.accept_archive_digest.as_deref(),
-        &stages.progress,
-    )?;
+    let corpus = target.corpus;
+    let (archive, digest_policy) =
+        corpus.archive(target.archive, work, args.accept_archive_digest.as_deref(), &stages.progress)?;
     check_archive(&archive)?;
     let (embedder, model_dir) = open_embedder(&corpus.model_args(&args.model_args)?)?;
 
@@ -127,9 +147,8 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     )?;
     let view = FixtureView::load(&fixture, scifact_eval::MAX_FIXTURE_BYTES)?.0;
 
-    let (preregistration, preregistration_sha256) = stages.time("pre-register", |_| {
-        crate::selection::ensure_preregistration(&results, &inputs, signer.as_ref())
-    })?;
+    let (preregistration, preregistration_sha256) = stages
+        .time("pre-register", |_| crate::selection::ensure_preregistration(&results, &inputs, signer))?;
     safe_fs::halt::point("eval.preregistered");
     let trials: Vec<SearchConfig> =
         preregistration.search_space.trials.iter().map(|trial| trial.config.clone()).collect();
@@ -235,14 +254,14 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         let mut out = std::io::stdout().lock();
         write!(out, "{}", report.summary())?;
         writeln!(out, "verification failed; see {}", results.join("verification.json").display())?;
-        return Ok(ExitCode::from(1));
+        return Ok((ExitCode::from(1), None));
     }
     let report_path =
         report_path.map_err(|reason| anyhow::anyhow!("report.html could not be drawn: {reason}"))?;
     safe_fs::halt::point("eval.reported");
     let bundle = work.join("bundles").join(&run_id);
     stages.time("bundle", |_| ensure_bundle(&bundle, &results, &store, &fixture))?;
-    if let Some(signer) = &signer {
+    if let Some(signer) = signer {
         stages.time("sign", |_| ensure_signature(&bundle, signer))?;
     }
     print_summary(
@@ -256,7 +275,7 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         &published,
     )?;
     writeln!(std::io::stdout().lock(), "report       {} (static HTML, no script)", report_path.display())?;
-    Ok(ExitCode::SUCCESS)
+    Ok((ExitCode::SUCCESS, Some(bundle)))
 }
 
 /// Reads the secret key now, asking for its password now if it is encrypted and `MINISIGN_PASSWORD` is not

@@ -15,6 +15,7 @@ mod progress;
 mod reproduce;
 mod run;
 mod selection;
+mod suite;
 
 use std::process::ExitCode;
 
@@ -84,6 +85,7 @@ fn run() -> anyhow::Result<ExitCode> {
         cli::Command::Bundle(args) => audit::bundle(&args),
         cli::Command::Sign(args) => audit::sign(&args),
         cli::Command::VerifyBundle(args) => audit::verify_bundle(&args),
+        cli::Command::VerifySuite(args) => audit::verify_suite(&args),
         cli::Command::Reproduce(args) => reproduce::run(&args),
         cli::Command::VerifyReproduction(args) => audit::verify_reproduction(&args),
         cli::Command::Compare(args) => compare::run(&args),

@@ -26,6 +26,7 @@ mod registered;
 mod reproduce;
 mod selection;
 mod signer;
+mod suite;
 mod tiny;
 
 pub(crate) fn scifact_audit(args: &[&str], stdin: &str) -> Output {

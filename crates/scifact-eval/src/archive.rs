@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 
 /// Largest uncompressed size accepted for one member: 64 MiB (SciFact's corpus is 8 MB).
 pub const MAX_MEMBER_BYTES: u64 = 64 << 20;
-/// Largest uncompressed size accepted for the whole archive: 256 MiB.
+/// Largest uncompressed size accepted for the members read from an archive: 256 MiB.
 pub const MAX_TOTAL_BYTES: u64 = 256 << 20;
 /// Largest compression ratio accepted for a member (uncompressed / compressed): 100. JSON text compresses
 /// about 3-5x; ratios in the hundreds are how zip bombs look.
@@ -110,7 +110,11 @@ pub fn read_archive(path: &Path, wanted: &[&str], allowed: &[&str]) -> Result<Ar
                 format!("compression ratio {} exceeds the cap of {MAX_RATIO}", size / compressed),
             ));
         }
-        declared_total += size;
+        // Only what is read counts toward the total: a member merely allowed (another forum) is never
+        // decompressed.
+        if wanted.contains(&name.as_str()) {
+            declared_total += size;
+        }
         if declared_total > MAX_TOTAL_BYTES {
             return Err(refuse(&name, format!("archive total exceeds the {MAX_TOTAL_BYTES}-byte cap")));
         }
@@ -139,37 +143,54 @@ pub fn read_archive(path: &Path, wanted: &[&str], allowed: &[&str]) -> Result<Ar
     Ok(ArchiveContents { members, sha256, md5, bytes })
 }
 
-/// The dataset folder of an archive in BEIR's layout (`NAME/corpus.jsonl`, `NAME/queries.jsonl`,
-/// `NAME/qrels/<split>.tsv`): the name an archive no registry names goes by. Only the central directory is
-/// read; the members are checked when the fixture is built.
+/// The dataset folders of an archive in BEIR's layout, each holding `corpus.jsonl`, `queries.jsonl` and
+/// `qrels/<split>.tsv`: one folder (`NAME/`), or the forums of one (`NAME/<forum>/`, as CQADupStack's zip has
+/// them), in name order. The name an archive no registry names goes by. Only the central directory is read;
+/// the members are checked when the fixture is built.
 ///
 /// # Errors
 /// [`Error::Io`], [`Error::Zip`], [`Error::MissingMember`] when no folder holds a `corpus.jsonl`,
-/// [`Error::UnsafeMember`] when several do or the folder's name is not a plain name.
-pub fn beir_folder(path: &Path) -> Result<String> {
+/// [`Error::UnsafeMember`] when the folders are not one dataset's (two top folders, a corpus beside forums) or
+/// a folder's name is not a plain name.
+pub fn beir_folders(path: &Path) -> Result<Vec<String>> {
     let file = std::fs::File::open(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-    let archive = zip::ZipArchive::new(std::io::BufReader::new(file))
-        .map_err(|error| Error::Zip { path: path.to_path_buf(), reason: error.to_string() })?;
     let zip_error =
         |error: zip::result::ZipError| Error::Zip { path: path.to_path_buf(), reason: error.to_string() };
+    let archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(zip_error)?;
     let mut folders: Vec<String> = Vec::new();
     for name in archive.file_names() {
         if let Some(folder) = name.map_err(zip_error)?.strip_suffix("/corpus.jsonl") {
             folders.push(folder.to_owned());
         }
     }
-    match folders.as_slice() {
-        [] => Err(Error::MissingMember { member: "NAME/corpus.jsonl (BEIR's layout: one folder)".into() }),
-        [folder] if is_plain_name(folder) => Ok(folder.clone()),
-        [folder] => Err(Error::UnsafeMember {
-            member: format!("{folder}/corpus.jsonl"),
-            rule: "the dataset's folder must be one plain name (letters, digits, '.', '-', '_')".into(),
-        }),
-        [first, second, ..] => Err(Error::UnsafeMember {
-            member: format!("{second}/corpus.jsonl"),
-            rule: format!("a second corpus beside {first}/corpus.jsonl: one dataset per archive"),
-        }),
+    folders.sort();
+    let refuse =
+        |folder: &str, rule: String| Error::UnsafeMember { member: format!("{folder}/corpus.jsonl"), rule };
+    let Some(first) = folders.first() else {
+        return Err(Error::MissingMember { member: "NAME/corpus.jsonl (BEIR's layout: one folder)".into() });
+    };
+    let top = first.split('/').next().unwrap_or_default().to_owned();
+    for folder in &folders {
+        let parts: Vec<&str> = folder.split('/').collect();
+        if !parts.iter().all(|part| is_plain_name(part)) {
+            return Err(refuse(
+                folder,
+                "each folder must be one plain name (letters, digits, '.', '-', '_')".into(),
+            ));
+        }
+        if parts[0] != top {
+            return Err(refuse(folder, format!("a second dataset beside {top}/: one dataset per archive")));
+        }
+        if parts.len() > 2 || (folders.len() > 1 && parts.len() != 2) {
+            return Err(refuse(
+                folder,
+                format!(
+                    "BEIR's layout is {top}/corpus.jsonl, or forums as {top}/<forum>/corpus.jsonl, not both"
+                ),
+            ));
+        }
     }
+    Ok(folders)
 }
 
 /// A name usable as an archive folder and in file names: ASCII letters, digits, `.`, `-`, `_`, not starting

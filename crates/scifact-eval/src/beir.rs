@@ -66,6 +66,9 @@ pub struct Profile {
     /// Whether the dataset is the registry's (or the tiny corpus); `false` for any other archive in BEIR's
     /// layout, which the fixture then says.
     pub registered: bool,
+    /// The other forums of a multi-forum archive (CQADupStack's `cqadupstack/gaming`, …): their members may be
+    /// in the archive, never read.
+    pub siblings: Vec<String>,
 }
 
 impl Profile {
@@ -82,6 +85,7 @@ impl Profile {
             test_queries: Some(test_queries),
             split: "test".into(),
             registered: true,
+            siblings: Vec::new(),
         }
     }
 
@@ -93,6 +97,7 @@ impl Profile {
             test_queries: None,
             split: split.into(),
             registered: false,
+            siblings: Vec::new(),
         }
     }
 }

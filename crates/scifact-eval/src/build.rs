@@ -95,6 +95,24 @@ struct Item {
     semantic_sha256: String,
 }
 
+/// Every member a dataset folder in BEIR's layout may hold: the folder, its three files, `qrels/` and each
+/// split's judgements.
+fn beir_members(folder: &str) -> Vec<String> {
+    let mut members = vec![
+        format!("{folder}/"),
+        format!("{folder}/corpus.jsonl"),
+        format!("{folder}/queries.jsonl"),
+        format!("{folder}/qrels/"),
+    ];
+    members.extend(QRELS_SPLITS.iter().map(|split| format!("{folder}/qrels/{split}.tsv")));
+    members
+}
+
+/// The folders above a forum's (`cqadupstack/` above `cqadupstack/android`), which a zip may list.
+fn parent_folders(folder: &str) -> Vec<String> {
+    folder.match_indices('/').map(|(at, _)| format!("{}/", &folder[..at])).collect()
+}
+
 /// Builds the fixture.
 ///
 /// # Errors
@@ -111,9 +129,10 @@ pub fn build_fixture(
     let queries_member = format!("{prefix}/queries.jsonl");
     let split = &options.profile.split;
     let qrels_member = format!("{prefix}/qrels/{split}.tsv");
-    let allowed: Vec<String> = [format!("{prefix}/"), format!("{prefix}/qrels/")]
-        .into_iter()
-        .chain(QRELS_SPLITS.iter().map(|other| format!("{prefix}/qrels/{other}.tsv")))
+    let allowed: Vec<String> = std::iter::once(prefix)
+        .chain(&options.profile.siblings)
+        .flat_map(|folder| beir_members(folder))
+        .chain(parent_folders(prefix))
         .filter(|name| *name != qrels_member)
         .collect();
     let wanted = [corpus_member.as_str(), queries_member.as_str(), qrels_member.as_str()];

@@ -71,6 +71,22 @@ impl Dataset {
         Profile { split: self.split.clone(), ..Profile::exact(&self.name, self.documents, self.queries) }
     }
 
+    /// The shape gate of one of CQADupStack's forums, read under `<dataset>/<forum>/` in the dataset's zip,
+    /// the other forums' members allowed beside it; `None` when the dataset has no such forum.
+    pub fn forum_profile(&self, forum: &str) -> Option<Profile> {
+        let found = self.forums.iter().find(|f| f.name == forum)?;
+        Some(Profile {
+            split: self.split.clone(),
+            siblings: self
+                .forums
+                .iter()
+                .filter(|f| f.name != forum)
+                .map(|f| format!("{}/{}", self.name, f.name))
+                .collect(),
+            ..Profile::exact(&format!("{}/{forum}", self.name), found.documents, found.queries)
+        })
+    }
+
     /// Whether any qrels line has a grade other than 1 (a graded or negatively judged dataset).
     pub fn graded(&self) -> bool {
         self.grades.keys().any(|grade| grade != "1")

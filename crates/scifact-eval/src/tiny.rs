@@ -294,6 +294,21 @@ pub fn write_second_split_archive(path: &Path, folder: &str) -> Result<()> {
     write_members(path, second_split_archive_members(folder))
 }
 
+/// Writes an archive of forums, as CQADupStack's zip is laid out: `top/<forum>/…` for each `(forum, documents,
+/// queries)`, each forum a [`shaped_archive_members`] of that shape.
+///
+/// # Errors
+/// [`Error::Io`] when it cannot be written.
+pub fn write_forums_archive(path: &Path, top: &str, forums: &[(&str, usize, usize)]) -> Result<()> {
+    let members = forums
+        .iter()
+        .flat_map(|(forum, documents, queries)| {
+            shaped_archive_members(&format!("{top}/{forum}"), *documents, *queries)
+        })
+        .collect();
+    write_members(path, members)
+}
+
 fn write_members(path: &Path, members: Vec<(String, Vec<u8>)>) -> Result<()> {
     let io = |source: std::io::Error| Error::Io { path: path.to_owned(), source };
     let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));

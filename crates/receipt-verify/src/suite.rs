@@ -1,0 +1,314 @@
+//! `verify-suite`: a suite statement (`suite.json`, schema `scifact-audit-suite-v1`) checked cell by cell with
+//! this crate's own code: its signature; every bundle it names, verified as `verify-bundle` verifies one (with
+//! the archive whose sha256 the bundle records, found in `--archive-dir`, and the model); that bundle's
+//! manifest digest; every cell recomputed from the verified bundle's rankings and judgements; each dataset of
+//! forums the unweighted mean of its forums; the table's mean. The suite's verdict is its weakest check's.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::artifacts::{Run, query_id};
+use crate::baseline::is_frozen_baseline;
+use crate::bundle::{BundleCheck, verify_bundle_contents};
+use crate::canonical::sha256_tagged;
+use crate::checks::EmbeddingCheck;
+use crate::checks::validate::METRIC_TOLERANCE;
+use crate::names::is_plain_file_name;
+use crate::recompute::metrics::series;
+use crate::report::Report;
+
+/// The statement's file in a suite directory.
+const SUITE_FILE: &str = "suite.json";
+/// Its signature.
+const SUITE_SIGNATURE_FILE: &str = "suite.json.minisig";
+/// The largest statement read.
+const MAX_SUITE_BYTES: u64 = 16 << 20;
+/// The columns a v1 statement has, in this verifier's words: (column, mode or the selection rule's, splits,
+/// the selected configuration rather than the baseline).
+const COLUMNS: [(&str, Option<&str>, &[&str], bool); 5] = [
+    ("fts_only", Some("fts_only"), &["calibration", "heldout"], false),
+    ("vector_only", Some("vector_only"), &["calibration", "heldout"], false),
+    ("hybrid", Some("hybrid"), &["calibration", "heldout"], false),
+    ("baseline_heldout", None, &["heldout"], false),
+    ("selected_heldout", None, &["heldout"], true),
+];
+
+/// How to check a suite.
+#[derive(Debug, Clone)]
+pub struct SuiteCheck {
+    /// The suite directory (`suite.json`, its signature, a directory per bundle).
+    pub suite_dir: PathBuf,
+    /// The signer's public key file, for the statement and every bundle.
+    pub public_key: PathBuf,
+    /// A directory holding the public archives; each bundle's is the one whose sha256 it records.
+    pub archive_dir: Option<PathBuf>,
+    /// The embedding re-check for every bundle.
+    pub embedding: EmbeddingCheck,
+    /// Caps on each bundle's files.
+    pub limits: safe_fs::Limits,
+}
+
+/// Verifies a suite offline.
+///
+/// # Errors
+/// [`crate::Error`] when the public key cannot be read.
+pub fn verify_suite(check: &SuiteCheck) -> crate::Result<Report> {
+    let key = crate::sign::load_public_key(&check.public_key)?;
+    let mut report = Report::default();
+    let read = |name: &str| safe_fs::read_regular(&check.suite_dir.join(name), MAX_SUITE_BYTES);
+    let statement = match read(SUITE_FILE) {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            report.record("suite", "suite.signature", Err(format!("{SUITE_FILE}: {error}")));
+            return Ok(report);
+        }
+    };
+    let signed = read(SUITE_SIGNATURE_FILE).map_err(|e| format!("{SUITE_SIGNATURE_FILE}: {e}")).and_then(
+        |signature| {
+            let text = String::from_utf8(signature).map_err(|_| "the signature is not UTF-8".to_owned())?;
+            let comment =
+                crate::sign::verify_bytes(&key, &text, &statement, false).map_err(|e| e.to_string())?;
+            let expected = format!("scifact-audit suite {}", sha256_tagged(&statement));
+            if comment != expected {
+                return Err(format!("the trusted comment is {comment:?}, not {expected:?}"));
+            }
+            Ok(format!("{SUITE_FILE} signed by key {}: {comment}", key.id()))
+        },
+    );
+    report.record("suite", "suite.signature", signed);
+    let suite = match crate::json::parse(&statement) {
+        Ok(suite) if suite["schema"] == "scifact-audit-suite-v1" => suite,
+        Ok(suite) => {
+            report.record("suite", "suite.schema", Err(format!("schema {}", suite["schema"])));
+            return Ok(report);
+        }
+        Err(error) => {
+            report.record("suite", "suite.schema", Err(format!("{SUITE_FILE}: {error}")));
+            return Ok(report);
+        }
+    };
+    let archives = archives_by_digest(check.archive_dir.as_deref());
+    let rows = suite["rows"].as_array().cloned().unwrap_or_default();
+    let mut datasets: Vec<BTreeMap<String, (f64, u64)>> = Vec::new();
+    for row in &rows {
+        let dataset = row["dataset"].as_str().unwrap_or("?").to_owned();
+        let cells = match row["forums"].as_array() {
+            Some(forums) if !forums.is_empty() => {
+                let mut recomputed = Vec::new();
+                for forum in forums {
+                    recomputed.push(bundle(check, forum, &archives, &mut report));
+                }
+                let mean = mean_of(&recomputed);
+                report.record(
+                    &dataset,
+                    "suite.forums",
+                    same_cells(row, &mean, "its forums' unweighted mean"),
+                );
+                mean
+            }
+            _ => bundle(check, row, &archives, &mut report),
+        };
+        datasets.push(cells);
+    }
+    let mean: BTreeMap<String, (f64, u64)> = mean_of(&datasets);
+    let stated_mean = &suite["mean"];
+    let mean_result = if rows.is_empty() {
+        Err("the suite has no rows".to_owned())
+    } else {
+        COLUMNS
+            .iter()
+            .try_for_each(|(column, ..)| {
+                let recomputed = mean.get(*column).map_or(f64::NAN, |c| c.0);
+                match stated_mean[*column].as_f64() {
+                    Some(stated) if (stated - recomputed).abs() <= METRIC_TOLERANCE => Ok(()),
+                    other => Err(format!("mean {column}: stated {other:?}, recomputed {recomputed}")),
+                }
+            })
+            .map(|()| format!("{} columns, the unweighted mean over {} datasets", COLUMNS.len(), rows.len()))
+    };
+    report.record("suite", "suite.mean", mean_result);
+    Ok(report)
+}
+
+/// Verifies the bundle a row names, checks its digest and recomputes its cells; returns them (empty when the
+/// bundle could not be read).
+fn bundle(
+    check: &SuiteCheck,
+    row: &Value,
+    archives: &BTreeMap<String, PathBuf>,
+    report: &mut Report,
+) -> BTreeMap<String, (f64, u64)> {
+    let dataset = row["dataset"].as_str().unwrap_or("?").to_owned();
+    let dir = row["bundle"]["dir"].as_str().unwrap_or("");
+    if !is_plain_file_name(dir) {
+        report.record(&dataset, "suite.bundle", Err(format!("bundle directory {dir:?} is not a plain name")));
+        return BTreeMap::new();
+    }
+    let bundle_dir = check.suite_dir.join(dir);
+    let archive = safe_fs::read_regular(&bundle_dir.join("fixture-metadata.json"), MAX_SUITE_BYTES)
+        .ok()
+        .and_then(|bytes| crate::json::parse(&bytes).ok())
+        .and_then(|view| view["metadata"]["source"]["archive_sha256"].as_str().map(str::to_owned))
+        .and_then(|digest| archives.get(&format!("sha256:{digest}")).cloned());
+    let outcome = verify_bundle_contents(&BundleCheck {
+        bundle_dir: bundle_dir.clone(),
+        public_key: check.public_key.clone(),
+        executable: None,
+        archive,
+        embedding: check.embedding.clone(),
+        allow_legacy_signature: false,
+        limits: check.limits,
+    });
+    let (bundle_report, contents) = match outcome {
+        Ok(found) => found,
+        Err(error) => {
+            report.record(&dataset, "suite.bundle", Err(format!("{dir}: {error}")));
+            return BTreeMap::new();
+        }
+    };
+    let verdict = bundle_report.verdict();
+    for mut each in bundle_report.checks {
+        each.scope = format!("{dir}/{}", each.scope);
+        report.checks.push(each);
+    }
+    report.notes.extend(bundle_report.notes);
+    let Some(contents) = contents else {
+        report.record(&dataset, "suite.bundle", Err(format!("{dir} could not be read")));
+        return BTreeMap::new();
+    };
+    let digest = sha256_tagged(&contents.manifest);
+    let named = row["bundle"]["manifest_sha256"].as_str().unwrap_or("");
+    report.record(
+        &dataset,
+        "suite.bundle",
+        if named == digest {
+            Ok(format!("{dir}: manifest {digest}, the bundle's verdict {}", verdict.as_str()))
+        } else {
+            Err(format!("{dir}: the suite names manifest {named}, the bundle's is {digest}"))
+        },
+    );
+    let recomputed = recompute(&contents.runs, &contents.files, row);
+    let cells = match recomputed {
+        Ok(cells) => cells,
+        Err(reason) => {
+            report.record(&dataset, "suite.cells", Err(reason));
+            return BTreeMap::new();
+        }
+    };
+    report.record(&dataset, "suite.cells", same_cells(row, &cells, "the bundle's rows"));
+    cells
+}
+
+/// Every column of a bundle's row from its runs: each query's nDCG@10 from its ranking and judgements.
+fn recompute(
+    runs: &[Run],
+    files: &BTreeMap<String, Vec<u8>>,
+    row: &Value,
+) -> Result<BTreeMap<String, (f64, u64)>, String> {
+    let parse = |name: &str| -> Result<Value, String> {
+        let bytes = files.get(name).ok_or_else(|| format!("the bundle has no {name}"))?;
+        crate::json::parse(bytes).map_err(|e| format!("{name}: {e}"))
+    };
+    let freeze = parse("effective-config.json")?;
+    let prereg = parse("preregistration.json")?;
+    let metadata = parse("fixture-metadata.json")?;
+    let metadata = &metadata["metadata"];
+    let selection_mode = prereg["selection_rule"]["mode"].as_str().unwrap_or("");
+    let selected = freeze["config_sha256"].as_str().unwrap_or("");
+    let stated = &row["bundle"];
+    let binding = [
+        ("dataset", row["dataset"].clone(), metadata["profile"].clone()),
+        ("split", stated["split"].clone(), Value::from(metadata["qrels_split"].as_str().unwrap_or("test"))),
+        ("registered", stated["registered"].clone(), Value::from(metadata["registered"] != false)),
+        ("selection_mode", stated["selection_mode"].clone(), Value::from(selection_mode)),
+        ("selected", stated["selected"].clone(), freeze["winner"].clone()),
+        ("selected_config_sha256", stated["selected_config_sha256"].clone(), Value::from(selected)),
+    ];
+    for (field, said, is) in binding {
+        if said != is {
+            return Err(format!("the suite says {field} {said}, the bundle {is}"));
+        }
+    }
+    let mut cells = BTreeMap::new();
+    for (column, mode, splits, want_selected) in COLUMNS {
+        let mode = mode.unwrap_or(selection_mode);
+        let mut by_id: BTreeMap<String, f64> = BTreeMap::new();
+        let mut found = 0;
+        for run in runs.iter().filter(|run| {
+            let chosen = if want_selected {
+                run.str_at("/retrieval/config_sha256") == selected
+            } else {
+                is_frozen_baseline(run.config())
+            };
+            run.mode() == mode && chosen && splits.contains(&run.str_at("/split"))
+        }) {
+            found += 1;
+            let rows = run.rows_or_empty();
+            for (each, value) in rows.iter().zip(series(rows).remove("ndcg@10").unwrap_or_default()) {
+                by_id.insert(query_id(each).to_owned(), value);
+            }
+        }
+        if found != splits.len() || by_id.is_empty() {
+            return Err(format!("{column}: the bundle has no {mode} run of {}", splits.join(" and ")));
+        }
+        cells.insert(
+            column.to_owned(),
+            (by_id.values().sum::<f64>() / by_id.len() as f64, by_id.len() as u64),
+        );
+    }
+    Ok(cells)
+}
+
+/// Whether the row's stated cells are `recomputed` (value within the metric tolerance, queries exact).
+fn same_cells(row: &Value, recomputed: &BTreeMap<String, (f64, u64)>, from: &str) -> Result<String, String> {
+    let stated = row["cells"].as_object().ok_or("the row has no cells")?;
+    if stated.len() != COLUMNS.len() {
+        return Err(format!("{} cells, a v1 suite has {}", stated.len(), COLUMNS.len()));
+    }
+    for (column, ..) in COLUMNS {
+        let (value, queries) = recomputed.get(column).copied().ok_or(format!("{column}: not recomputed"))?;
+        let cell = &stated[column];
+        match (cell["value"].as_f64(), cell["queries"].as_u64()) {
+            (Some(said), Some(count)) if (said - value).abs() <= METRIC_TOLERANCE && count == queries => {}
+            _ => {
+                return Err(format!(
+                    "{column}: the suite says {} over {} queries, {from} give {value} over {queries}",
+                    cell["value"], cell["queries"]
+                ));
+            }
+        }
+    }
+    Ok(format!("{} cells equal to {from} within {METRIC_TOLERANCE:e}", COLUMNS.len()))
+}
+
+/// Each column's unweighted mean over `rows`, with the sum of their queries; empty when any row is (a
+/// bundle that could not be read).
+fn mean_of(rows: &[BTreeMap<String, (f64, u64)>]) -> BTreeMap<String, (f64, u64)> {
+    if rows.is_empty() || rows.iter().any(BTreeMap::is_empty) {
+        return BTreeMap::new();
+    }
+    COLUMNS
+        .iter()
+        .map(|(column, ..)| {
+            let values: Vec<(f64, u64)> = rows.iter().filter_map(|row| row.get(*column).copied()).collect();
+            let mean = values.iter().map(|v| v.0).sum::<f64>() / values.len() as f64;
+            ((*column).to_owned(), (mean, values.iter().map(|v| v.1).sum()))
+        })
+        .collect()
+}
+
+/// The zips of `dir`, by `sha256:` of their bytes.
+fn archives_by_digest(dir: Option<&Path>) -> BTreeMap<String, PathBuf> {
+    let Some(entries) = dir.and_then(|dir| std::fs::read_dir(dir).ok()) else { return BTreeMap::new() };
+    entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "zip"))
+        .filter_map(|path| {
+            let bytes = safe_fs::read_regular(&path, crate::names::MAX_ARCHIVE_BYTES).ok()?;
+            Some((sha256_tagged(&bytes), path))
+        })
+        .collect()
+}
