@@ -380,8 +380,8 @@ pub(crate) struct EvalArgs {
     /// Admit a downloaded archive whose md5 differs from BEIR's published one, if its sha256 is this
     #[arg(long, value_name = "sha256:HEX")]
     pub(crate) accept_archive_digest: Option<String>,
-    /// For a suite (--dataset a,b,c, or a dataset of forums): each dataset's zip as DIR/NAME.zip
-    /// (cqadupstack.zip for its forums); a dataset without one is downloaded from BEIR, once
+    /// Run as a suite (as --dataset a,b,c and a dataset of forums are; one dataset with it is a suite of one),
+    /// each dataset's zip DIR/NAME.zip (cqadupstack.zip for its forums); one without is downloaded from BEIR, once
     #[arg(long, value_name = "DIR")]
     pub(crate) archive_dir: Option<PathBuf>,
     /// Sign the pre-registration (at once, before any calibration query) and the bundle with this minisign
@@ -572,10 +572,12 @@ pub(crate) struct ReproduceArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct CompareArgs {
-    /// The bundle compared against (the earlier version)
+    /// The bundle compared against (the earlier version), or a suite directory (`eval`'s `<work-dir>/suite`):
+    /// then every dataset both suites hold is compared, each into OUT/<name>/, and OUT/suite-comparison.json
+    /// gives the verdict per dataset and overall
     #[arg(long, value_name = "DIR")]
     pub(crate) baseline: PathBuf,
-    /// The bundle under question (the new version)
+    /// The bundle under question (the new version), or a suite directory
     #[arg(long, value_name = "DIR")]
     pub(crate) candidate: PathBuf,
     /// The baseline signer's minisign public key (the candidate's too, unless --candidate-public-key)
@@ -605,6 +607,9 @@ pub(crate) struct CompareArgs {
     /// The public SciFact zip, so that both bundles' lexical rankings are recomputed before comparing
     #[arg(long, value_name = "ZIP")]
     pub(crate) archive: Option<PathBuf>,
+    /// For two suites: a directory of the public archives; each bundle's is the zip whose sha256 it records
+    #[arg(long, value_name = "DIR")]
+    pub(crate) archive_dir: Option<PathBuf>,
     /// The model directory, so that both bundles' vectors are re-embedded in part before comparing
     #[arg(long, value_name = "DIR")]
     pub(crate) model_dir: Option<PathBuf>,

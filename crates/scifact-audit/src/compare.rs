@@ -15,6 +15,8 @@ use receipt_verify::{
 use scifact_eval::comparison::{ComparisonPlan, RowInput, RunInput, compare};
 use serde_json::{Value, json};
 
+use scifact_eval::suite::SUITE_FILE;
+
 use crate::cli::{CompareArgs, VerifyComparisonArgs};
 
 /// A named refusal: exit 2, nothing written.
@@ -66,24 +68,57 @@ fn bundle_name(dir: &Path) -> String {
 }
 
 pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    if args.baseline.join(SUITE_FILE).exists() || args.candidate.join(SUITE_FILE).exists() {
+        return crate::compare_suite::run(args);
+    }
+    let archive = |_: &Path| args.archive.clone();
+    Ok(match compare_bundles(args, &args.baseline, &args.candidate, &args.out, &archive)? {
+        Compared::Verdict(verdict) => match verdict.as_str() {
+            "identical" | "improved" | "non_inferior" => ExitCode::SUCCESS,
+            _ => ExitCode::from(1),
+        },
+        Compared::Refused(code) => code,
+    })
+}
+
+/// How a comparison of two bundles ended.
+pub(crate) enum Compared {
+    /// Made and written: its overall verdict.
+    Verdict(String),
+    /// Refused (named on stderr): the exit code.
+    Refused(ExitCode),
+}
+
+/// Verifies both bundles (each with the archive `archive` gives for its directory), compares them and writes
+/// `comparison.json` (signed with `--secret-key`) and `compare.html` into `out`.
+pub(crate) fn compare_bundles(
+    args: &CompareArgs,
+    baseline_dir: &Path,
+    candidate_dir: &Path,
+    out_dir: &Path,
+    archive: &dyn Fn(&Path) -> Option<std::path::PathBuf>,
+) -> anyhow::Result<Compared> {
     let mut out = std::io::stdout().lock();
     let candidate_key = args.candidate_public_key.as_ref().unwrap_or(&args.public_key);
     let mut sides: Vec<(BundleContents, &'static str)> = Vec::new();
     for (what, dir, key) in
-        [("baseline", &args.baseline, &args.public_key), ("candidate", &args.candidate, candidate_key)]
+        [("baseline", baseline_dir, &args.public_key), ("candidate", candidate_dir, candidate_key)]
     {
         let (report, contents) = receipt_verify::verify_bundle_contents(&BundleCheck {
-            bundle_dir: dir.clone(),
+            bundle_dir: dir.to_owned(),
             public_key: key.clone(),
             executable: None,
-            archive: args.archive.clone(),
+            archive: archive(dir),
             embedding: crate::audit::embedding_check(args.model_dir.clone(), &args.embedding),
             allow_legacy_signature: false,
             limits: BUNDLE_LIMITS,
         })?;
         let Some(contents) = contents.filter(|_| report.passed()) else {
             write!(out, "{}", report.summary())?;
-            return refuse(&format!("{what}.verification"), &format!("{} does not verify", dir.display()));
+            return Ok(Compared::Refused(refuse(
+                &format!("{what}.verification"),
+                &format!("{} does not verify", dir.display()),
+            )?));
         };
         writeln!(
             out,
@@ -98,7 +133,7 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let (baseline, baseline_verdict) = sides.pop().context("two bundles")?;
     let shared = match receipt_verify::comparable(&baseline.files, &candidate.files) {
         Ok(shared) => shared,
-        Err((what, detail)) => return refuse(what, &detail),
+        Err((what, detail)) => return Ok(Compared::Refused(refuse(what, &detail)?)),
     };
     writeln!(out, "shared       {}", terminal_safe(&shared))?;
     let matching = args.matching.as_str();
@@ -109,7 +144,7 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let plan = ComparisonPlan::standard(args.margin, matching);
     let comparison = match compare(&plan, &runs(&baseline)?, &runs(&candidate)?) {
         Ok(comparison) => comparison,
-        Err(refusal) => return refuse(refusal.what, &refusal.detail),
+        Err(refusal) => return Ok(Compared::Refused(refuse(refusal.what, &refusal.detail)?)),
     };
     let hex = |bytes: &[u8]| scifact_eval::sha256_hex(bytes);
     let side = |dir: &Path, contents: &BundleContents, verdict: &str| {
@@ -123,8 +158,8 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         })
     };
     let mut predicate = serde_json::to_value(&comparison)?;
-    predicate["baseline_bundle"] = side(&args.baseline, &baseline, baseline_verdict);
-    predicate["candidate_bundle"] = side(&args.candidate, &candidate, candidate_verdict);
+    predicate["baseline_bundle"] = side(baseline_dir, &baseline, baseline_verdict);
+    predicate["candidate_bundle"] = side(candidate_dir, &candidate, candidate_verdict);
     let statement = json!({
         "_type": STATEMENT_TYPE,
         "subject": [
@@ -138,22 +173,19 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         "predicateType": COMPARISON_TYPE,
         "predicate": predicate,
     });
-    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-    let path = args.out.join(COMPARISON_FILE);
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let path = out_dir.join(COMPARISON_FILE);
     let mut bytes = serde_json::to_vec_pretty(&statement)?;
     bytes.push(b'\n');
     safe_fs::write_atomically(&path, &bytes)?;
     if let Some(secret) = &args.secret_key {
         let signer = crate::eval::load_signer(secret)?;
         let signature = receipt_verify::sign_document(&signer.secret, &bytes, "comparison")?;
-        safe_fs::write_atomically(
-            &args.out.join(format!("{COMPARISON_FILE}.minisig")),
-            signature.as_bytes(),
-        )?;
+        safe_fs::write_atomically(&out_dir.join(format!("{COMPARISON_FILE}.minisig")), signature.as_bytes())?;
     }
-    let page = receipt_verify::render_comparison(&args.baseline, &args.candidate, &bytes)
-        .map_err(anyhow::Error::msg)?;
-    safe_fs::write_atomically(&args.out.join(COMPARISON_PAGE), page.as_bytes())?;
+    let page =
+        receipt_verify::render_comparison(baseline_dir, candidate_dir, &bytes).map_err(anyhow::Error::msg)?;
+    safe_fs::write_atomically(&out_dir.join(COMPARISON_PAGE), page.as_bytes())?;
     print_table(&mut out, &comparison)?;
     writeln!(
         out,
@@ -161,11 +193,8 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         path.display(),
         if args.secret_key.is_some() { " (signed)" } else { " (unsigned: pass --secret-key)" }
     )?;
-    writeln!(out, "page         {}", args.out.join(COMPARISON_PAGE).display())?;
-    Ok(match comparison.verdict.as_str() {
-        "identical" | "improved" | "non_inferior" => ExitCode::SUCCESS,
-        _ => ExitCode::from(1),
-    })
+    writeln!(out, "page         {}", out_dir.join(COMPARISON_PAGE).display())?;
+    Ok(Compared::Verdict(comparison.verdict))
 }
 
 fn print_table(

@@ -70,7 +70,7 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let plan = crate::corpus::Corpus::planned(args.profile, &args.dataset)?;
     let signer = args.secret_key.as_deref().map(load_signer).transpose()?;
     match plan.as_slice() {
-        [one] if one.group.is_none() => {
+        [one] if one.group.is_none() && args.archive_dir.is_none() => {
             let target =
                 Target { corpus: &one.corpus, work: &args.work_dir, archive: args.archive.as_deref() };
             Ok(run_one(args, &target, signer.as_ref())?.0)

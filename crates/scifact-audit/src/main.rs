@@ -4,6 +4,7 @@ mod audit;
 mod build;
 mod cli;
 mod compare;
+mod compare_suite;
 mod corpus;
 mod datasets;
 mod embed;

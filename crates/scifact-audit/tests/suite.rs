@@ -161,7 +161,9 @@ fn an_archive_of_forums_is_a_suite_whose_dataset_is_its_forums_mean_and_verify_s
     assert!(statuses(&report, "suite.cells").contains(&("made-up/beta".into(), "fail".into())), "{report}");
     restore();
     // The dataset's cell raised instead: its forums' mean disagrees.
-    forge(&suite, &secret, |statement| statement["rows"][0]["cells"]["fts_only"]["value"] = Value::from(0.99));
+    forge(&suite, &secret, |statement| {
+        statement["rows"][0]["cells"]["fts_only"]["value"] = Value::from(0.99)
+    });
     let (code, report) = verify_suite(&suite, &public, &archives);
     assert_eq!(code, Some(1));
     assert_eq!(statuses(&report, "suite.forums"), [("made-up".to_owned(), "fail".to_owned())]);
@@ -221,6 +223,49 @@ fn a_list_of_registered_datasets_is_a_suite_of_their_bundles() {
     assert_eq!(code, Some(0), "{report}");
     assert_every_number_recomputed(&report);
     assert_eq!(statuses(&report, "suite.cells").len(), 2);
+
+    // A second suite of one of them, compared with the first: per dataset and overall.
+    let again = suite_eval(
+        &dir.path().join("again"),
+        &secret,
+        &["--dataset", "nfcorpus", "--archive-dir", &s(&archives)],
+    );
+    let out = dir.path().join("comparison");
+    let model = root().join("fixtures/tiny/model");
+    let output = scifact_audit(
+        &[
+            "compare",
+            "--baseline",
+            &s(&suite),
+            "--candidate",
+            &s(&again),
+            "--public-key",
+            &s(&public),
+            "--archive-dir",
+            &s(&archives),
+            "--model-dir",
+            &s(&model),
+            "--secret-key",
+            &s(&secret),
+            "--out",
+            &s(&out),
+        ],
+        "",
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let statement = json(&out.join("suite-comparison.json"));
+    assert_eq!(statement["schema"], "scifact-audit-suite-comparison-v1");
+    assert_eq!(statement["verdict"], "identical", "{statement}");
+    assert_eq!(statement["datasets"].as_array().unwrap().len(), 1);
+    assert_eq!(statement["datasets"][0]["dataset"], "nfcorpus");
+    assert_eq!(statement["baseline_only"], serde_json::json!(["scifact"]));
+    let per_dataset = std::fs::read(out.join("nfcorpus/comparison.json")).unwrap();
+    assert_eq!(
+        statement["datasets"][0]["comparison_sha256"],
+        format!("sha256:{}", scifact_eval::sha256_hex(&per_dataset))
+    );
+    assert!(out.join("suite-comparison.json.minisig").exists() && out.join("nfcorpus/compare.html").exists());
 }
 
 #[test]
