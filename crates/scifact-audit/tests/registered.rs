@@ -251,3 +251,76 @@ fn an_unregistered_archive_scored_on_its_dev_split_runs_end_to_end_and_says_what
             .contains("not an archive of the bundle's dataset \"made-up\"")
     );
 }
+
+#[test]
+fn an_unregistered_archive_meets_the_same_reader_as_scifact_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, work) = (dir.path().join("fixture.json"), dir.path().join("work"));
+    let model = root().join("fixtures/tiny/model");
+    let corpus =
+        "{\"_id\": \"d1\", \"title\": \"\", \"text\": \"one\"}\n{\"_id\": \"d2\", \"text\": \"two\"}\n";
+    let queries = "{\"_id\": \"q1\", \"text\": \"one\"}\n";
+    let qrels = "query-id\tcorpus-id\tscore\nq1\td1\t1\n";
+    for (name, members, says) in [
+        (
+            "duplicate",
+            vec![
+                (
+                    "bad/corpus.jsonl",
+                    "{\"_id\": \"d1\", \"text\": \"a\"}\n{\"_id\": \"d1\", \"text\": \"b\"}\n",
+                ),
+                ("bad/queries.jsonl", queries),
+                ("bad/qrels/test.tsv", qrels),
+            ],
+            "bad/corpus.jsonl line 2: duplicate _id \"d1\"",
+        ),
+        (
+            "unknown",
+            vec![
+                ("bad/corpus.jsonl", corpus),
+                ("bad/queries.jsonl", queries),
+                ("bad/qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td9\t1\n"),
+            ],
+            "qrels name document \"d9\", which corpus.jsonl lacks",
+        ),
+        (
+            "escape",
+            vec![
+                ("bad/corpus.jsonl", corpus),
+                ("bad/queries.jsonl", queries),
+                ("bad/qrels/test.tsv", qrels),
+                ("bad/../escape.txt", "x"),
+            ],
+            "parent-directory component '..'",
+        ),
+        (
+            "stray",
+            vec![
+                ("bad/corpus.jsonl", corpus),
+                ("bad/queries.jsonl", queries),
+                ("bad/qrels/test.tsv", qrels),
+                ("bad/notes.txt", "x"),
+            ],
+            "\"bad/notes.txt\" refused: not an expected member",
+        ),
+    ] {
+        let archive = dir.path().join(format!("{name}.zip"));
+        zip_of(&archive, &members);
+        let args = [
+            "build",
+            "--out",
+            &s(&out),
+            "--work-dir",
+            &s(&work),
+            "--dataset-archive",
+            &s(&archive),
+            "--model-dir",
+            &s(&model),
+        ];
+        let output = scifact_audit(&args, "");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
+        assert!(stderr.contains(says), "{name}: {stderr}");
+        assert!(!out.exists(), "{name}: nothing written");
+    }
+}
