@@ -6,6 +6,8 @@
 //! `cargo bench -p scifact-audit --bench scale -- 10000 30000 100000` prints one line per stage and size, with
 //! the CPU. Run from the source checkout (the tiny model is `fixtures/tiny/model`).
 
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
@@ -25,6 +27,10 @@ fn main() {
     println!("{:>10} {:<14} {:>9} {:>12}  outcome", "documents", "stage", "seconds", "peak RSS MiB");
     for documents in sizes {
         let dir = tempfile::tempdir().expect("a temp directory");
+        // SCALE_BENCH_KEEP=1 keeps each size's directory (archive, fixture, work, bundle) to look into.
+        let dir_path =
+            if std::env::var_os("SCALE_BENCH_KEEP").is_some() { dir.keep() } else { dir.path().to_owned() };
+        let dir = Kept(dir_path);
         let archive = dir.path().join("generated.zip");
         let started = Instant::now();
         scifact_eval::tiny::write_shaped_archive(&archive, "generated", documents, QUERIES)
@@ -83,6 +89,15 @@ fn main() {
         .map(|s| (*s).to_owned())
         .collect();
         stage(documents, "verify-bundle", binary, &verify);
+    }
+}
+
+/// A directory path, kept or removed with the temp directory that made it.
+struct Kept(std::path::PathBuf);
+
+impl Kept {
+    fn path(&self) -> &Path {
+        &self.0
     }
 }
 

@@ -86,7 +86,11 @@ fn scan(vectors: &Vectors, fact_ids: &[i64], query: usize, depth: usize) -> Vec<
         scored.truncate(depth);
     }
     scored.sort_unstable_by(order);
-    scored.into_iter().map(|(fact, score)| (fact, f64::from(score))).collect()
+    // A fresh vector of `depth`: collecting in place would keep the scan's whole allocation (one entry per
+    // document) alive for every query.
+    let mut list = Vec::with_capacity(scored.len());
+    list.extend(scored.into_iter().map(|(fact, score)| (fact, f64::from(score))));
+    list
 }
 
 #[cfg(test)]

@@ -119,6 +119,8 @@ impl Accumulator {
         }
         ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         ranked.truncate(depth);
+        // Kept for every query: without this each would hold room for every document its terms reached.
+        ranked.shrink_to_fit();
         ranked
     }
 }
@@ -223,6 +225,7 @@ mod tests {
                     .unwrap();
                 list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
                 list.truncate(depth);
+                list.shrink_to_fit();
                 list
             })
             .collect()
