@@ -64,6 +64,7 @@ pub(crate) fn run(args: &EvalArgs, plan: &[Planned], signer: Option<&Signer>) ->
             }
         }
     }
+    safe_fs::halt::point("suite.bundles");
     let suite = scifact_eval::suite::suite(rows);
     let mut bytes = serde_json::to_vec_pretty(&suite)?;
     bytes.push(b'\n');

@@ -64,13 +64,19 @@ fn assert_every_number_recomputed(report: &Value) {
     );
 }
 
-/// Runs `eval` as a suite in `work` with `extra`; the suite directory.
-fn suite_eval(work: &Path, secret: &Path, extra: &[&str]) -> PathBuf {
+/// The arguments of `eval` as a suite in `work` with `extra`.
+fn suite_args(work: &Path, secret: &Path, extra: &[&str]) -> Vec<String> {
     let model = root().join("fixtures/tiny/model");
     // eval_args names an --archive, which a suite refuses: drop it, the suite reads its own.
     let mut args = eval_args(work, secret, Path::new("unused"), &model, extra);
     let at = args.iter().position(|a| a == "--archive").unwrap();
     args.drain(at..at + 2);
+    args
+}
+
+/// Runs `eval` as a suite in `work` with `extra`; the suite directory.
+fn suite_eval(work: &Path, secret: &Path, extra: &[&str]) -> PathBuf {
+    let args = suite_args(work, secret, extra);
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let output = scifact_audit(&refs, "");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -321,4 +327,39 @@ fn what_a_suite_or_a_forum_cannot_take_is_refused_and_one_forum_is_read_beside_t
         members.iter().all(|m| m.starts_with("cqadupstack/webmasters/")),
         "only its own forum read: {members:?}"
     );
+}
+
+#[test]
+fn a_suite_killed_in_its_second_evaluation_or_before_its_statement_resumes_to_a_verified_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let archives = dir.path().join("archives");
+    std::fs::create_dir(&archives).unwrap();
+    let archive = archives.join("forums.zip");
+    scifact_eval::tiny::write_forums_archive(&archive, "made-up", &[("alpha", 200, 40), ("beta", 200, 40)])
+        .unwrap();
+    let (secret, public) = keys(dir.path());
+    let work = dir.path().join("work");
+    let args = suite_args(&work, &secret, &["--dataset-archive", &s(&archive)]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    // Killed while signing the second forum's bundle: the first forum's is done and must be kept as it is.
+    assert_eq!(crate::crash::run_until(&refs, "eval.signing:2"), crate::crash::Outcome::Killed);
+    let first: Vec<PathBuf> =
+        std::fs::read_dir(work.join("made-up-alpha/bundles")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(first.len(), 1);
+    let manifest = std::fs::read(first[0].join("manifest.json")).unwrap();
+    assert!(!work.join("suite/suite.json").exists());
+    // Killed again after the bundles are copied, before the statement is written.
+    assert_eq!(crate::crash::run_until(&refs, "suite.bundles"), crate::crash::Outcome::Killed);
+    assert!(!work.join("suite/suite.json").exists());
+    let suite = suite_eval(&work, &secret, &["--dataset-archive", &s(&archive)]);
+    assert_eq!(
+        std::fs::read(first[0].join("manifest.json")).unwrap(),
+        manifest,
+        "the first forum was not redone"
+    );
+    let statement = json(&suite.join("suite.json"));
+    assert_eq!(statement["rows"][0]["forums"].as_array().unwrap().len(), 2);
+    let (code, report) = verify_suite(&suite, &public, &archives);
+    assert_eq!(code, Some(0), "{report}");
+    assert_every_number_recomputed(&report);
 }
