@@ -44,35 +44,17 @@ pub struct Members<'a> {
 /// the member and line).
 pub fn read(path: &Path, expected: &str, members: &Members, query_ids: &[String]) -> Result<Archive, String> {
     let Members { prefix, split } = *members;
-    let bytes = safe_fs::read_regular(path, MAX_ARCHIVE_BYTES).map_err(|e| format!("--archive: {e}"))?;
-    let sha256 = sha256_tagged(&bytes);
+    let (sha256, [corpus, queries, qrels_text]) =
+        if path.is_dir() { directory(path, split)? } else { zipped(path, prefix, split)? };
     if sha256 != expected {
         return Err(format!(
             "--archive {} hashes to {sha256}, the bundle records {expected}: not the archive the run read",
             path.display()
         ));
     }
-    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| format!("--archive: {e}"))?;
-    let mut member = |name: &str| -> Result<String, String> {
-        let file = zip.by_name(name).map_err(|e| format!("--archive member {name}: {e}"))?;
-        if file.size() > MAX_MEMBER_BYTES {
-            return Err(format!(
-                "--archive member {name} declares {} bytes, over {MAX_MEMBER_BYTES}",
-                file.size()
-            ));
-        }
-        let mut text = String::new();
-        file.take(MAX_MEMBER_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(|e| format!("--archive member {name}: {e}"))?;
-        Ok(text.strip_prefix('\u{feff}').map(str::to_owned).unwrap_or(text))
-    };
     let corpus_name = format!("{prefix}/corpus.jsonl");
     let queries_name = format!("{prefix}/queries.jsonl");
     let qrels_name = format!("{prefix}/qrels/{split}.tsv");
-    let corpus = member(&corpus_name)?;
-    let queries = member(&queries_name)?;
-    let qrels_text = member(&qrels_name)?;
     let mut documents = Vec::new();
     for (line, value) in json_lines(&corpus_name, &corpus)? {
         let id = id_of(&value).ok_or_else(|| format!("{corpus_name} line {line}: no _id"))?;
@@ -104,6 +86,52 @@ pub fn read(path: &Path, expected: &str, members: &Members, query_ids: &[String]
         qrels.entry(id.clone()).or_default();
     }
     Ok(Archive { sha256, texts: Texts { documents, queries: chosen }, qrels })
+}
+
+/// The three files of a zip, under `prefix/`, and the zip's `sha256:`.
+fn zipped(path: &Path, prefix: &str, split: &str) -> Result<(String, [String; 3]), String> {
+    let bytes = safe_fs::read_regular(path, MAX_ARCHIVE_BYTES).map_err(|e| format!("--archive: {e}"))?;
+    let sha256 = sha256_tagged(&bytes);
+    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| format!("--archive: {e}"))?;
+    let mut member = |name: &str| -> Result<String, String> {
+        let file = zip.by_name(name).map_err(|e| format!("--archive member {name}: {e}"))?;
+        if file.size() > MAX_MEMBER_BYTES {
+            return Err(format!(
+                "--archive member {name} declares {} bytes, over {MAX_MEMBER_BYTES}",
+                file.size()
+            ));
+        }
+        let mut text = String::new();
+        file.take(MAX_MEMBER_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| format!("--archive member {name}: {e}"))?;
+        Ok(text.strip_prefix('\u{feff}').map(str::to_owned).unwrap_or(text))
+    };
+    let files = [
+        member(&format!("{prefix}/corpus.jsonl"))?,
+        member(&format!("{prefix}/queries.jsonl"))?,
+        member(&format!("{prefix}/qrels/{split}.tsv"))?,
+    ];
+    Ok((sha256, files))
+}
+
+/// The three files of a dataset directory (BEIR's folder, unzipped), and the directory's digest as the runner
+/// records it: `sha256:` over `<path> NUL <hex sha256> LF` of each file read, in that order (`corpus.jsonl`,
+/// `queries.jsonl`, `qrels/<split>.tsv`).
+fn directory(dir: &Path, split: &str) -> Result<(String, [String; 3]), String> {
+    let names = ["corpus.jsonl".to_owned(), "queries.jsonl".to_owned(), format!("qrels/{split}.tsv")];
+    let mut listing = String::new();
+    let mut texts = Vec::new();
+    for name in &names {
+        let bytes = safe_fs::read_regular(&dir.join(name), MAX_MEMBER_BYTES)
+            .map_err(|e| format!("--archive {}: {name}: {e}", dir.display()))?;
+        listing.push_str(&format!("{name}\0{}\n", sha256_tagged(&bytes).trim_start_matches("sha256:")));
+        let text = String::from_utf8(bytes)
+            .map_err(|_| format!("--archive {}: {name} is not UTF-8", dir.display()))?;
+        texts.push(text.strip_prefix('\u{feff}').map(str::to_owned).unwrap_or(text));
+    }
+    let [corpus, queries, qrels] = <[String; 3]>::try_from(texts).map_err(|_| "three files".to_owned())?;
+    Ok((sha256_tagged(listing.as_bytes()), [corpus, queries, qrels]))
 }
 
 /// Non-blank lines with their 1-based numbers, a carriage return before the newline dropped.

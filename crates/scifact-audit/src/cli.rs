@@ -306,10 +306,11 @@ pub(crate) struct DatasetArgs {
     /// published rows are set beside the runs
     #[arg(long, value_name = "NAME", conflicts_with = "dataset_archive")]
     pub(crate) dataset: Option<String>,
-    /// Any zip in BEIR's layout (NAME/corpus.jsonl, NAME/queries.jsonl, NAME/qrels/<split>.tsv): its folder
-    /// is its name, its digests and shape are recorded, and the fixture and bundle say it is no registered
-    /// dataset (no md5 of BEIR's vouches for it, no published row is its)
-    #[arg(long, value_name = "ZIP")]
+    /// Any zip in BEIR's layout (NAME/corpus.jsonl, NAME/queries.jsonl, NAME/qrels/<split>.tsv; forums as
+    /// NAME/<forum>/…), or a dataset directory (NAME/ holding those files): its folder is its name, its digests
+    /// and shape are recorded, and the fixture and bundle say it is no registered dataset (no md5 of BEIR's
+    /// vouches for it, no published row is its)
+    #[arg(long, value_name = "ZIP|DIR")]
     pub(crate) dataset_archive: Option<PathBuf>,
     /// The qrels split of a --dataset-archive to score: test, dev or train
     #[arg(long, value_name = "SPLIT", requires = "dataset_archive")]

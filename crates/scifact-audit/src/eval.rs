@@ -302,6 +302,9 @@ pub(crate) fn load_signer(path: &Path) -> anyhow::Result<Signer> {
 
 /// A local archive must be a readable regular file starting like a zip; its members are checked when read.
 fn check_archive(archive: &Path) -> anyhow::Result<()> {
+    if archive.is_dir() {
+        return Ok(());
+    }
     let bytes = safe_fs::read_regular(archive, scifact_eval::MAX_TOTAL_BYTES)
         .with_context(|| format!("the archive {}", archive.display()))?;
     if !bytes.starts_with(b"PK") {

@@ -109,7 +109,14 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let (archive, digest_policy) = corpus.archive(args.archive.as_deref(), work, None, &progress)?;
-    let archive_sha256 = tagged(&sha256_hex(&safe_fs::read_regular(&archive, 1 << 30)?));
+    let archive_sha256 = tagged(&if archive.is_dir() {
+        let profile = corpus.profile();
+        let qrels = format!("qrels/{}.tsv", profile.split);
+        scifact_eval::read_directory(&archive, &profile.name, &["corpus.jsonl", "queries.jsonl", &qrels])?
+            .sha256
+    } else {
+        sha256_hex(&safe_fs::read_regular(&archive, 1 << 30)?)
+    });
     let recorded_archive = first["corpus"]["source"]["archive_sha256"].as_str().unwrap_or("").to_owned();
     if archive_sha256 != tagged(&recorded_archive) {
         return refuse(

@@ -63,7 +63,7 @@ fn what_this_build_cannot_evaluate_is_refused_by_name() {
     let second = dir.path().join("second.zip");
     scifact_eval::tiny::write_second_split_archive(&second, "made-up").unwrap();
     for (extra, says) in [
-        (vec!["--dataset", "cqadupstack"], "is 12 forums"),
+        (vec!["--dataset", "cqadupstack"], "is 12 evaluations (a suite, which `eval` runs)"),
         (vec!["--dataset", "bioasq"], "not public"),
         (vec!["--dataset", "nope"], "is not a BEIR dataset of the registry"),
         (vec!["--profile", "tiny", "--dataset", "nfcorpus"], "takes no --dataset"),
@@ -323,4 +323,80 @@ fn an_unregistered_archive_meets_the_same_reader_as_scifact_s() {
         assert!(stderr.contains(says), "{name}: {stderr}");
         assert!(!out.exists(), "{name}: nothing written");
     }
+}
+
+#[test]
+fn a_dataset_directory_is_read_digested_verified_and_reproduced_like_a_zip() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("made-up");
+    for (name, bytes) in scifact_eval::tiny::second_split_archive_members("made-up") {
+        let path = dir.path().join(&name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    let (secret, public) = keys(dir.path());
+    let work = dir.path().join("work");
+    let model = root().join("fixtures/tiny/model");
+    let bundle = evaluated_bundle(
+        &work,
+        &secret,
+        &data,
+        &model,
+        &["--dataset-archive", &s(&data), "--qrels-split", "dev"],
+    );
+    let metadata: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("fixture-metadata.json")).unwrap()).unwrap();
+    let source = &metadata["metadata"]["source"];
+    assert_eq!(metadata["metadata"]["profile"], "made-up");
+    // The directory's digest: sha256 over "<path> NUL <sha256> LF" of the three files read.
+    let file = |name: &str| scifact_eval::sha256_hex(&std::fs::read(data.join(name)).unwrap());
+    let listing = format!(
+        "corpus.jsonl\0{}\nqueries.jsonl\0{}\nqrels/dev.tsv\0{}\n",
+        file("corpus.jsonl"),
+        file("queries.jsonl"),
+        file("qrels/dev.tsv")
+    );
+    assert_eq!(source["archive_sha256"], scifact_eval::sha256_hex(listing.as_bytes()));
+    assert_eq!(source["archive_md5"], "");
+
+    let (code, report) = verify_bundle_json(&bundle, &public, &data, &model);
+    assert_eq!(code, Some(0), "{report}");
+    assert_recomputed(
+        &report,
+        &["ranking.lexical", "texts.identity", "embedding.values", "split.membership"],
+    );
+
+    let output = scifact_audit(
+        &[
+            "reproduce",
+            "--bundle-dir",
+            &s(&bundle),
+            "--public-key",
+            &s(&public),
+            "--work-dir",
+            &s(&dir.path().join("reproduction")),
+            "--archive",
+            &s(&data),
+            "--model-dir",
+            &s(&model),
+        ],
+        "",
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let statement: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("reproduction/reproduction.json")).unwrap())
+            .unwrap();
+    assert_eq!(statement["predicate"]["verdict"], "reproduced_exactly", "{statement}");
+
+    // One byte of a query changed: not the directory the run read.
+    let queries = data.join("queries.jsonl");
+    let mut text = std::fs::read_to_string(&queries).unwrap();
+    text = text.replacen("?\"", "!\"", 1);
+    std::fs::write(&queries, text).unwrap();
+    let (code, report) = verify_bundle_json(&bundle, &public, &data, &model);
+    assert_eq!(code, Some(1));
+    let identity =
+        report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "texts.identity").unwrap();
+    assert_eq!(identity["status"], "fail", "{identity}");
+    assert!(identity["evidence"].as_str().unwrap().contains("not the archive the run read"), "{identity}");
 }

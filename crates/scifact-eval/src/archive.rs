@@ -143,6 +143,45 @@ pub fn read_archive(path: &Path, wanted: &[&str], allowed: &[&str]) -> Result<Ar
     Ok(ArchiveContents { members, sha256, md5, bytes })
 }
 
+/// Reads a dataset directory (BEIR's folder, unzipped: `corpus.jsonl`, `queries.jsonl`, `qrels/<split>.tsv`)
+/// as [`read_archive`] reads a zip: the files `relative` names, each a regular file within the member cap (a
+/// symlink, FIFO or device is refused unread), keyed as `prefix/<file>`. Its `sha256` is the directory's digest
+/// ([`directory_digest`]); it has no md5 (BEIR publishes none of a directory).
+///
+/// # Errors
+/// [`Error::MissingMember`] for a file that is not there, [`Error::UnsafeMember`] for one over a cap or not a
+/// regular file.
+pub fn read_directory(dir: &Path, prefix: &str, relative: &[&str]) -> Result<ArchiveContents> {
+    let mut members = BTreeMap::new();
+    let mut read = Vec::new();
+    let mut total = 0u64;
+    for name in relative {
+        let member = format!("{prefix}/{name}");
+        let bytes = match safe_fs::read_regular(&dir.join(name), MAX_MEMBER_BYTES) {
+            Ok(bytes) => bytes,
+            Err(error) if error.is_not_found() => return Err(Error::MissingMember { member }),
+            Err(error) => return Err(Error::UnsafeMember { member, rule: error.to_string() }),
+        };
+        total += bytes.len() as u64;
+        if total > MAX_TOTAL_BYTES {
+            return Err(Error::UnsafeMember {
+                member,
+                rule: format!("total exceeds the {MAX_TOTAL_BYTES}-byte cap"),
+            });
+        }
+        read.push(((*name).to_owned(), sha256_hex(&bytes)));
+        members.insert(member, bytes);
+    }
+    Ok(ArchiveContents { members, sha256: directory_digest(&read), md5: String::new(), bytes: total })
+}
+
+/// A dataset directory's digest: sha256 (hex) over `<path> NUL <hex sha256> LF` of each file read, in the order
+/// read (`corpus.jsonl`, `queries.jsonl`, `qrels/<split>.tsv`). The verifier computes the same with its own code.
+pub fn directory_digest(files: &[(String, String)]) -> String {
+    let listing: String = files.iter().map(|(name, sha256)| format!("{name}\0{sha256}\n")).collect();
+    sha256_hex(listing.as_bytes())
+}
+
 /// The dataset folders of an archive in BEIR's layout, each holding `corpus.jsonl`, `queries.jsonl` and
 /// `qrels/<split>.tsv`: one folder (`NAME/`), or the forums of one (`NAME/<forum>/`, as CQADupStack's zip has
 /// them), in name order. The name an archive no registry names goes by. Only the central directory is read;
@@ -153,6 +192,26 @@ pub fn read_archive(path: &Path, wanted: &[&str], allowed: &[&str]) -> Result<Ar
 /// [`Error::UnsafeMember`] when the folders are not one dataset's (two top folders, a corpus beside forums) or
 /// a folder's name is not a plain name.
 pub fn beir_folders(path: &Path) -> Result<Vec<String>> {
+    if path.is_dir() {
+        let name = path
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_default();
+        if !path.join("corpus.jsonl").is_file() {
+            return Err(Error::MissingMember {
+                member: format!("{name}/corpus.jsonl (a dataset directory holds it)"),
+            });
+        }
+        if !is_plain_name(&name) {
+            return Err(Error::UnsafeMember {
+                member: format!("{name}/"),
+                rule: "the dataset directory's name must be one plain name (letters, digits, '.', '-', '_')"
+                    .into(),
+            });
+        }
+        return Ok(vec![name]);
+    }
     let file = std::fs::File::open(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
     let zip_error =
         |error: zip::result::ZipError| Error::Zip { path: path.to_path_buf(), reason: error.to_string() };
@@ -170,6 +229,9 @@ pub fn beir_folders(path: &Path) -> Result<Vec<String>> {
         return Err(Error::MissingMember { member: "NAME/corpus.jsonl (BEIR's layout: one folder)".into() });
     };
     let top = first.split('/').next().unwrap_or_default().to_owned();
+    if let Some(other) = folders.iter().find(|folder| folder.split('/').next() != Some(top.as_str())) {
+        return Err(refuse(other, format!("a second dataset beside {top}/: one dataset per archive")));
+    }
     for folder in &folders {
         let parts: Vec<&str> = folder.split('/').collect();
         if !parts.iter().all(|part| is_plain_name(part)) {
@@ -177,9 +239,6 @@ pub fn beir_folders(path: &Path) -> Result<Vec<String>> {
                 folder,
                 "each folder must be one plain name (letters, digits, '.', '-', '_')".into(),
             ));
-        }
-        if parts[0] != top {
-            return Err(refuse(folder, format!("a second dataset beside {top}/: one dataset per archive")));
         }
         if parts.len() > 2 || (folders.len() > 1 && parts.len() != 2) {
             return Err(refuse(

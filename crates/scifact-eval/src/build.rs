@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use embedding::{Embedder, Role};
 
-use crate::archive::{read_archive, sha256_hex};
+use crate::archive::{read_archive, read_directory, sha256_hex};
 use crate::beir::{Profile, QRELS_SPLITS, assemble, parse_corpus, parse_qrels, parse_queries};
 use crate::cache::{CachedVector, EmbeddingCache};
 use crate::error::{Error, Result};
@@ -137,7 +137,12 @@ pub fn build_fixture(
         .collect();
     let wanted = [corpus_member.as_str(), queries_member.as_str(), qrels_member.as_str()];
     let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
-    let contents = read_archive(&options.archive, &wanted, &allowed)?;
+    let contents = if options.archive.is_dir() {
+        let qrels = format!("qrels/{split}.tsv");
+        read_directory(&options.archive, prefix, &["corpus.jsonl", "queries.jsonl", &qrels])?
+    } else {
+        read_archive(&options.archive, &wanted, &allowed)?
+    };
     let member = |name: &str| contents.members.get(name).map(Vec::as_slice).unwrap_or_default();
     let corpus = assemble(
         &options.profile,

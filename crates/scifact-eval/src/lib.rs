@@ -41,7 +41,8 @@ pub mod tiny;
 
 pub use crate::acquire::{SCIFACT_PUBLISHED_MD5, fetch_archive, judge_download};
 pub use crate::archive::{
-    ArchiveContents, MAX_MEMBER_BYTES, MAX_RATIO, MAX_TOTAL_BYTES, beir_folders, read_archive, sha256_hex,
+    ArchiveContents, MAX_MEMBER_BYTES, MAX_RATIO, MAX_TOTAL_BYTES, beir_folders, directory_digest,
+    read_archive, read_directory, sha256_hex,
 };
 pub use crate::beir::{
     BeirCorpus, Document, Profile, QRELS_SPLITS, Qrel, Query, assemble, parse_corpus, parse_qrels,
