@@ -129,7 +129,7 @@ const VERIFIER_LAYERS: &[&[&str]] = &[
     &["recompute", "render"],
     &["checks"],
     &["rundir", "bundle"],
-    &["reproduction", "comparison", "lib"],
+    &["reproduction", "comparison", "suite", "lib"],
 ];
 
 /// The top-level module a file of `receipt-verify/src` belongs to.
