@@ -210,11 +210,11 @@ impl Corpus {
             mirror: None,
         };
         match forum {
+            Some(_) if dataset.forums.is_empty() => bail!("{dataset_name} has no forums"),
             Some(forum) if dataset.forum_profile(forum).is_none() => bail!(
                 "{dataset_name} has no forum {forum:?} (its forums: {})",
                 dataset.forums.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
             ),
-            Some(_) if dataset.forums.is_empty() => bail!("{dataset_name} has no forums"),
             Some(forum) => Ok(vec![Planned { group: None, corpus: beir(Some(forum)) }]),
             None if !dataset.forums.is_empty() => Ok(dataset
                 .forums

@@ -290,6 +290,7 @@ fn what_a_suite_or_a_forum_cannot_take_is_refused_and_one_forum_is_read_beside_t
         (vec!["--dataset", "nfcorpus,scifact"], "is 2 evaluations"),
         (vec!["--dataset", "cqadupstack"], "is 12 evaluations"),
         (vec!["--dataset", "cqadupstack/nope"], "has no forum \"nope\""),
+        (vec!["--dataset", "nfcorpus/android"], "nfcorpus has no forums"),
         (vec!["--dataset", "nfcorpus,nfcorpus"], "names nfcorpus twice"),
     ] {
         let (code, stderr) = build(&extra);
