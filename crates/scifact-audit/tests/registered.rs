@@ -400,3 +400,43 @@ fn a_dataset_directory_is_read_digested_verified_and_reproduced_like_a_zip() {
     assert_eq!(identity["status"], "fail", "{identity}");
     assert!(identity["evidence"].as_str().unwrap().contains("not the archive the run read"), "{identity}");
 }
+
+#[test]
+#[ignore = "needs python3 with pytrec_eval, ranx and ir-measures; CI installs them"]
+fn pytrec_eval_ranx_and_ir_measures_give_a_second_split_s_and_each_forum_s_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let (secret, _) = keys(dir.path());
+    let model = root().join("fixtures/tiny/model");
+    let archive = dir.path().join("made-up.zip");
+    scifact_eval::tiny::write_second_split_archive(&archive, "made-up").unwrap();
+    let dev = evaluated_bundle(
+        &dir.path().join("dev"),
+        &secret,
+        &archive,
+        &model,
+        &["--dataset-archive", &s(&archive), "--qrels-split", "dev"],
+    );
+    let forums = dir.path().join("forums.zip");
+    scifact_eval::tiny::write_forums_archive(&forums, "made-up", &[("alpha", 200, 40), ("beta", 240, 50)])
+        .unwrap();
+    let work = dir.path().join("suite");
+    let mut args =
+        crate::tiny::eval_args(&work, &secret, &forums, &model, &["--dataset-archive", &s(&forums)]);
+    let at = args.iter().position(|a| a == "--archive").unwrap();
+    args.drain(at..at + 2);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = scifact_audit(&refs, "");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let mut bundles = vec![dev];
+    for forum in ["made-up-alpha", "made-up-beta"] {
+        bundles.push(work.join("suite").join(forum));
+    }
+    let script = root().join("scripts/check-trec-tools.py");
+    for bundle in bundles {
+        let output = std::process::Command::new("python3").arg(&script).arg(&bundle).output().unwrap();
+        let text =
+            format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert!(output.status.success(), "{}: {text}", bundle.display());
+        assert!(text.contains("largest difference"), "{text}");
+    }
+}
