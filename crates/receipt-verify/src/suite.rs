@@ -89,7 +89,10 @@ pub fn verify_suite(check: &SuiteCheck) -> crate::Result<Report> {
             return Ok(report);
         }
     };
-    let archives = archives_by_digest(check.archive_dir.as_deref());
+    // A zip that cannot be read is left out: the bundle whose archive it was then says its texts were not
+    // checked.
+    let archives =
+        check.archive_dir.as_deref().and_then(|dir| Archives::in_dir(dir).ok()).unwrap_or_default();
     let rows = suite["rows"].as_array().cloned().unwrap_or_default();
     let mut datasets: Vec<BTreeMap<String, (f64, u64)>> = Vec::new();
     for row in &rows {
@@ -137,7 +140,7 @@ pub fn verify_suite(check: &SuiteCheck) -> crate::Result<Report> {
 fn bundle(
     check: &SuiteCheck,
     row: &Value,
-    archives: &BTreeMap<String, PathBuf>,
+    archives: &Archives,
     report: &mut Report,
 ) -> BTreeMap<String, (f64, u64)> {
     let dataset = row["dataset"].as_str().unwrap_or("?").to_owned();
@@ -147,11 +150,7 @@ fn bundle(
         return BTreeMap::new();
     }
     let bundle_dir = check.suite_dir.join(dir);
-    let archive = safe_fs::read_regular(&bundle_dir.join("fixture-metadata.json"), MAX_SUITE_BYTES)
-        .ok()
-        .and_then(|bytes| crate::json::parse(&bytes).ok())
-        .and_then(|view| view["metadata"]["source"]["archive_sha256"].as_str().map(str::to_owned))
-        .and_then(|digest| archives.get(&format!("sha256:{digest}")).cloned());
+    let archive = archives.of_bundle(&bundle_dir);
     let outcome = verify_bundle_contents(&BundleCheck {
         bundle_dir: bundle_dir.clone(),
         public_key: check.public_key.clone(),
@@ -299,16 +298,43 @@ fn mean_of(rows: &[BTreeMap<String, (f64, u64)>]) -> BTreeMap<String, (f64, u64)
         .collect()
 }
 
-/// The zips of `dir`, by `sha256:` of their bytes.
-fn archives_by_digest(dir: Option<&Path>) -> BTreeMap<String, PathBuf> {
-    let Some(entries) = dir.and_then(|dir| std::fs::read_dir(dir).ok()) else { return BTreeMap::new() };
-    entries
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "zip"))
-        .filter_map(|path| {
-            let bytes = safe_fs::read_regular(&path, crate::names::MAX_ARCHIVE_BYTES).ok()?;
-            Some((sha256_tagged(&bytes), path))
-        })
-        .collect()
+/// The public archives of a directory (its zips), by `sha256:` of their bytes: where each bundle's archive is
+/// found, by the digest its fixture records, whatever the file is called.
+#[derive(Debug, Clone, Default)]
+pub struct Archives(BTreeMap<String, PathBuf>);
+
+impl Archives {
+    /// The zips of `dir`, each read as a regular file within the archive cap.
+    ///
+    /// # Errors
+    /// The directory or a zip in it cannot be read, named.
+    pub fn in_dir(dir: &Path) -> Result<Archives, String> {
+        let entries = std::fs::read_dir(dir).map_err(|e| format!("--archive-dir {}: {e}", dir.display()))?;
+        let mut found = BTreeMap::new();
+        for entry in entries {
+            let path = entry.map_err(|e| format!("--archive-dir {}: {e}", dir.display()))?.path();
+            if path.extension().is_some_and(|ext| ext == "zip") {
+                let bytes = safe_fs::read_regular(&path, crate::names::MAX_ARCHIVE_BYTES)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                found.insert(sha256_tagged(&bytes), path);
+            }
+        }
+        Ok(Archives(found))
+    }
+
+    /// Whether no zip was found.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The archive whose digest the bundle in `bundle_dir` records in its fixture metadata (read strictly,
+    /// within its cap), if it is here.
+    pub fn of_bundle(&self, bundle_dir: &Path) -> Option<PathBuf> {
+        let bytes =
+            safe_fs::read_regular(&bundle_dir.join(crate::names::FIXTURE_METADATA_FILE), MAX_SUITE_BYTES)
+                .ok()?;
+        let view = crate::json::parse(&bytes).ok()?;
+        let digest = view["metadata"]["source"]["archive_sha256"].as_str()?;
+        self.0.get(&format!("sha256:{digest}")).cloned()
+    }
 }

@@ -25,13 +25,18 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let candidate_key = args.candidate_public_key.as_ref().unwrap_or(&args.public_key);
     let baseline = read_suite(&args.baseline, &args.public_key)?;
     let candidate = read_suite(&args.candidate, candidate_key)?;
-    let archives = archives_by_digest(args.archive_dir.as_deref())?;
-    let archive = |dir: &Path| -> Option<PathBuf> {
-        let bytes = safe_fs::read_regular(&dir.join(receipt_verify::FIXTURE_METADATA_FILE), 16 << 20).ok()?;
-        let view: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-        let digest = view["metadata"]["source"]["archive_sha256"].as_str()?;
-        archives.get(digest).cloned().or_else(|| args.archive.clone())
+    let archives = match args.archive_dir.as_deref() {
+        None => receipt_verify::Archives::default(),
+        Some(dir) => {
+            let archives = receipt_verify::Archives::in_dir(dir).map_err(anyhow::Error::msg)?;
+            if archives.is_empty() {
+                bail!("--archive-dir {} holds no zip", dir.display());
+            }
+            archives
+        }
     };
+    let archive =
+        |dir: &Path| -> Option<PathBuf> { archives.of_bundle(dir).or_else(|| args.archive.clone()) };
     let (baseline_dirs, candidate_dirs) = (bundle_dirs(&baseline.1), bundle_dirs(&candidate.1));
     let mut datasets = Vec::new();
     let mut verdicts: Vec<String> = Vec::new();
@@ -154,21 +159,4 @@ fn bundle_dirs(suite: &Suite) -> BTreeMap<String, String> {
 
 fn dir_name(dir: &Path) -> String {
     dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-}
-
-/// The zips of `dir` by the hex sha256 of their bytes.
-fn archives_by_digest(dir: Option<&Path>) -> anyhow::Result<BTreeMap<String, PathBuf>> {
-    let Some(dir) = dir else { return Ok(BTreeMap::new()) };
-    let mut found = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("--archive-dir {}", dir.display()))? {
-        let path = entry?.path();
-        if path.extension().is_some_and(|ext| ext == "zip") {
-            let bytes = safe_fs::read_regular(&path, receipt_verify::MAX_ARCHIVE_BYTES)?;
-            found.insert(scifact_eval::sha256_hex(&bytes), path);
-        }
-    }
-    if found.is_empty() {
-        bail!("--archive-dir {} holds no zip", dir.display());
-    }
-    Ok(found)
 }

@@ -111,9 +111,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     let (archive, digest_policy) = corpus.archive(args.archive.as_deref(), work, None, &progress)?;
     let archive_sha256 = tagged(&if archive.is_dir() {
         let profile = corpus.profile();
-        let qrels = format!("qrels/{}.tsv", profile.split);
-        scifact_eval::read_directory(&archive, &profile.name, &["corpus.jsonl", "queries.jsonl", &qrels])?
-            .sha256
+        scifact_eval::read_directory(&archive, &profile.name, &profile.split)?.sha256
     } else {
         sha256_hex(&safe_fs::read_regular(&archive, 1 << 30)?)
     });

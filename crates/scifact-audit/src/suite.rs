@@ -113,7 +113,8 @@ fn archive_of(args: &EvalArgs, corpus: &Corpus, progress: &StageProgress) -> any
 fn publish_copy(from: &Path, to: &Path) -> anyhow::Result<()> {
     let manifest = |dir: &Path| std::fs::read(dir.join(receipt_verify::MANIFEST_FILE)).ok();
     if to.symlink_metadata().is_ok() {
-        if manifest(to).is_some() && manifest(to) == manifest(from) {
+        let kept = manifest(to);
+        if kept.is_some() && kept == manifest(from) {
             return Ok(());
         }
         let unix = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());

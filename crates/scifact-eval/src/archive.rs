@@ -143,15 +143,17 @@ pub fn read_archive(path: &Path, wanted: &[&str], allowed: &[&str]) -> Result<Ar
     Ok(ArchiveContents { members, sha256, md5, bytes })
 }
 
-/// Reads a dataset directory (BEIR's folder, unzipped: `corpus.jsonl`, `queries.jsonl`, `qrels/<split>.tsv`)
-/// as [`read_archive`] reads a zip: the files `relative` names, each a regular file within the member cap (a
-/// symlink, FIFO or device is refused unread), keyed as `prefix/<file>`. Its `sha256` is the directory's digest
+/// Reads a dataset directory (BEIR's folder, unzipped) as [`read_archive`] reads a zip: `corpus.jsonl`,
+/// `queries.jsonl` and `qrels/<split>.tsv`, each a regular file within the member cap (a symlink, FIFO or
+/// device is refused unread), keyed as `prefix/<file>`. Its `sha256` is the directory's digest
 /// ([`directory_digest`]); it has no md5 (BEIR publishes none of a directory).
 ///
 /// # Errors
 /// [`Error::MissingMember`] for a file that is not there, [`Error::UnsafeMember`] for one over a cap or not a
 /// regular file.
-pub fn read_directory(dir: &Path, prefix: &str, relative: &[&str]) -> Result<ArchiveContents> {
+pub fn read_directory(dir: &Path, prefix: &str, split: &str) -> Result<ArchiveContents> {
+    let qrels = format!("qrels/{split}.tsv");
+    let relative = ["corpus.jsonl", "queries.jsonl", qrels.as_str()];
     let mut members = BTreeMap::new();
     let mut read = Vec::new();
     let mut total = 0u64;

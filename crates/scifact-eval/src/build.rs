@@ -138,8 +138,7 @@ pub fn build_fixture(
     let wanted = [corpus_member.as_str(), queries_member.as_str(), qrels_member.as_str()];
     let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
     let contents = if options.archive.is_dir() {
-        let qrels = format!("qrels/{split}.tsv");
-        read_directory(&options.archive, prefix, &["corpus.jsonl", "queries.jsonl", &qrels])?
+        read_directory(&options.archive, prefix, split)?
     } else {
         read_archive(&options.archive, &wanted, &allowed)?
     };
