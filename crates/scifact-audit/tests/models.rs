@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::tiny::{assert_recomputed, evaluated_bundle, root, verify_bundle_json};
+use crate::tiny::{assert_recomputed, evaluated_bundle, reproduce, root, verify_bundle_json};
 use crate::{keys, scifact_audit};
 
 #[test]
@@ -184,26 +184,9 @@ fn a_tiny_eval_under_the_model_policy_embeds_what_the_checkpoint_declares_and_ve
     assert_eq!(code, Some(0), "{report}");
     assert_recomputed(&report, &["embedding.values", "texts.identity", "published.rows"]);
     // Re-executed here from the bundle alone: the policy it declares rebuilds the same texts and vectors.
-    let output = scifact_audit(
-        &[
-            "reproduce",
-            "--bundle-dir",
-            &s(&bundle),
-            "--public-key",
-            &s(&public),
-            "--work-dir",
-            &s(&dir.path().join("reproduction")),
-            "--archive",
-            &s(&archive),
-            "--model-dir",
-            &s(&checkpoint),
-        ],
-        "",
-    );
+    let (output, statement) =
+        reproduce(&bundle, &public, &dir.path().join("reproduction"), &archive, &checkpoint);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let statement: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("reproduction/reproduction.json")).unwrap())
-            .unwrap();
     let predicate = &statement["predicate"];
     assert_eq!(predicate["verdict"], "reproduced_exactly", "{predicate}");
     assert_eq!(predicate["inputs"]["same_vectors"], true, "{predicate}");

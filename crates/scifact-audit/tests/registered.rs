@@ -8,12 +8,8 @@ use serde_json::Value;
 
 use std::io::{BufRead, BufReader, Write};
 
-use crate::tiny::{assert_recomputed, evaluated_bundle, root, verify_bundle_json};
-use crate::{keys, scifact_audit};
-
-fn s(path: &Path) -> String {
-    path.to_str().unwrap().to_owned()
-}
+use crate::tiny::{assert_recomputed, evaluated_bundle, reproduce, root, verify_bundle_json};
+use crate::{keys, path_str, scifact_audit};
 
 /// A zip of `members` (name, text) at `path`.
 fn zip_of(path: &Path, members: &[(&str, &str)]) {
@@ -67,16 +63,16 @@ fn what_this_build_cannot_evaluate_is_refused_by_name() {
         (vec!["--dataset", "bioasq"], "not public"),
         (vec!["--dataset", "nope"], "is not a BEIR dataset of the registry"),
         (vec!["--profile", "tiny", "--dataset", "nfcorpus"], "takes no --dataset"),
-        (vec!["--dataset", "nfcorpus", "--dataset-archive", &s(&second)], "cannot be used with"),
+        (vec!["--dataset", "nfcorpus", "--dataset-archive", path_str(&second)], "cannot be used with"),
         (vec!["--qrels-split", "dev"], "--dataset-archive"),
-        (vec!["--dataset-archive", &s(&unfoldered)], "NAME/corpus.jsonl"),
-        (vec!["--dataset-archive", &s(&two)], "one dataset per archive"),
-        (vec!["--dataset-archive", &s(&dotted)], "one plain name"),
+        (vec!["--dataset-archive", path_str(&unfoldered)], "NAME/corpus.jsonl"),
+        (vec!["--dataset-archive", path_str(&two)], "one dataset per archive"),
+        (vec!["--dataset-archive", path_str(&dotted)], "one plain name"),
         (
-            vec!["--dataset-archive", &s(&second), "--qrels-split", "validation"],
+            vec!["--dataset-archive", path_str(&second), "--qrels-split", "validation"],
             "BEIR's layout names train, dev, test",
         ),
-        (vec!["--dataset-archive", &s(&second), "--archive", &s(&two)], "name two archives"),
+        (vec!["--dataset-archive", path_str(&second), "--archive", path_str(&two)], "name two archives"),
         (vec!["--dataset", "scifact", "--beir-mirror", "http://127.0.0.1:9"], "SciFact's download is pinned"),
     ] {
         let (code, stderr) = build(&extra);
@@ -87,7 +83,7 @@ fn what_this_build_cannot_evaluate_is_refused_by_name() {
     scifact_eval::tiny::write_shaped_archive(&wrong, "nfcorpus", 3_632, 323).unwrap();
     let model = root().join("fixtures/tiny/model");
     let (code, stderr) =
-        build(&["--dataset", "nfcorpus", "--archive", &s(&wrong), "--model-dir", &s(&model)]);
+        build(&["--dataset", "nfcorpus", "--archive", path_str(&wrong), "--model-dir", path_str(&model)]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("3632 documents, expected exactly 3633"), "{stderr}");
 }
@@ -180,7 +176,7 @@ fn an_unregistered_archive_scored_on_its_dev_split_runs_end_to_end_and_says_what
     let (secret, public) = keys(dir.path());
     let work = dir.path().join("work");
     let model = root().join("fixtures/tiny/model");
-    let flags = ["--dataset-archive", &s(&archive), "--qrels-split", "dev"];
+    let flags = ["--dataset-archive", path_str(&archive), "--qrels-split", "dev"];
     let bundle = evaluated_bundle(&work, &secret, &archive, &model, &flags);
     let metadata: Value =
         serde_json::from_slice(&std::fs::read(bundle.join("fixture-metadata.json")).unwrap()).unwrap();
@@ -218,33 +214,12 @@ fn an_unregistered_archive_scored_on_its_dev_split_runs_end_to_end_and_says_what
     );
 
     // Re-executed from the bundle: the archive named again, the split read from the fixture.
-    let reproduce = |archive: &Path, work: &str| {
-        scifact_audit(
-            &[
-                "reproduce",
-                "--bundle-dir",
-                &s(&bundle),
-                "--public-key",
-                &s(&public),
-                "--work-dir",
-                &s(&dir.path().join(work)),
-                "--archive",
-                &s(archive),
-                "--model-dir",
-                &s(&model),
-            ],
-            "",
-        )
-    };
-    let output = reproduce(&archive, "reproduction");
+    let (output, statement) = reproduce(&bundle, &public, &dir.path().join("reproduction"), &archive, &model);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let statement: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("reproduction/reproduction.json")).unwrap())
-            .unwrap();
     assert_eq!(statement["predicate"]["verdict"], "reproduced_exactly", "{statement}");
     let other = dir.path().join("other.zip");
     scifact_eval::tiny::write_second_split_archive(&other, "another-name").unwrap();
-    let refused = reproduce(&other, "refused");
+    let (refused, _) = reproduce(&bundle, &public, &dir.path().join("refused"), &other, &model);
     assert!(!refused.status.success());
     assert!(
         String::from_utf8_lossy(&refused.stderr)
@@ -309,13 +284,13 @@ fn an_unregistered_archive_meets_the_same_reader_as_scifact_s() {
         let args = [
             "build",
             "--out",
-            &s(&out),
+            path_str(&out),
             "--work-dir",
-            &s(&work),
+            path_str(&work),
             "--dataset-archive",
-            &s(&archive),
+            path_str(&archive),
             "--model-dir",
-            &s(&model),
+            path_str(&model),
         ];
         let output = scifact_audit(&args, "");
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -342,7 +317,7 @@ fn a_dataset_directory_is_read_digested_verified_and_reproduced_like_a_zip() {
         &secret,
         &data,
         &model,
-        &["--dataset-archive", &s(&data), "--qrels-split", "dev"],
+        &["--dataset-archive", path_str(&data), "--qrels-split", "dev"],
     );
     let metadata: Value =
         serde_json::from_slice(&std::fs::read(bundle.join("fixture-metadata.json")).unwrap()).unwrap();
@@ -366,26 +341,8 @@ fn a_dataset_directory_is_read_digested_verified_and_reproduced_like_a_zip() {
         &["ranking.lexical", "texts.identity", "embedding.values", "split.membership"],
     );
 
-    let output = scifact_audit(
-        &[
-            "reproduce",
-            "--bundle-dir",
-            &s(&bundle),
-            "--public-key",
-            &s(&public),
-            "--work-dir",
-            &s(&dir.path().join("reproduction")),
-            "--archive",
-            &s(&data),
-            "--model-dir",
-            &s(&model),
-        ],
-        "",
-    );
+    let (output, statement) = reproduce(&bundle, &public, &dir.path().join("reproduction"), &data, &model);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let statement: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("reproduction/reproduction.json")).unwrap())
-            .unwrap();
     assert_eq!(statement["predicate"]["verdict"], "reproduced_exactly", "{statement}");
 
     // One byte of a query changed: not the directory the run read.
@@ -414,16 +371,13 @@ fn pytrec_eval_ranx_and_ir_measures_give_a_second_split_s_and_each_forum_s_metri
         &secret,
         &archive,
         &model,
-        &["--dataset-archive", &s(&archive), "--qrels-split", "dev"],
+        &["--dataset-archive", path_str(&archive), "--qrels-split", "dev"],
     );
     let forums = dir.path().join("forums.zip");
     scifact_eval::tiny::write_forums_archive(&forums, "made-up", &[("alpha", 200, 40), ("beta", 240, 50)])
         .unwrap();
     let work = dir.path().join("suite");
-    let mut args =
-        crate::tiny::eval_args(&work, &secret, &forums, &model, &["--dataset-archive", &s(&forums)]);
-    let at = args.iter().position(|a| a == "--archive").unwrap();
-    args.drain(at..at + 2);
+    let args = crate::suite::suite_args(&work, &secret, &["--dataset-archive", path_str(&forums)]);
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let output = scifact_audit(&refs, "");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));

@@ -8,11 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::tiny::{eval_args, root};
-use crate::{keys, scifact_audit};
-
-fn s(path: &Path) -> String {
-    path.to_str().unwrap().to_owned()
-}
+use crate::{keys, path_str, scifact_audit};
 
 /// `verify-suite --json` of `suite` with the archives in `archives` and the tiny model.
 fn verify_suite(suite: &Path, public: &Path, archives: &Path) -> (Option<i32>, Value) {
@@ -21,13 +17,13 @@ fn verify_suite(suite: &Path, public: &Path, archives: &Path) -> (Option<i32>, V
         &[
             "verify-suite",
             "--suite-dir",
-            &s(suite),
+            path_str(suite),
             "--public-key",
-            &s(public),
+            path_str(public),
             "--archive-dir",
-            &s(archives),
+            path_str(archives),
             "--model-dir",
-            &s(&model),
+            path_str(&model),
             "--json",
         ],
         "",
@@ -65,7 +61,7 @@ fn assert_every_number_recomputed(report: &Value) {
 }
 
 /// The arguments of `eval` as a suite in `work` with `extra`.
-fn suite_args(work: &Path, secret: &Path, extra: &[&str]) -> Vec<String> {
+pub(crate) fn suite_args(work: &Path, secret: &Path, extra: &[&str]) -> Vec<String> {
     let model = root().join("fixtures/tiny/model");
     // eval_args names an --archive, which a suite refuses: drop it, the suite reads its own.
     let mut args = eval_args(work, secret, Path::new("unused"), &model, extra);
@@ -114,7 +110,7 @@ fn an_archive_of_forums_is_a_suite_whose_dataset_is_its_forums_mean_and_verify_s
     .unwrap();
     let (secret, public) = keys(dir.path());
     let work = dir.path().join("work");
-    let suite = suite_eval(&work, &secret, &["--dataset-archive", &s(&archive)]);
+    let suite = suite_eval(&work, &secret, &["--dataset-archive", path_str(&archive)]);
 
     let statement = json(&suite.join("suite.json"));
     assert_eq!(statement["schema"], "scifact-audit-suite-v1");
@@ -211,7 +207,7 @@ fn a_list_of_registered_datasets_is_a_suite_of_their_bundles() {
     let (secret, public) = keys(dir.path());
     let work = dir.path().join("work");
     let suite =
-        suite_eval(&work, &secret, &["--dataset", "nfcorpus,scifact", "--archive-dir", &s(&archives)]);
+        suite_eval(&work, &secret, &["--dataset", "nfcorpus,scifact", "--archive-dir", path_str(&archives)]);
     let statement = json(&suite.join("suite.json"));
     let rows = statement["rows"].as_array().unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r["dataset"].as_str().unwrap()).collect();
@@ -234,7 +230,7 @@ fn a_list_of_registered_datasets_is_a_suite_of_their_bundles() {
     let again = suite_eval(
         &dir.path().join("again"),
         &secret,
-        &["--dataset", "nfcorpus", "--archive-dir", &s(&archives)],
+        &["--dataset", "nfcorpus", "--archive-dir", path_str(&archives)],
     );
     let out = dir.path().join("comparison");
     let model = root().join("fixtures/tiny/model");
@@ -242,19 +238,19 @@ fn a_list_of_registered_datasets_is_a_suite_of_their_bundles() {
         &[
             "compare",
             "--baseline",
-            &s(&suite),
+            path_str(&suite),
             "--candidate",
-            &s(&again),
+            path_str(&again),
             "--public-key",
-            &s(&public),
+            path_str(&public),
             "--archive-dir",
-            &s(&archives),
+            path_str(&archives),
             "--model-dir",
-            &s(&model),
+            path_str(&model),
             "--secret-key",
-            &s(&secret),
+            path_str(&secret),
             "--out",
-            &s(&out),
+            path_str(&out),
         ],
         "",
     );
@@ -312,7 +308,7 @@ fn what_a_suite_or_a_forum_cannot_take_is_refused_and_one_forum_is_read_beside_t
         &[("gaming", 50, 10), ("webmasters", 17_405, 506)],
     )
     .unwrap();
-    let (code, stderr) = build(&["--dataset", "cqadupstack/webmasters", "--archive", &s(&archive)]);
+    let (code, stderr) = build(&["--dataset", "cqadupstack/webmasters", "--archive", path_str(&archive)]);
     assert_eq!(code, Some(0), "{stderr}");
     let fixture = json(&out);
     assert_eq!(fixture["metadata"]["profile"], "cqadupstack/webmasters");
@@ -340,7 +336,7 @@ fn a_suite_killed_in_its_second_evaluation_or_before_its_statement_resumes_to_a_
         .unwrap();
     let (secret, public) = keys(dir.path());
     let work = dir.path().join("work");
-    let args = suite_args(&work, &secret, &["--dataset-archive", &s(&archive)]);
+    let args = suite_args(&work, &secret, &["--dataset-archive", path_str(&archive)]);
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     // Killed while signing the second forum's bundle: the first forum's is done and must be kept as it is.
     assert_eq!(crate::crash::run_until(&refs, "eval.signing:2"), crate::crash::Outcome::Killed);
@@ -352,7 +348,7 @@ fn a_suite_killed_in_its_second_evaluation_or_before_its_statement_resumes_to_a_
     // Killed again after the bundles are copied, before the statement is written.
     assert_eq!(crate::crash::run_until(&refs, "suite.bundles"), crate::crash::Outcome::Killed);
     assert!(!work.join("suite/suite.json").exists());
-    let suite = suite_eval(&work, &secret, &["--dataset-archive", &s(&archive)]);
+    let suite = suite_eval(&work, &secret, &["--dataset-archive", path_str(&archive)]);
     assert_eq!(
         std::fs::read(first[0].join("manifest.json")).unwrap(),
         manifest,

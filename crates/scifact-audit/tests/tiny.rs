@@ -120,6 +120,39 @@ pub(crate) fn verify_bundle_json(
     (output.status.code(), report)
 }
 
+/// `reproduce` of `bundle` (its signer's `public` key) in `work` from `archive` and `model`: its output, and
+/// its statement (`work/reproduction.json`, `Null` when none was written).
+pub(crate) fn reproduce(
+    bundle: &Path,
+    public: &Path,
+    work: &Path,
+    archive: &Path,
+    model: &Path,
+) -> (std::process::Output, Value) {
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    let output = scifact_audit(
+        &[
+            "reproduce",
+            "--bundle-dir",
+            &path(bundle),
+            "--public-key",
+            &path(public),
+            "--work-dir",
+            &path(work),
+            "--archive",
+            &path(archive),
+            "--model-dir",
+            &path(model),
+        ],
+        "",
+    );
+    let statement = std::fs::read(work.join("reproduction.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or(Value::Null);
+    (output, statement)
+}
+
 /// Each check named in `names` is in `report`, passed and recomputed.
 pub(crate) fn assert_recomputed(report: &Value, names: &[&str]) {
     for name in names {
