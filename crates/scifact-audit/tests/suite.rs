@@ -176,6 +176,15 @@ fn an_archive_of_forums_is_a_suite_whose_dataset_is_its_forums_mean_and_verify_s
     assert_eq!(code, Some(1));
     assert_eq!(statuses(&report, "suite.mean"), [("suite".to_owned(), "fail".to_owned())]);
     restore();
+    // A row naming another manifest than its bundle's.
+    forge(&suite, &secret, |statement| {
+        statement["rows"][0]["forums"][2]["bundle"]["manifest_sha256"] =
+            Value::from(format!("sha256:{}", "0".repeat(64)));
+    });
+    let (code, report) = verify_suite(&suite, &public, &archives);
+    assert_eq!(code, Some(1));
+    assert!(statuses(&report, "suite.bundle").contains(&("made-up/gamma".into(), "fail".into())), "{report}");
+    restore();
     // Two forums' bundles swapped: each row now names a bundle of another dataset.
     forge(&suite, &secret, |statement| {
         let forums = statement["rows"][0]["forums"].as_array_mut().unwrap();
