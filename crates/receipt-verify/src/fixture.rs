@@ -83,6 +83,13 @@ struct SchemaProbe {
     schema: Option<Value>,
 }
 
+/// The schema of a fixture whose documents and vectors are files beside it (the builder's version 2).
+pub const FULL_FIXTURE_SCHEMA_V2: &str = "semantic-memory-scifact-fixture-v2";
+/// The longest document line such a fixture's documents file may hold.
+const MAX_LINE_BYTES: u64 = 64 << 20;
+/// The largest file such a fixture may bind.
+const MAX_BOUND_FILE_BYTES: u64 = 64 << 30;
+
 /// A full fixture, for the checks that need texts or vectors of an output directory's run.
 #[derive(Debug, Clone, Deserialize)]
 pub struct FullFixture {
@@ -96,6 +103,30 @@ pub struct FullFixture {
     pub queries: Vec<FixtureText>,
     /// Judgements.
     pub qrels: Vec<FixtureQrel>,
+    /// A version 2 fixture's vectors, read from the file it binds (its texts then hold none).
+    #[serde(skip)]
+    binary: Option<Vectors>,
+}
+
+/// A version 2 fixture's JSON file, as far as the verifier reads it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HeadV2 {
+    schema: String,
+    metadata: Value,
+    documents_file: BoundFile,
+    vectors_file: BoundFile,
+    queries: Vec<FixtureText>,
+    qrels: Vec<FixtureQrel>,
+}
+
+/// A file a version 2 fixture binds beside it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BoundFile {
+    file: String,
+    sha256: String,
+    bytes: u64,
 }
 
 /// A document or query of a full fixture.
@@ -110,7 +141,11 @@ pub struct FixtureText {
     pub text: String,
     /// sha256 hex of the semantic text.
     pub semantic_text_sha256: String,
-    /// The vector.
+    /// Tokens the embedder saw (version 2 lines carry it; unused here).
+    #[serde(default)]
+    pub tokens: Option<u64>,
+    /// The vector (a version 2 fixture's are in its vectors file instead).
+    #[serde(default)]
     pub vector: Vec<f64>,
 }
 
@@ -165,7 +200,11 @@ impl FixtureView {
             }
             return Ok((view, None));
         }
-        let full: FullFixture = serde_json::from_slice(bytes).map_err(|e| Error::input(path, e))?;
+        let full = if schema == FULL_FIXTURE_SCHEMA_V2 {
+            FullFixture::read_v2(path, bytes)?
+        } else {
+            serde_json::from_slice(bytes).map_err(|e| Error::input(path, e))?
+        };
         let view = FixtureView::of(&full, &sha256_tagged(bytes), None);
         Ok((view, Some(full)))
     }
@@ -180,7 +219,7 @@ impl FixtureView {
         for query in &full.queries {
             qrels.entry(query.id.clone()).or_default();
         }
-        let dims = full.documents.first().map_or(0, |d| d.vector.len());
+        let dims = full.dims();
         FixtureView {
             schema: FIXTURE_VIEW_SCHEMA.into(),
             fixture_sha256: fixture_sha256.into(),
@@ -220,11 +259,85 @@ impl FixtureView {
 }
 
 impl FullFixture {
+    /// Reads a version 2 fixture: its JSON `bytes` (read from `path`), its documents as JSON lines and its
+    /// vectors from the two files beside `path` that it binds, each checked against the length and sha256 it
+    /// records before its content is used.
+    fn read_v2(path: &Path, bytes: &[u8]) -> Result<FullFixture> {
+        let head: HeadV2 = serde_json::from_slice(bytes).map_err(|e| Error::input(path, e))?;
+        let refuse = |reason: String| Error::input(path, reason);
+        let dims = head.metadata["embedding"]["dims"].as_u64().unwrap_or(0) as usize;
+        let documents_path = bound_path(path, &head.documents_file)?;
+        let lines = read_bound(&documents_path, &head.documents_file)?;
+        let mut documents = Vec::new();
+        for (index, line) in lines.split_inclusive(|b| *b == b'\n').enumerate() {
+            let Some(body) = line.strip_suffix(b"\n") else {
+                return Err(refuse(format!(
+                    "{} line {} is not a whole line",
+                    head.documents_file.file,
+                    index + 1
+                )));
+            };
+            if body.len() as u64 > MAX_LINE_BYTES {
+                return Err(refuse(format!(
+                    "{} line {} is over the line cap",
+                    head.documents_file.file,
+                    index + 1
+                )));
+            }
+            let document: FixtureText = serde_json::from_slice(body)
+                .map_err(|e| refuse(format!("{} line {}: {e}", head.documents_file.file, index + 1)))?;
+            documents.push(document);
+        }
+        drop(lines);
+        let vectors_path = bound_path(path, &head.vectors_file)?;
+        let raw = read_bound(&vectors_path, &head.vectors_file)?;
+        let values: Vec<f32> =
+            raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        drop(raw);
+        let split = documents.len().checked_mul(dims).filter(|n| *n <= values.len()).ok_or_else(|| {
+            refuse(format!(
+                "{} holds fewer than {} document vectors",
+                head.vectors_file.file,
+                documents.len()
+            ))
+        })?;
+        let mut values = values;
+        let queries = values.split_off(split);
+        let binary = Vectors::new(dims, values, queries).map_err(refuse)?;
+        if binary.query_count() != head.queries.len() {
+            return Err(refuse(format!(
+                "{} holds {} query vectors, the fixture {} queries",
+                head.vectors_file.file,
+                binary.query_count(),
+                head.queries.len()
+            )));
+        }
+        Ok(FullFixture {
+            schema: head.schema,
+            metadata: head.metadata,
+            documents,
+            queries: head.queries,
+            qrels: head.qrels,
+            binary: Some(binary),
+        })
+    }
+
+    /// Dimensions per vector.
+    pub fn dims(&self) -> usize {
+        match &self.binary {
+            Some(vectors) => vectors.dims(),
+            None => self.documents.first().map_or(0, |d| d.vector.len()),
+        }
+    }
+
     /// The fixture's vectors, narrowed back to the f32 the embedder produced.
     ///
     /// # Errors
     /// Why they are not one dimension, finite.
     pub fn vectors(&self) -> std::result::Result<Vectors, String> {
+        if let Some(vectors) = &self.binary {
+            return Ok(vectors.clone());
+        }
         let dims = self.documents.first().map_or(0, |d| d.vector.len());
         let flat = |items: &[FixtureText]| -> std::result::Result<Vec<f32>, String> {
             let mut out = Vec::with_capacity(items.len() * dims);
@@ -239,36 +352,81 @@ impl FullFixture {
         Vectors::new(dims, flat(&self.documents)?, flat(&self.queries)?)
     }
 
-    /// The fixture's texts; each semantic text is checked against the fixture's own digest of it.
+    /// The fixture's vectors and texts, given up whole so that neither is held twice; each semantic text is
+    /// checked against the fixture's own digest of it.
     ///
     /// # Errors
-    /// The first text whose semantic digest differs.
-    pub fn texts(&self) -> std::result::Result<Texts, String> {
-        let texts = Texts {
-            documents: self
-                .documents
-                .iter()
-                .map(|d| (d.id.clone(), d.title.clone(), d.text.clone()))
-                .collect(),
-            queries: self.queries.iter().map(|q| (q.id.clone(), q.text.clone())).collect(),
+    /// As [`FullFixture::vectors`]; for the texts, the first whose semantic digest differs.
+    pub fn into_parts(
+        mut self,
+    ) -> (std::result::Result<Vectors, String>, std::result::Result<Texts, String>) {
+        let vectors = match self.binary.take() {
+            Some(vectors) => Ok(vectors),
+            None => self.vectors(),
         };
+        (vectors, self.into_texts())
+    }
+
+    fn into_texts(self) -> std::result::Result<Texts, String> {
         let policy = Policy::of(&self.metadata)?;
-        for (document, (id, title, text)) in self.documents.iter().zip(&texts.documents) {
-            if crate::canonical::sha256_hex(policy.document(title, text).as_bytes())
+        for document in &self.documents {
+            if crate::canonical::sha256_hex(policy.document(&document.title, &document.text).as_bytes())
                 != document.semantic_text_sha256
             {
                 return Err(format!(
-                    "document {id:?}: its semantic text does not hash to the fixture's digest"
+                    "document {:?}: its semantic text does not hash to the fixture's digest",
+                    document.id
                 ));
             }
         }
-        for (query, (id, text)) in self.queries.iter().zip(&texts.queries) {
-            if crate::canonical::sha256_hex(policy.query(text).as_bytes()) != query.semantic_text_sha256 {
-                return Err(format!("query {id:?}: its semantic text does not hash to the fixture's digest"));
+        for query in &self.queries {
+            if crate::canonical::sha256_hex(policy.query(&query.text).as_bytes())
+                != query.semantic_text_sha256
+            {
+                return Err(format!(
+                    "query {:?}: its semantic text does not hash to the fixture's digest",
+                    query.id
+                ));
             }
         }
-        Ok(texts)
+        Ok(Texts {
+            documents: self.documents.into_iter().map(|d| (d.id, d.title, d.text)).collect(),
+            queries: self.queries.into_iter().map(|q| (q.id, q.text)).collect(),
+        })
     }
+}
+
+/// The file `bound` names beside the fixture at `fixture`: a plain name, nothing else.
+fn bound_path(fixture: &Path, bound: &BoundFile) -> Result<std::path::PathBuf> {
+    let plain = !bound.file.is_empty()
+        && !bound.file.contains(['/', '\\', '\0'])
+        && bound.file != "."
+        && bound.file != "..";
+    if !plain {
+        return Err(Error::input(
+            fixture,
+            format!("{:?} is not a plain file name beside the fixture", bound.file),
+        ));
+    }
+    Ok(fixture.parent().unwrap_or_else(|| Path::new("")).join(&bound.file))
+}
+
+/// A bound file's bytes, refused unless they are the length and sha256 the fixture records.
+fn read_bound(path: &Path, bound: &BoundFile) -> Result<Vec<u8>> {
+    let bytes = safe_fs::read_regular(path, bound.bytes.min(MAX_BOUND_FILE_BYTES)).map_err(Error::file)?;
+    let actual = crate::canonical::sha256_hex(&bytes);
+    if bytes.len() as u64 != bound.bytes || actual != bound.sha256 {
+        return Err(Error::input(
+            path,
+            format!(
+                "is not the file the fixture binds ({} bytes, sha256 {actual}; bound: {} bytes, sha256 {})",
+                bytes.len(),
+                bound.bytes,
+                bound.sha256
+            ),
+        ));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]

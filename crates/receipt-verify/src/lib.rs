@@ -64,7 +64,8 @@ pub use crate::comparison::{
 };
 pub use crate::error::{Error, Result};
 pub use crate::fixture::{
-    FIXTURE_VIEW_SCHEMA, FIXTURE_VIEW_SCHEMA_V1, FixtureView, FullFixture, SemanticDigests, VectorsBinding,
+    FIXTURE_VIEW_SCHEMA, FIXTURE_VIEW_SCHEMA_V1, FULL_FIXTURE_SCHEMA_V2, FixtureView, FullFixture,
+    SemanticDigests, VectorsBinding,
 };
 pub use crate::mapping::Mapping;
 pub use crate::names::*;

@@ -95,7 +95,7 @@ pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 /// The most subjects a manifest may list.
 pub const MAX_SUBJECTS: usize = 4096;
 /// The default caps on a bundle's files: 64 MiB each, 512 MiB in all (a SciFact bundle is about 45 MB).
-pub const BUNDLE_LIMITS: Limits = Limits { max_file_bytes: 64 << 20, max_total_bytes: 512 << 20 };
+pub const BUNDLE_LIMITS: Limits = Limits { max_file_bytes: 2 << 30, max_total_bytes: 4 << 30 };
 /// Caps for the rows and aggregates of a local output directory.
 pub const OUTPUT_LIMITS: Limits = Limits { max_file_bytes: 256 << 20, max_total_bytes: 4 << 30 };
 /// The largest fixture read (the SciFact fixture is about 60 MB).
@@ -104,8 +104,9 @@ pub const MAX_FIXTURE_BYTES: u64 = 1 << 30;
 pub const MAX_EXECUTABLE_BYTES: u64 = 2 << 30;
 /// The largest mapping, effective configuration or fixture metadata read.
 pub const MAX_SIDECAR_BYTES: u64 = 256 << 20;
-/// The largest public archive read (the SciFact zip is about 3 MB).
-pub const MAX_ARCHIVE_BYTES: u64 = 256 << 20;
+/// The largest public archive read (the SciFact zip is about 3 MB, a generated corpus of a million documents
+/// about 240 MB).
+pub const MAX_ARCHIVE_BYTES: u64 = 4 << 30;
 
 /// The stem of an aggregate's exports.
 pub fn export_stem(aggregate: &str) -> &str {

@@ -153,8 +153,7 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
         (None, Some(reason)) => Input::Refused(reason),
         (None, None) => Input::Absent("no fixture"),
     };
-    let vectors = full.as_ref().map(|f| f.vectors());
-    let texts = full.as_ref().map(|f| f.texts());
+    let (vectors, texts) = full.map(|f| f.into_parts()).unzip();
     let no_full = "the fixture given holds no texts or vectors (pass the full fixture with --corpus)";
     let vectors_input = match &vectors {
         Some(Ok(vectors)) => Input::Read { origin: "the fixture", content: vectors },

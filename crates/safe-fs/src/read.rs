@@ -56,6 +56,19 @@ pub fn read_regular_in(path: &Path, limits: Limits, total: &mut u64) -> Result<V
     Ok(bytes)
 }
 
+/// Opens a regular file of at most `cap` bytes for a streamed read; the caller reads no more than its size
+/// (returned beside it), so a file that grows after the check is read only as far as it was checked.
+///
+/// # Errors
+/// As [`read_regular`].
+pub fn open_regular_capped(path: &Path, cap: u64) -> Result<(File, u64)> {
+    let (file, size) = open_regular(path)?;
+    if size > cap {
+        return Err(Error::TooLarge { path: path.to_owned(), size, cap });
+    }
+    Ok((file, size))
+}
+
 /// The sha256 (lowercase hex) and length of a regular file of at most `cap` bytes, streamed rather than
 /// held in memory: for executables and other large files that are hashed but never parsed.
 ///

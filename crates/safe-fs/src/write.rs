@@ -42,6 +42,53 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
     sync_parent(path)
 }
 
+/// A file written piece by piece and put in place whole, as [`write_atomically`] puts bytes it holds: for
+/// files too large to hold in memory. Until [`AtomicWriter::commit`] nothing is at the destination (an old
+/// file there stays); dropped uncommitted, the temp file is removed.
+pub struct AtomicWriter {
+    path: PathBuf,
+    temp: std::io::BufWriter<NamedTempFile>,
+}
+
+impl AtomicWriter {
+    /// A private temp file beside `path`, for [`AtomicWriter::commit`] to rename to `path`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming `path`.
+    pub fn create(path: &Path) -> Result<AtomicWriter> {
+        let parent = parent_of(path);
+        let prefix = hidden_prefix(path, "partial");
+        remove_stale(&parent, &prefix);
+        let temp =
+            Builder::new().prefix(&prefix).tempfile_in(&parent).map_err(|error| Error::io(path, error))?;
+        Ok(AtomicWriter { path: path.to_owned(), temp: std::io::BufWriter::with_capacity(1 << 16, temp) })
+    }
+
+    /// Appends `bytes`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the destination.
+    pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.temp.write_all(bytes).map_err(|error| Error::io(&self.path, error))
+    }
+
+    /// Syncs the bytes, renames the file into place and makes the rename durable.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the destination.
+    pub fn commit(self) -> Result<()> {
+        let path = self.path;
+        // One file, one write for the full-disk tests.
+        if let Some(full) = crate::halt::write_fault() {
+            return Err(Error::io(&path, full));
+        }
+        let temp = self.temp.into_inner().map_err(|error| Error::io(&path, error.into_error()))?;
+        crate::durable::sync_all(temp.as_file(), temp.path()).map_err(|error| Error::io(&path, error))?;
+        temp.persist(&path).map_err(|error| Error::io(&path, error.error))?;
+        sync_parent(&path)
+    }
+}
+
 /// A new, empty, private directory beside `destination`, to fill and then [`publish_dir`]. Staging
 /// directories that a killed process left for the same destination are removed first.
 ///

@@ -1,7 +1,8 @@
 //! How the whole chain grows with the corpus: a generated BEIR-layout archive of N documents (the tiny corpus's
 //! made-up words, 1,000 test queries) and the tiny model, run through `build`, `eval` (every mode, the
 //! baseline-only search space, its own verify stage on a 64-document sample) and a reader's `verify-bundle`
-//! (every vector re-embedded), each timed and its peak RSS read from `/usr/bin/time -v`.
+//! (every vector re-embedded), each timed and its peak RSS read from `/usr/bin/time -v`. The fixture is version
+//! 2 at every size (`--fixture-format v2`), so the sizes compare.
 //!
 //! `cargo bench -p scifact-audit --bench scale -- 10000 30000 100000` prints one line per stage and size, with
 //! the CPU. Run from the source checkout (the tiny model is `fixtures/tiny/model`).
@@ -49,7 +50,8 @@ fn main() {
         let keygen =
             ["keygen", "--secret-key", &path(&key), "--public-key", &path(&public), "--without-password"];
         Command::new(binary).args(keygen).output().expect("keygen");
-        let corpus = ["--dataset-archive", &path(&archive), "--model-dir", &path(&model)];
+        let corpus =
+            ["--dataset-archive", &path(&archive), "--model-dir", &path(&model), "--fixture-format", "v2"];
         let build: Vec<String> = ["build", "--out", &path(&dir.path().join("fixture.json")), "--work-dir"]
             .iter()
             .map(|s| (*s).to_owned())

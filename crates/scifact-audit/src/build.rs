@@ -56,6 +56,7 @@ pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
         args.work_dir.clone(),
         args.out.clone(),
         args.text_policy.kind(),
+        args.fixture_format.format(),
     );
     let summary = build_fixture(&options, embedder.as_ref(), &progress)
         .with_context(|| format!("building {} from {}", args.out.display(), options.archive.display()))?;

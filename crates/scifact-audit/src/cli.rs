@@ -269,6 +269,27 @@ impl TextPolicyArg {
     }
 }
 
+/// Which fixture layout a build writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FixtureFormatArg {
+    /// v1 up to 100,000 documents, v2 above.
+    Auto,
+    /// One JSON document.
+    V1,
+    /// JSON beside document lines and binary vectors.
+    V2,
+}
+
+impl FixtureFormatArg {
+    pub(crate) fn format(self) -> scifact_eval::FixtureFormat {
+        match self {
+            FixtureFormatArg::Auto => scifact_eval::FixtureFormat::Auto,
+            FixtureFormatArg::V1 => scifact_eval::FixtureFormat::V1,
+            FixtureFormatArg::V2 => scifact_eval::FixtureFormat::V2,
+        }
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub(crate) struct BuildArgs {
     /// The fixture file to write (atomically; only a complete fixture is ever written)
@@ -292,6 +313,11 @@ pub(crate) struct BuildArgs {
     /// checkpoint's own prompts, the text as sentence-transformers and MTEB build it)
     #[arg(long, value_enum, default_value = "contract")]
     pub(crate) text_policy: TextPolicyArg,
+    /// The fixture's layout: `v1`, one JSON document; `v2`, a JSON file beside the documents as JSON lines and
+    /// the vectors as binary f32, streamed, for corpora one document cannot hold; `auto`, v1 up to 100,000
+    /// documents and v2 above
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(crate) fixture_format: FixtureFormatArg,
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,
     #[command(flatten)]
@@ -405,6 +431,11 @@ pub(crate) struct EvalArgs {
     /// rows were computed with). Part of the fixture's identity and every bundle
     #[arg(long, value_enum, default_value = "contract")]
     pub(crate) text_policy: TextPolicyArg,
+    /// The fixture's layout: `v1`, one JSON document; `v2`, a JSON file beside the documents as JSON lines and
+    /// the vectors as binary f32, streamed, for corpora one document cannot hold; `auto`, v1 up to 100,000
+    /// documents and v2 above
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(crate) fixture_format: FixtureFormatArg,
     /// Document vectors the verify stage re-embeds (every query is re-embedded always), or `all`. This is the
     /// signer's own check, so a sample is the default: it is stated as one (verdict `sampled`, with the chance a
     /// forgery passes) and never stands in for a reader's `verify-bundle`, which re-embeds every vector

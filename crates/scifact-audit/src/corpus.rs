@@ -314,6 +314,7 @@ impl Corpus {
         work_dir: PathBuf,
         out: PathBuf,
         text_policy: scifact_eval::TextPolicyKind,
+        format: scifact_eval::FixtureFormat,
     ) -> BuildOptions {
         let url = match self {
             Corpus::Scifact => SCIFACT_URL.to_owned(),
@@ -332,6 +333,7 @@ impl Corpus {
             profile: self.profile(),
             batch_size: 64,
             text_policy,
+            format,
         }
     }
 }

@@ -113,6 +113,7 @@ pub(crate) fn run_one(
             work.join("build"),
             fixture.clone(),
             args.text_policy.kind(),
+            args.fixture_format.format(),
         );
         let summary = build_fixture(&options, embedder.as_ref(), progress)
             .with_context(|| format!("building {}", fixture.display()))?;
@@ -305,9 +306,12 @@ fn check_archive(archive: &Path) -> anyhow::Result<()> {
     if archive.is_dir() {
         return Ok(());
     }
-    let bytes = safe_fs::read_regular(archive, scifact_eval::MAX_TOTAL_BYTES)
+    let (file, _) = safe_fs::open_regular_capped(archive, u64::MAX)
         .with_context(|| format!("the archive {}", archive.display()))?;
-    if !bytes.starts_with(b"PK") {
+    let mut magic = Vec::with_capacity(2);
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, 2), &mut magic)
+        .with_context(|| format!("the archive {}", archive.display()))?;
+    if !magic.starts_with(b"PK") {
         bail!("the archive {} is not a zip file", archive.display());
     }
     Ok(())

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use scifact_eval::exports::{Exported, write_exports};
 use scifact_eval::slsa::BuildInputs;
-use scifact_eval::{Fixture, MAX_FIXTURE_BYTES, sha256_hex};
+use scifact_eval::{LoadedFixture, sha256_hex};
 
 use crate::cli::ExportArgs;
 
@@ -20,8 +20,7 @@ pub(crate) fn run(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     let _guard =
         crate::guard::writing("export", &[], &[&args.output_dir], &args.lock, crate::guard::OnStop::AtOnce)?;
     let run_id = args.output_dir.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let bytes = safe_fs::read_regular(&args.corpus, MAX_FIXTURE_BYTES)?;
-    let fixture: Fixture = serde_json::from_slice(&bytes)
+    let fixture = LoadedFixture::read(&args.corpus)
         .with_context(|| format!("{} is not a fixture", args.corpus.display()))?;
     let exported = export(&args.output_dir, &qrels_of(&fixture), args.model_dir.as_deref(), &run_id)?;
     let mut out = std::io::stdout().lock();
@@ -55,7 +54,7 @@ pub(crate) fn build_inputs(model_dir: Option<&Path>) -> anyhow::Result<BuildInpu
 }
 
 /// The fixture's judgements, query by query.
-pub(crate) fn qrels_of(fixture: &Fixture) -> BTreeMap<String, BTreeMap<String, i64>> {
+pub(crate) fn qrels_of(fixture: &LoadedFixture) -> BTreeMap<String, BTreeMap<String, i64>> {
     let mut qrels: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
     for qrel in &fixture.qrels {
         qrels.entry(qrel.query_id.clone()).or_default().insert(qrel.doc_id.clone(), qrel.score);

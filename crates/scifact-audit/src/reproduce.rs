@@ -19,9 +19,7 @@ use scifact_eval::reproduction::{
     EffectComparison, RunComparison, Tolerances, Verdict, compare_effect, compare_run, verdict,
 };
 use scifact_eval::slsa::rfc3339;
-use scifact_eval::{
-    ExecutableIdentity, Fixture, HostIdentity, MAX_FIXTURE_BYTES, Split, build_fixture, sha256_hex,
-};
+use scifact_eval::{ExecutableIdentity, HostIdentity, LoadedFixture, Split, build_fixture, sha256_hex};
 use semantic_memory::{SearchConfig, SearchMode};
 use serde_json::{Value, json};
 
@@ -108,6 +106,12 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
             bail!("the bundle's fixture declares the text policy {other:?}, which this build does not know")
         }
     };
+    // And in the layout it was written in, so its digest can match.
+    let format = match metadata["metadata"]["fixture_format"].as_u64() {
+        None => scifact_eval::FixtureFormat::V1,
+        Some(2) => scifact_eval::FixtureFormat::V2,
+        Some(other) => bail!("the bundle's fixture is of format {other}, which this build does not write"),
+    };
     let (archive, digest_policy) = corpus.archive(args.archive.as_deref(), work, None, &progress)?;
     let archive_sha256 = tagged(&if archive.is_dir() {
         let profile = corpus.profile();
@@ -141,6 +145,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
             work.join("build"),
             fixture.clone(),
             text_policy,
+            format,
         ),
         embedder.as_ref(),
         &progress,
@@ -148,8 +153,8 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     .with_context(|| format!("building {}", fixture.display()))?;
     drop(embedder);
     let fixture_sha256 = tagged(&summary.fixture_sha256);
-    let rebuilt: Fixture = serde_json::from_slice(&safe_fs::read_regular(&fixture, MAX_FIXTURE_BYTES)?)
-        .with_context(|| format!("{} is not a fixture", fixture.display()))?;
+    let rebuilt =
+        LoadedFixture::read(&fixture).with_context(|| format!("{} is not a fixture", fixture.display()))?;
     let recorded_payload = &first["corpus"]["source"]["payload_sha256"];
     if serde_json::to_value(&rebuilt.metadata.source.payload_sha256)? != *recorded_payload {
         return refuse("payload.digests", "the archive's payload files differ from the bundle's".into());
@@ -266,7 +271,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
 
 /// Whether every vector the bundle carries (`vectors.f32`, claim v4 on) is the rebuilt fixture's, to the bit:
 /// `None` when it carries none, else `Err` naming the first that differs.
-fn same_vectors(files: &BTreeMap<String, Vec<u8>>, rebuilt: &Fixture) -> Option<Result<usize, String>> {
+fn same_vectors(files: &BTreeMap<String, Vec<u8>>, rebuilt: &LoadedFixture) -> Option<Result<usize, String>> {
     let bytes = files.get(receipt_verify::VECTORS_FILE)?;
     let metadata = files.get(receipt_verify::FIXTURE_METADATA_FILE)?;
     let view =
@@ -279,28 +284,35 @@ fn same_vectors(files: &BTreeMap<String, Vec<u8>>, rebuilt: &Fixture) -> Option<
         Ok(held) => held,
         Err(reason) => return Some(Err(reason)),
     };
-    if held.document_count() != rebuilt.documents.len() || held.query_count() != rebuilt.queries.len() {
+    let documents = rebuilt.document_ids.len();
+    if held.document_count() != documents || held.query_count() != rebuilt.queries.len() {
         return Some(Err(format!(
-            "{} document and {} query vectors held, {} and {} rebuilt",
+            "{} document and {} query vectors held, {documents} and {} rebuilt",
             held.document_count(),
             held.query_count(),
-            rebuilt.documents.len(),
             rebuilt.queries.len()
         )));
     }
-    let bits = |v: &[f64]| v.iter().map(|x| (*x as f32).to_bits()).collect::<Vec<u32>>();
-    let held_bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
-    for (index, document) in rebuilt.documents.iter().enumerate() {
-        if bits(&document.vector) != held_bits(held.document(index)) {
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+    let rebuilt_documents = match rebuilt.documents(0) {
+        Ok(documents) => documents,
+        Err(error) => return Some(Err(error.to_string())),
+    };
+    for (index, document) in rebuilt_documents.enumerate() {
+        let document = match document {
+            Ok(document) => document,
+            Err(error) => return Some(Err(error.to_string())),
+        };
+        if bits(&document.vector) != bits(held.document(index)) {
             return Some(Err(format!("document {:?}", document.id)));
         }
     }
     for (index, query) in rebuilt.queries.iter().enumerate() {
-        if bits(&query.vector) != held_bits(held.query(index)) {
+        if bits(&query.vector) != bits(held.query(index)) {
             return Some(Err(format!("query {:?}", query.id)));
         }
     }
-    Some(Ok(rebuilt.documents.len() + rebuilt.queries.len()))
+    Some(Ok(documents + rebuilt.queries.len()))
 }
 
 /// ER and ΔRI for each pre-registered comparison of the bundle's `statistics.json` (none without one).

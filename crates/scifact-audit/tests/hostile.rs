@@ -178,8 +178,8 @@ fn hostile_bundles_fail_fast_and_clean() {
             std::fs::remove_file(b.join(MAPPING)).unwrap();
             std::fs::create_dir(b.join(MAPPING)).unwrap();
         }),
-        ("a 2 GB subject", "subjects", "exceed the cap", |b, _| {
-            std::fs::OpenOptions::new().write(true).open(b.join(MAPPING)).unwrap().set_len(2 << 30).unwrap();
+        ("an 8 GB subject", "subjects", "exceed the cap", |b, _| {
+            std::fs::OpenOptions::new().write(true).open(b.join(MAPPING)).unwrap().set_len(8 << 30).unwrap();
         }),
         ("one large file listed 2,000 times, signed", "subjects", "listed twice", |b, signed| {
             let path = b.join("manifest.json");

@@ -10,10 +10,11 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
-/// Largest uncompressed size accepted for one member: 64 MiB (SciFact's corpus is 8 MB).
-pub const MAX_MEMBER_BYTES: u64 = 64 << 20;
-/// Largest uncompressed size accepted for the members read from an archive: 256 MiB.
-pub const MAX_TOTAL_BYTES: u64 = 256 << 20;
+/// Largest uncompressed size accepted for one member: 2 GiB (SciFact's corpus is 8 MB, a generated million
+/// documents' about 230 MB).
+pub const MAX_MEMBER_BYTES: u64 = 2 << 30;
+/// Largest uncompressed size accepted for the members read from an archive: 4 GiB.
+pub const MAX_TOTAL_BYTES: u64 = 4 << 30;
 /// Largest compression ratio accepted for a member (uncompressed / compressed): 100. JSON text compresses
 /// about 3-5x; ratios in the hundreds are how zip bombs look.
 pub const MAX_RATIO: u64 = 100;

@@ -9,13 +9,14 @@ use embedding::{Embedder, Role};
 
 use crate::archive::{read_archive, read_directory, sha256_hex};
 use crate::beir::{Profile, QRELS_SPLITS, assemble, parse_corpus, parse_qrels, parse_queries};
-use crate::cache::{CachedVector, EmbeddingCache};
+use crate::cache::{CachedVector, EmbeddingCache, Held};
 use crate::error::{Error, Result};
 use crate::fixture::{
-    Counts, DigestPolicy, FIXTURE_SCHEMA, Fixture, FixtureDocument, FixtureMetadata, FixtureQrel,
-    FixtureQuery, SourceMetadata, TextPolicy,
+    Counts, DigestPolicy, FIXTURE_SCHEMA, FIXTURE_SCHEMA_V2, Fixture, FixtureDocument, FixtureFormat,
+    FixtureHead, FixtureMetadata, FixtureQrel, FixtureQuery, QueryLine, Sidecar, SourceMetadata, TextPolicy,
 };
 use crate::text::TextPolicyKind;
+use sha2::{Digest, Sha256};
 
 /// BEIR's SciFact download.
 pub const SCIFACT_URL: &str =
@@ -63,6 +64,8 @@ pub struct BuildOptions {
     pub text_policy: TextPolicyKind,
     /// Texts per embedder call (and per fsync'd cache append).
     pub batch_size: usize,
+    /// Which fixture layout to write.
+    pub format: FixtureFormat,
 }
 
 /// What a build did.
@@ -86,13 +89,27 @@ pub struct BuildSummary {
     pub elapsed: Duration,
 }
 
+/// A text's two digests; the text itself is made again from the corpus when it is embedded, so a million
+/// of them are never held twice.
 struct Item {
-    id: String,
-    /// What is embedded: the semantic text behind its prompt (the prompt kept apart under the model policy, as
-    /// the model may leave it out of its pooling).
-    semantic: String,
-    prompt: String,
     semantic_sha256: String,
+    /// The cache key: sha256 (hex) of the prompt, prefix and semantic text.
+    key: String,
+}
+
+/// One role's texts: its prompt and, by position, each semantic text and id.
+struct Texts<'a> {
+    role: Role,
+    prefix: &'a str,
+    semantic: &'a dyn Fn(usize) -> String,
+    id: &'a dyn Fn(usize) -> &'a str,
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Document => "document",
+        Role::Query => "query",
+    }
 }
 
 /// Every member a dataset folder in BEIR's layout may hold: the folder, its three files, `qrels/` and each
@@ -149,6 +166,18 @@ pub fn build_fixture(
         parse_queries(&queries_member, member(&queries_member))?,
         parse_qrels(&qrels_member, member(&qrels_member))?,
     )?;
+    let payload_sha256: BTreeMap<String, String> =
+        contents.members.iter().map(|(name, bytes)| (name.clone(), sha256_hex(bytes))).collect();
+    let source = SourceMetadata {
+        url: options.url.clone(),
+        archive_file: file_name(&options.archive),
+        archive_sha256: contents.sha256.clone(),
+        archive_md5: contents.md5.clone(),
+        archive_bytes: contents.bytes,
+        digest_policy: options.digest_policy.clone(),
+        payload_sha256,
+    };
+    drop(contents);
 
     let policy = options.text_policy;
     let prefix_of = |role: Role| match policy {
@@ -156,11 +185,9 @@ pub fn build_fixture(
         TextPolicyKind::Model => embedder.declared_prompt(role),
     };
     let (document_prefix, query_prefix) = (prefix_of(Role::Document), prefix_of(Role::Query));
-    let item = |id: &str, (semantic, _): &(String, bool), prefix: &str| Item {
-        id: id.to_owned(),
+    let item = |(semantic, _): &(String, bool), prefix: &str| Item {
         semantic_sha256: sha256_hex(semantic.as_bytes()),
-        prompt: format!("{prefix}{semantic}"),
-        semantic: semantic.clone(),
+        key: prompt_key(prefix, semantic),
     };
     let mut documents_cut = 0;
     let documents: Vec<Item> = corpus
@@ -169,7 +196,7 @@ pub fn build_fixture(
         .map(|d| {
             let semantic = policy.document(&d.title, &d.text);
             documents_cut += usize::from(semantic.1);
-            item(&d.id, &semantic, &document_prefix)
+            item(&semantic, &document_prefix)
         })
         .collect();
     let mut queries_cut = 0;
@@ -179,7 +206,7 @@ pub fn build_fixture(
         .map(|q| {
             let semantic = policy.query(&q.text);
             queries_cut += usize::from(semantic.1);
-            item(&q.id, &semantic, &query_prefix)
+            item(&semantic, &query_prefix)
         })
         .collect();
 
@@ -189,86 +216,64 @@ pub fn build_fixture(
     let (mut cache, report) = EmbeddingCache::open(&cache_path, embedder.identity())?;
     let before = report.loaded;
     let embed = Embed { embedder, policy, batch_size: options.batch_size };
-    let doc_vectors = embed_all(&mut cache, &embed, Role::Document, &document_prefix, &documents, progress)?;
-    let query_vectors = embed_all(&mut cache, &embed, Role::Query, &query_prefix, &queries, progress)?;
+    let document_text = |i: usize| policy.document(&corpus.documents[i].title, &corpus.documents[i].text).0;
+    let query_text = |i: usize| policy.query(&corpus.test_queries[i].text).0;
+    let document_ids = |i: usize| corpus.documents[i].id.as_str();
+    let query_ids = |i: usize| corpus.test_queries[i].id.as_str();
+    let document_role =
+        Texts { role: Role::Document, prefix: &document_prefix, semantic: &document_text, id: &document_ids };
+    let query_role =
+        Texts { role: Role::Query, prefix: &query_prefix, semantic: &query_text, id: &query_ids };
+    embed_all(&mut cache, &embed, &document_role, &documents, progress)?;
+    embed_all(&mut cache, &embed, &query_role, &queries, progress)?;
     let embedded = cache.len() - before;
     let cache_hits = documents.len() + queries.len() - embedded;
+    let held_documents = held(&cache, &document_role, &documents)?;
+    let held_queries = held(&cache, &query_role, &queries)?;
 
-    let payload_sha256: BTreeMap<String, String> =
-        contents.members.iter().map(|(name, bytes)| (name.clone(), sha256_hex(bytes))).collect();
     let prompts_shortened =
-        doc_vectors.iter().chain(&query_vectors).filter(|v| v.shortened_to.is_some()).count();
+        held_documents.iter().chain(&held_queries).filter(|v| v.shortened_to.is_some()).count();
     let counts = Counts {
         documents: corpus.documents.len(),
         queries: corpus.test_queries.len(),
         qrels: corpus.qrels.len(),
     };
-    let fixture = Fixture {
-        schema: FIXTURE_SCHEMA.into(),
-        metadata: FixtureMetadata {
-            builder: format!("scifact-audit {}", env!("CARGO_PKG_VERSION")),
-            profile: options.profile.name.clone(),
-            qrels_split: (split != "test").then(|| split.clone()),
-            registered: (!options.profile.registered).then_some(false),
-            source: SourceMetadata {
-                url: options.url.clone(),
-                archive_file: file_name(&options.archive),
-                archive_sha256: contents.sha256.clone(),
-                archive_md5: contents.md5.clone(),
-                archive_bytes: contents.bytes,
-                digest_policy: options.digest_policy.clone(),
-                payload_sha256,
-            },
-            embedding: embedder.identity().clone(),
-            text_policy: TextPolicy {
-                policy: (policy == TextPolicyKind::Model).then_some(policy),
-                max_semantic_chars: policy.max_semantic_chars(),
-                joiner: policy.joiner().into(),
-                document_prefix,
-                query_prefix,
-                documents_cut,
-                queries_cut,
-                prompts_shortened,
-            },
-            counts,
+    let v2 = options.format.writes_v2(counts.documents);
+    let metadata = FixtureMetadata {
+        builder: format!("scifact-audit {}", env!("CARGO_PKG_VERSION")),
+        profile: options.profile.name.clone(),
+        qrels_split: (split != "test").then(|| split.clone()),
+        fixture_format: v2.then_some(2),
+        registered: (!options.profile.registered).then_some(false),
+        source,
+        embedding: embedder.identity().clone(),
+        text_policy: TextPolicy {
+            policy: (policy == TextPolicyKind::Model).then_some(policy),
+            max_semantic_chars: policy.max_semantic_chars(),
+            joiner: policy.joiner().into(),
+            document_prefix,
+            query_prefix,
+            documents_cut,
+            queries_cut,
+            prompts_shortened,
         },
-        documents: corpus
-            .documents
-            .iter()
-            .zip(&documents)
-            .zip(doc_vectors)
-            .map(|((d, item), v)| FixtureDocument {
-                id: d.id.clone(),
-                title: d.title.clone(),
-                text: d.text.clone(),
-                semantic_text_sha256: item.semantic_sha256.clone(),
-                tokens: v.tokens,
-                vector: v.vector,
-            })
-            .collect(),
-        queries: corpus
-            .test_queries
-            .iter()
-            .zip(&queries)
-            .zip(query_vectors)
-            .map(|((q, item), v)| FixtureQuery {
-                id: q.id.clone(),
-                text: q.text.clone(),
-                semantic_text_sha256: item.semantic_sha256.clone(),
-                tokens: v.tokens,
-                vector: v.vector,
-            })
-            .collect(),
-        qrels: corpus
-            .qrels
-            .iter()
-            .map(|q| FixtureQrel { query_id: q.query_id.clone(), doc_id: q.doc_id.clone(), score: q.score })
-            .collect(),
+        counts,
     };
-    let bytes = serde_json::to_vec(&fixture)?;
+    let qrels: Vec<FixtureQrel> = corpus
+        .qrels
+        .iter()
+        .map(|q| FixtureQrel { query_id: q.query_id.clone(), doc_id: q.doc_id.clone(), score: q.score })
+        .collect();
     if let Some(parent) = options.out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
     }
+    let built =
+        Built { corpus: &corpus, documents: &documents, queries: &queries, held_documents, held_queries };
+    let bytes = if v2 {
+        built.write_v2(&options.out, metadata, qrels)?
+    } else {
+        serde_json::to_vec(&built.v1(metadata, qrels))?
+    };
     safe_fs::halt::point("build.fixture");
     safe_fs::write_atomically(&options.out, &bytes)?;
     Ok(BuildSummary {
@@ -283,14 +288,169 @@ pub fn build_fixture(
     })
 }
 
+/// The cache key of a text behind its prompt: sha256 (hex) of the whole prompt.
+fn prompt_key(prefix: &str, semantic: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(prefix.as_bytes());
+    hasher.update(semantic.as_bytes());
+    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Everything a build made, before it is written in either layout.
+struct Built<'a> {
+    corpus: &'a crate::beir::BeirCorpus,
+    documents: &'a [Item],
+    queries: &'a [Item],
+    held_documents: Vec<&'a Held>,
+    held_queries: Vec<&'a Held>,
+}
+
+impl Built<'_> {
+    /// The version 1 fixture: one document.
+    fn v1(&self, metadata: FixtureMetadata, qrels: Vec<FixtureQrel>) -> Fixture {
+        let widen = |held: &Held| held.vector.iter().map(|x| f64::from(*x)).collect();
+        Fixture {
+            schema: FIXTURE_SCHEMA.into(),
+            metadata,
+            documents: self
+                .corpus
+                .documents
+                .iter()
+                .zip(self.documents)
+                .zip(&self.held_documents)
+                .map(|((d, item), v)| FixtureDocument {
+                    id: d.id.clone(),
+                    title: d.title.clone(),
+                    text: d.text.clone(),
+                    semantic_text_sha256: item.semantic_sha256.clone(),
+                    tokens: v.tokens,
+                    vector: widen(v),
+                })
+                .collect(),
+            queries: self
+                .corpus
+                .test_queries
+                .iter()
+                .zip(self.queries)
+                .zip(&self.held_queries)
+                .map(|((q, item), v)| FixtureQuery {
+                    id: q.id.clone(),
+                    text: q.text.clone(),
+                    semantic_text_sha256: item.semantic_sha256.clone(),
+                    tokens: v.tokens,
+                    vector: widen(v),
+                })
+                .collect(),
+            qrels,
+        }
+    }
+
+    /// Writes a version 2 fixture's documents and vectors beside `out` (each streamed to a temp file, synced
+    /// and renamed) and returns the bytes of its JSON file, which binds them and is written last.
+    fn write_v2(&self, out: &Path, metadata: FixtureMetadata, qrels: Vec<FixtureQrel>) -> Result<Vec<u8>> {
+        let stem =
+            out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "fixture".into());
+        let directory = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or_else(|| Path::new("."));
+        let mut lines = SidecarWriter::create(directory, format!("{stem}.documents.jsonl"))?;
+        for ((d, item), v) in self.corpus.documents.iter().zip(self.documents).zip(&self.held_documents) {
+            let line = LineRef {
+                id: &d.id,
+                title: &d.title,
+                text: &d.text,
+                semantic_text_sha256: &item.semantic_sha256,
+                tokens: v.tokens,
+            };
+            let mut bytes = serde_json::to_vec(&line)?;
+            bytes.push(b'\n');
+            lines.write(&bytes)?;
+        }
+        let documents_file = lines.commit()?;
+        let mut vectors = SidecarWriter::create(directory, format!("{stem}.vectors.f32"))?;
+        for v in self.held_documents.iter().chain(&self.held_queries) {
+            let bytes: Vec<u8> = v.vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+            vectors.write(&bytes)?;
+        }
+        let vectors_file = vectors.commit()?;
+        let head = FixtureHead {
+            schema: FIXTURE_SCHEMA_V2.into(),
+            metadata,
+            documents_file,
+            vectors_file,
+            queries: self
+                .corpus
+                .test_queries
+                .iter()
+                .zip(self.queries)
+                .zip(&self.held_queries)
+                .map(|((q, item), v)| QueryLine {
+                    id: q.id.clone(),
+                    text: q.text.clone(),
+                    semantic_text_sha256: item.semantic_sha256.clone(),
+                    tokens: v.tokens,
+                })
+                .collect(),
+            qrels,
+        };
+        Ok(serde_json::to_vec(&head)?)
+    }
+}
+
+/// A document line, borrowed ([`crate::fixture::DocumentLine`]'s fields, in its order).
+#[derive(serde::Serialize)]
+struct LineRef<'a> {
+    id: &'a str,
+    title: &'a str,
+    text: &'a str,
+    semantic_text_sha256: &'a str,
+    tokens: usize,
+}
+
+/// A file of a version 2 fixture being written: its bytes counted and hashed on the way.
+struct SidecarWriter {
+    file: String,
+    writer: safe_fs::AtomicWriter,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+impl SidecarWriter {
+    fn create(directory: &Path, file: String) -> Result<SidecarWriter> {
+        let writer = safe_fs::AtomicWriter::create(&directory.join(&file))?;
+        Ok(SidecarWriter { file, writer, hasher: Sha256::new(), bytes: 0 })
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.hasher.update(bytes);
+        self.bytes += bytes.len() as u64;
+        Ok(self.writer.write(bytes)?)
+    }
+
+    fn commit(self) -> Result<Sidecar> {
+        self.writer.commit()?;
+        let sha256 = self.hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        Ok(Sidecar { file: self.file, sha256, bytes: self.bytes })
+    }
+}
+
+/// Every item's vector, from the cache, in order.
+fn held<'c>(cache: &'c EmbeddingCache, texts: &Texts<'_>, items: &[Item]) -> Result<Vec<&'c Held>> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            cache.get(texts.role, &item.key).ok_or_else(|| Error::InvalidVector {
+                role: role_name(texts.role),
+                id: (texts.id)(i).to_owned(),
+                reason: "missing from the cache after embedding".into(),
+            })
+        })
+        .collect()
+}
+
 fn file_name(path: &Path) -> String {
     path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// Embeds every item not in the cache and returns one cached vector per item, in order. Items are embedded in
-/// fixed chunks of `batch_size` by position, each appended and fsync'd before the next, and a chunk with any
-/// item missing is embedded whole: every text always shares a model call with the same companions, so a
-/// build resumed after a crash embeds exactly what an uninterrupted one does. Every vector is checked.
 /// How texts go through the model: the embedder, the policy (under the model's, each prompt goes to the model
 /// apart from its text) and the texts per call.
 struct Embed<'a> {
@@ -299,39 +459,43 @@ struct Embed<'a> {
     batch_size: usize,
 }
 
+/// Embeds every item not in the cache. Items are embedded in
+/// fixed chunks of `batch_size` by position, each appended and fsync'd before the next, and a chunk with any
+/// item missing is embedded whole: every text always shares a model call with the same companions, so a
+/// build resumed after a crash embeds exactly what an uninterrupted one does. Every vector is checked.
 fn embed_all(
     cache: &mut EmbeddingCache,
     embed: &Embed<'_>,
-    role: Role,
-    prefix: &str,
+    texts: &Texts<'_>,
     items: &[Item],
     progress: &dyn Progress,
-) -> Result<Vec<CachedVector>> {
-    let (embedder, batch_size) = (embed.embedder, embed.batch_size);
-    let (role_name, plural) = match role {
-        Role::Document => ("document", "documents"),
-        Role::Query => ("query", "queries"),
+) -> Result<()> {
+    let (embedder, batch_size, role) = (embed.embedder, embed.batch_size, texts.role);
+    let plural = match role {
+        Role::Document => "documents",
+        Role::Query => "queries",
     };
-    let keys: Vec<String> = items.iter().map(|item| sha256_hex(item.prompt.as_bytes())).collect();
-    let cached = keys.iter().filter(|key| cache.get(role, key).is_some()).count();
+    let cached = items.iter().filter(|item| cache.get(role, &item.key).is_some()).count();
     progress.start(&format!("embedding {plural}"), items.len() as u64);
     progress.skip(cached as u64);
     let dims = embedder.identity().dims;
     let positions: Vec<usize> = (0..items.len()).collect();
     for chunk in positions.chunks(batch_size.max(1)) {
         let missing: Vec<usize> =
-            chunk.iter().copied().filter(|&i| cache.get(role, &keys[i]).is_none()).collect();
+            chunk.iter().copied().filter(|&i| cache.get(role, &items[i].key).is_none()).collect();
         if missing.is_empty() {
             continue;
         }
+        let semantic: Vec<String> = chunk.iter().map(|&i| (texts.semantic)(i)).collect();
         let embeddings = match embed.policy {
             TextPolicyKind::Contract => {
-                let prompts: Vec<&str> = chunk.iter().map(|&i| items[i].prompt.as_str()).collect();
+                let prompts: Vec<String> = semantic.iter().map(|s| format!("{}{s}", texts.prefix)).collect();
+                let prompts: Vec<&str> = prompts.iter().map(String::as_str).collect();
                 embedder.embed(&prompts)?
             }
             TextPolicyKind::Model => {
-                let texts: Vec<&str> = chunk.iter().map(|&i| items[i].semantic.as_str()).collect();
-                embedder.embed_prompted(prefix, &texts)?
+                let semantic: Vec<&str> = semantic.iter().map(String::as_str).collect();
+                embedder.embed_prompted(texts.prefix, &semantic)?
             }
         };
         let mut batch = Vec::with_capacity(missing.len());
@@ -340,13 +504,13 @@ fn embed_all(
                 continue;
             }
             check_vector(&embedding.vector, dims).map_err(|reason| Error::InvalidVector {
-                role: role_name,
-                id: items[i].id.clone(),
+                role: role_name(role),
+                id: (texts.id)(i).to_owned(),
                 reason,
             })?;
             batch.push(CachedVector {
                 role,
-                prompt_sha256: keys[i].clone(),
+                prompt_sha256: items[i].key.clone(),
                 vector: embedding.vector.iter().map(|x| f64::from(*x)).collect(),
                 tokens: embedding.tokens,
                 shortened_to: embedding.shortened_to,
@@ -357,16 +521,7 @@ fn embed_all(
         progress.advance(missing.len() as u64);
     }
     progress.finish();
-    keys.iter()
-        .zip(items)
-        .map(|(key, item)| {
-            cache.get(role, key).cloned().ok_or_else(|| Error::InvalidVector {
-                role: role_name,
-                id: item.id.clone(),
-                reason: "missing from the cache after embedding".into(),
-            })
-        })
-        .collect()
+    Ok(())
 }
 
 /// Non-empty, the model's dimension, finite, unit length within 1e-3.

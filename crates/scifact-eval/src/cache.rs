@@ -65,10 +65,32 @@ pub struct CacheReport {
     pub dropped_tail_bytes: usize,
 }
 
+/// A cached vector as it is held: f32, as the embedder made it (the file's f64 narrows back exactly), so that a
+/// million of them fit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Held {
+    /// The unit-length vector.
+    pub vector: Box<[f32]>,
+    /// Tokens the model saw.
+    pub tokens: usize,
+    /// Prompt length used when the backend refused the full prompt.
+    pub shortened_to: Option<usize>,
+}
+
+impl From<CachedVector> for Held {
+    fn from(entry: CachedVector) -> Held {
+        Held {
+            vector: entry.vector.iter().map(|x| *x as f32).collect(),
+            tokens: entry.tokens,
+            shortened_to: entry.shortened_to,
+        }
+    }
+}
+
 /// An open cache: what it holds, and the file new vectors are appended to.
 pub struct EmbeddingCache {
     log: AppendLog,
-    entries: HashMap<(Role, String), CachedVector>,
+    entries: HashMap<(Role, String), Held>,
 }
 
 impl EmbeddingCache {
@@ -101,7 +123,7 @@ impl EmbeddingCache {
             }
             let entry: CachedVector = serde_json::from_slice(line)
                 .map_err(|error| cache_error(format!("line {} is damaged: {error}", index + 1)))?;
-            entries.insert((entry.role, entry.prompt_sha256.clone()), entry);
+            entries.insert((entry.role, entry.prompt_sha256.clone()), Held::from(entry));
         }
         let report = CacheReport { loaded: entries.len(), dropped_tail_bytes: opened.dropped_tail_bytes };
         let empty = opened.lines.is_empty();
@@ -124,7 +146,7 @@ impl EmbeddingCache {
     }
 
     /// The cached vector for `prompt_sha256` in `role`, if any.
-    pub fn get(&self, role: Role, prompt_sha256: &str) -> Option<&CachedVector> {
+    pub fn get(&self, role: Role, prompt_sha256: &str) -> Option<&Held> {
         self.entries.get(&(role, prompt_sha256.to_owned()))
     }
 
@@ -137,7 +159,7 @@ impl EmbeddingCache {
             entries.iter().map(serde_json::to_string).collect::<serde_json::Result<_>>()?;
         self.log.append(&lines)?;
         for entry in entries {
-            self.entries.insert((entry.role, entry.prompt_sha256.clone()), entry);
+            self.entries.insert((entry.role, entry.prompt_sha256.clone()), Held::from(entry));
         }
         Ok(())
     }

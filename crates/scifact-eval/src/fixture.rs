@@ -1,8 +1,12 @@
-//! The corpus fixture: the schema the builder writes and the runner reads, versioned by [`FIXTURE_SCHEMA`].
+//! The corpus fixture: the schemas the builder writes and the runner reads.
 //!
-//! Vectors are unit length, each f32 component widened to f64 in JSON so that parsing it back and narrowing to
-//! f32 gives the original bits. The fixture holds corpus and query text: it is a work product, never
-//! published; bundles carry only its metadata.
+//! Version 1 ([`FIXTURE_SCHEMA`], [`Fixture`]) is one JSON document; its vectors are unit length, each f32
+//! component widened to f64 in JSON so that parsing it back and narrowing to f32 gives the original bits.
+//! Version 2 ([`FIXTURE_SCHEMA_V2`], [`FixtureHead`]) is for corpora that one JSON document cannot hold: the
+//! JSON file keeps metadata, queries and judgements and binds two files beside it by digest, the documents
+//! as JSON lines ([`DocumentLine`]) and every vector as little-endian f32 (documents in order, then
+//! queries), so both are streamed. The fixture's digest is its JSON file's either way. A fixture holds
+//! corpus and query text: it is a work product, never published; bundles carry only its metadata.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +15,97 @@ use serde::{Deserialize, Serialize};
 
 /// The fixture schema id. A field change bumps it.
 pub const FIXTURE_SCHEMA: &str = "semantic-memory-scifact-fixture-v1";
+
+/// The version 2 schema id: documents and vectors in files beside the JSON one.
+pub const FIXTURE_SCHEMA_V2: &str = "semantic-memory-scifact-fixture-v2";
+
+/// Which layout a build writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FixtureFormat {
+    /// Version 1 up to [`FixtureFormat::V1_MAX_DOCUMENTS`] documents, version 2 above: every corpus a
+    /// published bundle was made from keeps its version 1 fixture, and so its digest.
+    #[default]
+    Auto,
+    /// One JSON document.
+    V1,
+    /// JSON beside document lines and binary vectors.
+    V2,
+}
+
+impl FixtureFormat {
+    /// The largest corpus `auto` writes as version 1.
+    pub const V1_MAX_DOCUMENTS: usize = 100_000;
+
+    /// Whether a corpus of `documents` is written as version 2.
+    pub fn writes_v2(self, documents: usize) -> bool {
+        match self {
+            FixtureFormat::Auto => documents > FixtureFormat::V1_MAX_DOCUMENTS,
+            FixtureFormat::V1 => false,
+            FixtureFormat::V2 => true,
+        }
+    }
+}
+
+/// A version 2 fixture's JSON file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixtureHead {
+    /// Always [`FIXTURE_SCHEMA_V2`].
+    pub schema: String,
+    /// As version 1's, with `fixture_format: 2`.
+    pub metadata: FixtureMetadata,
+    /// The documents, one [`DocumentLine`] per line in corpus order.
+    pub documents_file: Sidecar,
+    /// Every vector, `dims` little-endian f32 each: the documents' in order, then the queries'.
+    pub vectors_file: Sidecar,
+    /// Test queries in queries.jsonl order (their vectors are in `vectors_file`).
+    pub queries: Vec<QueryLine>,
+    /// Test judgements in file order.
+    pub qrels: Vec<FixtureQrel>,
+}
+
+/// A file a version 2 fixture binds: its name (in the fixture's directory), digest and length.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sidecar {
+    /// A plain file name beside the fixture.
+    pub file: String,
+    /// sha256 (hex) of its bytes.
+    pub sha256: String,
+    /// Its length.
+    pub bytes: u64,
+}
+
+/// One document of a version 2 fixture: a [`FixtureDocument`] without its vector.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentLine {
+    /// BEIR id.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Text.
+    pub text: String,
+    /// sha256 (hex) of the semantic text (before the prefix).
+    pub semantic_text_sha256: String,
+    /// Tokens the embedder saw.
+    pub tokens: usize,
+}
+
+/// One query of a version 2 fixture: a [`FixtureQuery`] without its vector.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryLine {
+    /// BEIR id.
+    pub id: String,
+    /// Query text.
+    pub text: String,
+    /// sha256 (hex) of the semantic text (before the prefix).
+    pub semantic_text_sha256: String,
+    /// Tokens the embedder saw.
+    pub tokens: usize,
+}
 
 /// The whole fixture.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,6 +133,10 @@ pub struct FixtureMetadata {
     /// of a test split keeps its bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qrels_split: Option<String>,
+    /// `2` for a version 2 fixture, so that a bundle's copy of this metadata says which layout `reproduce`
+    /// rebuilds; absent for version 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixture_format: Option<u32>,
     /// `false` when the dataset is no registered one (`--dataset-archive`): its name is only its archive's
     /// folder, no md5 of BEIR's vouches for it and no published row is its. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -24,6 +24,7 @@ mod error;
 pub mod exports;
 mod fixture;
 mod journal;
+mod loaded;
 pub mod metrics;
 mod provenance;
 pub mod published;
@@ -50,14 +51,16 @@ pub use crate::beir::{
 };
 pub use crate::build::{BuildOptions, BuildSummary, NoProgress, Progress, SCIFACT_URL, build_fixture};
 pub use crate::cache::{
-    CACHE_FORMAT, CacheReport, CachedVector, EmbeddingCache, cache_file_name, cache_file_name_for,
+    CACHE_FORMAT, CacheReport, CachedVector, EmbeddingCache, Held, cache_file_name, cache_file_name_for,
 };
 pub use crate::error::{Error, Result};
 pub use crate::fixture::{
-    Counts, DigestPolicy, FIXTURE_SCHEMA, Fixture, FixtureDocument, FixtureMetadata, FixtureQrel,
-    FixtureQuery, SourceMetadata, TextPolicy, to_f32,
+    Counts, DigestPolicy, DocumentLine, FIXTURE_SCHEMA, FIXTURE_SCHEMA_V2, Fixture, FixtureDocument,
+    FixtureFormat, FixtureHead, FixtureMetadata, FixtureQrel, FixtureQuery, QueryLine, Sidecar,
+    SourceMetadata, TextPolicy, to_f32,
 };
 pub use crate::journal::{Attempt, JOURNAL_SCHEMA, Journal};
+pub use crate::loaded::{Documents, LoadedDocument, LoadedFixture, LoadedQuery};
 pub use crate::metrics::{LatencySummary, QueryMetrics, latency_summary, mean_metrics, query_metrics};
 pub use crate::provenance::{DirtyFile, ExecutableIdentity, GitState, HostIdentity};
 pub use crate::run::{

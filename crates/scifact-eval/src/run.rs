@@ -6,7 +6,7 @@
 //! receipts), answer the rest (each row journaled as it is answered), write the rows atomically, the
 //! aggregate last, and remove the journal. Killed at any moment, the same call finishes the run.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -16,8 +16,8 @@ use semantic_memory::{FactId, FactStore, SearchConfig, SearchContext, SearchMode
 use crate::archive::sha256_hex;
 use crate::build::Progress;
 use crate::error::{Error, Result};
-use crate::fixture::{FIXTURE_SCHEMA, Fixture, to_f32};
 use crate::journal::{Attempt, JOURNAL_SCHEMA, Journal};
+use crate::loaded::LoadedFixture;
 use crate::metrics::{latency_summary, mean_metrics, query_metrics};
 use crate::provenance::{ExecutableIdentity, GitState, HostIdentity};
 use crate::schema::{
@@ -240,10 +240,8 @@ pub fn run_configs(
     configs: &[SearchConfig],
     progress: &dyn Progress,
 ) -> Result<Vec<RunReport>> {
-    let fixture_bytes = safe_fs::read_regular(&options.fixture, MAX_FIXTURE_BYTES)?;
-    let fixture_sha256 = format!("sha256:{}", sha256_hex(&fixture_bytes));
-    let fixture = parse_fixture(&options.fixture, &fixture_bytes)?;
-    drop(fixture_bytes);
+    let fixture = LoadedFixture::read(&options.fixture)?;
+    let fixture_sha256 = fixture.sha256.clone();
     let queries = prepare_queries(&options.fixture, &fixture)?;
     let ids: Vec<String> = queries.keys().cloned().collect();
     let selected = select(&ids, options.split);
@@ -325,7 +323,7 @@ pub fn run_configs(
 
 struct RunContext<'a> {
     options: &'a RunOptions,
-    fixture: &'a Fixture,
+    fixture: &'a LoadedFixture,
     fixture_sha256: &'a str,
     config_sha256: &'a str,
     label: Option<&'a str>,
@@ -335,42 +333,9 @@ struct RunContext<'a> {
     executable: ExecutableIdentity,
 }
 
-fn parse_fixture(path: &Path, bytes: &[u8]) -> Result<Fixture> {
-    let fixture: Fixture = serde_json::from_slice(bytes).map_err(|error| Error::Fixture {
-        path: path.to_owned(),
-        reason: format!("does not parse: {error}"),
-    })?;
-    if fixture.schema != FIXTURE_SCHEMA {
-        return Err(Error::Fixture {
-            path: path.to_owned(),
-            reason: format!("schema {:?}, expected {FIXTURE_SCHEMA:?}", fixture.schema),
-        });
-    }
-    let dims = fixture.metadata.embedding.dims;
-    if let Some(document) = fixture.documents.iter().find(|d| d.vector.len() != dims) {
-        return Err(Error::Fixture {
-            path: path.to_owned(),
-            reason: format!(
-                "document {:?} has a {}-d vector, expected {dims}",
-                document.id,
-                document.vector.len()
-            ),
-        });
-    }
-    let mut seen = BTreeSet::new();
-    if let Some(document) = fixture.documents.iter().find(|d| !seen.insert(d.id.as_str())) {
-        return Err(Error::Fixture {
-            path: path.to_owned(),
-            reason: format!("document {:?} twice", document.id),
-        });
-    }
-    Ok(fixture)
-}
-
 /// Checks each query's vector belongs to its text (the semantic-text digest the builder embedded) and
 /// collects its judgements. The runner never embeds: a query it cannot vouch for is refused.
-fn prepare_queries(path: &Path, fixture: &Fixture) -> Result<BTreeMap<String, PreparedQuery>> {
-    let dims = fixture.metadata.embedding.dims;
+fn prepare_queries(path: &Path, fixture: &LoadedFixture) -> Result<BTreeMap<String, PreparedQuery>> {
     let mut queries = BTreeMap::new();
     let policy = fixture.metadata.text_policy.policy.unwrap_or_default();
     for query in &fixture.queries {
@@ -384,19 +349,10 @@ fn prepare_queries(path: &Path, fixture: &Fixture) -> Result<BTreeMap<String, Pr
                         .into(),
             });
         }
-        if query.vector.len() != dims {
-            return Err(Error::UnknownQuery {
-                id: query.id.clone(),
-                reason: format!(
-                    "the fixture holds a {}-d vector for it, expected {dims}",
-                    query.vector.len()
-                ),
-            });
-        }
         let prepared = PreparedQuery {
             id: query.id.clone(),
             text: query.text.clone(),
-            vector: to_f32(&query.vector),
+            vector: query.vector.clone(),
             qrels: BTreeMap::new(),
         };
         if queries.insert(query.id.clone(), prepared).is_some() {
@@ -406,7 +362,7 @@ fn prepare_queries(path: &Path, fixture: &Fixture) -> Result<BTreeMap<String, Pr
             });
         }
     }
-    let documents: BTreeSet<&str> = fixture.documents.iter().map(|d| d.id.as_str()).collect();
+    let documents: HashSet<&str> = fixture.document_ids.iter().map(String::as_str).collect();
     for qrel in &fixture.qrels {
         let query = queries.get_mut(&qrel.query_id).ok_or_else(|| Error::Fixture {
             path: path.to_owned(),

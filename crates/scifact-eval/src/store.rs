@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::archive::sha256_hex;
 use crate::build::Progress;
 use crate::error::{Error, Result};
-use crate::fixture::{Fixture, FixtureDocument, to_f32};
+use crate::loaded::{LoadedDocument, LoadedFixture};
 
 /// The namespace every SciFact document lives in.
 pub const NAMESPACE: &str = "beir-scifact";
@@ -75,7 +75,7 @@ pub struct EvalStore {
 }
 
 /// The searchable text of a document: title and text, nothing else (no id marker).
-pub fn document_text(document: &FixtureDocument) -> String {
+pub fn document_text(document: &LoadedDocument) -> String {
     match (document.title.is_empty(), document.text.is_empty()) {
         (false, false) => format!("{}\n{}", document.title, document.text),
         (false, true) => document.title.clone(),
@@ -91,7 +91,7 @@ pub fn document_text(document: &FixtureDocument) -> String {
 /// mapping for another fixture; [`Error::SemanticMemory`] and [`Error::Io`] from below.
 pub fn open_or_build(
     store_dir: &Path,
-    fixture: &Fixture,
+    fixture: &LoadedFixture,
     fixture_sha256: &str,
     progress: &dyn Progress,
 ) -> Result<EvalStore> {
@@ -119,10 +119,10 @@ pub fn open_or_build(
             )));
         }
     }
-    if stored > fixture.documents.len() {
+    let total = fixture.document_ids.len();
+    if stored > total {
         return Err(refuse(format!(
-            "holds {stored} documents but the fixture has {}; use a fresh --store-dir",
-            fixture.documents.len()
+            "holds {stored} documents but the fixture has {total}; use a fresh --store-dir"
         )));
     }
     let expected = expected_mapping(fixture, fixture_sha256);
@@ -132,7 +132,7 @@ pub fn open_or_build(
             path: mapping_path.clone(),
             reason: format!("unreadable mapping: {error}"),
         })?;
-        if mapping != expected || stored != fixture.documents.len() {
+        if mapping != expected || stored != total {
             return Err(Error::Store {
                 path: mapping_path.clone(),
                 reason:
@@ -153,14 +153,23 @@ pub fn open_or_build(
     }
 
     check_prefix(&store, fixture, stored, &db_path)?;
-    progress.start("store documents", fixture.documents.len() as u64);
+    progress.start("store documents", total as u64);
     progress.skip(stored as u64);
     let mut next = stored;
-    while next < fixture.documents.len() {
-        let end = ((next / BATCH + 1) * BATCH).min(fixture.documents.len());
-        let batch = &fixture.documents[next..end];
+    let mut documents = fixture.documents(stored)?;
+    while next < total {
+        let end = ((next / BATCH + 1) * BATCH).min(total);
+        let batch: Vec<LoadedDocument> = documents.by_ref().take(end - next).collect::<Result<_>>()?;
+        if batch.len() != end - next {
+            return Err(Error::Fixture {
+                path: db_path.clone(),
+                reason: format!(
+                    "the fixture's documents ended at {}, its ids number {total}",
+                    next + batch.len()
+                ),
+            });
+        }
         let texts: Vec<String> = batch.iter().map(document_text).collect();
-        let vectors: Vec<Vec<f32>> = batch.iter().map(|d| to_f32(&d.vector)).collect();
         let metadata: Vec<serde_json::Value> = batch.iter().map(document_metadata).collect();
         let facts: Vec<NewFact<'_>> = (0..batch.len())
             .map(|i| NewFact {
@@ -168,7 +177,7 @@ pub fn open_or_build(
                 source_type: SOURCE_TYPE,
                 text: &texts[i],
                 metadata: &metadata[i],
-                vector: &vectors[i],
+                vector: &batch[i].vector,
             })
             .collect();
         store.insert_facts(&facts)?;
@@ -185,33 +194,34 @@ pub fn open_or_build(
         mapping: expected,
         mapping_path,
         mapping_sha256: format!("sha256:{}", sha256_hex(&bytes)),
-        inserted: fixture.documents.len() - stored,
+        inserted: total - stored,
         resumed_from: stored,
     })
 }
 
-fn document_metadata(document: &FixtureDocument) -> serde_json::Value {
+fn document_metadata(document: &LoadedDocument) -> serde_json::Value {
     json!({ "beir_doc_id": document.id, "semantic_text_sha256": document.semantic_text_sha256 })
 }
 
-fn expected_mapping(fixture: &Fixture, fixture_sha256: &str) -> Mapping {
+fn expected_mapping(fixture: &LoadedFixture, fixture_sha256: &str) -> Mapping {
     Mapping {
         schema: MAPPING_SCHEMA.into(),
         namespace: NAMESPACE.into(),
         store_file: STORE_FILE.into(),
         fixture_sha256: fixture_sha256.into(),
         entries: fixture
-            .documents
+            .document_ids
             .iter()
             .enumerate()
-            .map(|(i, d)| MappingEntry { doc_id: d.id.clone(), fact_id: FactId(i as i64 + 1) })
+            .map(|(i, id)| MappingEntry { doc_id: id.clone(), fact_id: FactId(i as i64 + 1) })
             .collect(),
     }
 }
 
 /// Every stored fact must be the fixture document at the same position, text, metadata and vector bits.
-fn check_prefix(store: &FactStore, fixture: &Fixture, stored: usize, db_path: &Path) -> Result<()> {
-    for (i, document) in fixture.documents.iter().take(stored).enumerate() {
+fn check_prefix(store: &FactStore, fixture: &LoadedFixture, stored: usize, db_path: &Path) -> Result<()> {
+    for (i, document) in fixture.documents(0)?.take(stored).enumerate() {
+        let document = document?;
         let id = FactId(i as i64 + 1);
         let fact = store.get(id)?.ok_or_else(|| Error::Store {
             path: db_path.to_owned(),
@@ -219,9 +229,9 @@ fn check_prefix(store: &FactStore, fixture: &Fixture, stored: usize, db_path: &P
         })?;
         let same = fact.namespace == NAMESPACE
             && fact.source_type == SOURCE_TYPE
-            && fact.text == document_text(document)
-            && fact.metadata == document_metadata(document)
-            && fact.vector == to_f32(&document.vector);
+            && fact.text == document_text(&document)
+            && fact.metadata == document_metadata(&document)
+            && fact.vector == document.vector;
         if !same {
             return Err(Error::Store {
                 path: db_path.to_owned(),

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use embedding::{Embedder, Role};
-use scifact_eval::{CachedVector, EmbeddingCache, Error};
+use scifact_eval::{CachedVector, EmbeddingCache, Error, Held};
 
 use crate::util::FakeEmbedder;
 
@@ -36,7 +36,7 @@ fn entries_survive_reopening() {
     drop(cache);
     let (cache, report) = EmbeddingCache::open(&path, model.identity()).unwrap();
     assert_eq!((report.loaded, report.dropped_tail_bytes), (2, 0));
-    assert_eq!(cache.get(Role::Document, "b"), Some(&entry("b")));
+    assert_eq!(cache.get(Role::Document, "b"), Some(&Held::from(entry("b"))));
     assert_eq!(cache.get(Role::Query, "b"), None, "the role is part of the key");
 }
 

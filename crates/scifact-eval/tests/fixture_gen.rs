@@ -97,6 +97,7 @@ pub(crate) fn synthetic_fixture(documents: usize, queries: usize, dims: usize, s
             builder: "tests".into(),
             profile: "synthetic".into(),
             qrels_split: None,
+            fixture_format: None,
             registered: None,
             source: SourceMetadata {
                 url: "https://example.invalid/synthetic.zip".into(),

@@ -93,6 +93,7 @@ fn build_options(work: &Path, out: &Path) -> BuildOptions {
         profile: Profile::scifact(),
         batch_size: 64,
         text_policy: scifact_eval::TextPolicyKind::Contract,
+        format: scifact_eval::FixtureFormat::Auto,
     }
 }
 
@@ -241,9 +242,9 @@ fn the_runner_meets_the_published_floors_on_all_300_queries() {
 fn memory_bm25_equals_fts5_bm25_on_every_scifact_query() {
     use semantic_memory::{LexicalBackendKind, SearchContext};
     let real = real_fixture();
-    let fixture: scifact_eval::Fixture = serde_json::from_slice(&std::fs::read(&real.path).unwrap()).unwrap();
+    let fixture = scifact_eval::LoadedFixture::read(&real.path).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let sha = format!("sha256:{}", scifact_eval::sha256_hex(&std::fs::read(&real.path).unwrap()));
+    let sha = fixture.sha256.clone();
     let eval = scifact_eval::open_or_build(&dir.path().join("store"), &fixture, &sha, &NoProgress).unwrap();
     let mut compared = 0;
     for top_k in [10, 100] {

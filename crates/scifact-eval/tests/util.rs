@@ -63,6 +63,7 @@ pub(crate) fn options(archive: &Path, work: &Path, out: &Path) -> BuildOptions {
         profile: mini_profile(),
         batch_size: 2,
         text_policy: scifact_eval::TextPolicyKind::Contract,
+        format: scifact_eval::FixtureFormat::Auto,
     }
 }
 
