@@ -267,41 +267,46 @@ impl FullFixture {
         let refuse = |reason: String| Error::input(path, reason);
         let dims = head.metadata["embedding"]["dims"].as_u64().unwrap_or(0) as usize;
         let documents_path = bound_path(path, &head.documents_file)?;
-        let lines = read_bound(&documents_path, &head.documents_file)?;
         let mut documents = Vec::new();
-        for (index, line) in lines.split_inclusive(|b| *b == b'\n').enumerate() {
+        let mut lines = Bound::open(&documents_path, &head.documents_file)?;
+        let mut line = Vec::new();
+        while lines.line(&mut line)? {
+            let number = documents.len() + 1;
             let Some(body) = line.strip_suffix(b"\n") else {
                 return Err(refuse(format!(
-                    "{} line {} is not a whole line",
-                    head.documents_file.file,
-                    index + 1
+                    "{} line {number} is not a whole line",
+                    head.documents_file.file
                 )));
             };
-            if body.len() as u64 > MAX_LINE_BYTES {
-                return Err(refuse(format!(
-                    "{} line {} is over the line cap",
-                    head.documents_file.file,
-                    index + 1
-                )));
-            }
             let document: FixtureText = serde_json::from_slice(body)
-                .map_err(|e| refuse(format!("{} line {}: {e}", head.documents_file.file, index + 1)))?;
+                .map_err(|e| refuse(format!("{} line {number}: {e}", head.documents_file.file)))?;
             documents.push(document);
         }
-        drop(lines);
+        lines.finish()?;
         let vectors_path = bound_path(path, &head.vectors_file)?;
-        let raw = read_bound(&vectors_path, &head.vectors_file)?;
-        let values: Vec<f32> =
-            raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-        drop(raw);
-        let split = documents.len().checked_mul(dims).filter(|n| *n <= values.len()).ok_or_else(|| {
-            refuse(format!(
+        let split = documents.len().checked_mul(dims).ok_or_else(|| refuse("too many documents".into()))?;
+        let mut raw = Bound::open(&vectors_path, &head.vectors_file)?;
+        let mut values = Vec::with_capacity(usize::try_from(head.vectors_file.bytes / 4).unwrap_or(0));
+        let mut chunk = vec![0u8; 1 << 16];
+        loop {
+            let read = raw.read(&mut chunk)?;
+            if read == 0 {
+                break;
+            }
+            if read % 4 != 0 {
+                return Err(refuse(format!("{} is not whole f32 values", head.vectors_file.file)));
+            }
+            values
+                .extend(chunk[..read].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+        }
+        raw.finish()?;
+        if split > values.len() {
+            return Err(refuse(format!(
                 "{} holds fewer than {} document vectors",
                 head.vectors_file.file,
                 documents.len()
-            ))
-        })?;
-        let mut values = values;
+            )));
+        }
         let queries = values.split_off(split);
         let binary = Vectors::new(dims, values, queries).map_err(refuse)?;
         if binary.query_count() != head.queries.len() {
@@ -411,22 +416,72 @@ fn bound_path(fixture: &Path, bound: &BoundFile) -> Result<std::path::PathBuf> {
     Ok(fixture.parent().unwrap_or_else(|| Path::new("")).join(&bound.file))
 }
 
-/// A bound file's bytes, refused unless they are the length and sha256 the fixture records.
-fn read_bound(path: &Path, bound: &BoundFile) -> Result<Vec<u8>> {
-    let bytes = safe_fs::read_regular(path, bound.bytes.min(MAX_BOUND_FILE_BYTES)).map_err(Error::file)?;
-    let actual = crate::canonical::sha256_hex(&bytes);
-    if bytes.len() as u64 != bound.bytes || actual != bound.sha256 {
-        return Err(Error::input(
-            path,
-            format!(
-                "is not the file the fixture binds ({} bytes, sha256 {actual}; bound: {} bytes, sha256 {})",
-                bytes.len(),
-                bound.bytes,
-                bound.sha256
-            ),
-        ));
+/// A file a version 2 fixture binds, read as a stream and hashed on the way: [`Bound::finish`] refuses it
+/// unless it was the length and sha256 the fixture records (and it is never read past that length).
+struct Bound<'a> {
+    path: &'a Path,
+    bound: &'a BoundFile,
+    reader: std::io::BufReader<std::io::Take<std::fs::File>>,
+    hasher: sha2::Sha256,
+    length: u64,
+}
+
+impl<'a> Bound<'a> {
+    fn open(path: &'a Path, bound: &'a BoundFile) -> Result<Bound<'a>> {
+        let (file, size) =
+            safe_fs::open_regular_capped(path, bound.bytes.min(MAX_BOUND_FILE_BYTES)).map_err(Error::file)?;
+        if size != bound.bytes {
+            return Err(Error::input(path, format!("is {size} bytes, the fixture binds {}", bound.bytes)));
+        }
+        let reader = std::io::BufReader::with_capacity(1 << 16, std::io::Read::take(file, size));
+        Ok(Bound { path, bound, reader, hasher: sha2::Digest::new(), length: 0 })
     }
-    Ok(bytes)
+
+    /// The next line into `line` (with its newline, when it has one); false at the end.
+    fn line(&mut self, line: &mut Vec<u8>) -> Result<bool> {
+        line.clear();
+        let read = std::io::BufRead::read_until(
+            &mut std::io::Read::take(&mut self.reader, MAX_LINE_BYTES),
+            b'\n',
+            line,
+        )
+        .map_err(|e| Error::input(self.path, e))?;
+        if read as u64 == MAX_LINE_BYTES && !line.ends_with(b"\n") {
+            return Err(Error::input(self.path, format!("a line is over the {MAX_LINE_BYTES}-byte cap")));
+        }
+        sha2::Digest::update(&mut self.hasher, &line[..]);
+        self.length += read as u64;
+        Ok(read > 0)
+    }
+
+    fn read(&mut self, buffer: &mut [u8]) -> Result<usize> {
+        let mut filled = 0;
+        while filled < buffer.len() {
+            let read = std::io::Read::read(&mut self.reader, &mut buffer[filled..])
+                .map_err(|e| Error::input(self.path, e))?;
+            if read == 0 {
+                break;
+            }
+            filled += read;
+        }
+        sha2::Digest::update(&mut self.hasher, &buffer[..filled]);
+        self.length += filled as u64;
+        Ok(filled)
+    }
+
+    fn finish(self) -> Result<()> {
+        let actual: String = sha2::Digest::finalize(self.hasher).iter().map(|b| format!("{b:02x}")).collect();
+        if self.length != self.bound.bytes || actual != self.bound.sha256 {
+            return Err(Error::input(
+                self.path,
+                format!(
+                    "is not the file the fixture binds ({} bytes, sha256 {actual}; bound: {} bytes, sha256 {})",
+                    self.length, self.bound.bytes, self.bound.sha256
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

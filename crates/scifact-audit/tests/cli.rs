@@ -26,6 +26,7 @@ mod registered;
 mod reproduce;
 mod selection;
 mod signer;
+mod streamed;
 mod suite;
 mod tiny;
 
