@@ -67,7 +67,7 @@ pub use crate::fixture::{
     FIXTURE_VIEW_SCHEMA, FIXTURE_VIEW_SCHEMA_V1, FULL_FIXTURE_SCHEMA_V2, FixtureView, FullFixture,
     SemanticDigests, VectorsBinding,
 };
-pub use crate::mapping::Mapping;
+pub use crate::mapping::{Entry as MappingEntry, Mapping};
 pub use crate::names::*;
 pub use crate::recompute::embedding::{EVAL_EMBEDDING_SAMPLE, EmbeddingProgress, Sample, fresh_seed};
 pub use crate::recompute::metrics;

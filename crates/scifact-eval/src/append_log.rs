@@ -4,7 +4,7 @@
 //! journal are both such files.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Seek, Write};
+use std::io::{BufRead, BufReader, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -25,32 +25,72 @@ pub(crate) struct Opened {
     pub(crate) dropped_tail_bytes: usize,
 }
 
+/// What [`AppendLog::open_with`] found: the log, how many lines it handed over, and the bytes cut off.
+pub(crate) struct Visited {
+    /// The log, positioned at its end.
+    pub(crate) log: AppendLog,
+    /// Complete lines handed to the visitor.
+    pub(crate) lines: usize,
+    /// Bytes of a torn last line that were cut off.
+    pub(crate) dropped_tail_bytes: usize,
+}
+
 impl AppendLog {
     /// Opens or creates the log at `path`. `refuse(line_number, reason)` builds the error for damage before
     /// the last line.
     pub(crate) fn open(path: &Path, refuse: impl Fn(usize, String) -> Error) -> Result<Opened> {
+        let mut lines = Vec::new();
+        let visited = AppendLog::open_with(path, refuse, |_, line| {
+            lines.push(line.to_vec());
+            Ok(())
+        })?;
+        Ok(Opened { log: visited.log, lines, dropped_tail_bytes: visited.dropped_tail_bytes })
+    }
+
+    /// [`AppendLog::open`], handing each complete line (without its newline) to `visit` as it is read, so a
+    /// log of a million lines is never held whole. A line handed over may still be followed by damage that
+    /// refuses the log.
+    pub(crate) fn open_with(
+        path: &Path,
+        refuse: impl Fn(usize, String) -> Error,
+        mut visit: impl FnMut(usize, &[u8]) -> Result<()>,
+    ) -> Result<Visited> {
         let io = |source| Error::Io { path: path.to_path_buf(), source };
-        let existing = match std::fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        let existing = match File::open(path) {
+            Ok(file) => Some(file),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
             Err(source) => return Err(io(source)),
         };
-        let complete = existing.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        let raw: Vec<&[u8]> = existing[..complete].split_inclusive(|b| *b == b'\n').collect();
-        let mut lines = Vec::with_capacity(raw.len());
-        let mut good_len = 0usize;
-        for (index, line) in raw.iter().enumerate() {
-            let body = &line[..line.len() - 1];
-            if let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(body) {
-                if index + 1 == raw.len() {
+        let (mut good_len, mut total, mut count) = (0usize, 0usize, 0usize);
+        if let Some(file) = existing {
+            let mut reader = BufReader::with_capacity(1 << 16, file);
+            let mut line = Vec::new();
+            // A complete line that is not JSON is a torn write only when no complete line follows it.
+            let mut damaged: Option<(usize, String)> = None;
+            loop {
+                line.clear();
+                let read = reader.read_until(b'\n', &mut line).map_err(io)?;
+                if read == 0 {
                     break;
                 }
-                return Err(refuse(index + 1, format!("line {} is damaged: {error}", index + 1)));
+                total += read;
+                if !line.ends_with(b"\n") {
+                    break;
+                }
+                if let Some((number, reason)) = damaged.take() {
+                    return Err(refuse(number, reason));
+                }
+                let body = &line[..read - 1];
+                if let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+                    damaged = Some((count + 1, format!("line {} is damaged: {error}", count + 1)));
+                    continue;
+                }
+                visit(count, body)?;
+                count += 1;
+                good_len += read;
             }
-            lines.push(body.to_vec());
-            good_len += line.len();
         }
-        let created = existing.is_empty() && path.symlink_metadata().is_err();
+        let created = total == 0 && path.symlink_metadata().is_err();
         let mut file =
             OpenOptions::new().create(true).read(true).write(true).truncate(false).open(path).map_err(io)?;
         if created {
@@ -65,10 +105,10 @@ impl AppendLog {
         }
         file.set_len(good_len as u64).map_err(io)?;
         file.seek(std::io::SeekFrom::End(0)).map_err(io)?;
-        Ok(Opened {
+        Ok(Visited {
             log: AppendLog { path: path.to_path_buf(), file },
-            lines,
-            dropped_tail_bytes: existing.len() - good_len,
+            lines: count,
+            dropped_tail_bytes: total - good_len,
         })
     }
 

@@ -101,34 +101,40 @@ impl EmbeddingCache {
     /// [`Error::Io`].
     pub fn open(path: &Path, model: &EmbedderIdentity) -> Result<(Self, CacheReport)> {
         let cache_error = |reason: String| Error::Cache { path: path.to_path_buf(), reason };
-        let opened = AppendLog::open(path, |_, reason| cache_error(reason))?;
         let mut entries = HashMap::new();
-        for (index, line) in opened.lines.iter().enumerate() {
-            if index == 0 {
-                let header: Header = serde_json::from_slice(line)
-                    .map_err(|error| cache_error(format!("line 1 is not a cache header: {error}")))?;
-                if header.cache != CACHE_FORMAT {
-                    return Err(cache_error(format!("format {:?}, expected {CACHE_FORMAT:?}", header.cache)));
+        let visited = AppendLog::open_with(
+            path,
+            |_, reason| cache_error(reason),
+            |index, line| {
+                if index == 0 {
+                    let header: Header = serde_json::from_slice(line)
+                        .map_err(|error| cache_error(format!("line 1 is not a cache header: {error}")))?;
+                    if header.cache != CACHE_FORMAT {
+                        return Err(cache_error(format!(
+                            "format {:?}, expected {CACHE_FORMAT:?}",
+                            header.cache
+                        )));
+                    }
+                    if &header.model != model {
+                        return Err(cache_error(format!(
+                            "made by model {:?} ({}), not {:?} ({}); use another --work-dir or delete it",
+                            header.model.model,
+                            header.model.weights_sha256.as_deref().unwrap_or("no weight digest"),
+                            model.model,
+                            model.weights_sha256.as_deref().unwrap_or("no weight digest"),
+                        )));
+                    }
+                    return Ok(());
                 }
-                if &header.model != model {
-                    return Err(cache_error(format!(
-                        "made by model {:?} ({}), not {:?} ({}); use another --work-dir or delete it",
-                        header.model.model,
-                        header.model.weights_sha256.as_deref().unwrap_or("no weight digest"),
-                        model.model,
-                        model.weights_sha256.as_deref().unwrap_or("no weight digest"),
-                    )));
-                }
-                continue;
-            }
-            let entry: CachedVector = serde_json::from_slice(line)
-                .map_err(|error| cache_error(format!("line {} is damaged: {error}", index + 1)))?;
-            entries.insert((entry.role, entry.prompt_sha256.clone()), Held::from(entry));
-        }
-        let report = CacheReport { loaded: entries.len(), dropped_tail_bytes: opened.dropped_tail_bytes };
-        let empty = opened.lines.is_empty();
-        let mut cache = EmbeddingCache { log: opened.log, entries };
-        if empty {
+                let entry: CachedVector = serde_json::from_slice(line)
+                    .map_err(|error| cache_error(format!("line {} is damaged: {error}", index + 1)))?;
+                entries.insert((entry.role, entry.prompt_sha256.clone()), Held::from(entry));
+                Ok(())
+            },
+        )?;
+        let report = CacheReport { loaded: entries.len(), dropped_tail_bytes: visited.dropped_tail_bytes };
+        let mut cache = EmbeddingCache { log: visited.log, entries };
+        if visited.lines == 0 {
             let header = Header { cache: CACHE_FORMAT.into(), model: model.clone() };
             cache.log.append(&[serde_json::to_string(&header)?])?;
         }

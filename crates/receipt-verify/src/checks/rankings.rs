@@ -207,7 +207,7 @@ fn layout(view: &FixtureView, mapping: Input<'_, Mapping>) -> Result<(Vec<i64>, 
     let mut fact_ids = Vec::with_capacity(entries.len());
     let mut seen = HashSet::with_capacity(entries.len());
     for (entry, id) in entries.iter().zip(&view.document_ids) {
-        match (entry["fact_id"].as_i64(), entry["doc_id"].as_str()) {
+        match (entry.fact_id.as_i64(), entry.doc_id.as_str()) {
             (Some(fact), Some(_)) if !seen.insert(fact) => {
                 return Err(Unavailable::Broken(format!(
                     "the mapping gives fact id {fact} to two documents"

@@ -279,8 +279,8 @@ fn check_database(
     let namespace = runs[0].str_at("/store/namespace");
     for (entry, (id, fact_namespace, metadata)) in entries.iter().zip(&facts) {
         let metadata: Value = serde_json::from_str(metadata).unwrap_or(Value::Null);
-        if entry["fact_id"].as_i64() != Some(*id)
-            || metadata["beir_doc_id"] != entry["doc_id"]
+        if entry.fact_id.as_i64() != Some(*id)
+            || metadata["beir_doc_id"] != entry.doc_id
             || fact_namespace != namespace
         {
             return Err(format!("fact {id} does not hold mapping entry {entry}"));

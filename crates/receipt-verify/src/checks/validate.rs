@@ -573,10 +573,8 @@ fn mapping(
         return (Status::Fail, format!("{origin} does not parse"));
     }
     let entries = mapping.entries();
-    let by_fact: BTreeMap<i64, String> = entries
-        .iter()
-        .filter_map(|e| Some((e["fact_id"].as_i64()?, e["doc_id"].as_str()?.to_owned())))
-        .collect();
+    let by_fact: BTreeMap<i64, String> =
+        entries.iter().filter_map(|e| Some((e.fact_id.as_i64()?, e.doc_id.as_str()?.to_owned()))).collect();
     if by_fact.len() != entries.len() {
         return (Status::Fail, "the mapping repeats a fact id or has a malformed entry".into());
     }
@@ -584,8 +582,7 @@ fn mapping(
         return (Status::Fail, "store.documents differs from the mapping's entries".into());
     }
     if let Some(view) = fixture {
-        let ids: Vec<String> =
-            entries.iter().map(|e| e["doc_id"].as_str().unwrap_or("").to_owned()).collect();
+        let ids: Vec<String> = entries.iter().map(|e| e.doc_id.as_str().unwrap_or("").to_owned()).collect();
         if ids != view.document_ids {
             return (Status::Fail, "the mapping's documents are not the fixture's, in order".into());
         }
