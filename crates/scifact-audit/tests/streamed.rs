@@ -116,3 +116,46 @@ fn a_version_2_fixture_is_verified_and_reproduced_to_the_bit_and_has_version_1_s
         assert!(!copy.join("store/scifact.mapping.json").exists(), "{name}: no store was completed");
     }
 }
+
+#[test]
+fn a_version_2_evaluation_killed_while_embedding_writing_its_fixture_and_storing_resumes_to_the_same_bytes() {
+    use crate::crash::{Outcome, comparable_rows, run_until};
+    let dir = tempfile::tempdir().unwrap();
+    let (secret, _) = keys(dir.path());
+    let fixtures = root().join("fixtures/tiny");
+    let (archive, model) = (fixtures.join("scifact-tiny.zip"), fixtures.join("model"));
+    let flags = ["--profile", "tiny", "--fixture-format", "v2"];
+    let straight_work = dir.path().join("straight");
+    let straight = evaluated_bundle(&straight_work, &secret, &archive, &model, &flags);
+
+    let work = dir.path().join("killed");
+    let args = crate::tiny::eval_args(&work, &secret, &archive, &model, &flags);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // Embedding, between the bound files and the JSON file that binds them, and between two store batches.
+    for point in ["build.embedded:2", "build.fixture:1", "store.batch:1"] {
+        assert_eq!(run_until(&args, point), Outcome::Killed, "{point}");
+    }
+    let finished = scifact_audit(&args, "");
+    assert!(finished.status.success(), "{}", String::from_utf8_lossy(&finished.stderr));
+    for file in ["fixture.json", "fixture.documents.jsonl", "fixture.vectors.f32"] {
+        assert_eq!(
+            std::fs::read(work.join(file)).unwrap(),
+            std::fs::read(straight_work.join(file)).unwrap(),
+            "{file}: the same bytes as an uninterrupted build"
+        );
+    }
+    let killed = crate::tiny::only_bundle(&work);
+    let mut compared = 0;
+    for entry in std::fs::read_dir(&straight).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with("heldout.jsonl") || name.ends_with("calibration.jsonl") {
+            assert_eq!(
+                comparable_rows(&straight.join(&name)),
+                comparable_rows(&killed.join(&name)),
+                "{name}: the same rankings, scores and receipts"
+            );
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 6, "every mode of both splits");
+}
