@@ -177,11 +177,12 @@ pub(crate) fn recheck(
     };
     let embedded = match policy {
         Policy::Contract => {
+            // Each semantic text gives way to its prompt: the two are never all held at once.
             let prompts: Vec<String> = targets
                 .iter()
-                .zip(&semantic)
+                .zip(semantic)
                 .map(|(&(document, _), text)| {
-                    if document { Role::Document } else { Role::Query }.prompt(text)
+                    if document { Role::Document } else { Role::Query }.prompt(&text)
                 })
                 .collect();
             let refs: Vec<&str> = prompts.iter().map(String::as_str).collect();
