@@ -141,9 +141,6 @@ pub struct FixtureText {
     pub text: String,
     /// sha256 hex of the semantic text.
     pub semantic_text_sha256: String,
-    /// Tokens the embedder saw (version 2 lines carry it; unused here).
-    #[serde(default)]
-    pub tokens: Option<u64>,
     /// The vector (a version 2 fixture's are in its vectors file instead).
     #[serde(default)]
     pub vector: Vec<f64>,
@@ -470,7 +467,7 @@ impl<'a> Bound<'a> {
     }
 
     fn finish(self) -> Result<()> {
-        let actual: String = sha2::Digest::finalize(self.hasher).iter().map(|b| format!("{b:02x}")).collect();
+        let actual = crate::canonical::hex(&sha2::Digest::finalize(self.hasher));
         if self.length != self.bound.bytes || actual != self.bound.sha256 {
             return Err(Error::input(
                 self.path,

@@ -3,16 +3,10 @@
 //! tiny corpus: the same rankings and score bits as version 1, a reader's `verify-bundle` recomputing every
 //! check, `reproduce` rebuilding it to the bit, and a changed byte in either bound file refused by name.
 
-use std::path::Path;
-
-use serde_json::Value;
-
-use crate::tiny::{assert_recomputed, evaluated_bundle, reproduce, root, tiny_eval_args, verify_bundle_json};
+use crate::tiny::{
+    assert_recomputed, evaluated_bundle, json, reproduce, root, tiny_eval_args, verify_bundle_json,
+};
 use crate::{keys, path_str, scifact_audit};
-
-fn json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
 
 #[test]
 fn a_version_2_fixture_is_verified_and_reproduced_to_the_bit_and_has_version_1_s_rankings() {

@@ -15,7 +15,7 @@ pub(crate) fn root() -> PathBuf {
     PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap()).join("../..")
 }
 
-fn json(path: &std::path::Path) -> Value {
+pub(crate) fn json(path: &std::path::Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use embedding::{Embedder, Role};
 
-use crate::archive::{read_archive, read_directory, sha256_hex};
+use crate::archive::{hex, read_archive, read_directory, sha256_hex};
 use crate::beir::{Profile, QRELS_SPLITS, assemble, parse_corpus, parse_qrels, parse_queries};
 use crate::cache::{CachedVector, EmbeddingCache, Held};
 use crate::error::{Error, Result};
@@ -293,7 +293,7 @@ fn prompt_key(prefix: &str, semantic: &str) -> String {
     let mut hasher = Sha256::new();
     hasher.update(prefix.as_bytes());
     hasher.update(semantic.as_bytes());
-    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    hex(&hasher.finalize())
 }
 
 /// Everything a build made, before it is written in either layout.
@@ -427,7 +427,7 @@ impl SidecarWriter {
 
     fn commit(self) -> Result<Sidecar> {
         self.writer.commit()?;
-        let sha256 = self.hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let sha256 = hex(&self.hasher.finalize());
         Ok(Sidecar { file: self.file, sha256, bytes: self.bytes })
     }
 }

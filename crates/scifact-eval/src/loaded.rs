@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::archive::sha256_hex;
+use crate::archive::{hex, sha256_hex};
 use crate::error::{Error, Result};
 use crate::fixture::{
     DocumentLine, FIXTURE_SCHEMA, FIXTURE_SCHEMA_V2, Fixture, FixtureDocument, FixtureHead, FixtureMetadata,
@@ -356,10 +356,10 @@ fn read_ids(fixture: &Path, lines: &Path, sidecar: &Sidecar) -> Result<Vec<Strin
         let document = parse_line(&line, lines, ids.len() + 1)?;
         ids.push(document.id);
     }
-    let hex: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    if hex != sidecar.sha256 {
+    let actual = hex(&hasher.finalize());
+    if actual != sidecar.sha256 {
         return Err(refuse(format!(
-            "{} has sha256 {hex}, the fixture binds {}",
+            "{} has sha256 {actual}, the fixture binds {}",
             sidecar.file, sidecar.sha256
         )));
     }

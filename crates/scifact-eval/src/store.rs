@@ -160,15 +160,6 @@ pub fn open_or_build(
     while next < total {
         let end = ((next / BATCH + 1) * BATCH).min(total);
         let batch: Vec<LoadedDocument> = documents.by_ref().take(end - next).collect::<Result<_>>()?;
-        if batch.len() != end - next {
-            return Err(Error::Fixture {
-                path: db_path.clone(),
-                reason: format!(
-                    "the fixture's documents ended at {}, its ids number {total}",
-                    next + batch.len()
-                ),
-            });
-        }
         let texts: Vec<String> = batch.iter().map(document_text).collect();
         let metadata: Vec<serde_json::Value> = batch.iter().map(document_metadata).collect();
         let facts: Vec<NewFact<'_>> = (0..batch.len())
