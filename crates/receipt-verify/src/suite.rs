@@ -314,9 +314,9 @@ impl Archives {
         for entry in entries {
             let path = entry.map_err(|e| format!("--archive-dir {}: {e}", dir.display()))?.path();
             if path.extension().is_some_and(|ext| ext == "zip") {
-                let bytes = safe_fs::read_regular(&path, crate::names::MAX_ARCHIVE_BYTES)
+                let (sha256, _) = safe_fs::hash_regular(&path, crate::names::MAX_ARCHIVE_BYTES)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
-                found.insert(sha256_tagged(&bytes), path);
+                found.insert(format!("sha256:{sha256}"), path);
             }
         }
         Ok(Archives(found))

@@ -113,12 +113,8 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         Some(other) => bail!("the bundle's fixture is of format {other}, which this build does not write"),
     };
     let (archive, digest_policy) = corpus.archive(args.archive.as_deref(), work, None, &progress)?;
-    let archive_sha256 = tagged(&if archive.is_dir() {
-        let profile = corpus.profile();
-        scifact_eval::read_directory(&archive, &profile.name, &profile.split)?.sha256
-    } else {
-        sha256_hex(&safe_fs::read_regular(&archive, 1 << 30)?)
-    });
+    let profile = corpus.profile();
+    let archive_sha256 = tagged(&scifact_eval::dataset_sha256(&archive, &profile.name, &profile.split)?);
     let recorded_archive = first["corpus"]["source"]["archive_sha256"].as_str().unwrap_or("").to_owned();
     if archive_sha256 != tagged(&recorded_archive) {
         return refuse(

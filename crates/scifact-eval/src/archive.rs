@@ -1,23 +1,27 @@
 //! Reading the BEIR archive safely: every member is checked against path, type, size, ratio and membership
-//! rules before any byte is decompressed, and members are read into memory, never extracted to disk.
+//! rules before any byte is decompressed, and members are read into memory or streamed, never extracted to
+//! disk. Every byte read is hashed on the way, so the digests a fixture records are of what was parsed.
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::Read;
-use std::path::Path;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
 
 use md5::Md5;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
-/// Largest uncompressed size accepted for one member: 2 GiB (SciFact's corpus is 8 MB, a generated million
-/// documents' about 230 MB).
+/// Largest uncompressed size accepted for a member read whole (queries, judgements): 2 GiB.
 pub const MAX_MEMBER_BYTES: u64 = 2 << 30;
-/// Largest uncompressed size accepted for the members read from an archive: 4 GiB.
-pub const MAX_TOTAL_BYTES: u64 = 4 << 30;
+/// Largest uncompressed size accepted for a member streamed line by line (the corpus): 16 GiB. msmarco's
+/// corpus is 3.2 GB, the largest of BEIR's; memory follows what is kept of it, not its size.
+pub const MAX_STREAMED_BYTES: u64 = 16 << 30;
 /// Largest compression ratio accepted for a member (uncompressed / compressed): 100. JSON text compresses
 /// about 3-5x; ratios in the hundreds are how zip bombs look.
 pub const MAX_RATIO: u64 = 100;
+/// Largest central directory read to look for duplicate names: 64 MiB (a member costs it ~100 bytes).
+const MAX_DIRECTORY_BYTES: u64 = 64 << 20;
 
 /// An archive read into memory, with the hashes receipts record.
 #[derive(Debug, Clone)]
@@ -30,6 +34,49 @@ pub struct ArchiveContents {
     pub md5: String,
     /// Archive size in bytes.
     pub bytes: u64,
+}
+
+/// What identifies a dataset once its members are read: the digests a fixture records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatasetDigests {
+    /// Lowercase hex sha256 of the archive file, or a directory's [`directory_digest`].
+    pub sha256: String,
+    /// Lowercase hex md5 of the archive file; empty for a directory (BEIR publishes none of one).
+    pub md5: String,
+    /// The archive's size, or the bytes of the files read from a directory.
+    pub bytes: u64,
+    /// Member name (`prefix/corpus.jsonl`, ...) to the lowercase hex sha256 of its bytes, for each member read.
+    pub members: BTreeMap<String, String>,
+}
+
+/// A dataset's members, from a checked zip or a directory in BEIR's layout, read whole ([`Dataset::read`]) or
+/// streamed ([`Dataset::stream`]), each hashed and its length checked on the way.
+pub struct Dataset {
+    source: Source,
+    /// `(member, relative name, hex sha256)` of each member read, in the order read.
+    read: Vec<(String, String, String)>,
+    total: u64,
+}
+
+enum Source {
+    Zip { archive: zip::ZipArchive<BufReader<File>>, path: PathBuf, sha256: String, md5: String, bytes: u64 },
+    Directory { dir: PathBuf, prefix: String },
+}
+
+/// Counts and hashes what passes through it.
+struct Hashing<R> {
+    inner: R,
+    hasher: Sha256,
+    count: u64,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.inner.read(buffer)?;
+        self.hasher.update(&buffer[..read]);
+        self.count += read as u64;
+        Ok(read)
+    }
 }
 
 /// Checks one member name: relative, forward slashes only, no `..`, no drive letter, no NUL.
@@ -56,126 +103,235 @@ fn check_name(name: &str) -> std::result::Result<(), &'static str> {
     Ok(())
 }
 
-/// Opens `path`, checks every member, and returns the bytes of each member in `wanted`. Members in `allowed`
-/// (directories, unused files) may be present; any other member refuses the whole archive.
-///
-/// # Errors
-/// [`Error::Io`], [`Error::Zip`] for a truncated or corrupt archive, [`Error::UnsafeMember`] naming the member
-/// and rule, [`Error::MissingMember`].
-pub fn read_archive(path: &Path, wanted: &[&str], allowed: &[&str]) -> Result<ArchiveContents> {
-    let raw = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-    let sha256 = Sha256::digest(&raw).iter().map(|b| format!("{b:02x}")).collect();
-    let md5 = Md5::digest(&raw).iter().map(|b| format!("{b:02x}")).collect();
-    let bytes = raw.len() as u64;
-    let refuse = |member: &str, rule: String| Error::UnsafeMember { member: member.to_owned(), rule };
-    // The zip reader keeps only one entry per name, so duplicates are looked for in the raw directory.
-    if let Some(names) = central_directory_names(&raw) {
+fn refuse(member: &str, rule: String) -> Error {
+    Error::UnsafeMember { member: member.to_owned(), rule }
+}
+
+impl Dataset {
+    /// Opens the zip at `path`, hashes it, and checks every member: members in `wanted` may be read, those in
+    /// `allowed` (directories, other splits and forums) may be present and are never decompressed, and any
+    /// other member refuses the whole archive.
+    ///
+    /// # Errors
+    /// [`Error::Io`], [`Error::Zip`] for a truncated or corrupt archive, [`Error::UnsafeMember`] naming the
+    /// member and rule.
+    pub fn open_archive(path: &Path, wanted: &[&str], allowed: &[&str]) -> Result<Dataset> {
+        let io_error = |source| Error::Io { path: path.to_path_buf(), source };
+        let mut file = File::open(path).map_err(io_error)?;
+        let (mut sha256, mut md5) = (Sha256::new(), Md5::new());
+        let mut buffer = vec![0u8; 1 << 20];
+        let mut bytes = 0u64;
+        loop {
+            let read = file.read(&mut buffer).map_err(io_error)?;
+            if read == 0 {
+                break;
+            }
+            sha256.update(&buffer[..read]);
+            md5.update(&buffer[..read]);
+            bytes += read as u64;
+        }
+        // The zip reader keeps only one entry per name, so duplicates are looked for in the raw directory.
+        if let Some(names) = central_directory_names(&mut file, bytes).map_err(io_error)? {
+            let mut seen = HashSet::new();
+            for name in names {
+                let name = String::from_utf8_lossy(&name).into_owned();
+                if !seen.insert(name.clone()) {
+                    return Err(refuse(&name, "duplicate member name".into()));
+                }
+            }
+        }
+        file.seek(SeekFrom::Start(0)).map_err(io_error)?;
+        let zip_error =
+            |error: zip::result::ZipError| Error::Zip { path: path.to_path_buf(), reason: error.to_string() };
+        let mut archive = zip::ZipArchive::new(BufReader::new(file)).map_err(zip_error)?;
         let mut seen = HashSet::new();
-        for name in names {
-            let name = String::from_utf8_lossy(&name).into_owned();
+        for index in 0..archive.len() {
+            let entry = archive.by_index_raw(index).map_err(zip_error)?;
+            let name = String::from_utf8_lossy(entry.name_raw()).into_owned();
+            check_name(&name).map_err(|rule| refuse(&name, rule.to_owned()))?;
             if !seen.insert(name.clone()) {
                 return Err(refuse(&name, "duplicate member name".into()));
             }
-        }
-    }
-    let zip_error =
-        |error: zip::result::ZipError| Error::Zip { path: path.to_path_buf(), reason: error.to_string() };
-    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(raw)).map_err(zip_error)?;
-    let mut seen = HashSet::new();
-    let mut declared_total = 0u64;
-    // First pass: metadata only, nothing decompressed.
-    for index in 0..archive.len() {
-        let entry = archive.by_index_raw(index).map_err(zip_error)?;
-        let name = String::from_utf8_lossy(entry.name_raw()).into_owned();
-        check_name(&name).map_err(|rule| refuse(&name, rule.to_owned()))?;
-        if !seen.insert(name.clone()) {
-            return Err(refuse(&name, "duplicate member name".into()));
-        }
-        if entry.is_symlink() {
-            return Err(refuse(&name, "symbolic link".into()));
-        }
-        if !wanted.contains(&name.as_str()) && !allowed.contains(&name.as_str()) {
-            return Err(refuse(&name, format!("not an expected member (expected {wanted:?})")));
-        }
-        let size = entry.size();
-        if size > MAX_MEMBER_BYTES {
-            return Err(refuse(
-                &name,
-                format!("declared size {size} bytes exceeds the {MAX_MEMBER_BYTES}-byte cap"),
-            ));
-        }
-        let compressed = entry.compressed_size().max(1);
-        if size / compressed > MAX_RATIO {
-            return Err(refuse(
-                &name,
-                format!("compression ratio {} exceeds the cap of {MAX_RATIO}", size / compressed),
-            ));
-        }
-        // Only what is read counts toward the total: a member merely allowed (another forum) is never
-        // decompressed.
-        if wanted.contains(&name.as_str()) {
-            declared_total += size;
-        }
-        if declared_total > MAX_TOTAL_BYTES {
-            return Err(refuse(&name, format!("archive total exceeds the {MAX_TOTAL_BYTES}-byte cap")));
-        }
-    }
-    let mut members = BTreeMap::new();
-    for name in wanted {
-        let mut entry = match archive.by_name(name) {
-            Ok(entry) => entry,
-            Err(zip::result::ZipError::FileNotFound) => {
-                return Err(Error::MissingMember { member: (*name).to_owned() });
+            if entry.is_symlink() {
+                return Err(refuse(&name, "symbolic link".into()));
             }
-            Err(error) => return Err(zip_error(error)),
-        };
-        let declared = entry.size();
-        let mut content = Vec::with_capacity(usize::try_from(declared).unwrap_or(0));
-        // Never trust the declared size: read at most one byte past it.
-        (&mut entry)
-            .take(declared + 1)
-            .read_to_end(&mut content)
-            .map_err(|error| refuse(name, format!("cannot decompress: {error}")))?;
-        if content.len() as u64 != declared {
-            return Err(refuse(name, format!("actual size differs from the declared {declared} bytes")));
+            if !wanted.contains(&name.as_str()) && !allowed.contains(&name.as_str()) {
+                return Err(refuse(&name, format!("not an expected member (expected {wanted:?})")));
+            }
+            let size = entry.size();
+            if size > MAX_STREAMED_BYTES {
+                return Err(refuse(
+                    &name,
+                    format!("declared size {size} bytes exceeds the {MAX_STREAMED_BYTES}-byte cap"),
+                ));
+            }
+            let compressed = entry.compressed_size().max(1);
+            if size / compressed > MAX_RATIO {
+                return Err(refuse(
+                    &name,
+                    format!("compression ratio {} exceeds the cap of {MAX_RATIO}", size / compressed),
+                ));
+            }
         }
-        members.insert((*name).to_owned(), content);
+        let hex_of = |digest: &[u8]| hex(digest);
+        Ok(Dataset {
+            source: Source::Zip {
+                archive,
+                path: path.to_path_buf(),
+                sha256: hex_of(&sha256.finalize()),
+                md5: hex_of(&md5.finalize()),
+                bytes,
+            },
+            read: Vec::new(),
+            total: 0,
+        })
     }
-    Ok(ArchiveContents { members, sha256, md5, bytes })
+
+    /// A dataset directory (BEIR's folder, unzipped) whose files are read as members `prefix/<file>`: each a
+    /// regular file (a symlink, FIFO or device is refused unread). Its digest is the directory's
+    /// ([`directory_digest`]) over the files in the order read.
+    pub fn open_directory(dir: &Path, prefix: &str) -> Dataset {
+        Dataset {
+            source: Source::Directory { dir: dir.to_path_buf(), prefix: prefix.to_owned() },
+            read: Vec::new(),
+            total: 0,
+        }
+    }
+
+    /// Reads `member` whole, within [`MAX_MEMBER_BYTES`].
+    ///
+    /// # Errors
+    /// [`Error::MissingMember`], [`Error::UnsafeMember`] for one over the cap, not what it declares, or that
+    /// does not decompress.
+    pub fn read(&mut self, member: &str) -> Result<Vec<u8>> {
+        self.consume(member, MAX_MEMBER_BYTES, |reader| {
+            let mut bytes = Vec::new();
+            reader
+                .read_to_end(&mut bytes)
+                .map_err(|error| refuse(member, format!("cannot read: {error}")))?;
+            Ok(bytes)
+        })
+    }
+
+    /// Hands `member` to `parse` as a buffered stream, within [`MAX_STREAMED_BYTES`]; what `parse` leaves
+    /// unread is read (and hashed) after it, so the member's digest and length are always checked whole.
+    ///
+    /// # Errors
+    /// As [`Dataset::read`], and `parse`'s own.
+    pub fn stream<T>(
+        &mut self,
+        member: &str,
+        parse: impl FnOnce(&mut dyn BufRead) -> Result<T>,
+    ) -> Result<T> {
+        self.consume(member, MAX_STREAMED_BYTES, |reader| {
+            let mut buffered = BufReader::with_capacity(1 << 20, reader);
+            let parsed = parse(&mut buffered)?;
+            std::io::copy(&mut buffered, &mut std::io::sink())
+                .map_err(|error| refuse(member, format!("cannot read: {error}")))?;
+            Ok(parsed)
+        })
+    }
+
+    fn consume<T>(
+        &mut self,
+        member: &str,
+        cap: u64,
+        use_it: impl FnOnce(&mut dyn Read) -> Result<T>,
+    ) -> Result<T> {
+        let (relative, declared, reader): (String, u64, Box<dyn Read + '_>) = match &mut self.source {
+            Source::Zip { archive, path, .. } => {
+                let entry = match archive.by_name(member) {
+                    Ok(entry) => entry,
+                    Err(zip::result::ZipError::FileNotFound) => {
+                        return Err(Error::MissingMember { member: member.to_owned() });
+                    }
+                    Err(error) => return Err(Error::Zip { path: path.clone(), reason: error.to_string() }),
+                };
+                let declared = entry.size();
+                if declared > cap {
+                    return Err(refuse(
+                        member,
+                        format!("declared size {declared} bytes exceeds the {cap}-byte cap"),
+                    ));
+                }
+                // Never trust the declared size: read at most one byte past it.
+                (member.to_owned(), declared, Box::new(entry.take(declared + 1)))
+            }
+            Source::Directory { dir, prefix } => {
+                let relative = member.strip_prefix(&format!("{prefix}/")).unwrap_or(member).to_owned();
+                let (file, size) = match safe_fs::open_regular_capped(&dir.join(&relative), cap) {
+                    Ok(opened) => opened,
+                    Err(error) if error.is_not_found() => {
+                        return Err(Error::MissingMember { member: member.to_owned() });
+                    }
+                    Err(error) => return Err(refuse(member, error.to_string())),
+                };
+                (relative, size, Box::new(file.take(size + 1)))
+            }
+        };
+        let mut hashing = Hashing { inner: reader, hasher: Sha256::new(), count: 0 };
+        let value = use_it(&mut hashing)?;
+        if hashing.count != declared {
+            return Err(refuse(member, format!("actual size differs from the declared {declared} bytes")));
+        }
+        self.total += declared;
+        self.read.push((member.to_owned(), relative, hex(&hashing.hasher.finalize())));
+        Ok(value)
+    }
+
+    /// The digests of the dataset and of each member read.
+    pub fn finish(self) -> DatasetDigests {
+        let members = self.read.iter().map(|(member, _, sha256)| (member.clone(), sha256.clone())).collect();
+        match self.source {
+            Source::Zip { sha256, md5, bytes, .. } => DatasetDigests { sha256, md5, bytes, members },
+            Source::Directory { .. } => {
+                let files: Vec<(String, String)> =
+                    self.read.into_iter().map(|(_, relative, sha256)| (relative, sha256)).collect();
+                DatasetDigests {
+                    sha256: directory_digest(&files),
+                    md5: String::new(),
+                    bytes: self.total,
+                    members,
+                }
+            }
+        }
+    }
 }
 
-/// Reads a dataset directory (BEIR's folder, unzipped) as [`read_archive`] reads a zip: `corpus.jsonl`,
-/// `queries.jsonl` and `qrels/<split>.tsv`, each a regular file within the member cap (a symlink, FIFO or
-/// device is refused unread), keyed as `prefix/<file>`. Its `sha256` is the directory's digest
-/// ([`directory_digest`]); it has no md5 (BEIR publishes none of a directory).
+/// Opens `path`, checks every member, and returns the bytes of each member in `wanted` (each within
+/// [`MAX_MEMBER_BYTES`]). Members in `allowed` (directories, unused files) may be present; any other member
+/// refuses the whole archive.
 ///
 /// # Errors
-/// [`Error::MissingMember`] for a file that is not there, [`Error::UnsafeMember`] for one over a cap or not a
-/// regular file.
-pub fn read_directory(dir: &Path, prefix: &str, split: &str) -> Result<ArchiveContents> {
-    let qrels = format!("qrels/{split}.tsv");
-    let relative = ["corpus.jsonl", "queries.jsonl", qrels.as_str()];
+/// As [`Dataset::open_archive`] and [`Dataset::read`].
+pub fn read_archive(path: &Path, wanted: &[&str], allowed: &[&str]) -> Result<ArchiveContents> {
+    let mut dataset = Dataset::open_archive(path, wanted, allowed)?;
     let mut members = BTreeMap::new();
-    let mut read = Vec::new();
-    let mut total = 0u64;
-    for name in relative {
-        let member = format!("{prefix}/{name}");
-        let bytes = match safe_fs::read_regular(&dir.join(name), MAX_MEMBER_BYTES) {
-            Ok(bytes) => bytes,
-            Err(error) if error.is_not_found() => return Err(Error::MissingMember { member }),
-            Err(error) => return Err(Error::UnsafeMember { member, rule: error.to_string() }),
-        };
-        total += bytes.len() as u64;
-        if total > MAX_TOTAL_BYTES {
-            return Err(Error::UnsafeMember {
-                member,
-                rule: format!("total exceeds the {MAX_TOTAL_BYTES}-byte cap"),
-            });
-        }
-        read.push(((*name).to_owned(), sha256_hex(&bytes)));
-        members.insert(member, bytes);
+    for name in wanted {
+        members.insert((*name).to_owned(), dataset.read(name)?);
     }
-    Ok(ArchiveContents { members, sha256: directory_digest(&read), md5: String::new(), bytes: total })
+    let digests = dataset.finish();
+    Ok(ArchiveContents { members, sha256: digests.sha256, md5: digests.md5, bytes: digests.bytes })
+}
+
+/// The sha256 (lowercase hex) a fixture records for the dataset at `path`: a zip file's, streamed, or a
+/// directory's [`directory_digest`] over `corpus.jsonl`, `queries.jsonl` and `qrels/<split>.tsv`.
+///
+/// # Errors
+/// [`Error::Io`] for a zip that cannot be read; for a directory, as [`Dataset::stream`].
+pub fn dataset_sha256(path: &Path, prefix: &str, split: &str) -> Result<String> {
+    if !path.is_dir() {
+        let (sha256, _) = safe_fs::hash_regular(path, u64::MAX).map_err(|error| Error::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(error.to_string()),
+        })?;
+        return Ok(sha256);
+    }
+    let mut dataset = Dataset::open_directory(path, prefix);
+    for file in ["corpus.jsonl", "queries.jsonl", &format!("qrels/{split}.tsv")] {
+        dataset.stream(&format!("{prefix}/{file}"), |_| Ok(()))?;
+    }
+    Ok(dataset.finish().sha256)
 }
 
 /// A dataset directory's digest: sha256 (hex) over `<path> NUL <hex sha256> LF` of each file read, in the order
@@ -263,28 +419,47 @@ fn is_plain_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
 }
 
-/// The member names listed in the central directory, in order, read straight from the bytes; `None` when
-/// the archive is not a plain (non-ZIP64) zip whose directory this reader can walk.
-fn central_directory_names(raw: &[u8]) -> Option<Vec<Vec<u8>>> {
-    let u16_at = |at: usize| raw.get(at..at + 2).map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])));
-    let u32_at =
-        |at: usize| raw.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
-    let end = raw.windows(4).rposition(|w| w == b"PK\x05\x06")?;
-    let entries = u16_at(end + 10)?;
-    let mut at = u32_at(end + 16)?;
-    if entries == 0xffff || at == 0xffff_ffff {
-        return None;
+/// The member names listed in the central directory of the zip `file` (`length` bytes), in order, read
+/// straight from the bytes; `None` when it is not a plain (non-ZIP64) zip whose directory this reader can walk.
+fn central_directory_names(file: &mut File, length: u64) -> std::io::Result<Option<Vec<Vec<u8>>>> {
+    // The end record is 22 bytes plus a comment of at most 65,535.
+    let tail_start = length.saturating_sub(22 + 0xffff);
+    file.seek(SeekFrom::Start(tail_start))?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail)?;
+    let u16_in =
+        |raw: &[u8], at: usize| raw.get(at..at + 2).map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])));
+    let u32_in = |raw: &[u8], at: usize| {
+        raw.get(at..at + 4).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+    };
+    let Some(end) = tail.windows(4).rposition(|w| w == b"PK\x05\x06") else { return Ok(None) };
+    let (Some(entries), Some(size), Some(offset)) =
+        (u16_in(&tail, end + 10), u32_in(&tail, end + 12), u32_in(&tail, end + 16))
+    else {
+        return Ok(None);
+    };
+    if entries == 0xffff || offset == 0xffff_ffff || size > MAX_DIRECTORY_BYTES || offset + size > length {
+        return Ok(None);
     }
+    file.seek(SeekFrom::Start(offset))?;
+    let mut raw = Vec::new();
+    file.take(size).read_to_end(&mut raw)?;
     let mut names = Vec::with_capacity(entries);
+    let mut at = 0usize;
     for _ in 0..entries {
-        if raw.get(at..at + 4)? != b"PK\x01\x02" {
-            return None;
+        if raw.get(at..at + 4) != Some(b"PK\x01\x02".as_slice()) {
+            return Ok(None);
         }
-        let (name_len, extra_len, comment_len) = (u16_at(at + 28)?, u16_at(at + 30)?, u16_at(at + 32)?);
-        names.push(raw.get(at + 46..at + 46 + name_len)?.to_vec());
+        let (Some(name_len), Some(extra_len), Some(comment_len)) =
+            (u16_in(&raw, at + 28), u16_in(&raw, at + 30), u16_in(&raw, at + 32))
+        else {
+            return Ok(None);
+        };
+        let Some(name) = raw.get(at + 46..at + 46 + name_len) else { return Ok(None) };
+        names.push(name.to_vec());
         at += 46 + name_len + extra_len + comment_len;
     }
-    Some(names)
+    Ok(Some(names))
 }
 
 /// Lowercase hex sha256 of `bytes`.

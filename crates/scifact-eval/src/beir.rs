@@ -2,6 +2,7 @@
 //! line, and the profile's shape gate.
 
 use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, Read};
 
 use serde::Deserialize;
 
@@ -135,32 +136,60 @@ impl RawId {
     }
 }
 
-fn text_of<'a>(file: &str, bytes: &'a [u8]) -> Result<&'a str> {
-    let text = std::str::from_utf8(bytes).map_err(|error| {
-        let line = bytes[..error.valid_up_to()].iter().filter(|b| **b == b'\n').count() + 1;
-        Error::Parse { file: file.to_owned(), line, reason: "not UTF-8".into() }
-    })?;
-    Ok(text.strip_prefix('\u{feff}').unwrap_or(text))
+/// Longest line accepted in any of the three files: 64 MiB (a BEIR document is a few KiB, a line this long is
+/// not one).
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
+/// Hands each non-blank line of `reader` to `each` with its 1-based number: UTF-8 checked, a leading byte-order
+/// mark and a carriage return before the newline dropped, never more than one line held.
+fn each_line<R: BufRead + ?Sized>(
+    file: &str,
+    reader: &mut R,
+    mut each: impl FnMut(usize, &str) -> Result<()>,
+) -> Result<()> {
+    let error = |line: usize, reason: String| Error::Parse { file: file.to_owned(), line, reason };
+    let mut buffer = Vec::new();
+    let mut number = 0;
+    loop {
+        buffer.clear();
+        let read = (&mut *reader)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buffer)
+            .map_err(|e| error(number + 1, format!("cannot read: {e}")))?;
+        if read == 0 {
+            return Ok(());
+        }
+        number += 1;
+        let mut line = buffer.as_slice();
+        if let Some(rest) = line.strip_suffix(b"\n") {
+            line = rest.strip_suffix(b"\r").unwrap_or(rest);
+        } else if buffer.len() > MAX_LINE_BYTES {
+            return Err(error(number, format!("longer than the {MAX_LINE_BYTES}-byte cap on a line")));
+        }
+        if number == 1 {
+            line = line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(line);
+        }
+        let text = std::str::from_utf8(line).map_err(|_| error(number, "not UTF-8".into()))?;
+        if !text.trim().is_empty() {
+            each(number, text)?;
+        }
+    }
 }
 
-/// Non-empty lines with their 1-based numbers, CR stripped.
-fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.split('\n')
-        .enumerate()
-        .map(|(index, line)| (index + 1, line.strip_suffix('\r').unwrap_or(line)))
-        .filter(|(_, line)| !line.trim().is_empty())
-}
-
-fn json_lines<T: for<'de> Deserialize<'de>>(file: &str, bytes: &[u8]) -> Result<Vec<(usize, T)>> {
-    lines(text_of(file, bytes)?)
-        .map(|(line, content)| {
-            serde_json::from_str(content).map(|value| (line, value)).map_err(|error| Error::Parse {
-                file: file.to_owned(),
-                line,
-                reason: error.to_string(),
-            })
-        })
-        .collect()
+/// Each line of `reader` parsed as JSON into `T` and handed to `each`.
+fn json_lines<T: for<'de> Deserialize<'de>, R: BufRead + ?Sized>(
+    file: &str,
+    reader: &mut R,
+    mut each: impl FnMut(usize, T) -> Result<()>,
+) -> Result<()> {
+    each_line(file, reader, |line, content| {
+        let value = serde_json::from_str(content).map_err(|error| Error::Parse {
+            file: file.to_owned(),
+            line,
+            reason: error.to_string(),
+        })?;
+        each(line, value)
+    })
 }
 
 /// Parses corpus.jsonl; duplicate or empty ids are refused.
@@ -168,14 +197,26 @@ fn json_lines<T: for<'de> Deserialize<'de>>(file: &str, bytes: &[u8]) -> Result<
 /// # Errors
 /// [`Error::Parse`] naming `file` and the line.
 pub fn parse_corpus(file: &str, bytes: &[u8]) -> Result<Vec<Document>> {
+    parse_corpus_from(file, &mut &bytes[..])
+}
+
+/// [`parse_corpus`] from a stream, one line held at a time (a corpus may be gigabytes: msmarco's is 3.2 GB).
+///
+/// # Errors
+/// [`Error::Parse`] naming `file` and the line.
+pub fn parse_corpus_from<R: BufRead + ?Sized>(file: &str, reader: &mut R) -> Result<Vec<Document>> {
     let mut seen = HashSet::new();
-    json_lines::<RawDocument>(file, bytes)?
-        .into_iter()
-        .map(|(line, raw)| {
-            let id = unique_id(file, line, raw.id, &mut seen)?;
-            Ok(Document { id, title: raw.title.unwrap_or_default(), text: raw.text.unwrap_or_default() })
-        })
-        .collect()
+    let mut documents = Vec::new();
+    json_lines(file, reader, |line, raw: RawDocument| {
+        let id = unique_id(file, line, raw.id, &mut seen)?;
+        documents.push(Document {
+            id,
+            title: raw.title.unwrap_or_default(),
+            text: raw.text.unwrap_or_default(),
+        });
+        Ok(())
+    })?;
+    Ok(documents)
 }
 
 /// Parses queries.jsonl; duplicate or empty ids are refused.
@@ -184,10 +225,12 @@ pub fn parse_corpus(file: &str, bytes: &[u8]) -> Result<Vec<Document>> {
 /// [`Error::Parse`] naming `file` and the line.
 pub fn parse_queries(file: &str, bytes: &[u8]) -> Result<Vec<Query>> {
     let mut seen = HashSet::new();
-    json_lines::<RawQuery>(file, bytes)?
-        .into_iter()
-        .map(|(line, raw)| Ok(Query { id: unique_id(file, line, raw.id, &mut seen)?, text: raw.text }))
-        .collect()
+    let mut queries = Vec::new();
+    json_lines(file, &mut &bytes[..], |line, raw: RawQuery| {
+        queries.push(Query { id: unique_id(file, line, raw.id, &mut seen)?, text: raw.text });
+        Ok(())
+    })?;
+    Ok(queries)
 }
 
 /// The id as a string, refused when empty or already `seen` in this file.
@@ -206,19 +249,20 @@ fn unique_id(file: &str, line: usize, id: RawId, seen: &mut HashSet<String>) -> 
 /// [`Error::Parse`] naming `file` and the line.
 pub fn parse_qrels(file: &str, bytes: &[u8]) -> Result<Vec<Qrel>> {
     let parse_error = |line: usize, reason: String| Error::Parse { file: file.to_owned(), line, reason };
-    let mut rows = lines(text_of(file, bytes)?);
-    match rows.next() {
-        Some((_, header)) if header.split('\t').map(str::trim).eq(["query-id", "corpus-id", "score"]) => {}
-        Some((line, header)) => {
-            return Err(parse_error(
-                line,
-                format!("header is {header:?}, expected \"query-id\\tcorpus-id\\tscore\""),
-            ));
-        }
-        None => return Err(parse_error(1, "empty file".into())),
-    }
+    let mut header_seen = false;
     let mut seen = HashSet::new();
-    rows.map(|(line, row)| {
+    let mut qrels = Vec::new();
+    each_line(file, &mut &bytes[..], |line, row| {
+        if !header_seen {
+            header_seen = true;
+            if !row.split('\t').map(str::trim).eq(["query-id", "corpus-id", "score"]) {
+                return Err(parse_error(
+                    line,
+                    format!("header is {row:?}, expected \"query-id\\tcorpus-id\\tscore\""),
+                ));
+            }
+            return Ok(());
+        }
         let fields: Vec<&str> = row.split('\t').map(str::trim).collect();
         let [query_id, doc_id, score] = fields.as_slice() else {
             return Err(parse_error(line, format!("{} tab-separated fields, expected 3", fields.len())));
@@ -232,9 +276,13 @@ pub fn parse_qrels(file: &str, bytes: &[u8]) -> Result<Vec<Qrel>> {
         if !seen.insert((query_id.to_string(), doc_id.to_string())) {
             return Err(parse_error(line, format!("duplicate judgement {query_id:?} -> {doc_id:?}")));
         }
-        Ok(Qrel { query_id: (*query_id).to_owned(), doc_id: (*doc_id).to_owned(), score })
-    })
-    .collect()
+        qrels.push(Qrel { query_id: (*query_id).to_owned(), doc_id: (*doc_id).to_owned(), score });
+        Ok(())
+    })?;
+    if !header_seen {
+        return Err(parse_error(1, "empty file".into()));
+    }
+    Ok(qrels)
 }
 
 /// Joins the three files into a corpus and applies `profile`'s shape gate: every judged query and document

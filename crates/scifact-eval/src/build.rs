@@ -1,14 +1,13 @@
 //! `build_fixture`: archive -> safety checks -> BEIR parse and shape gate -> semantic text -> embeddings
 //! through the cache -> vector checks -> fixture, written atomically.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use embedding::{Embedder, Role};
 
-use crate::archive::{hex, read_archive, read_directory, sha256_hex};
-use crate::beir::{Profile, QRELS_SPLITS, assemble, parse_corpus, parse_qrels, parse_queries};
+use crate::archive::{Dataset, hex, sha256_hex};
+use crate::beir::{Profile, QRELS_SPLITS, assemble, parse_corpus_from, parse_qrels, parse_queries};
 use crate::cache::{CachedVector, EmbeddingCache, Held};
 use crate::error::{Error, Result};
 use crate::fixture::{
@@ -154,30 +153,26 @@ pub fn build_fixture(
         .collect();
     let wanted = [corpus_member.as_str(), queries_member.as_str(), qrels_member.as_str()];
     let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
-    let contents = if options.archive.is_dir() {
-        read_directory(&options.archive, prefix, split)?
+    let mut dataset = if options.archive.is_dir() {
+        Dataset::open_directory(&options.archive, prefix)
     } else {
-        read_archive(&options.archive, &wanted, &allowed)?
+        Dataset::open_archive(&options.archive, &wanted, &allowed)?
     };
-    let member = |name: &str| contents.members.get(name).map(Vec::as_slice).unwrap_or_default();
-    let corpus = assemble(
-        &options.profile,
-        parse_corpus(&corpus_member, member(&corpus_member))?,
-        parse_queries(&queries_member, member(&queries_member))?,
-        parse_qrels(&qrels_member, member(&qrels_member))?,
-    )?;
-    let payload_sha256: BTreeMap<String, String> =
-        contents.members.iter().map(|(name, bytes)| (name.clone(), sha256_hex(bytes))).collect();
+    // The corpus streams (it may be gigabytes); queries and judgements are read whole.
+    let documents = dataset.stream(&corpus_member, |reader| parse_corpus_from(&corpus_member, reader))?;
+    let queries = parse_queries(&queries_member, &dataset.read(&queries_member)?)?;
+    let qrels = parse_qrels(&qrels_member, &dataset.read(&qrels_member)?)?;
+    let corpus = assemble(&options.profile, documents, queries, qrels)?;
+    let digests = dataset.finish();
     let source = SourceMetadata {
         url: options.url.clone(),
         archive_file: file_name(&options.archive),
-        archive_sha256: contents.sha256.clone(),
-        archive_md5: contents.md5.clone(),
-        archive_bytes: contents.bytes,
+        archive_sha256: digests.sha256,
+        archive_md5: digests.md5,
+        archive_bytes: digests.bytes,
         digest_policy: options.digest_policy.clone(),
-        payload_sha256,
+        payload_sha256: digests.members,
     };
-    drop(contents);
 
     let policy = options.text_policy;
     let prefix_of = |role: Role| match policy {

@@ -42,12 +42,12 @@ pub mod tiny;
 
 pub use crate::acquire::{SCIFACT_PUBLISHED_MD5, fetch_archive, judge_download};
 pub use crate::archive::{
-    ArchiveContents, MAX_MEMBER_BYTES, MAX_RATIO, MAX_TOTAL_BYTES, beir_folders, directory_digest,
-    read_archive, read_directory, sha256_hex,
+    ArchiveContents, Dataset, DatasetDigests, MAX_MEMBER_BYTES, MAX_RATIO, MAX_STREAMED_BYTES, beir_folders,
+    dataset_sha256, directory_digest, read_archive, sha256_hex,
 };
 pub use crate::beir::{
-    BeirCorpus, Document, Profile, QRELS_SPLITS, Qrel, Query, assemble, parse_corpus, parse_qrels,
-    parse_queries,
+    BeirCorpus, Document, MAX_LINE_BYTES, Profile, QRELS_SPLITS, Qrel, Query, assemble, parse_corpus,
+    parse_corpus_from, parse_qrels, parse_queries,
 };
 pub use crate::build::{BuildOptions, BuildSummary, NoProgress, Progress, SCIFACT_URL, build_fixture};
 pub use crate::cache::{

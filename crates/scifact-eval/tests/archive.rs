@@ -1,6 +1,6 @@
 //! Every zip refusal rule, each naming the member and the rule.
 
-use scifact_eval::{Error, read_archive};
+use scifact_eval::{Dataset, Error, read_archive};
 use zip::write::SimpleFileOptions;
 
 use crate::util::{write_zip, zip_bytes};
@@ -126,4 +126,77 @@ fn a_safe_archive_reads_and_hashes() {
     assert_eq!(contents.sha256, scifact_eval::sha256_hex(&std::fs::read(&path).unwrap()));
     assert_eq!(contents.md5.len(), 32);
     assert!(std::fs::read_dir(dir.path()).unwrap().count() == 1, "nothing was extracted");
+}
+
+#[test]
+fn a_streamed_member_is_hashed_whole_even_when_the_parser_stops_early() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = b"{\"_id\": \"a\"}\n{\"_id\": \"b\"}\n";
+    let path = write_zip(dir.path(), &[("mini/corpus.jsonl", body)]);
+    let mut dataset = Dataset::open_archive(&path, WANTED, ALLOWED).unwrap();
+    let first = dataset
+        .stream("mini/corpus.jsonl", |reader| {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            Ok(line)
+        })
+        .unwrap();
+    assert_eq!(first, "{\"_id\": \"a\"}\n");
+    let digests = dataset.finish();
+    assert_eq!(digests.members["mini/corpus.jsonl"], scifact_eval::sha256_hex(body));
+    assert_eq!(digests.sha256, scifact_eval::sha256_hex(&std::fs::read(&path).unwrap()));
+    assert_eq!(digests.bytes, std::fs::metadata(&path).unwrap().len());
+}
+
+#[test]
+fn a_streamed_member_longer_than_it_declares_is_refused() {
+    let body = "a fairly ordinary line of text that compresses a little\n".repeat(50);
+    let mut bytes = zip_bytes(&[("mini/corpus.jsonl", body.as_bytes())]);
+    patch_declared_size(&mut bytes, 100);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.zip");
+    std::fs::write(&path, bytes).unwrap();
+    let Ok(mut dataset) = Dataset::open_archive(&path, WANTED, ALLOWED) else {
+        return; // the zip reader itself may refuse the patched sizes; either way nothing is read
+    };
+    match dataset.stream("mini/corpus.jsonl", |_| Ok(())) {
+        Err(Error::UnsafeMember { member, .. }) => assert_eq!(member, "mini/corpus.jsonl"),
+        Err(Error::Zip { .. }) => {}
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_directory_reads_as_a_dataset_with_its_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("qrels")).unwrap();
+    let files = [("corpus.jsonl", "{}\n"), ("queries.jsonl", "{}\n"), ("qrels/test.tsv", "h\n")];
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let mut dataset = Dataset::open_directory(dir.path(), "mini");
+    dataset.stream("mini/corpus.jsonl", |_| Ok(())).unwrap();
+    assert_eq!(dataset.read("mini/queries.jsonl").unwrap(), b"{}\n");
+    dataset.read("mini/qrels/test.tsv").unwrap();
+    let digests = dataset.finish();
+    let listing: Vec<(String, String)> = files
+        .iter()
+        .map(|(name, text)| ((*name).to_owned(), scifact_eval::sha256_hex(text.as_bytes())))
+        .collect();
+    assert_eq!(digests.sha256, scifact_eval::directory_digest(&listing));
+    assert_eq!(digests.sha256, scifact_eval::dataset_sha256(dir.path(), "mini", "test").unwrap());
+    assert_eq!((digests.md5.as_str(), digests.bytes), ("", 8));
+    assert_eq!(digests.members["mini/qrels/test.tsv"], scifact_eval::sha256_hex(b"h\n"));
+
+    let mut missing = Dataset::open_directory(dir.path(), "mini");
+    match missing.read("mini/qrels/dev.tsv") {
+        Err(Error::MissingMember { member }) => assert_eq!(member, "mini/qrels/dev.tsv"),
+        other => panic!("expected MissingMember, got {other:?}"),
+    }
+    std::os::unix::fs::symlink("/etc/passwd", dir.path().join("queries.jsonl.link")).unwrap();
+    std::fs::rename(dir.path().join("queries.jsonl.link"), dir.path().join("queries.jsonl")).unwrap();
+    match Dataset::open_directory(dir.path(), "mini").read("mini/queries.jsonl") {
+        Err(Error::UnsafeMember { member, .. }) => assert_eq!(member, "mini/queries.jsonl"),
+        other => panic!("expected a refusal of the symlink, got {other:?}"),
+    }
 }

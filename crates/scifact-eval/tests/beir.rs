@@ -1,6 +1,8 @@
 //! BEIR parsing: errors at the right file and line, BOMs and CRLF, and the shape gate.
 
-use scifact_eval::{Error, Profile, assemble, parse_corpus, parse_qrels, parse_queries};
+use scifact_eval::{
+    Error, MAX_LINE_BYTES, Profile, assemble, parse_corpus, parse_corpus_from, parse_qrels, parse_queries,
+};
 
 use crate::util::{CORPUS, QRELS, QUERIES, mini_profile};
 
@@ -98,4 +100,35 @@ fn unknown_qrels_ids_are_refused_by_name() {
             other => panic!("expected a shape error, got {other:?}"),
         }
     }
+}
+
+#[test]
+fn a_streamed_corpus_parses_as_the_whole_one_does() {
+    let corpus =
+        "\u{feff}{\"_id\": 7, \"text\": \"x\"}\r\n\n  \n{\"_id\": \"b\", \"title\": \"t\"}\n{\"_id\": \"c\"}";
+    let whole = parse_corpus("c", corpus.as_bytes()).unwrap();
+    // A three-byte buffer splits every line, the BOM and the CRLF across refills.
+    let mut reader = std::io::BufReader::with_capacity(3, corpus.as_bytes());
+    let streamed = parse_corpus_from("c", &mut reader).unwrap();
+    assert_eq!(streamed, whole);
+    assert_eq!(whole.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(), ["7", "b", "c"]);
+    let bad = "{\"_id\": \"a\"}\r\n\n{\"_id\": \"a\"}\n";
+    let (_, line, reason) =
+        parse_error(parse_corpus_from("c", &mut std::io::BufReader::with_capacity(2, bad.as_bytes())));
+    assert_eq!(line, 3);
+    assert!(reason.contains("duplicate"), "{reason}");
+}
+
+#[test]
+fn a_line_over_the_cap_is_refused_at_its_number_unparsed() {
+    let mut corpus = b"{\"_id\": \"a\", \"text\": \"x\"}\n".to_vec();
+    corpus.extend(std::iter::repeat_n(b'x', MAX_LINE_BYTES + 1));
+    let (_, line, reason) = parse_error(parse_corpus("mini/corpus.jsonl", &corpus));
+    assert_eq!(line, 2);
+    assert!(reason.contains("cap on a line"), "{reason}");
+    // A line exactly at the cap is read (and then fails as JSON, not as a cap).
+    corpus.truncate(corpus.len() - 1);
+    let (_, line, reason) = parse_error(parse_corpus("mini/corpus.jsonl", &corpus));
+    assert_eq!(line, 2);
+    assert!(!reason.contains("cap"), "{reason}");
 }
