@@ -8,16 +8,13 @@ use std::time::Duration;
 use md5::Md5;
 use sha2::{Digest, Sha256};
 
+use crate::archive::hex;
 use crate::build::Progress;
 use crate::error::{Error, Result};
 use crate::fixture::DigestPolicy;
 
 /// The md5 BEIR publishes for scifact.zip.
 pub const SCIFACT_PUBLISHED_MD5: &str = "5f7d1de60b170fc8027bb7898e2efca1";
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// Judges archive bytes: the published md5 admits them; otherwise only `accept` (`sha256:<hex>`) matching
 /// their sha256 does.
@@ -30,11 +27,54 @@ pub fn judge_download(
     published_md5: &str,
     accept: Option<&str>,
 ) -> Result<DigestPolicy> {
-    let md5 = hex(&Md5::digest(bytes));
+    let digests = Digests { md5: hex(&Md5::digest(bytes)), sha256: hex(&Sha256::digest(bytes)) };
+    judge(url, &digests, published_md5, accept)
+}
+
+/// An archive's md5 and sha256 (lowercase hex), computed as its bytes pass.
+struct Digests {
+    md5: String,
+    sha256: String,
+}
+
+/// Hashes what is fed to it in pieces.
+#[derive(Default)]
+struct Hasher {
+    md5: Md5,
+    sha256: Sha256,
+}
+
+impl Hasher {
+    fn update(&mut self, bytes: &[u8]) {
+        self.md5.update(bytes);
+        self.sha256.update(bytes);
+    }
+
+    fn finish(self) -> Digests {
+        Digests { md5: hex(&self.md5.finalize()), sha256: hex(&self.sha256.finalize()) }
+    }
+}
+
+/// The digests of the file at `path`, streamed (an archive may be a gigabyte).
+fn file_digests(path: &Path) -> std::io::Result<Digests> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Hasher::default();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            return Ok(hasher.finish());
+        }
+        hasher.update(&buffer[..read]);
+    }
+}
+
+fn judge(url: &str, digests: &Digests, published_md5: &str, accept: Option<&str>) -> Result<DigestPolicy> {
+    let md5 = digests.md5.clone();
     if md5 == published_md5 {
         return Ok(DigestPolicy::DownloadMatchedPublishedMd5 { md5 });
     }
-    let sha256 = format!("sha256:{}", hex(&Sha256::digest(bytes)));
+    let sha256 = format!("sha256:{}", digests.sha256);
     match accept {
         Some(accepted) if accepted.eq_ignore_ascii_case(&sha256) => {
             Ok(DigestPolicy::DownloadAcceptedSha256 { sha256 })
@@ -53,8 +93,8 @@ pub fn judge_download(
     }
 }
 
-/// Downloads `url` to `dest` (through `dest.partial`, fsync'd and renamed), admitting it by
-/// [`judge_download`]. An existing `dest` that passes is reused without a download.
+/// Downloads `url` to `dest` (streamed through a temp file, hashed on the way, fsync'd and renamed only when
+/// admitted by [`judge_download`]'s rule). An existing `dest` that passes is reused without a download.
 ///
 /// # Errors
 /// [`Error::Download`] for network or HTTP failures and refused digests; [`Error::Io`].
@@ -65,37 +105,40 @@ pub fn fetch_archive(
     accept: Option<&str>,
     progress: &dyn Progress,
 ) -> Result<DigestPolicy> {
-    if let Ok(existing) = std::fs::read(dest)
-        && let Ok(policy) = judge_download(url, &existing, published_md5, accept)
+    if let Ok(existing) = file_digests(dest)
+        && let Ok(policy) = judge(url, &existing, published_md5, accept)
     {
         return Ok(policy);
     }
     let failed = |reason: String| Error::Download { url: url.to_owned(), reason };
     let client = reqwest::blocking::Client::builder()
         .connect_timeout(Duration::from_secs(20))
-        .timeout(Duration::from_secs(900))
+        .timeout(Duration::from_secs(3600))
         .build()
         .map_err(|error| failed(error.to_string()))?;
     let mut response = client.get(url).send().map_err(|error| failed(error.to_string()))?;
     if !response.status().is_success() {
         return Err(failed(format!("HTTP {}", response.status().as_u16())));
     }
+    if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
+    }
     progress.start("downloading archive", response.content_length().unwrap_or(0));
-    let mut bytes = Vec::new();
+    let mut writer = safe_fs::AtomicWriter::create(dest)?;
+    let mut hasher = Hasher::default();
     let mut buffer = vec![0u8; 1 << 16];
     loop {
         let read = response.read(&mut buffer).map_err(|error| failed(error.to_string()))?;
         if read == 0 {
             break;
         }
-        bytes.extend_from_slice(&buffer[..read]);
+        hasher.update(&buffer[..read]);
+        writer.write(&buffer[..read])?;
         progress.advance(read as u64);
     }
     progress.finish();
-    let policy = judge_download(url, &bytes, published_md5, accept)?;
-    if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
-    }
-    safe_fs::write_atomically(dest, &bytes)?;
+    // Refused, the writer is dropped uncommitted and its temp file removed.
+    let policy = judge(url, &hasher.finish(), published_md5, accept)?;
+    writer.commit()?;
     Ok(policy)
 }
