@@ -5,7 +5,8 @@
 //! 2 at every size (`--fixture-format v2`), so the sizes compare.
 //!
 //! `cargo bench -p scifact-audit --bench scale -- 10000 30000 100000` prints one line per stage and size, with
-//! the CPU. Run from the source checkout (the tiny model is `fixtures/tiny/model`).
+//! the CPU. Run from the source checkout (the tiny model is `fixtures/tiny/model`). `SCALE_BENCH_BODY_WORDS=1100`
+//! makes every document long (a 330,000-document corpus member is then over 2 GiB).
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -24,7 +25,14 @@ fn main() {
     let binary = env!("CARGO_BIN_EXE_scifact-audit");
     let model = root.join("fixtures/tiny/model");
     let space = root.join("fixtures/tiny/baseline-only.json");
+    // SCALE_BENCH_BODY_WORDS=N gives every document a body of N words (1,100 words: about 6.7 KiB a document, a
+    // corpus member over 2 GiB from 330,000 documents) instead of 18 to 40.
+    let body_words: Option<usize> =
+        std::env::var("SCALE_BENCH_BODY_WORDS").ok().and_then(|words| words.parse().ok());
     println!("cpu: {}", cpu());
+    if let Some(words) = body_words {
+        println!("every document's body is {words} words long");
+    }
     println!("{:>10} {:<14} {:>9} {:>12}  outcome", "documents", "stage", "seconds", "peak RSS MiB");
     for documents in sizes {
         let dir = tempfile::tempdir().expect("a temp directory");
@@ -34,8 +42,13 @@ fn main() {
         let dir = Kept(dir_path);
         let archive = dir.path().join("generated.zip");
         let started = Instant::now();
-        scifact_eval::tiny::write_shaped_archive(&archive, "generated", documents, QUERIES)
-            .expect("the archive");
+        match body_words {
+            Some(words) => {
+                scifact_eval::tiny::write_long_archive(&archive, "generated", documents, QUERIES, words)
+            }
+            None => scifact_eval::tiny::write_shaped_archive(&archive, "generated", documents, QUERIES),
+        }
+        .expect("the archive");
         let bytes = std::fs::metadata(&archive).map(|m| m.len()).unwrap_or(0);
         println!(
             "{documents:>10} {:<14} {:>9.1} {:>12}  {:.0} MiB archive",

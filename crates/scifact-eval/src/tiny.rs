@@ -102,6 +102,30 @@ pub fn shaped_archive_members(
     document_count: usize,
     query_count: usize,
 ) -> Vec<(String, Vec<u8>)> {
+    members_of(prefix, document_count, query_count, None)
+}
+
+/// [`shaped_archive_members`] with every body `body_words` words long: a corpus member of gigabytes from a few
+/// hundred thousand documents, for the scale bench's reader.
+pub fn long_archive_members(
+    prefix: &str,
+    document_count: usize,
+    query_count: usize,
+    body_words: usize,
+) -> Vec<(String, Vec<u8>)> {
+    members_of(prefix, document_count, query_count, Some(body_words))
+}
+
+/// Words of a document that its queries are drawn from (all of a shaped document's: its title and body are 44
+/// at the most).
+const QUERY_SOURCE_WORDS: usize = 48;
+
+fn members_of(
+    prefix: &str,
+    document_count: usize,
+    query_count: usize,
+    body_words: Option<usize>,
+) -> Vec<(String, Vec<u8>)> {
     let words = words();
     let mut rng = Rng(CORPUS_SEED);
     let topics: Vec<Vec<usize>> = (0..20).map(|_| (0..8).map(|_| rng.below(words.len())).collect()).collect();
@@ -111,7 +135,7 @@ pub fn shaped_archive_members(
         let topic = &topics[rng.below(topics.len())];
         let title_length = 2 + rng.below(3);
         let title = sentence(&mut rng, &words, topic, title_length);
-        let body_length = 18 + rng.below(23);
+        let body_length = body_words.unwrap_or_else(|| 18 + rng.below(23));
         let body = sentence(&mut rng, &words, topic, body_length);
         let title_text: Vec<String> =
             title.iter().enumerate().map(|(j, w)| if j == 0 { capitalized(w) } else { w.clone() }).collect();
@@ -125,7 +149,7 @@ pub fn shaped_archive_members(
         });
         corpus.push_str(&record.to_string());
         corpus.push('\n');
-        documents.push(title.into_iter().chain(body).collect());
+        documents.push(title.into_iter().chain(body).take(QUERY_SOURCE_WORDS).collect());
     }
     let mut queries = String::new();
     let mut qrels = String::from("query-id\tcorpus-id\tscore\n");
@@ -276,6 +300,20 @@ pub fn write_archive(path: &Path) -> Result<()> {
 /// [`Error::Io`] when it cannot be written.
 pub fn write_shaped_archive(path: &Path, prefix: &str, documents: usize, queries: usize) -> Result<()> {
     write_members(path, shaped_archive_members(prefix, documents, queries))
+}
+
+/// Writes [`long_archive_members`] as [`write_archive`] writes the tiny archive.
+///
+/// # Errors
+/// [`Error::Io`] when it cannot be written.
+pub fn write_long_archive(
+    path: &Path,
+    prefix: &str,
+    documents: usize,
+    queries: usize,
+    body_words: usize,
+) -> Result<()> {
+    write_members(path, long_archive_members(prefix, documents, queries, body_words))
 }
 
 /// Writes [`quirks_archive_members`] as [`write_archive`] writes the tiny archive.

@@ -1,17 +1,20 @@
-//! The evaluation store, opened as a hostile file: from the very bytes that were hashed (deserialized into
-//! memory, read-only, so nothing is created beside the file and nothing can change between hash and read),
+//! The evaluation store, opened as a hostile file: from the very bytes that were hashed (copied, as they are
+//! hashed, into a directory only this process reaches, and opened read-only there, so nothing is created
+//! beside the file, nothing can change between hash and read, and a store of gigabytes is never held in memory),
 //! only if its header says rollback journal (a WAL database is refused, not opened), with defensive mode on,
 //! `trusted_schema` off, tight limits, a heap limit and a time limit on every statement, and only after its
 //! schema is exactly the one `semantic-memory` writes (no view, trigger or extra object can run).
 
 use std::collections::BTreeMap;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::artifacts::Run;
-use crate::canonical::sha256_tagged;
+use crate::canonical::hex;
 use crate::found::Found;
 use crate::mapping::Mapping;
 use crate::names::{MAPPING_FILE, MAX_SIDECAR_BYTES};
@@ -21,8 +24,10 @@ use rusqlite::config::DbConfig;
 use rusqlite::limits::Limit;
 use rusqlite::{Connection, OpenFlags};
 
-/// The largest database read (the SciFact store is about 40 MB).
-pub const MAX_DATABASE_BYTES: u64 = 4 << 30;
+/// The largest database read (the SciFact store is about 40 MB, a generated corpus of 2.2 GB text 3.4 GB).
+pub const MAX_DATABASE_BYTES: u64 = 64 << 30;
+/// SQLite's memory while the store is read: its page cache and statements, never the file.
+const HEAP_LIMIT: i64 = 1 << 30;
 /// How long all statements on one database may run together.
 pub const DATABASE_TIME_LIMIT: Duration = Duration::from_secs(60);
 
@@ -78,10 +83,47 @@ const EXPECTED_SCHEMA: [(&str, &str, &str, &str); 9] = [
     ),
 ];
 
-/// A read-only, in-memory image of a store's bytes.
+/// A store opened read-only from its private copy.
 pub(crate) struct StoreImage {
     conn: Connection,
     previous_heap_limit: i64,
+}
+
+/// A store file copied while it is hashed into a private temporary directory, removed when dropped.
+struct PrivateCopy {
+    path: PathBuf,
+    sha256: String,
+    _dir: tempfile::TempDir,
+}
+
+impl PrivateCopy {
+    /// Copies the regular file at `path` (within `cap`, and no further than its size when opened); `Err` is
+    /// `None` when nothing is there, or why it is refused.
+    fn of(path: &Path, cap: u64) -> Result<PrivateCopy, Option<String>> {
+        let (file, size) = match safe_fs::open_regular_capped(path, cap) {
+            Ok(opened) => opened,
+            Err(error) if error.is_not_found() => {
+                return Err(None);
+            }
+            Err(error) => return Err(Some(format!("refused to read {error}"))),
+        };
+        let failed = |e: std::io::Error| Some(format!("cannot copy {} to read it: {e}", path.display()));
+        let dir = tempfile::Builder::new().prefix("receipt-verify-store").tempdir().map_err(failed)?;
+        let copy = dir.path().join("store.db");
+        let mut out = std::fs::File::create_new(&copy).map_err(failed)?;
+        let mut reader = file.take(size);
+        let mut hasher = Sha256::new();
+        let mut buffer = vec![0u8; 1 << 20];
+        loop {
+            let read = reader.read(&mut buffer).map_err(failed)?;
+            if read == 0 {
+                break;
+            }
+            hasher.update(&buffer[..read]);
+            out.write_all(&buffer[..read]).map_err(failed)?;
+        }
+        Ok(PrivateCopy { path: copy, sha256: format!("sha256:{}", hex(&hasher.finalize())), _dir: dir })
+    }
 }
 
 impl Drop for StoreImage {
@@ -92,19 +134,31 @@ impl Drop for StoreImage {
 }
 
 impl StoreImage {
-    /// Opens `bytes` (already hashed by the caller). `Err` says why the file is not a store this verifier
-    /// will read; the check that called it fails with that reason.
-    pub(crate) fn open(bytes: &[u8]) -> Result<StoreImage, String> {
-        check_header(bytes)?;
-        let heap_limit =
-            i64::try_from(bytes.len()).unwrap_or(i64::MAX).saturating_mul(2).saturating_add(1 << 30);
+    /// Opens the file at `path` (a private copy, already hashed by the caller) read-only. `Err` says why the
+    /// file is not a store this verifier will read; the check that called it fails with that reason.
+    pub(crate) fn open(path: &Path) -> Result<StoreImage, String> {
+        let mut header = Vec::with_capacity(100);
+        std::fs::File::open(path)
+            .and_then(|file| file.take(100).read_to_end(&mut header))
+            .map_err(|e| format!("cannot read the header: {e}"))?;
+        check_header(&header)?;
         // SAFETY: as in Drop; the previous limit is restored when the image is dropped.
-        let previous_heap_limit = unsafe { rusqlite::ffi::sqlite3_hard_heap_limit64(heap_limit) };
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn = Connection::open_in_memory_with_flags(flags).map_err(|e| e.to_string())?;
-        harden(&conn).map_err(|e| format!("cannot harden the connection: {e}"))?;
-        conn.deserialize_read_exact(rusqlite::MAIN_DB, bytes, bytes.len(), true)
-            .map_err(|e| format!("not a readable SQLite database: {e}"))?;
+        let previous_heap_limit = unsafe { rusqlite::ffi::sqlite3_hard_heap_limit64(HEAP_LIMIT) };
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let opened = Connection::open_with_flags(path, flags)
+            .map_err(|e| format!("not a readable SQLite database: {e}"))
+            .and_then(|conn| {
+                harden(&conn).map_err(|e| format!("cannot harden the connection: {e}"))?;
+                Ok(conn)
+            });
+        let mut conn = match opened {
+            Ok(conn) => conn,
+            Err(reason) => {
+                // SAFETY: as in Drop.
+                unsafe { rusqlite::ffi::sqlite3_hard_heap_limit64(previous_heap_limit) };
+                return Err(reason);
+            }
+        };
         let deadline = Instant::now() + DATABASE_TIME_LIMIT;
         conn.progress_handler(10_000, Some(move || Instant::now() > deadline)).map_err(|e| e.to_string())?;
         let image = StoreImage { conn, previous_heap_limit };
@@ -195,20 +249,20 @@ pub(crate) fn stores(runs: &[Run], store_dir: Option<&Path>) -> Report {
                 report.not_checked(&scope, name, reason);
             }
         };
-        let bytes = match Found::at(&path, MAX_DATABASE_BYTES) {
-            Found::Read(_, bytes) => bytes,
-            Found::Absent(_) => {
+        let copy = match PrivateCopy::of(&path, MAX_DATABASE_BYTES) {
+            Ok(copy) => copy,
+            Err(None) => {
                 not_checked(&mut report, "the database is not present here (pass --store-dir)");
                 continue;
             }
-            Found::Refused(reason) => {
+            Err(Some(reason)) => {
                 report.record(&scope, "store.format", Err(reason));
                 report.not_checked(&scope, "store.database", "the database was refused (see store.format)");
                 continue;
             }
         };
-        let live = sha256_tagged(&bytes);
-        let image = match StoreImage::open(&bytes) {
+        let live = copy.sha256.clone();
+        let image = match StoreImage::open(&copy.path) {
             Ok(image) => image,
             Err(reason) => {
                 report.record(&scope, "store.format", Err(format!("{live}: {reason}")));
@@ -216,13 +270,14 @@ pub(crate) fn stores(runs: &[Run], store_dir: Option<&Path>) -> Report {
                 continue;
             }
         };
-        drop(bytes);
         report.record(
             &scope,
             "store.format",
-            Ok(format!("{live}: a rollback-journal SQLite file whose schema is exactly {STORE_FORMAT}'s, opened from the hashed bytes")),
+            Ok(format!("{live}: a rollback-journal SQLite file whose schema is exactly {STORE_FORMAT}'s, opened read-only from a private copy of the hashed bytes")),
         );
         report.record(&scope, "store.database", check_database(&image, &live, &path, &runs));
+        drop(image);
+        drop(copy);
     }
     report
 }
