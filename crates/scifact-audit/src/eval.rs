@@ -462,7 +462,8 @@ fn print_summary(
     writeln!(out)?;
     writeln!(
         out,
-        "SciFact held-out ({} queries), top_k 10; means with paired bootstrap 95% intervals",
+        "{} held-out ({} queries), top_k 10; means with paired bootstrap 95% intervals",
+        terminal_safe(&published.dataset),
         statistics.queries
     )?;
     writeln!(
@@ -617,8 +618,9 @@ fn print_summary(
     writeln!(out, "What this does not establish: {}.", boundary.does_not_establish.join("; "))?;
     writeln!(
         out,
-        "Comparisons are between modes and configurations of this library on SciFact held-out only; they say \
-         nothing of other systems. Latency is this host's only. Publish the bundle, never this table alone."
+        "Comparisons are between modes and configurations of this library on {} held-out only; they say \
+         nothing of other systems. Latency is this host's only. Publish the bundle, never this table alone.",
+        terminal_safe(&published.dataset)
     )?;
     Ok(())
 }
