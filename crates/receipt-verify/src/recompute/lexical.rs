@@ -45,11 +45,20 @@ fn expression(terms: &[String]) -> Option<String> {
     (!terms.is_empty()).then(|| terms.iter().map(|t| phrase(t)).collect::<Vec<_>>().join(" OR "))
 }
 
-/// An in-memory FTS5 index of the first `documents` documents of `texts`, document i under rowid i + 1.
-fn index(texts: &Texts, documents: usize) -> Result<Connection, String> {
-    let conn = Connection::open_in_memory().map_err(|e| e.to_string())?;
+/// An FTS5 index of the first `documents` documents of `texts`, document i under rowid i + 1, in a private
+/// temporary file (removed with the directory returned beside it): in memory, an index of gigabytes of text
+/// would cost about 1.6 times the text.
+fn index(texts: &Texts, documents: usize) -> Result<Index, String> {
+    let dir = tempfile::Builder::new()
+        .prefix("receipt-verify-fts")
+        .tempdir()
+        .map_err(|e| format!("a temporary directory for the lexical index: {e}"))?;
+    let conn = Connection::open(dir.path().join("index.db")).map_err(|e| e.to_string())?;
+    // A scratch file: no journal, no sync, a bounded page cache (256 MiB).
     conn.execute_batch(
-        "CREATE VIRTUAL TABLE documents USING fts5 (text, tokenize = 'porter unicode61'); BEGIN;",
+        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA locking_mode = EXCLUSIVE; \
+         PRAGMA cache_size = -262144; \
+         CREATE VIRTUAL TABLE documents USING fts5 (text, tokenize = 'porter unicode61'); BEGIN;",
     )
     .map_err(|e| e.to_string())?;
     {
@@ -60,7 +69,13 @@ fn index(texts: &Texts, documents: usize) -> Result<Connection, String> {
         }
     }
     conn.execute_batch("COMMIT;").map_err(|e| e.to_string())?;
-    Ok(conn)
+    Ok(Index { conn, _dir: dir })
+}
+
+/// An index and the directory of its file; the connection closes before the directory is removed.
+struct Index {
+    conn: Connection,
+    _dir: tempfile::TempDir,
 }
 
 /// Each term's `bm25()` score of every document that holds it: (document index, score), by rowid.
@@ -68,8 +83,9 @@ type Postings = Vec<(usize, f64)>;
 
 /// Builds an index of the first `documents` documents of `texts` and scores each of `terms` alone with it.
 fn score_terms(texts: &Texts, documents: usize, terms: &[&str]) -> Result<Vec<Postings>, String> {
-    let conn = index(texts, documents)?;
-    let mut statement = conn
+    let index = index(texts, documents)?;
+    let mut statement = index
+        .conn
         .prepare("SELECT rowid, bm25(documents) FROM documents WHERE documents MATCH ?1 ORDER BY rowid")
         .map_err(|e| e.to_string())?;
     terms
@@ -209,7 +225,8 @@ mod tests {
     /// The reference: each query's OR expression scored by FTS5's `bm25()` itself over every document it
     /// matches, best first, ties by fact id, `depth` long.
     fn ranked_by_or(texts: &Texts, fact_ids: &[i64], depth: usize) -> Vec<Vec<(i64, f64)>> {
-        let conn = index(texts, texts.documents.len()).unwrap();
+        let index = index(texts, texts.documents.len()).unwrap();
+        let conn = &index.conn;
         let mut statement =
             conn.prepare("SELECT rowid, bm25(documents) FROM documents WHERE documents MATCH ?1").unwrap();
         texts
