@@ -5,10 +5,7 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
-use md5::Md5;
-use sha2::{Digest, Sha256};
-
-use crate::archive::hex;
+use crate::archive::{ArchiveDigests, ArchiveHasher, digests_of};
 use crate::build::Progress;
 use crate::error::{Error, Result};
 use crate::fixture::DigestPolicy;
@@ -27,49 +24,17 @@ pub fn judge_download(
     published_md5: &str,
     accept: Option<&str>,
 ) -> Result<DigestPolicy> {
-    let digests = Digests { md5: hex(&Md5::digest(bytes)), sha256: hex(&Sha256::digest(bytes)) };
-    judge(url, &digests, published_md5, accept)
+    let mut hasher = ArchiveHasher::default();
+    hasher.update(bytes);
+    judge(url, &hasher.finish(), published_md5, accept)
 }
 
-/// An archive's md5 and sha256 (lowercase hex), computed as its bytes pass.
-struct Digests {
-    md5: String,
-    sha256: String,
-}
-
-/// Hashes what is fed to it in pieces.
-#[derive(Default)]
-struct Hasher {
-    md5: Md5,
-    sha256: Sha256,
-}
-
-impl Hasher {
-    fn update(&mut self, bytes: &[u8]) {
-        self.md5.update(bytes);
-        self.sha256.update(bytes);
-    }
-
-    fn finish(self) -> Digests {
-        Digests { md5: hex(&self.md5.finalize()), sha256: hex(&self.sha256.finalize()) }
-    }
-}
-
-/// The digests of the file at `path`, streamed (an archive may be a gigabyte).
-fn file_digests(path: &Path) -> std::io::Result<Digests> {
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Hasher::default();
-    let mut buffer = vec![0u8; 1 << 20];
-    loop {
-        let read = file.read(&mut buffer)?;
-        if read == 0 {
-            return Ok(hasher.finish());
-        }
-        hasher.update(&buffer[..read]);
-    }
-}
-
-fn judge(url: &str, digests: &Digests, published_md5: &str, accept: Option<&str>) -> Result<DigestPolicy> {
+fn judge(
+    url: &str,
+    digests: &ArchiveDigests,
+    published_md5: &str,
+    accept: Option<&str>,
+) -> Result<DigestPolicy> {
     let md5 = digests.md5.clone();
     if md5 == published_md5 {
         return Ok(DigestPolicy::DownloadMatchedPublishedMd5 { md5 });
@@ -105,7 +70,7 @@ pub fn fetch_archive(
     accept: Option<&str>,
     progress: &dyn Progress,
 ) -> Result<DigestPolicy> {
-    if let Ok(existing) = file_digests(dest)
+    if let Ok(existing) = std::fs::File::open(dest).and_then(|mut file| digests_of(&mut file))
         && let Ok(policy) = judge(url, &existing, published_md5, accept)
     {
         return Ok(policy);
@@ -125,7 +90,7 @@ pub fn fetch_archive(
     }
     progress.start("downloading archive", response.content_length().unwrap_or(0));
     let mut writer = safe_fs::AtomicWriter::create(dest)?;
-    let mut hasher = Hasher::default();
+    let mut hasher = ArchiveHasher::default();
     let mut buffer = vec![0u8; 1 << 16];
     loop {
         let read = response.read(&mut buffer).map_err(|error| failed(error.to_string()))?;

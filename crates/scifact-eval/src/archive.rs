@@ -79,6 +79,50 @@ impl<R: Read> Read for Hashing<R> {
     }
 }
 
+/// An archive file's sha256 and md5 (lowercase hex; BEIR publishes md5) and length.
+pub(crate) struct ArchiveDigests {
+    pub(crate) sha256: String,
+    pub(crate) md5: String,
+    pub(crate) bytes: u64,
+}
+
+/// Computes [`ArchiveDigests`] from bytes fed to it in pieces, as a download or a file passes.
+#[derive(Default)]
+pub(crate) struct ArchiveHasher {
+    sha256: Sha256,
+    md5: Md5,
+    bytes: u64,
+}
+
+impl ArchiveHasher {
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
+        self.sha256.update(bytes);
+        self.md5.update(bytes);
+        self.bytes += bytes.len() as u64;
+    }
+
+    pub(crate) fn finish(self) -> ArchiveDigests {
+        ArchiveDigests {
+            sha256: hex(&self.sha256.finalize()),
+            md5: hex(&self.md5.finalize()),
+            bytes: self.bytes,
+        }
+    }
+}
+
+/// The digests of everything `reader` holds, streamed (an archive may be a gigabyte).
+pub(crate) fn digests_of(reader: &mut impl Read) -> std::io::Result<ArchiveDigests> {
+    let mut hasher = ArchiveHasher::default();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let read = reader.read(&mut buffer)?;
+        if read == 0 {
+            return Ok(hasher.finish());
+        }
+        hasher.update(&buffer[..read]);
+    }
+}
+
 /// Checks one member name: relative, forward slashes only, no `..`, no drive letter, no NUL.
 fn check_name(name: &str) -> std::result::Result<(), &'static str> {
     if name.is_empty() {
@@ -118,18 +162,7 @@ impl Dataset {
     pub fn open_archive(path: &Path, wanted: &[&str], allowed: &[&str]) -> Result<Dataset> {
         let io_error = |source| Error::Io { path: path.to_path_buf(), source };
         let mut file = File::open(path).map_err(io_error)?;
-        let (mut sha256, mut md5) = (Sha256::new(), Md5::new());
-        let mut buffer = vec![0u8; 1 << 20];
-        let mut bytes = 0u64;
-        loop {
-            let read = file.read(&mut buffer).map_err(io_error)?;
-            if read == 0 {
-                break;
-            }
-            sha256.update(&buffer[..read]);
-            md5.update(&buffer[..read]);
-            bytes += read as u64;
-        }
+        let ArchiveDigests { sha256, md5, bytes } = digests_of(&mut file).map_err(io_error)?;
         // The zip reader keeps only one entry per name, so duplicates are looked for in the raw directory.
         if let Some(names) = central_directory_names(&mut file, bytes).map_err(io_error)? {
             let mut seen = HashSet::new();
@@ -173,15 +206,8 @@ impl Dataset {
                 ));
             }
         }
-        let hex_of = |digest: &[u8]| hex(digest);
         Ok(Dataset {
-            source: Source::Zip {
-                archive,
-                path: path.to_path_buf(),
-                sha256: hex_of(&sha256.finalize()),
-                md5: hex_of(&md5.finalize()),
-                bytes,
-            },
+            source: Source::Zip { archive, path: path.to_path_buf(), sha256, md5, bytes },
             read: Vec::new(),
             total: 0,
         })
@@ -321,11 +347,7 @@ pub fn read_archive(path: &Path, wanted: &[&str], allowed: &[&str]) -> Result<Ar
 /// [`Error::Io`] for a zip that cannot be read; for a directory, as [`Dataset::stream`].
 pub fn dataset_sha256(path: &Path, prefix: &str, split: &str) -> Result<String> {
     if !path.is_dir() {
-        let (sha256, _) = safe_fs::hash_regular(path, u64::MAX).map_err(|error| Error::Io {
-            path: path.to_path_buf(),
-            source: std::io::Error::other(error.to_string()),
-        })?;
-        return Ok(sha256);
+        return Ok(safe_fs::hash_regular(path, u64::MAX)?.0);
     }
     let mut dataset = Dataset::open_directory(path, prefix);
     for file in ["corpus.jsonl", "queries.jsonl", &format!("qrels/{split}.tsv")] {
