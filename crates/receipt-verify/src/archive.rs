@@ -12,6 +12,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::canonical::{hex, sha256_tagged};
+use crate::found::PrivateCopy;
 use crate::names::MAX_ARCHIVE_BYTES;
 use crate::texts::Texts;
 
@@ -58,15 +59,18 @@ pub fn read(path: &Path, expected: &str, members: &Members, query_ids: &[String]
     let mut source = if path.is_dir() {
         Source::Directory { dir: path }
     } else {
-        let (sha256, _) =
-            safe_fs::hash_regular(path, MAX_ARCHIVE_BYTES).map_err(|e| format!("--archive: {e}"))?;
-        let sha256 = format!("sha256:{sha256}");
-        if sha256 != expected {
-            return Err(mismatch(&sha256));
+        // Read from a private copy, so the members parsed are those of the bytes hashed.
+        let copy = PrivateCopy::of(path, MAX_ARCHIVE_BYTES).map_err(|reason| match reason {
+            Some(reason) => format!("--archive: {reason}"),
+            None => format!("--archive: {} is not present", path.display()),
+        })?;
+        if copy.sha256 != expected {
+            return Err(mismatch(&copy.sha256));
         }
-        let file = std::fs::File::open(path).map_err(|e| format!("--archive {}: {e}", path.display()))?;
+        let file =
+            std::fs::File::open(&copy.path).map_err(|e| format!("--archive {}: {e}", path.display()))?;
         let zip = zip::ZipArchive::new(BufReader::new(file)).map_err(|e| format!("--archive: {e}"))?;
-        Source::Zip { zip, prefix }
+        Source::Zip { zip, prefix, _copy: copy }
     };
     let corpus_name = format!("{prefix}/corpus.jsonl");
     let queries_name = format!("{prefix}/queries.jsonl");
@@ -128,9 +132,10 @@ pub fn read(path: &Path, expected: &str, members: &Members, query_ids: &[String]
     Ok(Archive { sha256, texts: Texts { documents, queries: chosen }, qrels })
 }
 
-/// Where the three files come from: a zip whose digest already matched, or a directory.
+/// Where the three files come from: a zip whose digest already matched (read from its private copy), or a
+/// directory.
 enum Source<'a> {
-    Zip { zip: zip::ZipArchive<BufReader<std::fs::File>>, prefix: &'a str },
+    Zip { zip: zip::ZipArchive<BufReader<std::fs::File>>, prefix: &'a str, _copy: PrivateCopy },
     Directory { dir: &'a Path },
 }
 
@@ -144,7 +149,7 @@ impl Source<'_> {
         each: &mut dyn FnMut(usize, &str) -> Result<(), String>,
     ) -> Result<String, String> {
         let (label, reader): (String, Box<dyn Read + '_>) = match self {
-            Source::Zip { zip, prefix } => {
+            Source::Zip { zip, prefix, .. } => {
                 let label = format!("--archive member {prefix}/{name}");
                 let file = zip.by_name(&format!("{prefix}/{name}")).map_err(|e| format!("{label}: {e}"))?;
                 if file.size() > MAX_MEMBER_BYTES {

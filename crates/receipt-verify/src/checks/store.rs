@@ -6,16 +6,14 @@
 //! schema is exactly the one `semantic-memory` writes (no view, trigger or extra object can run).
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::artifacts::Run;
-use crate::canonical::hex;
-use crate::found::Found;
+use crate::found::{Found, PrivateCopy};
 use crate::mapping::Mapping;
 use crate::names::{MAPPING_FILE, MAX_SIDECAR_BYTES};
 use crate::report::Report;
@@ -87,43 +85,6 @@ const EXPECTED_SCHEMA: [(&str, &str, &str, &str); 9] = [
 pub(crate) struct StoreImage {
     conn: Connection,
     previous_heap_limit: i64,
-}
-
-/// A store file copied while it is hashed into a private temporary directory, removed when dropped.
-struct PrivateCopy {
-    path: PathBuf,
-    sha256: String,
-    _dir: tempfile::TempDir,
-}
-
-impl PrivateCopy {
-    /// Copies the regular file at `path` (within `cap`, and no further than its size when opened); `Err` is
-    /// `None` when nothing is there, or why it is refused.
-    fn of(path: &Path, cap: u64) -> Result<PrivateCopy, Option<String>> {
-        let (file, size) = match safe_fs::open_regular_capped(path, cap) {
-            Ok(opened) => opened,
-            Err(error) if error.is_not_found() => {
-                return Err(None);
-            }
-            Err(error) => return Err(Some(format!("refused to read {error}"))),
-        };
-        let failed = |e: std::io::Error| Some(format!("cannot copy {} to read it: {e}", path.display()));
-        let dir = tempfile::Builder::new().prefix("receipt-verify-store").tempdir().map_err(failed)?;
-        let copy = dir.path().join("store.db");
-        let mut out = std::fs::File::create_new(&copy).map_err(failed)?;
-        let mut reader = file.take(size);
-        let mut hasher = Sha256::new();
-        let mut buffer = vec![0u8; 1 << 20];
-        loop {
-            let read = reader.read(&mut buffer).map_err(failed)?;
-            if read == 0 {
-                break;
-            }
-            hasher.update(&buffer[..read]);
-            out.write_all(&buffer[..read]).map_err(failed)?;
-        }
-        Ok(PrivateCopy { path: copy, sha256: format!("sha256:{}", hex(&hasher.finalize())), _dir: dir })
-    }
 }
 
 impl Drop for StoreImage {
