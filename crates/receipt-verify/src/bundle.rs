@@ -23,15 +23,17 @@ use crate::checks::exports::{export_checks, export_names, test_result_agrees};
 use crate::checks::{EmbeddingCheck, Input, Inputs, run_all, selection::Documents};
 use crate::error::{Error, Result};
 use crate::fixture::FixtureView;
+use crate::found::PrivateCopy;
 use crate::found::{Found, hash_executable};
 use crate::mapping::Mapping;
 use crate::names::{
     BUNDLE_LIMITS, CARRIED_PREFIX, CARRIED_SUBJECT, COMPARISON_FILE, COMPARISON_PAGE, EFFECTIVE_CONFIG_FILE,
     FIXTURE_METADATA_FILE, MANIFEST_FILE, MAPPING_FILE, MAX_FIXTURE_BYTES, MAX_MANIFEST_BYTES,
-    MAX_SIDECAR_BYTES, MAX_SUBJECTS, PREDICATE_TYPE, PREDICATE_TYPE_V1, PREDICATE_TYPE_V2, PREDICATE_TYPE_V3,
-    PREDICATE_TYPE_V4, PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, PUBLISHED_FILE,
-    REPLACED_SIGNATURE_PREFIX, REPORT_FILE, SELECTION_DOCUMENTS, SELECTION_FILE, SIGNATURE_FILE,
-    STATEMENT_TYPE, STATISTICS_FILE, TEST_RESULT_FILE, VECTORS_FILE, VERIFICATION_FILE, is_plain_file_name,
+    MAX_SIDECAR_BYTES, MAX_SUBJECTS, MAX_VECTORS_BYTES, PREDICATE_TYPE, PREDICATE_TYPE_V1, PREDICATE_TYPE_V2,
+    PREDICATE_TYPE_V3, PREDICATE_TYPE_V4, PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE,
+    PUBLISHED_FILE, REPLACED_SIGNATURE_PREFIX, REPORT_FILE, SELECTION_DOCUMENTS, SELECTION_FILE,
+    SIGNATURE_FILE, STATEMENT_TYPE, STATISTICS_FILE, TEST_RESULT_FILE, VECTORS_FILE, VERIFICATION_FILE,
+    is_plain_file_name,
 };
 use crate::report::{Basis, Report, Status, Verdict};
 use crate::sign::{MAX_KEY_FILE_BYTES, TRUSTED_COMMENT_PREFIX, VerifyingKey, verify_bytes};
@@ -146,14 +148,14 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
             fixture_path.display()
         ))
     })?;
-    let vectors = full.vectors().map_err(|e| Error::input(&fixture_path, e))?.to_bytes();
-    let view = FixtureView::of(&full, &sha256_tagged(&fixture_bytes), Some(&vectors));
+    let vectors = full.vectors().map_err(|e| Error::input(&fixture_path, e))?;
+    let vectors_sha256 = vectors.sha256().map_err(|e| Error::input(&fixture_path, e))?;
+    let view = FixtureView::of(&full, &sha256_tagged(&fixture_bytes), Some(&vectors_sha256));
     drop(full);
     files.insert(
         FIXTURE_METADATA_FILE.into(),
         pretty(&serde_json::to_value(&view).map_err(|e| Error::input(&fixture_path, e))?),
     );
-    files.insert(VECTORS_FILE.into(), vectors);
     let config_file = match Found::at(&options.output_dir.join(EFFECTIVE_CONFIG_FILE), MAX_SIDECAR_BYTES) {
         Found::Read(_, bytes) => bytes,
         Found::Absent(_) => pretty(&json!({
@@ -210,7 +212,19 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
         safe_fs::write_atomically(&staging.path().join(name), bytes).map_err(Error::file)?;
         safe_fs::halt::point("bundle.file");
     }
-    let manifest = statement(&runs, &files, &verification);
+    // The vectors are copied, not held (msmarco's are 13.5 GB), and must be the bytes their binding names.
+    let path = staging.path().join(VECTORS_FILE);
+    let mut writer = safe_fs::AtomicWriter::create(&path).map_err(Error::file)?;
+    let written = vectors.write_to(&mut writer).map_err(|e| Error::input(&path, e))?;
+    writer.commit().map_err(Error::file)?;
+    if written != vectors_sha256 {
+        return Err(Error::input(
+            &fixture_path,
+            format!("its vectors hashed to {vectors_sha256}, then {written}"),
+        ));
+    }
+    safe_fs::halt::point("bundle.file");
+    let manifest = statement(&runs, &files, Some(&vectors_sha256), &verification);
     safe_fs::write_atomically(&staging.path().join(MANIFEST_FILE), &pretty(&manifest))
         .map_err(Error::file)?;
     safe_fs::halt::point("bundle.staged");
@@ -226,17 +240,27 @@ fn pretty(value: &Value) -> Vec<u8> {
 
 /// The claim a version 5 bundle makes: version 4's, and what the signer's verification says of its own
 /// embedding check (`verification.json`'s `embedding`).
-pub fn claim_v5(runs: &[Run], verification: &Value, files: &BTreeMap<String, Vec<u8>>) -> Value {
-    let mut value = claim_v4(runs, &verification["verdict"], files);
+pub fn claim_v5(
+    runs: &[Run],
+    verification: &Value,
+    files: &BTreeMap<String, Vec<u8>>,
+    vectors_sha256: Option<&str>,
+) -> Value {
+    let mut value = claim_v4(runs, &verification["verdict"], files, vectors_sha256);
     value["verification_embedding"] = verification.get("embedding").cloned().unwrap_or(Value::Null);
     value
 }
 
-/// The claim a version 4 bundle makes: version 2's, and the digest of the vectors it carries.
-pub fn claim_v4(runs: &[Run], verdict: &Value, files: &BTreeMap<String, Vec<u8>>) -> Value {
+/// The claim a version 4 bundle makes: version 2's, and the digest of the vectors it carries (`sha256:` of
+/// [`VECTORS_FILE`], which `files` never holds).
+pub fn claim_v4(
+    runs: &[Run],
+    verdict: &Value,
+    files: &BTreeMap<String, Vec<u8>>,
+    vectors_sha256: Option<&str>,
+) -> Value {
     let mut value = claim_v2(runs, verdict, files);
-    value["vectors_sha256"] =
-        files.get(VECTORS_FILE).map_or(Value::Null, |bytes| Value::from(sha256_tagged(bytes)));
+    value["vectors_sha256"] = vectors_sha256.map_or(Value::Null, Value::from);
     value
 }
 
@@ -323,16 +347,26 @@ pub fn claim(runs: &[Run], verdict: &Value) -> Value {
     })
 }
 
-fn statement(runs: &[Run], files: &BTreeMap<String, Vec<u8>>, verification: &Value) -> Value {
-    let subjects: Vec<Value> = files
+fn statement(
+    runs: &[Run],
+    files: &BTreeMap<String, Vec<u8>>,
+    vectors_sha256: Option<&str>,
+    verification: &Value,
+) -> Value {
+    let mut digests: BTreeMap<&str, String> =
+        files.iter().map(|(name, bytes)| (name.as_str(), sha256_tagged(bytes))).collect();
+    if let Some(sha256) = vectors_sha256 {
+        digests.insert(VECTORS_FILE, sha256.to_owned());
+    }
+    let subjects: Vec<Value> = digests
         .iter()
-        .map(|(name, bytes)| json!({"name": name, "digest": {"sha256": sha256_tagged(bytes).trim_start_matches("sha256:")}}))
+        .map(|(name, digest)| json!({"name": name, "digest": {"sha256": digest.trim_start_matches("sha256:")}}))
         .collect();
     json!({
         "_type": STATEMENT_TYPE,
         "subject": subjects,
         "predicateType": PREDICATE_TYPE,
-        "predicate": claim_v5(runs, verification, files),
+        "predicate": claim_v5(runs, verification, files, vectors_sha256),
     })
 }
 
@@ -374,6 +408,9 @@ pub struct BundleContents {
     pub files: BTreeMap<String, Vec<u8>>,
     /// The aggregates and their rows, parsed from `files`.
     pub runs: Vec<Run>,
+    /// The vectors ([`VECTORS_FILE`], never in `files`), when the bundle carries them and they were read
+    /// against their binding: in the private copy that was hashed.
+    pub vectors: Option<Vectors>,
 }
 
 /// [`verify_bundle`], returning also the bytes it checked when the signature, the subjects and the
@@ -397,10 +434,10 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
             return Ok((report, None));
         }
     };
-    let files = match read_subjects(&check.bundle_dir, &manifest, check.limits) {
-        Ok((files, evidence)) => {
+    let (files, large) = match read_subjects(&check.bundle_dir, &manifest, check.limits, Large::Copy) {
+        Ok((files, large, evidence)) => {
             report.record(scope, "subjects", Ok(evidence));
-            files
+            (files, large)
         }
         Err(reason) => {
             report.record(scope, "subjects", Err(reason));
@@ -448,8 +485,15 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         let expected = match predicate_type {
             PREDICATE_TYPE_V1 => Some(claim(&runs, &verification["verdict"])),
             PREDICATE_TYPE_V3 | PREDICATE_TYPE_V2 => Some(claim_v2(&runs, &verification["verdict"], &files)),
-            PREDICATE_TYPE_V4 => Some(claim_v4(&runs, &verification["verdict"], &files)),
-            PREDICATE_TYPE => Some(claim_v5(&runs, &verification, &files)),
+            PREDICATE_TYPE_V4 => Some(claim_v4(
+                &runs,
+                &verification["verdict"],
+                &files,
+                large.as_ref().map(|l| l.sha256.as_str()),
+            )),
+            PREDICATE_TYPE => {
+                Some(claim_v5(&runs, &verification, &files, large.as_ref().map(|l| l.sha256.as_str())))
+            }
             _ => None,
         };
         if expected.is_some_and(|expected| manifest["predicate"] == expected)
@@ -514,7 +558,7 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         Some(view) => Input::Read { origin: FIXTURE_METADATA_FILE, content: view },
         None => Input::Refused(&view_problem),
     };
-    let vectors = vectors(view.as_ref(), &files, &mut report);
+    let vectors = vectors(view.as_ref(), large, &mut report);
     let vectors_input = match &vectors {
         Ok(vectors) => Input::Read { origin: VECTORS_FILE, content: vectors },
         Err((true, reason)) => Input::Refused(reason),
@@ -591,7 +635,7 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         model.as_ref(),
     );
     crate::checks::carried::carried(&files, &key, &mut report);
-    Ok((report, Some(BundleContents { manifest: manifest_bytes, files, runs })))
+    Ok((report, Some(BundleContents { manifest: manifest_bytes, files, runs, vectors: vectors.ok() })))
 }
 
 /// `input.json`: every JSON document and JSON-lines file of the bundle is strict (I-JSON, no duplicate key,
@@ -628,7 +672,7 @@ fn strict_documents(files: &Files, report: &mut Report) -> bool {
 /// reason))`: broken when the bundle promises vectors it does not deliver.
 fn vectors(
     view: Option<&FixtureView>,
-    files: &Files,
+    large: Option<LargeSubject>,
     report: &mut Report,
 ) -> std::result::Result<Vectors, (bool, String)> {
     let Some(view) = view else { return Err((true, "no readable fixture-metadata.json".into())) };
@@ -638,12 +682,12 @@ fn vectors(
             format!("this bundle carries no vectors ({}, claim v3 and earlier)", view.schema),
         ));
     };
-    let outcome = match files.get(&binding.file) {
-        None => Err(format!("{} is bound in fixture-metadata.json but not in the bundle", binding.file)),
-        Some(_) if binding.file != VECTORS_FILE => {
+    let outcome = match large.and_then(|large| large.copy) {
+        _ if binding.file != VECTORS_FILE => {
             Err(format!("the vectors are bound as {:?}, not {VECTORS_FILE}", binding.file))
         }
-        Some(bytes) => Vectors::from_bytes(bytes, binding),
+        None => Err(format!("{} is bound in fixture-metadata.json but not in the bundle", binding.file)),
+        Some(copy) => Vectors::from_copy(copy, binding),
     };
     match outcome {
         Ok(vectors) => {
@@ -797,7 +841,7 @@ pub(crate) fn read_bundle_files(dir: &Path) -> std::result::Result<(Vec<u8>, Fil
     let bytes =
         safe_fs::read_regular(&dir.join(MANIFEST_FILE), MAX_MANIFEST_BYTES).map_err(|e| e.to_string())?;
     let manifest = crate::json::parse(&bytes).map_err(|e| format!("manifest.json: {e}"))?;
-    let (files, _) = read_subjects(dir, &manifest, BUNDLE_LIMITS)?;
+    let (files, _, _) = read_subjects(dir, &manifest, BUNDLE_LIMITS, Large::Hash)?;
     Ok((bytes, files))
 }
 
@@ -860,15 +904,34 @@ fn signed_manifest(check: &BundleCheck, key: &VerifyingKey, report: &mut Report)
     }
 }
 
+/// How [`read_subjects`] reads [`VECTORS_FILE`], the one subject too large to hold (13.5 GB for msmarco).
+#[derive(Clone, Copy)]
+enum Large {
+    /// Copied, as it is hashed, to a private file the checks read from.
+    Copy,
+    /// Hashed only: the caller needs its digest, not its content.
+    Hash,
+}
+
+/// [`VECTORS_FILE`] as [`read_subjects`] read it.
+struct LargeSubject {
+    /// `sha256:` of its bytes, equal to the manifest's.
+    sha256: String,
+    /// [`Large::Copy`]'s copy.
+    copy: Option<PrivateCopy>,
+}
+
 /// Checks the subject list (plain, unique names, well-formed digests, at most [`MAX_SUBJECTS`]) before
 /// opening anything, that the directory holds exactly those files (besides the manifest, its signature and
 /// disclosed replaced signatures), then reads each once within `limits` and compares its hash. Returns the
-/// bytes by name, and the evidence.
+/// bytes by name, but [`VECTORS_FILE`]'s, which is read as `large` says (within [`MAX_VECTORS_BYTES`], outside
+/// `limits`), and the evidence.
 fn read_subjects(
     dir: &Path,
     manifest: &Value,
     limits: Limits,
-) -> std::result::Result<(Files, String), String> {
+    large: Large,
+) -> std::result::Result<(Files, Option<LargeSubject>, String), String> {
     let listed = manifest["subject"].as_array().ok_or("the manifest has no subject list")?;
     if listed.len() > MAX_SUBJECTS {
         return Err(format!("the manifest lists {} subjects, more than {MAX_SUBJECTS}", listed.len()));
@@ -905,7 +968,29 @@ fn read_subjects(
     }
     let mut files = BTreeMap::new();
     let mut total = 0;
+    let mut held = None;
     for (name, recorded) in &wanted {
+        if name == VECTORS_FILE {
+            let path = dir.join(name);
+            let (actual, copy) = match large {
+                Large::Copy => {
+                    let copy = PrivateCopy::of(&path, MAX_VECTORS_BYTES).map_err(|reason| {
+                        reason.unwrap_or_else(|| format!("{name} vanished while it was read"))
+                    })?;
+                    (copy.sha256.clone(), Some(copy))
+                }
+                Large::Hash => {
+                    let (hex, _) =
+                        safe_fs::hash_regular(&path, MAX_VECTORS_BYTES).map_err(|e| e.to_string())?;
+                    (format!("sha256:{hex}"), None)
+                }
+            };
+            if &actual != recorded {
+                return Err(format!("{name} hashes to {actual}, the manifest records {recorded}"));
+            }
+            held = Some(LargeSubject { sha256: actual, copy });
+            continue;
+        }
         let bytes =
             safe_fs::read_regular_in(&dir.join(name), limits, &mut total).map_err(|e| e.to_string())?;
         let actual = sha256_tagged(&bytes);
@@ -914,10 +999,16 @@ fn read_subjects(
         }
         files.insert(name.clone(), bytes);
     }
+    let vectors = if held.is_some() {
+        format!(", and {VECTORS_FILE} hashed as it was copied (cap {MAX_VECTORS_BYTES} bytes)")
+    } else {
+        String::new()
+    };
     Ok((
         files,
+        held,
         format!(
-            "{} subjects, every sha256 matches, nothing unlisted; each read once as a regular file ({total} bytes; caps {} bytes per file, {} in all); manifest {}",
+            "{} subjects, every sha256 matches, nothing unlisted; each read once as a regular file ({total} bytes; caps {} bytes per file, {} in all{vectors}); manifest {}",
             wanted.len(),
             limits.max_file_bytes,
             limits.max_total_bytes,

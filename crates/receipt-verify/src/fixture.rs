@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::canonical::sha256_tagged;
 use crate::error::{Error, Result};
+use crate::found::PrivateCopy;
 use crate::names::VECTORS_FILE;
 use crate::texts::{Policy, Texts};
 use crate::vectors::{LAYOUT, Vectors};
@@ -206,9 +207,10 @@ impl FixtureView {
         Ok((view, Some(full)))
     }
 
-    /// The version 2 view of a full fixture whose file digest is `fixture_sha256`, binding the vectors'
-    /// bytes when they are published beside it (a bundle's view; an output directory's has no binding).
-    pub fn of(full: &FullFixture, fixture_sha256: &str, vectors: Option<&[u8]>) -> FixtureView {
+    /// The version 2 view of a full fixture whose file digest is `fixture_sha256`, binding the vectors by the
+    /// `sha256:` of their file when they are published beside it (a bundle's view; an output directory's has no
+    /// binding).
+    pub fn of(full: &FullFixture, fixture_sha256: &str, vectors_sha256: Option<&str>) -> FixtureView {
         let mut qrels: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
         for qrel in &full.qrels {
             qrels.entry(qrel.query_id.clone()).or_default().insert(qrel.doc_id.clone(), qrel.score);
@@ -233,9 +235,9 @@ impl FixtureView {
                 documents: full.documents.iter().map(|d| d.semantic_text_sha256.clone()).collect(),
                 queries: full.queries.iter().map(|q| q.semantic_text_sha256.clone()).collect(),
             }),
-            vectors: vectors.map(|bytes| VectorsBinding {
+            vectors: vectors_sha256.map(|sha256| VectorsBinding {
                 file: VECTORS_FILE.into(),
-                sha256: sha256_tagged(bytes),
+                sha256: sha256.to_owned(),
                 dims,
                 documents: full.documents.len(),
                 queries: full.queries.len(),
@@ -281,31 +283,24 @@ impl FullFixture {
         }
         lines.finish()?;
         let vectors_path = bound_path(path, &head.vectors_file)?;
-        let split = documents.len().checked_mul(dims).ok_or_else(|| refuse("too many documents".into()))?;
-        let mut raw = Bound::open(&vectors_path, &head.vectors_file)?;
-        let mut values = Vec::with_capacity(usize::try_from(head.vectors_file.bytes / 4).unwrap_or(0));
-        let mut chunk = vec![0u8; 1 << 16];
-        loop {
-            let read = raw.read(&mut chunk)?;
-            if read == 0 {
-                break;
-            }
-            if read % 4 != 0 {
-                return Err(refuse(format!("{} is not whole f32 values", head.vectors_file.file)));
-            }
-            values
-                .extend(chunk[..read].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+        let bound = &head.vectors_file;
+        // Copied as it is hashed: the vectors then read by position are the bytes checked, and stay on disk.
+        let copy =
+            PrivateCopy::of(&vectors_path, bound.bytes.min(MAX_BOUND_FILE_BYTES)).map_err(|reason| {
+                refuse(reason.unwrap_or_else(|| format!("{} is not present beside it", bound.file)))
+            })?;
+        let size = std::fs::metadata(&copy.path).map_err(|e| Error::input(&vectors_path, e))?.len();
+        if size != bound.bytes || copy.sha256.strip_prefix("sha256:") != Some(bound.sha256.as_str()) {
+            return Err(Error::input(
+                &vectors_path,
+                format!(
+                    "is not the file the fixture binds ({size} bytes, {}; bound: {} bytes, sha256 {})",
+                    copy.sha256, bound.bytes, bound.sha256
+                ),
+            ));
         }
-        raw.finish()?;
-        if split > values.len() {
-            return Err(refuse(format!(
-                "{} holds fewer than {} document vectors",
-                head.vectors_file.file,
-                documents.len()
-            )));
-        }
-        let queries = values.split_off(split);
-        let binary = Vectors::new(dims, values, queries).map_err(refuse)?;
+        let binary =
+            Vectors::in_copy(copy, &bound.file, dims, documents.len(), head.queries.len()).map_err(refuse)?;
         if binary.query_count() != head.queries.len() {
             return Err(refuse(format!(
                 "{} holds {} query vectors, the fixture {} queries",
@@ -451,21 +446,6 @@ impl<'a> Bound<'a> {
         Ok(read > 0)
     }
 
-    fn read(&mut self, buffer: &mut [u8]) -> Result<usize> {
-        let mut filled = 0;
-        while filled < buffer.len() {
-            let read = std::io::Read::read(&mut self.reader, &mut buffer[filled..])
-                .map_err(|e| Error::input(self.path, e))?;
-            if read == 0 {
-                break;
-            }
-            filled += read;
-        }
-        sha2::Digest::update(&mut self.hasher, &buffer[..filled]);
-        self.length += filled as u64;
-        Ok(filled)
-    }
-
     fn finish(self) -> Result<()> {
         let actual = crate::canonical::hex(&sha2::Digest::finalize(self.hasher));
         if self.length != self.bound.bytes || actual != self.bound.sha256 {
@@ -504,7 +484,7 @@ mod tests {
             (vec!["d1".into()], sha256_tagged(FULL))
         );
         // A bundle's view binds the vectors published beside it.
-        let view = FixtureView::of(&full, &view.fixture_sha256, Some(&[0u8; 24]));
+        let view = FixtureView::of(&full, &view.fixture_sha256, Some(&sha256_tagged(&[0u8; 24])));
         let view_bytes = serde_json::to_vec(&view).unwrap();
         let (again, none) = FixtureView::from_bytes(Path::new("view.json"), &view_bytes).unwrap();
         assert_eq!((again, none.is_none()), (view, true), "a view is read as a view");

@@ -81,6 +81,7 @@ pub(crate) fn hash_executable(path: &Path) -> (String, Result<String, Found>) {
 /// A file copied, as it is hashed, into a temporary directory only this process reaches, removed when dropped:
 /// what is then opened there is exactly what was hashed, whatever happens to the original (a store opened by
 /// SQLite, an archive read member by member), and nothing of it is held in memory.
+#[derive(Debug)]
 pub(crate) struct PrivateCopy {
     /// The copy.
     pub(crate) path: PathBuf,

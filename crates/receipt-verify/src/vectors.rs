@@ -4,21 +4,51 @@
 //! Layout ([`LAYOUT`]): every document vector in `document_ids` order, then every query vector in `query_ids`
 //! order, each `dims` IEEE 754 single-precision values, little-endian, nothing else. The file's sha256 is bound
 //! in `fixture-metadata.json` and listed in the manifest.
+//!
+//! A file's document vectors are not held in memory: they stay in the private copy that was hashed (msmarco's
+//! are 13.5 GB) and are read from it by position, or block by block for a full scan. Query vectors are few
+//! and are held.
 
-use crate::canonical::sha256_tagged;
+use std::borrow::Cow;
+use std::io::{BufReader, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use crate::canonical::{hex, sha256_tagged};
 use crate::fixture::VectorsBinding;
+use crate::found::PrivateCopy;
 
 /// The layout, as `fixture-metadata.json` states it.
 pub const LAYOUT: &str = "little-endian IEEE 754 f32, dims values per vector, no header: every document in \
                           document_ids order, then every query in query_ids order";
 
 /// Document and query vectors.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Vectors {
     dims: usize,
-    documents: Vec<f32>,
+    document_count: usize,
+    documents: Documents,
     queries: Vec<f32>,
 }
+
+/// Where the document vectors are.
+#[derive(Debug, Clone)]
+enum Documents {
+    Memory(Vec<f32>),
+    /// The private copy they were checked in, read by position; its documents come first.
+    File(Arc<Held>),
+}
+
+#[derive(Debug)]
+struct Held {
+    file: std::fs::File,
+    copy: PrivateCopy,
+}
+
+/// Bytes per f32.
+const VALUE: usize = 4;
 
 impl Vectors {
     /// Vectors of `dims` dimensions, flat.
@@ -36,45 +66,117 @@ impl Vectors {
         if let Some(at) = documents.iter().chain(&queries).position(|x| !x.is_finite()) {
             return Err(format!("value {at} is not finite"));
         }
-        Ok(Vectors { dims, documents, queries })
+        Ok(Vectors {
+            dims,
+            document_count: documents.len() / dims,
+            documents: Documents::Memory(documents),
+            queries,
+        })
     }
 
-    /// Reads the file's bytes against its binding: digest, size, and every value finite.
+    /// The vectors of a bundle's file, checked in the private copy made as it was hashed: its digest against
+    /// the binding, its layout, its size, and every value finite.
     ///
     /// # Errors
     /// The first thing that differs.
-    pub fn from_bytes(bytes: &[u8], binding: &VectorsBinding) -> Result<Vectors, String> {
-        let actual = sha256_tagged(bytes);
-        if actual != binding.sha256 {
+    pub(crate) fn from_copy(copy: PrivateCopy, binding: &VectorsBinding) -> Result<Vectors, String> {
+        if copy.sha256 != binding.sha256 {
             return Err(format!(
-                "{} hashes to {actual}, fixture-metadata.json binds {}",
-                binding.file, binding.sha256
+                "{} hashes to {}, fixture-metadata.json binds {}",
+                binding.file, copy.sha256, binding.sha256
             ));
         }
         if binding.layout != LAYOUT {
             return Err(format!("layout {:?} is not the one this verifier reads", binding.layout));
         }
-        let expected =
-            (binding.documents + binding.queries).checked_mul(binding.dims).and_then(|n| n.checked_mul(4));
-        if expected != Some(bytes.len()) {
-            return Err(format!(
-                "{} is {} bytes; {} documents and {} queries of {} dimensions are {expected:?}",
-                binding.file,
-                bytes.len(),
-                binding.documents,
-                binding.queries,
-                binding.dims
-            ));
-        }
-        let values: Vec<f32> =
-            bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-        let split = binding.documents * binding.dims;
-        Vectors::new(binding.dims, values[..split].to_vec(), values[split..].to_vec())
+        Vectors::in_copy(copy, &binding.file, binding.dims, binding.documents, binding.queries)
     }
 
-    /// The file's bytes.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        self.documents.iter().chain(&self.queries).flat_map(|x| x.to_le_bytes()).collect()
+    /// The vectors of a file in [`LAYOUT`] holding `documents` and then `queries` vectors of `dims`, checked in
+    /// its private copy: its size, and every value finite. `name` names it in errors.
+    ///
+    /// # Errors
+    /// The first thing that differs.
+    pub(crate) fn in_copy(
+        copy: PrivateCopy,
+        name: &str,
+        dims: usize,
+        documents: usize,
+        queries: usize,
+    ) -> Result<Vectors, String> {
+        let failed = |e: std::io::Error| format!("{name}: {e}");
+        let file = std::fs::File::open(&copy.path).map_err(failed)?;
+        let size = file.metadata().map_err(failed)?.len();
+        let expected = documents
+            .checked_add(queries)
+            .and_then(|n| n.checked_mul(dims))
+            .and_then(|n| n.checked_mul(VALUE))
+            .and_then(|n| u64::try_from(n).ok());
+        if dims == 0 || expected != Some(size) {
+            return Err(format!(
+                "{name} is {size} bytes; {documents} documents and {queries} queries of {dims} dimensions are {}",
+                expected.map_or_else(|| "beyond counting".to_owned(), |n| format!("{n} bytes"))
+            ));
+        }
+        let split = documents * dims;
+        let mut query_values = Vec::with_capacity(queries * dims);
+        let mut reader = BufReader::with_capacity(1 << 20, &file);
+        let mut chunk = vec![0u8; 1 << 20];
+        let mut at = 0usize;
+        loop {
+            let read = read_full(&mut reader, &mut chunk).map_err(failed)?;
+            if read == 0 {
+                break;
+            }
+            for bytes in chunk[..read].chunks_exact(VALUE) {
+                let value = f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+                if !value.is_finite() {
+                    return Err(format!("{name}: value {at} is not finite"));
+                }
+                if at >= split {
+                    query_values.push(value);
+                }
+                at += 1;
+            }
+        }
+        if at != split + queries * dims {
+            return Err(format!("{name} changed while it was read"));
+        }
+        Ok(Vectors {
+            dims,
+            document_count: documents,
+            documents: Documents::File(Arc::new(Held { file, copy })),
+            queries: query_values,
+        })
+    }
+
+    /// Writes the file's bytes ([`LAYOUT`]) to `out`, returning their `sha256:`.
+    ///
+    /// # Errors
+    /// Reading the copy or writing `out`.
+    pub fn write_to(&self, out: &mut dyn Write) -> std::io::Result<String> {
+        let mut hasher = Sha256::new();
+        let mut bytes = Vec::new();
+        let mut put = |values: &[f32]| {
+            bytes.clear();
+            bytes.extend(values.iter().flat_map(|x| x.to_le_bytes()));
+            hasher.update(&bytes);
+            out.write_all(&bytes)
+        };
+        self.each_block(1 << 16, |_, block| put(block))?;
+        put(&self.queries)?;
+        Ok(format!("sha256:{}", hex(&hasher.finalize())))
+    }
+
+    /// `sha256:` of the file's bytes ([`LAYOUT`]).
+    ///
+    /// # Errors
+    /// Reading the copy.
+    pub fn sha256(&self) -> std::io::Result<String> {
+        match &self.documents {
+            Documents::File(held) => Ok(held.copy.sha256.clone()),
+            Documents::Memory(_) => self.write_to(&mut std::io::sink()),
+        }
     }
 
     /// Dimensions per vector.
@@ -84,7 +186,7 @@ impl Vectors {
 
     /// How many documents.
     pub fn document_count(&self) -> usize {
-        self.documents.len() / self.dims
+        self.document_count
     }
 
     /// How many queries.
@@ -93,8 +195,19 @@ impl Vectors {
     }
 
     /// Document `i` (fixture order).
-    pub fn document(&self, i: usize) -> &[f32] {
-        &self.documents[i * self.dims..(i + 1) * self.dims]
+    ///
+    /// # Errors
+    /// Reading it from the copy (`i` out of range panics, as a slice index does).
+    pub fn document(&self, i: usize) -> std::io::Result<Cow<'_, [f32]>> {
+        assert!(i < self.document_count, "document {i} of {}", self.document_count);
+        match &self.documents {
+            Documents::Memory(values) => Ok(Cow::Borrowed(&values[i * self.dims..(i + 1) * self.dims])),
+            Documents::File(held) => {
+                let mut bytes = vec![0u8; self.dims * VALUE];
+                held.file.read_exact_at(&mut bytes, (i * self.dims * VALUE) as u64)?;
+                Ok(Cow::Owned(values_of(&bytes)))
+            }
+        }
     }
 
     /// Query `i` (fixture order).
@@ -102,10 +215,60 @@ impl Vectors {
         &self.queries[i * self.dims..(i + 1) * self.dims]
     }
 
-    /// Every document vector, flat, in fixture order.
-    pub fn documents(&self) -> &[f32] {
-        &self.documents
+    /// Calls `visit(first, values)` for every run of up to `rows` consecutive documents in fixture order,
+    /// `values` flat: a full scan that never holds more than `rows` document vectors.
+    ///
+    /// # Errors
+    /// Reading the copy, or `visit`'s own.
+    pub fn each_block(
+        &self,
+        rows: usize,
+        mut visit: impl FnMut(usize, &[f32]) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let rows = rows.max(1);
+        match &self.documents {
+            Documents::Memory(values) => {
+                for (block, values) in values.chunks(rows * self.dims).enumerate() {
+                    visit(block * rows, values)?;
+                }
+            }
+            Documents::File(held) => {
+                let mut bytes = vec![0u8; rows * self.dims * VALUE];
+                let mut values = Vec::with_capacity(rows * self.dims);
+                let mut first = 0;
+                while first < self.document_count {
+                    let count = rows.min(self.document_count - first);
+                    let bytes = &mut bytes[..count * self.dims * VALUE];
+                    held.file.read_exact_at(bytes, (first * self.dims * VALUE) as u64)?;
+                    values.clear();
+                    values.extend(
+                        bytes.chunks_exact(VALUE).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                    );
+                    visit(first, &values)?;
+                    first += count;
+                }
+            }
+        }
+        Ok(())
     }
+}
+
+fn values_of(bytes: &[u8]) -> Vec<f32> {
+    bytes.chunks_exact(VALUE).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+}
+
+/// Fills `buffer` as far as the reader goes; the count read (short only at the end).
+fn read_full(reader: &mut impl Read, buffer: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match reader.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(filled)
 }
 
 /// The digest a receipt records for a query vector: `sha256:` of its f32 values, little-endian.
@@ -118,29 +281,71 @@ pub fn vector_digest(vector: &[f32]) -> String {
 mod tests {
     use super::*;
 
+    fn copy_of(bytes: &[u8]) -> (tempfile::TempDir, PrivateCopy) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vectors.f32");
+        std::fs::write(&path, bytes).unwrap();
+        let copy = PrivateCopy::of(&path, 1 << 20).unwrap();
+        (dir, copy)
+    }
+
+    fn bytes_of(vectors: &Vectors) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        vectors.write_to(&mut bytes).unwrap();
+        bytes
+    }
+
     #[test]
-    fn bytes_round_trip_against_their_binding_and_nothing_else() {
-        let vectors = Vectors::new(2, vec![0.6, 0.8, 1.0, 0.0], vec![-0.0, 1.0]).unwrap();
-        let bytes = vectors.to_bytes();
+    fn a_copy_reads_against_its_binding_and_nothing_else() {
+        let vectors = Vectors::new(2, vec![0.6, 0.8, 1.0, 0.0, 0.0, 1.0], vec![-0.0, 1.0]).unwrap();
+        let bytes = bytes_of(&vectors);
+        assert_eq!(bytes.len(), 32);
         let binding = VectorsBinding {
             file: "v".into(),
             sha256: sha256_tagged(&bytes),
             dims: 2,
-            documents: 2,
+            documents: 3,
             queries: 1,
             layout: LAYOUT.into(),
         };
-        let read = Vectors::from_bytes(&bytes, &binding).unwrap();
-        assert_eq!(read, vectors);
+        assert_eq!(vectors.sha256().unwrap(), binding.sha256);
+        let read = Vectors::from_copy(copy_of(&bytes).1, &binding).unwrap();
+        assert_eq!((read.document_count(), read.query_count(), read.dims()), (3, 1, 2));
         assert_eq!(read.query(0)[0].to_bits(), (-0.0f32).to_bits());
-        assert_eq!(read.document(1), &[1.0, 0.0]);
+        assert_eq!(&*read.document(1).unwrap(), &[1.0, 0.0]);
+        assert_eq!(bytes_of(&read), bytes, "the file's bytes, again");
+        assert_eq!(read.sha256().unwrap(), binding.sha256);
+        for rows in [1, 2, 3, 7] {
+            let (mut memory, mut file) = (Vec::new(), Vec::new());
+            vectors
+                .each_block(rows, |first, block| {
+                    memory.push((first, block.to_vec()));
+                    Ok(())
+                })
+                .unwrap();
+            read.each_block(rows, |first, block| {
+                file.push((first, block.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(memory, file, "blocks of {rows}");
+            assert_eq!(file.len(), 3usize.div_ceil(rows));
+        }
+
         let mut flipped = bytes.clone();
         flipped[0] ^= 1;
-        assert!(Vectors::from_bytes(&flipped, &binding).unwrap_err().contains("hashes to"));
+        assert!(Vectors::from_copy(copy_of(&flipped).1, &binding).unwrap_err().contains("hashes to"));
         let short = &bytes[..bytes.len() - 4];
         let binding_short = VectorsBinding { sha256: sha256_tagged(short), ..binding.clone() };
-        assert!(Vectors::from_bytes(short, &binding_short).unwrap_err().contains("bytes"));
-        let nan = Vectors::new(1, vec![f32::NAN], vec![]).unwrap_err();
-        assert!(nan.contains("not finite"), "{nan}");
+        let error = Vectors::from_copy(copy_of(short).1, &binding_short).unwrap_err();
+        assert!(error.contains("28 bytes") && error.contains("32 bytes"), "{error}");
+        let layout = VectorsBinding { layout: "big-endian".into(), ..binding.clone() };
+        assert!(Vectors::from_copy(copy_of(&bytes).1, &layout).unwrap_err().contains("layout"));
+        let mut nan = bytes.clone();
+        nan[28..32].copy_from_slice(&f32::NAN.to_le_bytes());
+        let binding_nan = VectorsBinding { sha256: sha256_tagged(&nan), ..binding.clone() };
+        let error = Vectors::from_copy(copy_of(&nan).1, &binding_nan).unwrap_err();
+        assert!(error.contains("value 7 is not finite"), "{error}");
+        assert!(Vectors::new(1, vec![f32::NAN], vec![]).unwrap_err().contains("not finite"));
     }
 }

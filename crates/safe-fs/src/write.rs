@@ -50,6 +50,17 @@ pub struct AtomicWriter {
     temp: std::io::BufWriter<NamedTempFile>,
 }
 
+/// Bytes written through `std::io::Write` are [`AtomicWriter::write`]'s, for writers that take one.
+impl Write for AtomicWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.temp.write(bytes)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.temp.flush()
+    }
+}
+
 impl AtomicWriter {
     /// A private temp file beside `path`, for [`AtomicWriter::commit`] to rename to `path`.
     ///

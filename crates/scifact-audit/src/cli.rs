@@ -707,10 +707,11 @@ pub(crate) struct VerifyBundleArgs {
     /// Accept a legacy (not prehashed) minisign signature; by default only prehashed ones verify
     #[arg(long)]
     pub(crate) allow_legacy_signature: bool,
-    /// The largest file of the bundle that is read; a larger one fails the subjects check unread
+    /// The largest file of the bundle that is read into memory; a larger one fails the subjects check unread.
+    /// vectors.f32 is not held: it is copied to a private temp file as it is hashed (up to 64 GiB)
     #[arg(long, value_name = "BYTES", default_value_t = receipt_verify::BUNDLE_LIMITS.max_file_bytes)]
     pub(crate) max_file_bytes: u64,
-    /// The most bytes read from the bundle's files in all
+    /// The most bytes read into memory from the bundle's files in all (vectors.f32 apart)
     #[arg(long, value_name = "BYTES", default_value_t = receipt_verify::BUNDLE_LIMITS.max_total_bytes)]
     pub(crate) max_total_bytes: u64,
     #[command(flatten)]

@@ -9,11 +9,11 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
+use receipt_verify::vectors::Vectors;
 use receipt_verify::{BUNDLE_LIMITS, BundleCheck, MANIFEST_FILE, Run, terminal_safe};
 use scifact_eval::reproduction::{
     EffectComparison, RunComparison, Tolerances, Verdict, compare_effect, compare_run, verdict,
@@ -158,7 +158,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     let recorded_fixture = first["corpus"]["fixture_sha256"].as_str().unwrap_or("").to_owned();
     let same_fixture = fixture_sha256 == tagged(&recorded_fixture);
     // The rebuild embedded every text again: each of the bundle's vectors must be the one it gave.
-    let vectors = same_vectors(&contents.files, &rebuilt);
+    let vectors = same_vectors(contents.vectors.as_ref(), &rebuilt);
 
     let (store, results) = (work.join("store"), work.join("results"));
     for split in [Split::Calibration, Split::Heldout] {
@@ -265,21 +265,11 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     Ok(if verdict == Verdict::NotReproduced { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-/// Whether every vector the bundle carries (`vectors.f32`, claim v4 on) is the rebuilt fixture's, to the bit:
-/// `None` when it carries none, else `Err` naming the first that differs.
-fn same_vectors(files: &BTreeMap<String, Vec<u8>>, rebuilt: &LoadedFixture) -> Option<Result<usize, String>> {
-    let bytes = files.get(receipt_verify::VECTORS_FILE)?;
-    let metadata = files.get(receipt_verify::FIXTURE_METADATA_FILE)?;
-    let view =
-        receipt_verify::FixtureView::from_bytes(Path::new(receipt_verify::FIXTURE_METADATA_FILE), metadata);
-    let binding = match view {
-        Ok((view, _)) => view.vectors?,
-        Err(error) => return Some(Err(error.to_string())),
-    };
-    let held = match receipt_verify::vectors::Vectors::from_bytes(bytes, &binding) {
-        Ok(held) => held,
-        Err(reason) => return Some(Err(reason)),
-    };
+/// Whether every vector the bundle carries (`vectors.f32`, claim v4 on; read against its binding when the
+/// bundle verified) is the rebuilt fixture's, to the bit: `None` when it carries none, else `Err` naming the
+/// first that differs.
+fn same_vectors(held: Option<&Vectors>, rebuilt: &LoadedFixture) -> Option<Result<usize, String>> {
+    let held = held?;
     let documents = rebuilt.document_ids.len();
     if held.document_count() != documents || held.query_count() != rebuilt.queries.len() {
         return Some(Err(format!(
@@ -299,7 +289,11 @@ fn same_vectors(files: &BTreeMap<String, Vec<u8>>, rebuilt: &LoadedFixture) -> O
             Ok(document) => document,
             Err(error) => return Some(Err(error.to_string())),
         };
-        if bits(&document.vector) != bits(held.document(index)) {
+        let vector = match held.document(index) {
+            Ok(vector) => vector,
+            Err(error) => return Some(Err(format!("the bundle's vectors could not be read: {error}"))),
+        };
+        if bits(&document.vector) != bits(&vector) {
             return Some(Err(format!("document {:?}", document.id)));
         }
     }

@@ -232,10 +232,14 @@ impl Forgery {
                 .map(|(name, bytes)| serde_json::json!({"name": name, "digest": {"sha256": hex(&sha256(bytes))}}))
                 .collect(),
         );
+        // The claim functions take the vectors by digest, never their bytes.
+        let vectors = files
+            .remove(receipt_verify::VECTORS_FILE)
+            .map(|bytes| format!("sha256:{}", hex(&sha256(&bytes))));
         manifest["predicate"] = if manifest["predicateType"] == receipt_verify::PREDICATE_TYPE_V4 {
-            receipt_verify::claim_v4(&self.runs(), &verification["verdict"], &files)
+            receipt_verify::claim_v4(&self.runs(), &verification["verdict"], &files, vectors.as_deref())
         } else {
-            receipt_verify::claim_v5(&self.runs(), &verification, &files)
+            receipt_verify::claim_v5(&self.runs(), &verification, &files, vectors.as_deref())
         };
         self.set_json("manifest.json", &manifest);
         self.sign_manifest_bytes(key);

@@ -325,6 +325,22 @@ fn hostile_bundles_fail_fast_and_clean() {
     // Lower caps are honoured and stated.
     let outcome = verify(&signed.bundle, &["--max-file-bytes", "1000"]);
     assert!(failed(&outcome).iter().any(|(name, text)| name == "subjects" && text.contains("cap of 1000")));
+    // The vectors are not held, so the cap on what is held does not count them: a total that every other file
+    // fits in, and not the vectors beside them, verifies the whole bundle (every dense ranking recomputed from
+    // the copy).
+    let sizes: Vec<(String, u64)> = std::fs::read_dir(&signed.bundle)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.metadata().unwrap().len()))
+        .filter(|(name, _)| !name.starts_with("manifest.json"))
+        .collect();
+    let vectors = sizes.iter().find(|(name, _)| name == "vectors.f32").expect("the bundle carries vectors").1;
+    let others: u64 = sizes.iter().filter(|(name, _)| name != "vectors.f32").map(|(_, size)| *size).sum();
+    assert!(vectors > 0);
+    let outcome = verify(&signed.bundle, &["--max-total-bytes", &others.to_string()]);
+    assert!(failed(&outcome).is_empty(), "{:?}", failed(&outcome));
+    assert!(outcome.stdout.contains("vectors.f32 hashed as it was copied"), "{}", outcome.stdout);
+    assert_eq!(outcome.code, Some(0), "{}", outcome.stdout);
 }
 
 #[test]

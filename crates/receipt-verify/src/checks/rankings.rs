@@ -89,8 +89,10 @@ pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
             }
             let dense = match inputs.vectors {
                 Input::Read { content, .. } if wants_vector => {
-                    consistent_vectors(content, fact_ids.len(), query_ids.len())
-                        .map(|()| Scans::compute(content, fact_ids, &needed.0, depth))
+                    consistent_vectors(content, fact_ids.len(), query_ids.len()).and_then(|()| {
+                        Scans::compute(content, fact_ids, &needed.0, depth)
+                            .map_err(|e| format!("the vectors could not be read: {e}"))
+                    })
                 }
                 Input::Read { .. } => Err("no run searched by vector".into()),
                 Input::Absent(reason) => Err(format!("not checked: {reason}")),

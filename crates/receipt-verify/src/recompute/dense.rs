@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
+
 use crate::vectors::Vectors;
 
 /// The library's inner product, rewritten here from its definition: lane i (of 16) adds the products of
@@ -41,26 +43,37 @@ impl Scans {
     /// Scans `queries` (indexes into the vectors' queries) over every document, keeping the best `depth` of
     /// each. `fact_ids[i]` is document i's fact id; the caller has checked that there is one per document
     /// vector (were there fewer, only the documents with a fact id would be scanned, and `documents` would
-    /// say so). Work is split over the machine's cores.
-    pub(crate) fn compute(vectors: &Vectors, fact_ids: &[i64], queries: &[usize], depth: usize) -> Scans {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
-        let chunk = queries.len().div_ceil(threads).max(1);
-        let lists: BTreeMap<usize, Vec<(i64, f64)>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = queries
-                .chunks(chunk)
-                .map(|part| {
-                    scope.spawn(move || {
-                        part.iter().map(|q| (*q, scan(vectors, fact_ids, *q, depth))).collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            // A scan that panicked is the verifier's bug: it must not pass as queries that were never scanned.
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-                .collect()
-        });
-        Scans { lists, documents: vectors.document_count().min(fact_ids.len()), depth }
+    /// say so). The documents are read once, in blocks, every query scored against each block (work split
+    /// over the machine's cores): memory is a block and `2 × depth` candidates a query, whatever the corpus.
+    ///
+    /// # Errors
+    /// Reading the vectors.
+    pub(crate) fn compute(
+        vectors: &Vectors,
+        fact_ids: &[i64],
+        queries: &[usize],
+        depth: usize,
+    ) -> std::io::Result<Scans> {
+        Scans::in_blocks(vectors, fact_ids, queries, depth, BLOCK_VALUES / vectors.dims().max(1))
+    }
+
+    /// [`Scans::compute`] reading `rows` documents at a time.
+    fn in_blocks(
+        vectors: &Vectors,
+        fact_ids: &[i64],
+        queries: &[usize],
+        depth: usize,
+        rows: usize,
+    ) -> std::io::Result<Scans> {
+        let documents = vectors.document_count().min(fact_ids.len());
+        let mut best: Vec<Best> = queries.iter().map(|&query| Best::new(query, depth)).collect();
+        vectors.each_block(rows.max(1), |first, block| {
+            let ids = &fact_ids[first.min(documents)..(first + block.len() / vectors.dims()).min(documents)];
+            best.par_iter_mut().for_each(|best| best.scan(vectors.query(best.query), block, ids));
+            Ok(())
+        })?;
+        let lists = best.into_iter().map(|best| (best.query, best.ranked())).collect();
+        Ok(Scans { lists, documents, depth })
     }
 
     /// Query `query`'s ranked candidates (at most the depth scanned), if it was scanned.
@@ -74,23 +87,61 @@ impl Scans {
     }
 }
 
-fn scan(vectors: &Vectors, fact_ids: &[i64], query: usize, depth: usize) -> Vec<(i64, f64)> {
-    let q = vectors.query(query);
-    let mut scored: Vec<(i64, f32)> = (0..vectors.document_count())
-        .zip(fact_ids)
-        .map(|(i, fact)| (*fact, dot(q, vectors.document(i))))
-        .collect();
-    let order = |a: &(i64, f32), b: &(i64, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-    if scored.len() > depth {
-        scored.select_nth_unstable_by(depth, order);
-        scored.truncate(depth);
+/// f32 values in a block of documents scanned together (4 MiB).
+const BLOCK_VALUES: usize = 1 << 20;
+
+/// Ranked best first: score descending, then fact id ascending, as the library ranks.
+fn order(a: &(i64, f32), b: &(i64, f32)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
+/// One query's best candidates so far: at most `2 × depth`, cut back to the best `depth` when full, so that
+/// every candidate it drops is behind `depth` others.
+struct Best {
+    query: usize,
+    depth: usize,
+    kept: Vec<(i64, f32)>,
+    /// The worst of the best `depth` after the last cut: nothing behind it can enter.
+    floor: Option<(i64, f32)>,
+}
+
+impl Best {
+    fn new(query: usize, depth: usize) -> Best {
+        Best { query, depth, kept: Vec::new(), floor: None }
     }
-    scored.sort_unstable_by(order);
-    // A fresh vector of `depth`: collecting in place would keep the scan's whole allocation (one entry per
-    // document) alive for every query.
-    let mut list = Vec::with_capacity(scored.len());
-    list.extend(scored.into_iter().map(|(fact, score)| (fact, f64::from(score))));
-    list
+
+    fn scan(&mut self, q: &[f32], block: &[f32], ids: &[i64]) {
+        if self.depth == 0 {
+            return;
+        }
+        for (document, fact) in block.chunks_exact(q.len()).zip(ids) {
+            let candidate = (*fact, dot(q, document));
+            if self.floor.is_some_and(|floor| order(&candidate, &floor).is_ge()) {
+                continue;
+            }
+            self.kept.push(candidate);
+            if self.kept.len() >= 2 * self.depth {
+                self.cut();
+            }
+        }
+    }
+
+    fn cut(&mut self) {
+        if self.kept.len() > self.depth {
+            self.kept.select_nth_unstable_by(self.depth - 1, order);
+            self.kept.truncate(self.depth);
+            self.floor = Some(self.kept[self.depth - 1]);
+        }
+    }
+
+    fn ranked(mut self) -> Vec<(i64, f64)> {
+        if self.depth == 0 {
+            return Vec::new();
+        }
+        self.cut();
+        self.kept.sort_unstable_by(order);
+        self.kept.into_iter().map(|(fact, score)| (fact, f64::from(score))).collect()
+    }
 }
 
 #[cfg(test)]
@@ -128,7 +179,7 @@ mod tests {
     #[test]
     fn scans_rank_by_score_then_fact_id_and_keep_the_depth() {
         let vectors = Vectors::new(2, vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.6, 0.8], vec![1.0, 0.0]).unwrap();
-        let scans = Scans::compute(&vectors, &[10, 11, 12, 13], &[0], 3);
+        let scans = Scans::compute(&vectors, &[10, 11, 12, 13], &[0], 3).unwrap();
         let list = scans.list(0).unwrap();
         assert_eq!(list.iter().map(|(f, _)| *f).collect::<Vec<_>>(), vec![10, 12, 13], "ties by fact id");
         assert_eq!(list[2].1, f64::from(0.6f32));
@@ -142,11 +193,51 @@ mod tests {
     fn a_depth_reaching_the_document_count_keeps_every_document() {
         let vectors = Vectors::new(2, vec![1.0, 0.0, 0.0, 1.0, 0.6, 0.8], vec![0.0, 1.0]).unwrap();
         for depth in [3, 4] {
-            let scans = Scans::compute(&vectors, &[7, 8, 9], &[0], depth);
+            let scans = Scans::compute(&vectors, &[7, 8, 9], &[0], depth).unwrap();
             let facts: Vec<i64> = scans.list(0).unwrap().iter().map(|(f, _)| *f).collect();
             assert_eq!(facts, vec![8, 9, 7], "depth {depth}");
         }
-        let short = Scans::compute(&vectors, &[7, 8], &[0], 3);
+        let short = Scans::compute(&vectors, &[7, 8], &[0], 3).unwrap();
         assert_eq!(short.documents, 2, "documents without a fact id are not counted as scanned");
+    }
+
+    /// The whole ranking by the library's order, truncated: what a scan in blocks must give.
+    fn whole_ranking(vectors: &Vectors, fact_ids: &[i64], query: usize, depth: usize) -> Vec<(i64, f64)> {
+        let q = vectors.query(query);
+        let mut scored: Vec<(i64, f32)> = (0..vectors.document_count())
+            .zip(fact_ids)
+            .map(|(i, fact)| (*fact, dot(q, &vectors.document(i).unwrap())))
+            .collect();
+        scored.sort_by(order);
+        scored.truncate(depth);
+        scored.into_iter().map(|(fact, score)| (fact, f64::from(score))).collect()
+    }
+
+    /// Blocks of any size, any depth, ties by the dozen (scores from a handful of values) and fact ids out of
+    /// document order: the same lists as ranking every document at once.
+    #[test]
+    fn a_scan_in_blocks_is_the_whole_ranking() {
+        let mut state = 11u64;
+        let mut next = || {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as usize
+        };
+        let (dims, count) = (3, 97);
+        let documents: Vec<f32> = (0..dims * count).map(|_| (next() % 4) as f32 * 0.25).collect();
+        let queries: Vec<f32> = (0..dims * 3).map(|_| (next() % 3) as f32 - 1.0).collect();
+        let vectors = Vectors::new(dims, documents, queries).unwrap();
+        let fact_ids: Vec<i64> = (0..count as i64).map(|i| (i * 37) % 101 + 1).collect();
+        for depth in [0, 1, 5, 11, 96, 97, 150] {
+            for rows in [1, 2, 10, 33, 97, 500] {
+                let scans = Scans::in_blocks(&vectors, &fact_ids, &[0, 1, 2], depth, rows).unwrap();
+                for query in 0..3 {
+                    assert_eq!(
+                        scans.list(query).unwrap(),
+                        whole_ranking(&vectors, &fact_ids, query, depth).as_slice(),
+                        "query {query}, depth {depth}, blocks of {rows}"
+                    );
+                }
+            }
+        }
     }
 }

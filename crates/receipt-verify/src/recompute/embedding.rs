@@ -22,6 +22,9 @@ use crate::vectors::Vectors;
 /// says it is a sample. A reader's `verify` and `verify-bundle` re-embed every vector unless told otherwise.
 pub const EVAL_EMBEDDING_SAMPLE: usize = 64;
 
+/// Texts embedded and compared together: each part's prompts and fresh vectors are all that is held.
+const PART: usize = 16_384;
+
 /// Which document vectors to re-embed (every query vector is re-embedded always: they are short).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sample {
@@ -157,78 +160,84 @@ pub(crate) fn recheck(
     // (which, index): documents by their index, then every query.
     let targets: Vec<(bool, usize)> =
         chosen.iter().map(|&d| (true, d)).chain((0..texts.queries.len()).map(|q| (false, q))).collect();
-    let semantic: Vec<String> = targets
-        .iter()
-        .map(|&(document, index)| {
-            if document {
-                let (_, title, text) = &texts.documents[index];
-                policy.document(title, text)
-            } else {
-                policy.query(&texts.queries[index].1)
-            }
-        })
-        .collect();
-    let total = semantic.len() as u64;
+    let total = targets.len() as u64;
     let done = std::sync::atomic::AtomicU64::new(0);
     progress.tell(0, total);
     let tell = |n: usize| {
         let now = done.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed) + n as u64;
         progress.tell(now, total);
     };
-    let embedded = match policy {
-        Policy::Contract => {
-            // Each semantic text gives way to its prompt: the two are never all held at once.
-            let prompts: Vec<String> = targets
-                .iter()
-                .zip(semantic)
-                .map(|(&(document, _), text)| {
-                    if document { Role::Document } else { Role::Query }.prompt(&text)
-                })
-                .collect();
-            let refs: Vec<&str> = prompts.iter().map(String::as_str).collect();
-            embedder.embed_reporting(&refs, &tell)
-        }
-        // The checkpoint's own prompts (its identity, required equal above, binds them), each role apart, the
-        // prompt left out of the pooling when the checkpoint says so.
-        Policy::Model => {
-            let documents = chosen.len();
-            let (doc_texts, query_texts) = semantic.split_at(documents);
-            fn refs(texts: &[String]) -> Vec<&str> {
-                texts.iter().map(String::as_str).collect()
+    // A part at a time, so that the prompts and the fresh vectors held are a part's, whatever the corpus.
+    for part in targets.chunks(PART) {
+        let semantic: Vec<String> = part
+            .iter()
+            .map(|&(document, index)| {
+                if document {
+                    let (_, title, text) = &texts.documents[index];
+                    policy.document(title, text)
+                } else {
+                    policy.query(&texts.queries[index].1)
+                }
+            })
+            .collect();
+        let embedded = match policy {
+            Policy::Contract => {
+                // Each semantic text gives way to its prompt: the two are never all held at once.
+                let prompts: Vec<String> = part
+                    .iter()
+                    .zip(semantic)
+                    .map(|(&(document, _), text)| {
+                        if document { Role::Document } else { Role::Query }.prompt(&text)
+                    })
+                    .collect();
+                let refs: Vec<&str> = prompts.iter().map(String::as_str).collect();
+                embedder.embed_reporting(&refs, &tell)
             }
-            let checkpoint = embedder.checkpoint();
-            embedder.embed_prompted(checkpoint.prompt(Role::Document), &refs(doc_texts), &tell).and_then(
-                |mut vectors| {
-                    vectors.extend(embedder.embed_prompted(
-                        checkpoint.prompt(Role::Query),
-                        &refs(query_texts),
-                        &tell,
-                    )?);
-                    Ok(vectors)
-                },
-            )
+            // The checkpoint's own prompts (its identity, required equal above, binds them), each role apart,
+            // the prompt left out of the pooling when the checkpoint says so.
+            Policy::Model => {
+                let documents = part.iter().filter(|(document, _)| *document).count();
+                let checkpoint = embedder.checkpoint();
+                let mut vectors = Vec::with_capacity(part.len());
+                for (role, texts) in
+                    [(Role::Document, &semantic[..documents]), (Role::Query, &semantic[documents..])]
+                {
+                    if !texts.is_empty() {
+                        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                        match embedder.embed_prompted(checkpoint.prompt(role), &refs, &tell) {
+                            Ok(embedded) => vectors.extend(embedded),
+                            Err(error) => return Err(format!("re-embedding failed: {error}")),
+                        }
+                    }
+                }
+                Ok(vectors)
+            }
         }
-    }
-    .map_err(|e| format!("re-embedding failed: {e}"))?;
-    for (&(document, index), fresh) in targets.iter().zip(&embedded) {
-        let (id, held) = if document {
-            (&texts.documents[index].0, vectors.document(index))
-        } else {
-            (&texts.queries[index].0, vectors.query(index))
-        };
-        let what = if document { "document" } else { "query" };
-        if fresh.vector.len() != held.len() {
-            return Err(format!(
-                "{what} {id:?}: {} dimensions re-embedded, {} held",
-                fresh.vector.len(),
-                held.len()
-            ));
-        }
-        if let Some(at) = fresh.vector.iter().zip(held).position(|(a, b)| a.to_bits() != b.to_bits()) {
-            return Err(format!(
-                "{what} {id:?}: re-embedded component {at} is {:e}, the evidence holds {:e}: not the declared model's vector",
-                fresh.vector[at], held[at]
-            ));
+        .map_err(|e| format!("re-embedding failed: {e}"))?;
+        for (&(document, index), fresh) in part.iter().zip(&embedded) {
+            let (id, held) = if document {
+                let held =
+                    vectors.document(index).map_err(|e| format!("the vectors could not be read: {e}"))?;
+                (&texts.documents[index].0, held)
+            } else {
+                (&texts.queries[index].0, std::borrow::Cow::Borrowed(vectors.query(index)))
+            };
+            let what = if document { "document" } else { "query" };
+            if fresh.vector.len() != held.len() {
+                return Err(format!(
+                    "{what} {id:?}: {} dimensions re-embedded, {} held",
+                    fresh.vector.len(),
+                    held.len()
+                ));
+            }
+            if let Some(at) =
+                fresh.vector.iter().zip(held.iter()).position(|(a, b)| a.to_bits() != b.to_bits())
+            {
+                return Err(format!(
+                    "{what} {id:?}: re-embedded component {at} is {:e}, the evidence holds {:e}: not the declared model's vector",
+                    fresh.vector[at], held[at]
+                ));
+            }
         }
     }
     Ok(format!(
