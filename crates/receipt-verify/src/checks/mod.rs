@@ -77,7 +77,7 @@ pub(crate) struct Outcome {
 pub(crate) struct Share {
     /// Threads re-embedding.
     pub(crate) embedding: usize,
-    /// Threads ranking lexically, each with its own index (at most four).
+    /// Threads ranking lexically, each a reader of the one index (at most four).
     pub(crate) lexical: usize,
 }
 

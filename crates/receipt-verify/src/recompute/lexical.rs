@@ -46,46 +46,84 @@ fn expression(terms: &[String]) -> Option<String> {
 }
 
 /// An FTS5 index of the first `documents` documents of `texts`, document i under rowid i + 1, in a private
-/// temporary file (removed with the directory returned beside it): in memory, an index of gigabytes of text
-/// would cost about 1.6 times the text.
-fn index(texts: &Texts, documents: usize) -> Result<Index, String> {
-    let dir = tempfile::Builder::new()
-        .prefix("receipt-verify-fts")
-        .tempdir()
-        .map_err(|e| format!("a temporary directory for the lexical index: {e}"))?;
-    let conn = Connection::open(dir.path().join("index.db")).map_err(|e| e.to_string())?;
-    // A scratch file: no journal, no sync, a bounded page cache (256 MiB).
-    conn.execute_batch(
-        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA locking_mode = EXCLUSIVE; \
-         PRAGMA cache_size = -262144; \
-         CREATE VIRTUAL TABLE documents USING fts5 (text, tokenize = 'porter unicode61'); BEGIN;",
-    )
-    .map_err(|e| e.to_string())?;
-    {
-        let mut insert =
-            conn.prepare("INSERT INTO documents (rowid, text) VALUES (?1, ?2)").map_err(|e| e.to_string())?;
-        for (rowid, (_, title, text)) in (1i64..).zip(&texts.documents[..documents]) {
-            insert.execute(rusqlite::params![rowid, searchable(title, text)]).map_err(|e| e.to_string())?;
-        }
-    }
-    conn.execute_batch("COMMIT;").map_err(|e| e.to_string())?;
-    Ok(Index { conn, _dir: dir })
+/// temporary file (removed with the directory it keeps): in memory, an index of gigabytes of text would cost
+/// about 1.6 times the text. Built once, then read by a connection per thread.
+struct Index {
+    path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
 }
 
-/// An index and the directory of its file; the connection closes before the directory is removed.
-struct Index {
-    conn: Connection,
-    _dir: tempfile::TempDir,
+impl Index {
+    fn build(texts: &Texts, documents: usize) -> Result<Index, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("receipt-verify-fts")
+            .tempdir()
+            .map_err(|e| format!("a temporary directory for the lexical index: {e}"))?;
+        let path = dir.path().join("index.db");
+        let conn = Connection::open(&path).map_err(|e| e.to_string())?;
+        // A scratch file: no journal, no sync, a bounded page cache (256 MiB).
+        conn.execute_batch(
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA locking_mode = EXCLUSIVE; \
+             PRAGMA cache_size = -262144; \
+             CREATE VIRTUAL TABLE documents USING fts5 (text, tokenize = 'porter unicode61'); BEGIN;",
+        )
+        .map_err(|e| e.to_string())?;
+        {
+            let mut insert = conn
+                .prepare("INSERT INTO documents (rowid, text) VALUES (?1, ?2)")
+                .map_err(|e| e.to_string())?;
+            for (rowid, (_, title, text)) in (1i64..).zip(&texts.documents[..documents]) {
+                insert
+                    .execute(rusqlite::params![rowid, searchable(title, text)])
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        conn.execute_batch("COMMIT;").map_err(|e| e.to_string())?;
+        conn.close().map_err(|(_, e)| e.to_string())?;
+        Ok(Index { path, _dir: dir })
+    }
+
+    /// A read-only connection to the index (64 MiB of page cache).
+    fn reader(&self) -> Result<Connection, String> {
+        let conn = Connection::open_with_flags(
+            &self.path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| e.to_string())?;
+        conn.execute_batch("PRAGMA cache_size = -65536;").map_err(|e| e.to_string())?;
+        Ok(conn)
+    }
+
+    /// Each of `terms` scored alone, its share on each of `threads` threads.
+    fn score(&self, terms: &[&str], threads: usize) -> Result<Vec<Postings>, String> {
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let chunk = terms.len().div_ceil(threads.max(1)).max(1);
+        let parts: Vec<Result<Vec<Postings>, String>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = terms
+                .chunks(chunk)
+                .map(|part| scope.spawn(move || score_terms(&self.reader()?, part)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
+        });
+        let mut all = Vec::with_capacity(terms.len());
+        for part in parts {
+            all.extend(part?);
+        }
+        Ok(all)
+    }
 }
 
 /// Each term's `bm25()` score of every document that holds it: (document index, score), by rowid.
 type Postings = Vec<(usize, f64)>;
 
-/// Builds an index of the first `documents` documents of `texts` and scores each of `terms` alone with it.
-fn score_terms(texts: &Texts, documents: usize, terms: &[&str]) -> Result<Vec<Postings>, String> {
-    let index = index(texts, documents)?;
-    let mut statement = index
-        .conn
+/// Scores each of `terms` alone with the index `conn` reads.
+fn score_terms(conn: &Connection, terms: &[&str]) -> Result<Vec<Postings>, String> {
+    let mut statement = conn
         .prepare("SELECT rowid, bm25(documents) FROM documents WHERE documents MATCH ?1 ORDER BY rowid")
         .map_err(|e| e.to_string())?;
     terms
@@ -103,6 +141,51 @@ fn score_terms(texts: &Texts, documents: usize, terms: &[&str]) -> Result<Vec<Po
         })
         .collect()
 }
+
+/// The postings of the terms scored lately, within a budget of bytes: a common term of a large corpus holds
+/// millions of documents, and every query's would not fit in memory together.
+#[derive(Default)]
+struct Cache {
+    /// Term to its postings and the group that last used them.
+    held: HashMap<String, (Postings, usize)>,
+    bytes: usize,
+}
+
+impl Cache {
+    fn insert(&mut self, term: &str, postings: Postings, group: usize) {
+        self.bytes += postings.capacity() * std::mem::size_of::<(usize, f64)>();
+        self.held.insert(term.to_owned(), (postings, group));
+    }
+
+    fn touch(&mut self, term: &str, group: usize) {
+        if let Some((_, last)) = self.held.get_mut(term) {
+            *last = group;
+        }
+    }
+
+    /// Drops the least lately used postings until at most `budget` bytes are held.
+    fn shrink_to(&mut self, budget: usize) {
+        if self.bytes <= budget {
+            return;
+        }
+        let mut by_use: Vec<(usize, String)> =
+            self.held.iter().map(|(term, (_, last))| (*last, term.clone())).collect();
+        by_use.sort_unstable();
+        for (_, term) in by_use {
+            if self.bytes <= budget {
+                break;
+            }
+            if let Some((postings, _)) = self.held.remove(&term) {
+                self.bytes -= postings.capacity() * std::mem::size_of::<(usize, f64)>();
+            }
+        }
+    }
+}
+
+/// Queries ranked together: their terms not held are scored in parallel, then each query is ranked.
+const GROUP: usize = 64;
+/// The most bytes of postings kept from one group to the next.
+const POSTINGS_BUDGET: usize = 512 << 20;
 
 /// One query's scores of the documents, summed term by term, and the documents its terms reached.
 struct Accumulator {
@@ -151,8 +234,9 @@ pub(crate) struct Lists {
 
 impl Lists {
     /// Indexes every document of `texts` that has a fact id (`fact_ids[i]` for document i) and ranks each of
-    /// `queries` (indexes into `texts.queries`). Scoring the distinct terms is most of the work: each of
-    /// `threads` builds its own index and scores its share of them.
+    /// `queries` (indexes into `texts.queries`). Scoring the distinct terms is most of the work: each is scored
+    /// once while it is held, on `threads` readers of one index, and the postings kept between groups of
+    /// queries are bounded (a term dropped and needed again is scored again, to the same bits).
     ///
     /// # Errors
     /// SQLite's, when the index cannot be built or queried.
@@ -163,41 +247,48 @@ impl Lists {
         depth: usize,
         threads: usize,
     ) -> Result<Lists, String> {
+        Lists::within(texts, fact_ids, queries, depth, threads, GROUP, POSTINGS_BUDGET)
+    }
+
+    /// [`Lists::compute`], queries ranked `group` at a time, at most `budget` bytes of postings kept between.
+    fn within(
+        texts: &Texts,
+        fact_ids: &[i64],
+        queries: &[usize],
+        depth: usize,
+        threads: usize,
+        group: usize,
+        budget: usize,
+    ) -> Result<Lists, String> {
         let documents = texts.documents.len().min(fact_ids.len());
         let asked: Vec<(usize, Vec<String>)> = queries
             .iter()
             .filter_map(|&query| texts.queries.get(query).map(|(_, text)| (query, terms(text))))
             .collect();
-        let mut distinct: Vec<&str> =
-            asked.iter().flat_map(|(_, terms)| terms.iter().map(String::as_str)).collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let chunk = distinct.len().div_ceil(threads.max(1)).max(1);
-        let parts: Vec<Result<Vec<Postings>, String>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = distinct
-                .chunks(chunk)
-                .map(|part| scope.spawn(move || score_terms(texts, documents, part)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-                .collect()
-        });
-        let mut postings: HashMap<&str, Postings> = HashMap::with_capacity(distinct.len());
-        let mut names = distinct.iter();
-        for part in parts {
-            for list in part? {
-                if let Some(&term) = names.next() {
-                    postings.insert(term, list);
-                }
-            }
-        }
+        let index = Index::build(texts, documents)?;
+        let mut cache = Cache::default();
         let (mut lists, mut expressions) = (BTreeMap::new(), BTreeMap::new());
         let mut accumulator = Accumulator::new(documents);
-        for (query, terms) in &asked {
-            let held: Vec<&Postings> = terms.iter().filter_map(|term| postings.get(term.as_str())).collect();
-            lists.insert(*query, accumulator.rank(&held, fact_ids, depth));
-            expressions.insert(*query, expression(terms));
+        for (number, part) in asked.chunks(group.max(1)).enumerate() {
+            let mut missing: Vec<&str> = Vec::new();
+            for term in part.iter().flat_map(|(_, terms)| terms) {
+                cache.touch(term, number);
+                if !cache.held.contains_key(term.as_str()) {
+                    missing.push(term);
+                }
+            }
+            missing.sort_unstable();
+            missing.dedup();
+            for (term, postings) in missing.iter().zip(index.score(&missing, threads)?) {
+                cache.insert(term, postings, number);
+            }
+            for (query, terms) in part {
+                let held: Vec<&Postings> =
+                    terms.iter().filter_map(|term| cache.held.get(term.as_str()).map(|(p, _)| p)).collect();
+                lists.insert(*query, accumulator.rank(&held, fact_ids, depth));
+                expressions.insert(*query, expression(terms));
+            }
+            cache.shrink_to(budget);
         }
         Ok(Lists { lists, expressions, depth })
     }
@@ -225,8 +316,8 @@ mod tests {
     /// The reference: each query's OR expression scored by FTS5's `bm25()` itself over every document it
     /// matches, best first, ties by fact id, `depth` long.
     fn ranked_by_or(texts: &Texts, fact_ids: &[i64], depth: usize) -> Vec<Vec<(i64, f64)>> {
-        let index = index(texts, texts.documents.len()).unwrap();
-        let conn = &index.conn;
+        let index = Index::build(texts, texts.documents.len()).unwrap();
+        let conn = &index.reader().unwrap();
         let mut statement =
             conn.prepare("SELECT rowid, bm25(documents) FROM documents WHERE documents MATCH ?1").unwrap();
         texts
@@ -313,11 +404,20 @@ mod tests {
         let queries: Vec<usize> = (0..texts.queries.len()).collect();
         for depth in [400, 10] {
             let expected = ranked_by_or(&texts, &fact_ids, depth);
-            for threads in [1, 3] {
-                let lists = Lists::compute(&texts, &fact_ids, &queries, depth, threads).unwrap();
+            // Every query in one group, or in groups of 1 and 7 with nothing or a little kept between them (a
+            // term dropped is scored again): the same bits.
+            for (threads, group, budget) in
+                [(1, GROUP, POSTINGS_BUDGET), (3, GROUP, POSTINGS_BUDGET), (2, 1, 0), (1, 7, 4096)]
+            {
+                let lists =
+                    Lists::within(&texts, &fact_ids, &queries, depth, threads, group, budget).unwrap();
                 for (&query, expected) in queries.iter().zip(&expected) {
                     let got = lists.list(query).unwrap();
-                    assert_eq!(bits(got), bits(expected), "query {query}, depth {depth}, {threads} threads");
+                    assert_eq!(
+                        bits(got),
+                        bits(expected),
+                        "query {query}, depth {depth}, {threads} threads, groups of {group}, {budget} bytes kept"
+                    );
                 }
             }
         }
@@ -372,6 +472,23 @@ mod tests {
     }
 
     #[test]
+    fn the_cache_keeps_the_latest_used_postings_within_its_budget() {
+        let entry = std::mem::size_of::<(usize, f64)>();
+        let mut cache = Cache::default();
+        for (group, term) in ["a", "b", "c"].iter().enumerate() {
+            cache.insert(term, Vec::with_capacity(10), group);
+        }
+        cache.touch("a", 3);
+        assert_eq!(cache.bytes, 30 * entry);
+        cache.shrink_to(20 * entry);
+        let mut kept: Vec<&str> = cache.held.keys().map(String::as_str).collect();
+        kept.sort_unstable();
+        assert_eq!((kept, cache.bytes), (vec!["a", "c"], 20 * entry), "b, the least lately used, goes first");
+        cache.shrink_to(0);
+        assert!(cache.held.is_empty() && cache.bytes == 0);
+    }
+
+    #[test]
     fn bm25_ranks_the_matching_documents_with_ties_by_fact_id() {
         let texts = Texts {
             documents: vec![
@@ -386,7 +503,7 @@ mod tests {
         assert_eq!(
             (split.lists.clone(), split.expressions.clone()),
             (lists.lists.clone(), lists.expressions.clone()),
-            "two indexes, the same lists"
+            "two readers, the same lists"
         );
         let list = lists.list(0).unwrap();
         assert_eq!(
