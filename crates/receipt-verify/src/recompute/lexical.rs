@@ -142,40 +142,35 @@ fn score_terms(conn: &Connection, terms: &[&str]) -> Result<Vec<Postings>, Strin
         .collect()
 }
 
-/// The postings of the terms scored lately, within a budget of bytes: a common term of a large corpus holds
-/// millions of documents, and every query's would not fit in memory together.
+/// The postings of the terms scored, within a budget of bytes: a common term of a large corpus holds millions
+/// of documents, and every query's would not fit in memory together.
 #[derive(Default)]
 struct Cache {
-    /// Term to its postings and the group that last used them.
-    held: HashMap<String, (Postings, usize)>,
+    held: HashMap<String, Postings>,
     bytes: usize,
 }
 
 impl Cache {
-    fn insert(&mut self, term: &str, postings: Postings, group: usize) {
+    fn insert(&mut self, term: &str, postings: Postings) {
         self.bytes += postings.capacity() * std::mem::size_of::<(usize, f64)>();
-        self.held.insert(term.to_owned(), (postings, group));
+        self.held.insert(term.to_owned(), postings);
     }
 
-    fn touch(&mut self, term: &str, group: usize) {
-        if let Some((_, last)) = self.held.get_mut(term) {
-            *last = group;
-        }
-    }
-
-    /// Drops the least lately used postings until at most `budget` bytes are held.
-    fn shrink_to(&mut self, budget: usize) {
+    /// Drops postings until at most `budget` bytes are held: first those never needed again, then those
+    /// needed latest (`next_use`, a group number; `usize::MAX` for never), which scores the fewest terms
+    /// again (every query's terms are known before the first is ranked).
+    fn shrink_to(&mut self, budget: usize, next_use: impl Fn(&str) -> usize) {
         if self.bytes <= budget {
             return;
         }
         let mut by_use: Vec<(usize, String)> =
-            self.held.iter().map(|(term, (_, last))| (*last, term.clone())).collect();
-        by_use.sort_unstable();
+            self.held.keys().map(|term| (next_use(term), term.clone())).collect();
+        by_use.sort_unstable_by(|a, b| b.cmp(a));
         for (_, term) in by_use {
             if self.bytes <= budget {
                 break;
             }
-            if let Some((postings, _)) = self.held.remove(&term) {
+            if let Some(postings) = self.held.remove(&term) {
                 self.bytes -= postings.capacity() * std::mem::size_of::<(usize, f64)>();
             }
         }
@@ -185,7 +180,7 @@ impl Cache {
 /// Queries ranked together: their terms not held are scored in parallel, then each query is ranked.
 const GROUP: usize = 64;
 /// The most bytes of postings kept from one group to the next.
-const POSTINGS_BUDGET: usize = 512 << 20;
+const POSTINGS_BUDGET: usize = 1 << 30;
 
 /// One query's scores of the documents, summed term by term, and the documents its terms reached.
 struct Accumulator {
@@ -265,30 +260,42 @@ impl Lists {
             .iter()
             .filter_map(|&query| texts.queries.get(query).map(|(_, text)| (query, terms(text))))
             .collect();
+        let group = group.max(1);
+        // The groups each term is needed in, ascending.
+        let mut uses: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (number, part) in asked.chunks(group).enumerate() {
+            for term in part.iter().flat_map(|(_, terms)| terms) {
+                let groups = uses.entry(term.as_str()).or_default();
+                if groups.last() != Some(&number) {
+                    groups.push(number);
+                }
+            }
+        }
         let index = Index::build(texts, documents)?;
         let mut cache = Cache::default();
         let (mut lists, mut expressions) = (BTreeMap::new(), BTreeMap::new());
         let mut accumulator = Accumulator::new(documents);
-        for (number, part) in asked.chunks(group.max(1)).enumerate() {
-            let mut missing: Vec<&str> = Vec::new();
-            for term in part.iter().flat_map(|(_, terms)| terms) {
-                cache.touch(term, number);
-                if !cache.held.contains_key(term.as_str()) {
-                    missing.push(term);
-                }
-            }
+        for (number, part) in asked.chunks(group).enumerate() {
+            let mut missing: Vec<&str> = part
+                .iter()
+                .flat_map(|(_, terms)| terms.iter().map(String::as_str))
+                .filter(|term| !cache.held.contains_key(*term))
+                .collect();
             missing.sort_unstable();
             missing.dedup();
             for (term, postings) in missing.iter().zip(index.score(&missing, threads)?) {
-                cache.insert(term, postings, number);
+                cache.insert(term, postings);
             }
             for (query, terms) in part {
                 let held: Vec<&Postings> =
-                    terms.iter().filter_map(|term| cache.held.get(term.as_str()).map(|(p, _)| p)).collect();
+                    terms.iter().filter_map(|term| cache.held.get(term.as_str())).collect();
                 lists.insert(*query, accumulator.rank(&held, fact_ids, depth));
                 expressions.insert(*query, expression(terms));
             }
-            cache.shrink_to(budget);
+            cache.shrink_to(budget, |term| {
+                let groups = uses.get(term).map_or(&[][..], Vec::as_slice);
+                groups.get(groups.partition_point(|&g| g <= number)).copied().unwrap_or(usize::MAX)
+            });
         }
         Ok(Lists { lists, expressions, depth })
     }
@@ -472,19 +479,26 @@ mod tests {
     }
 
     #[test]
-    fn the_cache_keeps_the_latest_used_postings_within_its_budget() {
+    fn the_cache_drops_what_is_needed_latest_first_within_its_budget() {
         let entry = std::mem::size_of::<(usize, f64)>();
         let mut cache = Cache::default();
-        for (group, term) in ["a", "b", "c"].iter().enumerate() {
-            cache.insert(term, Vec::with_capacity(10), group);
+        for term in ["a", "b", "c", "d"] {
+            cache.insert(term, Vec::with_capacity(10));
         }
-        cache.touch("a", 3);
-        assert_eq!(cache.bytes, 30 * entry);
-        cache.shrink_to(20 * entry);
+        assert_eq!(cache.bytes, 40 * entry);
+        let next = |term: &str| match term {
+            "a" => 5,
+            "b" => usize::MAX,
+            "c" => 9,
+            _ => 2,
+        };
+        cache.shrink_to(30 * entry, next);
+        assert!(!cache.held.contains_key("b"), "never needed again: dropped first");
+        cache.shrink_to(20 * entry, next);
         let mut kept: Vec<&str> = cache.held.keys().map(String::as_str).collect();
         kept.sort_unstable();
-        assert_eq!((kept, cache.bytes), (vec!["a", "c"], 20 * entry), "b, the least lately used, goes first");
-        cache.shrink_to(0);
+        assert_eq!((kept, cache.bytes), (vec!["a", "d"], 20 * entry), "then c, needed latest");
+        cache.shrink_to(0, next);
         assert!(cache.held.is_empty() && cache.bytes == 0);
     }
 
