@@ -23,8 +23,7 @@ use crate::checks::exports::{export_checks, export_names, test_result_agrees};
 use crate::checks::{EmbeddingCheck, Input, Inputs, run_all, selection::Documents};
 use crate::error::{Error, Result};
 use crate::fixture::FixtureView;
-use crate::found::PrivateCopy;
-use crate::found::{Found, hash_executable};
+use crate::found::{Found, PrivateCopy, hash_executable};
 use crate::mapping::Mapping;
 use crate::names::{
     BUNDLE_LIMITS, CARRIED_PREFIX, CARRIED_SUBJECT, COMPARISON_FILE, COMPARISON_PAGE, EFFECTIVE_CONFIG_FILE,

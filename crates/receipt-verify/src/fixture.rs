@@ -290,25 +290,10 @@ impl FullFixture {
                 refuse(reason.unwrap_or_else(|| format!("{} is not present beside it", bound.file)))
             })?;
         let size = std::fs::metadata(&copy.path).map_err(|e| Error::input(&vectors_path, e))?.len();
-        if size != bound.bytes || copy.sha256.strip_prefix("sha256:") != Some(bound.sha256.as_str()) {
-            return Err(Error::input(
-                &vectors_path,
-                format!(
-                    "is not the file the fixture binds ({size} bytes, {}; bound: {} bytes, sha256 {})",
-                    copy.sha256, bound.bytes, bound.sha256
-                ),
-            ));
-        }
+        bound.check(&vectors_path, size, copy.sha256.trim_start_matches("sha256:"))?;
+        // Its size is then checked against the documents and queries read, so the counts agree.
         let binary =
             Vectors::in_copy(copy, &bound.file, dims, documents.len(), head.queries.len()).map_err(refuse)?;
-        if binary.query_count() != head.queries.len() {
-            return Err(refuse(format!(
-                "{} holds {} query vectors, the fixture {} queries",
-                head.vectors_file.file,
-                binary.query_count(),
-                head.queries.len()
-            )));
-        }
         Ok(FullFixture {
             schema: head.schema,
             metadata: head.metadata,
@@ -448,12 +433,19 @@ impl<'a> Bound<'a> {
 
     fn finish(self) -> Result<()> {
         let actual = crate::canonical::hex(&sha2::Digest::finalize(self.hasher));
-        if self.length != self.bound.bytes || actual != self.bound.sha256 {
+        self.bound.check(self.path, self.length, &actual)
+    }
+}
+
+impl BoundFile {
+    /// Refuses the file at `path` unless it is `length` bytes with the hex sha256 `actual`, as bound.
+    fn check(&self, path: &Path, length: u64, actual: &str) -> Result<()> {
+        if length != self.bytes || actual != self.sha256 {
             return Err(Error::input(
-                self.path,
+                path,
                 format!(
-                    "is not the file the fixture binds ({} bytes, sha256 {actual}; bound: {} bytes, sha256 {})",
-                    self.length, self.bound.bytes, self.bound.sha256
+                    "is not the file the fixture binds ({length} bytes, sha256 {actual}; bound: {} bytes, sha256 {})",
+                    self.bytes, self.sha256
                 ),
             ));
         }

@@ -10,7 +10,7 @@
 //! and are held.
 
 use std::borrow::Cow;
-use std::io::{BufReader, Read, Write};
+use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
@@ -49,6 +49,8 @@ struct Held {
 
 /// Bytes per f32.
 const VALUE: usize = 4;
+/// Rows read at a time when a copy is first checked.
+const BLOCK_ROWS: usize = 1 << 14;
 
 impl Vectors {
     /// Vectors of `dims` dimensions, flat.
@@ -118,36 +120,28 @@ impl Vectors {
                 expected.map_or_else(|| "beyond counting".to_owned(), |n| format!("{n} bytes"))
             ));
         }
-        let split = documents * dims;
-        let mut query_values = Vec::with_capacity(queries * dims);
-        let mut reader = BufReader::with_capacity(1 << 20, &file);
-        let mut chunk = vec![0u8; 1 << 20];
-        let mut at = 0usize;
-        loop {
-            let read = read_full(&mut reader, &mut chunk).map_err(failed)?;
-            if read == 0 {
-                break;
-            }
-            for bytes in chunk[..read].chunks_exact(VALUE) {
-                let value = f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-                if !value.is_finite() {
-                    return Err(format!("{name}: value {at} is not finite"));
-                }
-                if at >= split {
-                    query_values.push(value);
-                }
-                at += 1;
-            }
-        }
-        if at != split + queries * dims {
-            return Err(format!("{name} changed while it was read"));
-        }
-        Ok(Vectors {
+        let mut vectors = Vectors {
             dims,
             document_count: documents,
             documents: Documents::File(Arc::new(Held { file, copy })),
-            queries: query_values,
-        })
+            queries: Vec::new(),
+        };
+        let not_finite = |at: usize| format!("value {at} is not finite");
+        vectors
+            .each_block(BLOCK_ROWS, |first, block| match block.iter().position(|x| !x.is_finite()) {
+                Some(at) => Err(std::io::Error::other(not_finite(first * dims + at))),
+                None => Ok(()),
+            })
+            .map_err(failed)?;
+        if let Documents::File(held) = &vectors.documents {
+            let mut bytes = vec![0u8; queries * dims * VALUE];
+            held.file.read_exact_at(&mut bytes, (documents * dims * VALUE) as u64).map_err(failed)?;
+            decode(&bytes, &mut vectors.queries);
+        }
+        if let Some(at) = vectors.queries.iter().position(|x| !x.is_finite()) {
+            return Err(format!("{name}: {}", not_finite(documents * dims + at)));
+        }
+        Ok(vectors)
     }
 
     /// Writes the file's bytes ([`LAYOUT`]) to `out`, returning their `sha256:`.
@@ -205,7 +199,9 @@ impl Vectors {
             Documents::File(held) => {
                 let mut bytes = vec![0u8; self.dims * VALUE];
                 held.file.read_exact_at(&mut bytes, (i * self.dims * VALUE) as u64)?;
-                Ok(Cow::Owned(values_of(&bytes)))
+                let mut values = Vec::with_capacity(self.dims);
+                decode(&bytes, &mut values);
+                Ok(Cow::Owned(values))
             }
         }
     }
@@ -241,9 +237,7 @@ impl Vectors {
                     let bytes = &mut bytes[..count * self.dims * VALUE];
                     held.file.read_exact_at(bytes, (first * self.dims * VALUE) as u64)?;
                     values.clear();
-                    values.extend(
-                        bytes.chunks_exact(VALUE).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-                    );
+                    decode(bytes, &mut values);
                     visit(first, &values)?;
                     first += count;
                 }
@@ -253,22 +247,9 @@ impl Vectors {
     }
 }
 
-fn values_of(bytes: &[u8]) -> Vec<f32> {
-    bytes.chunks_exact(VALUE).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
-}
-
-/// Fills `buffer` as far as the reader goes; the count read (short only at the end).
-fn read_full(reader: &mut impl Read, buffer: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match reader.read(&mut buffer[filled..]) {
-            Ok(0) => break,
-            Ok(read) => filled += read,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(filled)
+/// Appends the little-endian f32 values of `bytes` to `values`.
+fn decode(bytes: &[u8], values: &mut Vec<f32>) {
+    values.extend(bytes.chunks_exact(VALUE).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
 }
 
 /// The digest a receipt records for a query vector: `sha256:` of its f32 values, little-endian.

@@ -630,8 +630,10 @@ pub(crate) fn embedding(inputs: &Inputs<'_>) -> Report {
             return report;
         }
     };
-    let result =
-        crate::recompute::embedding::recheck(identity, policy, model_dir, texts, vectors, &chosen, progress);
+    // One vector per text, or the comparison would index past the vectors.
+    let result = consistent_vectors(vectors, texts.documents.len(), texts.queries.len()).and_then(|()| {
+        crate::recompute::embedding::recheck(identity, policy, model_dir, texts, vectors, &chosen, progress)
+    });
     if extent.sampled() {
         report.sampled(
             scope,

@@ -135,15 +135,6 @@ pub(crate) fn recheck(
     chosen: &[usize],
     progress: &EmbeddingProgress,
 ) -> Result<String, String> {
-    if vectors.document_count() != texts.documents.len() || vectors.query_count() != texts.queries.len() {
-        return Err(format!(
-            "{} document and {} query vectors for {} documents and {} queries",
-            vectors.document_count(),
-            vectors.query_count(),
-            texts.documents.len(),
-            texts.queries.len()
-        ));
-    }
     let model = identity["model"].as_str().unwrap_or("");
     let weights = identity["weights_sha256"].as_str().unwrap_or("").trim_start_matches("sha256:").to_owned();
     let embedder = SentenceBert::load(model_dir, model, WeightPin::Sha256(weights.clone()))
