@@ -13,8 +13,8 @@
 //! processes beside the benchmark, as a compiler or a second evaluation would.
 //!
 //! Run: `cargo bench -p semantic-memory --bench search` (add `-- --queries N` for a quicker run,
-//! `-- --cadence back_to_back|runner` for one cadence, and `-- --dir /dev/shm` to keep the store in memory,
-//! where the receipt's fsync costs nothing).
+//! `-- --cadence back_to_back|runner` for one cadence, `-- --dir /dev/shm` to keep the store in memory,
+//! where the receipt's fsync costs nothing, and `-- --rows-in-memory 0` to rescore from rows on disk).
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -90,9 +90,15 @@ fn main() {
     let dims = vectors[0].len();
     let metadata = serde_json::json!({});
     let started = Instant::now();
+    // `--rows-in-memory BYTES`: the exact backend's f32 rows past BYTES are read back from a temporary file.
+    let rows_in_memory: Option<usize> = args
+        .iter()
+        .position(|a| a == "--rows-in-memory")
+        .and_then(|i| args.get(i + 1))
+        .map(|n| n.parse().unwrap());
     let mut store = FactStore::open(
         dir.path().join("bench.db"),
-        &StoreOptions { dims: Some(dims), ..StoreOptions::default() },
+        &StoreOptions { dims: Some(dims), exact_rows_in_memory: rows_in_memory, ..StoreOptions::default() },
     )
     .unwrap();
     let facts: Vec<NewFact<'_>> = texts
@@ -275,6 +281,7 @@ fn main() {
         "queries_per_search": queries,
         "store_build_s": build.as_secs_f64(),
         "store_dir": parent.unwrap_or_else(|| "system temp dir".to_owned()),
+        "exact_rows_in_memory_bytes": rows_in_memory.unwrap_or(semantic_memory::vector::DEFAULT_ROWS_IN_MEMORY),
         "threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         "notes": "retrieval = search and ranking; persistence = building, hashing and durably storing the receipt; call_with_receipt = both",
         "results": results,

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::canonical_json::to_canonical_bytes;
 use crate::error::{Error, Result};
-use crate::vector::{Bounded, VectorBackend, check_unit_vector};
+use crate::vector::{Bounded, DEFAULT_ROWS_IN_MEMORY, VectorBackend, check_unit_vector};
 #[cfg(feature = "usearch")]
 use crate::vector::{HnswOptions, Usearch};
 
@@ -39,6 +39,9 @@ pub struct StoreOptions {
     pub dims: Option<usize>,
     /// Skip the exact (brute-force) backend, for stores too large to scan. Default false: exact search on.
     pub without_exact_backend: bool,
+    /// At most this many bytes of the exact backend's f32 rows are held in memory; the rest go to a temporary
+    /// file, read back by position (answers are the same bits). `None`: [`crate::vector::DEFAULT_ROWS_IN_MEMORY`].
+    pub exact_rows_in_memory: Option<usize>,
     /// Build and persist an HNSW index. Once a store has one it keeps it, with the options it was built with.
     #[cfg(feature = "usearch")]
     pub hnsw: Option<HnswOptions>,
@@ -208,7 +211,12 @@ impl FactStore {
             conn,
             path,
             dims,
-            exact: (!options.without_exact_backend).then(|| Bounded::new(dims)),
+            exact: (!options.without_exact_backend).then(|| {
+                Bounded::with_rows_in_memory(
+                    dims,
+                    options.exact_rows_in_memory.unwrap_or(DEFAULT_ROWS_IN_MEMORY),
+                )
+            }),
             #[cfg(feature = "usearch")]
             hnsw: None,
             tags: Vec::new(),
@@ -437,48 +445,52 @@ impl FactStore {
         Ok(())
     }
 
+    /// Reads every fact's tags and vector into the in-memory indexes, one row at a time (a store's vectors can
+    /// be larger than the memory meant to hold them).
     fn load_vectors(&mut self) -> Result<()> {
         let path = self.path.clone();
+        let sql = |source| Error::Sqlite { path: path.clone(), source };
+        let count: i64 =
+            self.conn.query_row("SELECT count(*) FROM facts", [], |row| row.get(0)).map_err(sql)?;
+        if let Some(exact) = self.exact.as_mut() {
+            exact.reserve(usize::try_from(count).unwrap_or(0));
+        }
         let mut statement = self
             .conn
             .prepare("SELECT id, namespace, source_type, vector FROM facts ORDER BY id")
-            .map_err(|source| Error::Sqlite { path: path.clone(), source })?;
-        let rows = statement
-            .query_map([], |row| {
-                Ok((
-                    row.get::<_, i64>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                    row.get::<_, Vec<u8>>(3)?,
-                ))
-            })
-            .map_err(|source| Error::Sqlite { path: path.clone(), source })?;
-        let mut loaded = Vec::new();
-        for row in rows {
-            loaded.push(row.map_err(|source| Error::Sqlite { path: path.clone(), source })?);
-        }
-        drop(statement);
-        if let Some(exact) = self.exact.as_mut() {
-            exact.reserve(loaded.len());
-        }
-        for (expected, (id, namespace, source_type, blob)) in (1i64..).zip(&loaded) {
-            if *id != expected {
+            .map_err(sql)?;
+        let mut rows = statement.query([]).map_err(sql)?;
+        let mut vector = Vec::with_capacity(self.dims);
+        let mut expected = 1i64;
+        while let Some(row) = rows.next().map_err(sql)? {
+            let id: i64 = row.get(0).map_err(sql)?;
+            if id != expected {
                 return Err(Error::IncompatibleStore {
-                    path,
+                    path: path.clone(),
                     reason: format!("fact ids are not contiguous: found {id} where {expected} was expected"),
                 });
             }
-            let vector = blob_to_vector(blob, self.dims).ok_or_else(|| Error::IncompatibleStore {
-                path: path.clone(),
-                reason: format!("vector of fact {id} has {} bytes, expected {}", blob.len(), self.dims * 4),
-            })?;
+            expected += 1;
+            let namespace: String = row.get(1).map_err(sql)?;
+            let source_type: String = row.get(2).map_err(sql)?;
             let tag = Tag {
-                namespace: self.interned.intern(namespace),
-                source_type: self.interned.intern(source_type),
+                namespace: self.interned.intern(&namespace),
+                source_type: self.interned.intern(&source_type),
             };
+            let blob = row.get_ref(3).map_err(sql)?.as_blob().unwrap_or_default();
+            if !blob_into_vector(blob, self.dims, &mut vector) {
+                return Err(Error::IncompatibleStore {
+                    path: path.clone(),
+                    reason: format!(
+                        "vector of fact {id} has {} bytes, expected {}",
+                        blob.len(),
+                        self.dims * 4
+                    ),
+                });
+            }
             self.tags.push(tag);
             if let Some(exact) = self.exact.as_mut() {
-                exact.add(FactId(*id), &vector)?;
+                exact.add(FactId(id), &vector)?;
             }
         }
         Ok(())
@@ -638,8 +650,16 @@ pub(crate) fn vector_to_blob(vector: &[f32]) -> Vec<u8> {
 }
 
 pub(crate) fn blob_to_vector(blob: &[u8], dims: usize) -> Option<Vec<f32>> {
+    let mut vector = Vec::with_capacity(dims);
+    blob_into_vector(blob, dims, &mut vector).then_some(vector)
+}
+
+/// Replaces `vector` with `blob` read as `dims` little-endian f32s; false when its length is not that.
+fn blob_into_vector(blob: &[u8], dims: usize, vector: &mut Vec<f32>) -> bool {
+    vector.clear();
     if blob.len() != dims * 4 {
-        return None;
+        return false;
     }
-    Some(blob.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+    vector.extend(blob.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+    true
 }

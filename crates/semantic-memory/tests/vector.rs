@@ -84,9 +84,14 @@ fn search_by_bound_equals_the_full_scan_in_every_case() {
         vectors.push(noisy.iter().map(|x| x / norm).collect());
     }
     let mut bounded = Bounded::new(dims);
+    // The same rows, all but the last few dozen in a temporary file.
+    let mut spilled = Bounded::with_rows_in_memory(dims, 37 * dims * 4);
     for (i, v) in vectors.iter().enumerate() {
         bounded.add(FactId(i as i64 + 1), v).unwrap();
+        spilled.add(FactId(i as i64 + 1), v).unwrap();
     }
+    assert_eq!(bounded.rows_on_disk(), 0);
+    assert!(spilled.rows_on_disk() > vectors.len() - 37, "{} rows on disk", spilled.rows_on_disk());
     let n = vectors.len();
     let mut queries = random_matrix(40, dims, 33);
     queries.push(centre.clone());
@@ -104,8 +109,17 @@ fn search_by_bound_equals_the_full_scan_in_every_case() {
         for k in [1, 2, 10, 100, 1_000, n - 1, n, n + 5] {
             for (name, keep) in &filters {
                 let reference = bounded.full_scan(query, k, keep.as_ref()).unwrap().candidates;
-                let (got, work) = bounded.search_bounded(query, k, keep.as_ref());
+                let (got, work) = bounded.search_bounded(query, k, keep.as_ref()).unwrap();
                 assert_eq!(bits(&got), bits(&reference), "query {q}, k {k}, filter {name}");
+                let (from_disk, disk_work) = spilled.search_bounded(query, k, keep.as_ref()).unwrap();
+                assert_eq!(
+                    bits(&from_disk),
+                    bits(&reference),
+                    "rows on disk: query {q}, k {k}, filter {name}"
+                );
+                assert_eq!(disk_work, work);
+                let disk_scan = spilled.full_scan(query, k, keep.as_ref()).unwrap().candidates;
+                assert_eq!(bits(&disk_scan), bits(&reference), "full scan from disk: query {q}, k {k}");
                 assert!(work.rescored >= got.len() && work.rescored <= work.bounded);
                 if k == 10 && *name == "all" {
                     rescored_total += work.rescored;
@@ -179,7 +193,7 @@ fn prefer_exact_uses_the_exact_backend_when_present() {
     for (i, v) in vectors.iter().enumerate() {
         index.add(FactId(i as i64 + 1), v).unwrap();
     }
-    let (_, work) = index.search_bounded(&vectors[7], 10, &|_| true);
+    let (_, work) = index.search_bounded(&vectors[7], 10, &|_| true).unwrap();
     assert_eq!(evidence.vectors_rescored, Some(work.rescored));
     assert!(work.rescored >= 10 && work.rescored < 50, "the bound rules some rows out: {}", work.rescored);
     assert!(evidence.exactness.as_deref().is_some_and(|why| why.contains("full scan")));
@@ -189,6 +203,33 @@ fn prefer_exact_uses_the_exact_backend_when_present() {
         search(&store, &vectors[7], ExactnessProfile::AllowApproximate, "b").unwrap().receipt.vector.unwrap();
     if cfg!(feature = "usearch") {
         assert!(evidence.exact && evidence.fallback_reason.unwrap().contains("no HNSW"));
+    }
+}
+
+/// A store opened with a row budget far below its vectors keeps most of them in a temporary file and answers
+/// with the same hits, scores and work as one that holds them all.
+#[test]
+fn a_store_whose_rows_exceed_the_budget_answers_the_same_bits() {
+    let dir = tempfile::tempdir().unwrap();
+    let dims = 24;
+    let vectors = random_matrix(300, dims, 41);
+    let path = dir.path().join("f.db");
+    let held = vector_store(&path, &StoreOptions { dims: Some(dims), ..StoreOptions::default() }, &vectors);
+    drop(held);
+    let budget = StoreOptions { exact_rows_in_memory: Some(10 * dims * 4), ..StoreOptions::default() };
+    let small = FactStore::open(&path, &budget).unwrap();
+    let copy = dir.path().join("g.db");
+    let full = vector_store(&copy, &StoreOptions { dims: Some(dims), ..StoreOptions::default() }, &vectors);
+    for (q, query) in random_matrix(12, dims, 42).iter().chain(&vectors[..3]).enumerate() {
+        let a = search(&small, query, ExactnessProfile::RequireExact, &format!("s{q}")).unwrap();
+        let b = search(&full, query, ExactnessProfile::RequireExact, &format!("s{q}")).unwrap();
+        let hits = |outcome: &semantic_memory::SearchOutcome| {
+            outcome.hits().iter().map(|hit| (hit.fact_id, hit.score.to_bits())).collect::<Vec<_>>()
+        };
+        assert_eq!(hits(&a), hits(&b), "query {q}");
+        assert!(!hits(&a).is_empty());
+        let (va, vb) = (a.receipt.vector.unwrap(), b.receipt.vector.unwrap());
+        assert_eq!((va.vectors_scanned, va.vectors_rescored), (vb.vectors_scanned, vb.vectors_rescored));
     }
 }
 
@@ -213,8 +254,12 @@ fn hnsw_is_persisted_reloaded_and_rebuilt_when_missing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f.db");
     let vectors = random_matrix(300, 32, 33);
-    let options =
-        StoreOptions { dims: Some(32), without_exact_backend: true, hnsw: Some(HnswOptions::default()) };
+    let options = StoreOptions {
+        dims: Some(32),
+        without_exact_backend: true,
+        hnsw: Some(HnswOptions::default()),
+        ..StoreOptions::default()
+    };
     let first = {
         let store = vector_store(&path, &options, &vectors);
         let outcome = search(&store, &vectors[3], ExactnessProfile::PreferExact, "a").unwrap();

@@ -34,8 +34,9 @@ const GROUP: usize = 4;
 /// (vectors are unit length, so scores are at most about 1).
 const MARGIN: f32 = 1e-5;
 
-/// Exact search by bound over an int8 copy, with the f32 rows kept for rescoring and as the reference.
-#[derive(Debug, Clone)]
+/// Exact search by bound over an int8 copy, with the f32 rows kept (in memory up to a budget, beyond it in a
+/// temporary file) for rescoring and as the reference.
+#[derive(Debug)]
 pub struct Bounded {
     full: BruteForce,
     /// Groups per row: dims / 4, rounded up.
@@ -47,6 +48,9 @@ pub struct Bounded {
     spread: Vec<f32>,
     coded_norm: Vec<f32>,
 }
+
+/// Rows rescored per read of their f32 values.
+const RESCORE_ROWS: usize = 4096;
 
 /// Blocks per slice of the first pass shared between threads: 256 rows, about 100 KB of codes at 384 dims.
 const SLICE_BLOCKS: usize = 16;
@@ -76,10 +80,16 @@ fn f32_up(value: f64) -> f32 {
 }
 
 impl Bounded {
-    /// An empty index for vectors of `dims` components.
+    /// An empty index for vectors of `dims` components, every f32 row held in memory.
     pub fn new(dims: usize) -> Self {
+        Bounded::with_rows_in_memory(dims, usize::MAX)
+    }
+
+    /// An empty index for vectors of `dims` components that holds at most about `bytes` of f32 rows in memory
+    /// and appends the rest to a temporary file (the codes are always held: a quarter of the rows' size).
+    pub fn with_rows_in_memory(dims: usize, bytes: usize) -> Self {
         Bounded {
-            full: BruteForce::new(dims),
+            full: BruteForce::with_rows_in_memory(dims, bytes),
             groups: dims.div_ceil(GROUP).max(1),
             codes: Vec::new(),
             scale: Vec::new(),
@@ -108,25 +118,33 @@ impl Bounded {
         }
     }
 
+    /// How many f32 rows live in the temporary file rather than in memory.
+    pub fn rows_on_disk(&self) -> usize {
+        self.full.rows_on_disk()
+    }
+
     /// The reference: the full scan, every row scored with [`dot`].
     ///
     /// # Errors
-    /// None in practice (the scan cannot fail); the signature is the backend trait's.
+    /// [`crate::Error::Io`] when rows in the temporary file cannot be read.
     pub fn full_scan(&self, query: &[f32], k: usize, keep: &dyn Fn(FactId) -> bool) -> Result<VectorAnswer> {
         self.full.search(query, k, keep)
     }
 
     /// The exact top `k` by bound, and how much work it took.
+    ///
+    /// # Errors
+    /// [`crate::Error::Io`] when rows in the temporary file cannot be read.
     pub fn search_bounded(
         &self,
         query: &[f32],
         k: usize,
         keep: &dyn Fn(FactId) -> bool,
-    ) -> (Vec<ScoredFact>, BoundedWork) {
+    ) -> Result<(Vec<ScoredFact>, BoundedWork)> {
         let ids = self.full.ids();
         let rows = ids.len();
         let Some(coded_query) = QueryCodes::of(query, self.groups, self.full.dims()) else {
-            return (Vec::new(), BoundedWork { bounded: 0, rescored: 0 });
+            return Ok((Vec::new(), BoundedWork { bounded: 0, rescored: 0 }));
         };
         let padded = self.scale.len();
         let mut lower = vec![0.0f32; padded];
@@ -150,14 +168,21 @@ impl Bounded {
             }
         }
         let rescored = candidates.len();
-        let mut scored: Vec<ScoredFact> = candidates
-            .iter()
-            .zip(dot_each(query, candidates.iter().map(|&row| self.full.row(row))))
-            .map(|(&row, score)| ScoredFact { fact_id: ids[row], score: f64::from(score) })
-            .collect();
+        let dims = self.full.dims().max(1);
+        let mut scored: Vec<ScoredFact> = Vec::with_capacity(rescored);
+        let mut values = Vec::new();
+        for part in candidates.chunks(RESCORE_ROWS) {
+            values.clear();
+            self.full.rows().gather(part, &mut values)?;
+            scored.extend(
+                part.iter()
+                    .zip(dot_each(query, values.chunks_exact(dims)))
+                    .map(|(&row, score)| ScoredFact { fact_id: ids[row], score: f64::from(score) }),
+            );
+        }
         scored.sort_unstable_by(rank_order);
         scored.truncate(k);
-        (scored, BoundedWork { bounded: rows, rescored })
+        Ok((scored, BoundedWork { bounded: rows, rescored }))
     }
 }
 
@@ -561,7 +586,7 @@ impl VectorBackend for Bounded {
     }
 
     fn search(&self, query: &[f32], k: usize, keep: &dyn Fn(FactId) -> bool) -> Result<VectorAnswer> {
-        let (candidates, work) = self.search_bounded(query, k, keep);
+        let (candidates, work) = self.search_bounded(query, k, keep)?;
         Ok(VectorAnswer { candidates, scanned: Some(work.bounded), rescored: Some(work.rescored) })
     }
 }
@@ -755,7 +780,7 @@ mod tests {
                 lows.sort_by(|a, b| b.total_cmp(a));
                 let floor = lows.get(k - 1).copied().unwrap_or(f32::NEG_INFINITY);
                 let expected = (0..rows).filter(|r| keep(FactId(*r as i64 + 1)) && high[*r] >= floor).count();
-                let (_, work) = index.search_bounded(&query, k, &keep);
+                let (_, work) = index.search_bounded(&query, k, &keep).unwrap();
                 assert_eq!((work.bounded, work.rescored), (rows, expected), "k {k}");
             }
         }

@@ -3,6 +3,7 @@
 
 pub(crate) mod bounded;
 pub(crate) mod brute_force;
+pub(crate) mod rows;
 #[cfg(feature = "usearch")]
 pub(crate) mod usearch;
 
@@ -13,6 +14,7 @@ use crate::store::FactId;
 
 pub use bounded::{Bounded, BoundedWork, FirstPass};
 pub use brute_force::BruteForce;
+pub use rows::DEFAULT_ROWS_IN_MEMORY;
 #[cfg(feature = "usearch")]
 pub use usearch::{HnswOptions, Usearch};
 
