@@ -26,7 +26,7 @@ pub mod testing;
 pub use crate::acquire::{
     ALL_MINILM_L6_V2_BASE_URL, PinnedFile, all_minilm_l6_v2_files, download_pinned, model_cache_dir,
 };
-pub use crate::allocator::keep_freed_memory_for_reuse;
+pub use crate::allocator::{keep_freed_memory_for_reuse, return_freed_memory};
 pub use crate::bert::{BACKEND, BACKEND_VERSION, Kernels, SIMD_CAP_VAR};
 pub use crate::checkpoint::{Checkpoint, DEFAULT_MAX_TOKENS, Pooling};
 pub use crate::error::{Error, Result};

@@ -9,6 +9,20 @@ use crate::cli::DatasetsArgs;
 
 pub(crate) fn run(args: &DatasetsArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
+    match write(args, &mut out) {
+        // A reader that stopped early (`| head`) is not an error.
+        Err(error)
+            if error
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(ExitCode::SUCCESS)
+        }
+        outcome => outcome,
+    }
+}
+
+fn write(args: &DatasetsArgs, out: &mut impl Write) -> anyhow::Result<ExitCode> {
     if args.json {
         out.write_all(BEIR_DATASETS.as_bytes())?;
         return Ok(ExitCode::SUCCESS);
@@ -24,17 +38,10 @@ pub(crate) fn run(args: &DatasetsArgs) -> anyhow::Result<ExitCode> {
         let name =
             if dataset.public { dataset.name.clone() } else { format!("{} (not public)", dataset.name) };
         let md5 = dataset.md5.as_deref().unwrap_or("none");
-        row(&mut out, &name, &dataset.split, (dataset.documents, dataset.queries), &dataset.grades, md5)?;
+        row(out, &name, &dataset.split, (dataset.documents, dataset.queries), &dataset.grades, md5)?;
         for forum in &dataset.forums {
             let name = format!("  {}/{}", dataset.name, forum.name);
-            row(
-                &mut out,
-                &name,
-                &dataset.split,
-                (forum.documents, forum.queries),
-                &forum.grades,
-                "(in the zip)",
-            )?;
+            row(out, &name, &dataset.split, (forum.documents, forum.queries), &forum.grades, "(in the zip)")?;
         }
     }
     writeln!(out, "\nquirks BEIR's rules handle:")?;

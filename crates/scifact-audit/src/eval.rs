@@ -226,6 +226,8 @@ pub(crate) fn run_one(
     stages.time("export", |_| {
         crate::export::export(&results, &view.qrels, model_dir.as_deref(), &run_id).map(|_| ())
     })?;
+    // The runs' memory (embedding buffers, the store's indexes) is free by now but kept by the allocator.
+    embedding::return_freed_memory();
     let (report, report_path) = stages.time("verify", |_| {
         let options = VerifyOptions {
             output_dir: results.clone(),

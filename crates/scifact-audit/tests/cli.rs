@@ -690,4 +690,15 @@ fn datasets_lists_the_fifteen_public_beir_datasets_and_cqadupstack_s_forums() {
     let json = scifact_audit(&["datasets", "--json"], "");
     let registry: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(registry["schema"], "scifact-audit-beir-datasets-v1");
+    // A reader that closes the pipe before the table is written (`datasets | head`) is not an error.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scifact-audit"))
+        .arg("datasets")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let closed = child.wait_with_output().unwrap();
+    assert!(closed.status.success(), "{}", String::from_utf8_lossy(&closed.stderr));
+    assert!(closed.stderr.is_empty(), "{}", String::from_utf8_lossy(&closed.stderr));
 }
