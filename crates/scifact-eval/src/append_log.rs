@@ -5,6 +5,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -13,6 +14,8 @@ use crate::error::{Error, Result};
 pub(crate) struct AppendLog {
     path: PathBuf,
     file: File,
+    /// Where the next line starts.
+    end: u64,
 }
 
 /// What opening a log found.
@@ -40,20 +43,20 @@ impl AppendLog {
     /// the last line.
     pub(crate) fn open(path: &Path, refuse: impl Fn(usize, String) -> Error) -> Result<Opened> {
         let mut lines = Vec::new();
-        let visited = AppendLog::open_with(path, refuse, |_, line| {
+        let visited = AppendLog::open_with(path, refuse, |_, _, line| {
             lines.push(line.to_vec());
             Ok(())
         })?;
         Ok(Opened { log: visited.log, lines, dropped_tail_bytes: visited.dropped_tail_bytes })
     }
 
-    /// [`AppendLog::open`], handing each complete line (without its newline) to `visit` as it is read, so a
-    /// log of a million lines is never held whole. A line handed over may still be followed by damage that
-    /// refuses the log.
+    /// [`AppendLog::open`], handing each complete line (its index, the byte offset it starts at, and the line
+    /// without its newline) to `visit` as it is read, so a log of a million lines is never held whole. A line
+    /// handed over may still be followed by damage that refuses the log.
     pub(crate) fn open_with(
         path: &Path,
         refuse: impl Fn(usize, String) -> Error,
-        mut visit: impl FnMut(usize, &[u8]) -> Result<()>,
+        mut visit: impl FnMut(usize, u64, &[u8]) -> Result<()>,
     ) -> Result<Visited> {
         let io = |source| Error::Io { path: path.to_path_buf(), source };
         let existing = match File::open(path) {
@@ -85,7 +88,7 @@ impl AppendLog {
                     damaged = Some((count + 1, format!("line {} is damaged: {error}", count + 1)));
                     continue;
                 }
-                visit(count, body)?;
+                visit(count, good_len as u64, body)?;
                 count += 1;
                 good_len += read;
             }
@@ -106,14 +109,15 @@ impl AppendLog {
         file.set_len(good_len as u64).map_err(io)?;
         file.seek(std::io::SeekFrom::End(0)).map_err(io)?;
         Ok(Visited {
-            log: AppendLog { path: path.to_path_buf(), file },
+            log: AppendLog { path: path.to_path_buf(), file, end: good_len as u64 },
             lines: count,
             dropped_tail_bytes: total - good_len,
         })
     }
 
-    /// Appends `lines` (each without a newline) in one write and fsyncs before returning.
-    pub(crate) fn append(&mut self, lines: &[String]) -> Result<()> {
+    /// Appends `lines` (each without a newline) in one write and fsyncs before returning; the byte offset the
+    /// first of them starts at (each next one starts after the last's newline).
+    pub(crate) fn append(&mut self, lines: &[String]) -> Result<u64> {
         let mut buffer = String::new();
         for line in lines {
             buffer.push_str(line);
@@ -125,6 +129,19 @@ impl AppendLog {
             return Err(io(full));
         }
         self.file.write_all(buffer.as_bytes()).map_err(io)?;
-        safe_fs::durable::sync_data(&self.file, &self.path).map_err(io)
+        safe_fs::durable::sync_data(&self.file, &self.path).map_err(io)?;
+        let start = self.end;
+        self.end += buffer.len() as u64;
+        Ok(start)
+    }
+
+    /// The `len` bytes at `offset`: a line read back by where [`AppendLog::open_with`] or
+    /// [`AppendLog::append`] put it.
+    pub(crate) fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut bytes = vec![0u8; len];
+        self.file
+            .read_exact_at(&mut bytes, offset)
+            .map_err(|source| Error::Io { path: self.path.clone(), source })?;
+        Ok(bytes)
     }
 }

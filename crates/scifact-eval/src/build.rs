@@ -262,12 +262,18 @@ pub fn build_fixture(
     if let Some(parent) = options.out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|source| Error::Io { path: parent.to_path_buf(), source })?;
     }
-    let built =
-        Built { corpus: &corpus, documents: &documents, queries: &queries, held_documents, held_queries };
+    let built = Built {
+        corpus: &corpus,
+        documents: &documents,
+        queries: &queries,
+        held_documents,
+        held_queries,
+        cache: &cache,
+    };
     let bytes = if v2 {
         built.write_v2(&options.out, metadata, qrels)?
     } else {
-        serde_json::to_vec(&built.v1(metadata, qrels))?
+        serde_json::to_vec(&built.v1(metadata, qrels)?)?
     };
     safe_fs::halt::point("build.fixture");
     safe_fs::write_atomically(&options.out, &bytes)?;
@@ -298,13 +304,26 @@ struct Built<'a> {
     queries: &'a [Item],
     held_documents: Vec<&'a Held>,
     held_queries: Vec<&'a Held>,
+    /// Where the vectors are read from, one at a time.
+    cache: &'a EmbeddingCache,
 }
 
 impl Built<'_> {
+    /// The vector of `item` in `role`, read back from the cache.
+    fn vector(&self, role: Role, item: &Item) -> Result<Vec<f32>> {
+        self.cache.vector(role, &item.key)?.ok_or_else(|| Error::InvalidVector {
+            role: role_name(role),
+            id: item.key.clone(),
+            reason: "missing from the cache after embedding".into(),
+        })
+    }
+
     /// The version 1 fixture: one document.
-    fn v1(&self, metadata: FixtureMetadata, qrels: Vec<FixtureQrel>) -> Fixture {
-        let widen = |held: &Held| held.vector.iter().map(|x| f64::from(*x)).collect();
-        Fixture {
+    fn v1(&self, metadata: FixtureMetadata, qrels: Vec<FixtureQrel>) -> Result<Fixture> {
+        let widen = |role: Role, item: &Item| -> Result<Vec<f64>> {
+            Ok(self.vector(role, item)?.iter().map(|x| f64::from(*x)).collect())
+        };
+        Ok(Fixture {
             schema: FIXTURE_SCHEMA.into(),
             metadata,
             documents: self
@@ -313,31 +332,35 @@ impl Built<'_> {
                 .iter()
                 .zip(self.documents)
                 .zip(&self.held_documents)
-                .map(|((d, item), v)| FixtureDocument {
-                    id: d.id.clone(),
-                    title: d.title.clone(),
-                    text: d.text.clone(),
-                    semantic_text_sha256: item.semantic_sha256.clone(),
-                    tokens: v.tokens,
-                    vector: widen(v),
+                .map(|((d, item), v)| {
+                    Ok(FixtureDocument {
+                        id: d.id.clone(),
+                        title: d.title.clone(),
+                        text: d.text.clone(),
+                        semantic_text_sha256: item.semantic_sha256.clone(),
+                        tokens: v.tokens,
+                        vector: widen(Role::Document, item)?,
+                    })
                 })
-                .collect(),
+                .collect::<Result<_>>()?,
             queries: self
                 .corpus
                 .test_queries
                 .iter()
                 .zip(self.queries)
                 .zip(&self.held_queries)
-                .map(|((q, item), v)| FixtureQuery {
-                    id: q.id.clone(),
-                    text: q.text.clone(),
-                    semantic_text_sha256: item.semantic_sha256.clone(),
-                    tokens: v.tokens,
-                    vector: widen(v),
+                .map(|((q, item), v)| {
+                    Ok(FixtureQuery {
+                        id: q.id.clone(),
+                        text: q.text.clone(),
+                        semantic_text_sha256: item.semantic_sha256.clone(),
+                        tokens: v.tokens,
+                        vector: widen(Role::Query, item)?,
+                    })
                 })
-                .collect(),
+                .collect::<Result<_>>()?,
             qrels,
-        }
+        })
     }
 
     /// Writes a version 2 fixture's documents and vectors beside `out` (each streamed to a temp file, synced
@@ -361,8 +384,9 @@ impl Built<'_> {
         }
         let documents_file = lines.commit()?;
         let mut vectors = SidecarWriter::create(directory, format!("{stem}.vectors.f32"))?;
-        for v in self.held_documents.iter().chain(&self.held_queries) {
-            let bytes: Vec<u8> = v.vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let items = self.documents.iter().map(|item| (Role::Document, item));
+        for (role, item) in items.chain(self.queries.iter().map(|item| (Role::Query, item))) {
+            let bytes: Vec<u8> = self.vector(role, item)?.iter().flat_map(|x| x.to_le_bytes()).collect();
             vectors.write(&bytes)?;
         }
         let vectors_file = vectors.commit()?;

@@ -65,32 +65,24 @@ pub struct CacheReport {
     pub dropped_tail_bytes: usize,
 }
 
-/// A cached vector as it is held: f32, as the embedder made it (the file's f64 narrows back exactly), so that a
-/// million of them fit.
-#[derive(Debug, Clone, PartialEq)]
+/// A cached vector as it is held: where its line is, and what the build counts without reading the vector.
+/// The vector itself stays in the file ([`EmbeddingCache::vector`] reads it back), so that a cache of
+/// msmarco's 8.8 M vectors (13.5 GB as f32 at 384 dimensions) is not held while the fixture is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Held {
-    /// The unit-length vector.
-    pub vector: Box<[f32]>,
     /// Tokens the model saw.
     pub tokens: usize,
     /// Prompt length used when the backend refused the full prompt.
     pub shortened_to: Option<usize>,
-}
-
-impl From<CachedVector> for Held {
-    fn from(entry: CachedVector) -> Held {
-        Held {
-            vector: entry.vector.iter().map(|x| *x as f32).collect(),
-            tokens: entry.tokens,
-            shortened_to: entry.shortened_to,
-        }
-    }
+    /// The byte offset of the vector's line in the cache file, and its length without the newline.
+    line: (u64, usize),
 }
 
 /// An open cache: what it holds, and the file new vectors are appended to.
 pub struct EmbeddingCache {
     log: AppendLog,
     entries: HashMap<(Role, String), Held>,
+    path: std::path::PathBuf,
 }
 
 impl EmbeddingCache {
@@ -105,7 +97,7 @@ impl EmbeddingCache {
         let visited = AppendLog::open_with(
             path,
             |_, reason| cache_error(reason),
-            |index, line| {
+            |index, offset, line| {
                 if index == 0 {
                     let header: Header = serde_json::from_slice(line)
                         .map_err(|error| cache_error(format!("line 1 is not a cache header: {error}")))?;
@@ -128,12 +120,17 @@ impl EmbeddingCache {
                 }
                 let entry: CachedVector = serde_json::from_slice(line)
                     .map_err(|error| cache_error(format!("line {} is damaged: {error}", index + 1)))?;
-                entries.insert((entry.role, entry.prompt_sha256.clone()), Held::from(entry));
+                let held = Held {
+                    tokens: entry.tokens,
+                    shortened_to: entry.shortened_to,
+                    line: (offset, line.len()),
+                };
+                entries.insert((entry.role, entry.prompt_sha256), held);
                 Ok(())
             },
         )?;
         let report = CacheReport { loaded: entries.len(), dropped_tail_bytes: visited.dropped_tail_bytes };
-        let mut cache = EmbeddingCache { log: visited.log, entries };
+        let mut cache = EmbeddingCache { log: visited.log, entries, path: path.to_path_buf() };
         if visited.lines == 0 {
             let header = Header { cache: CACHE_FORMAT.into(), model: model.clone() };
             cache.log.append(&[serde_json::to_string(&header)?])?;
@@ -163,10 +160,37 @@ impl EmbeddingCache {
     pub fn append(&mut self, entries: Vec<CachedVector>) -> Result<()> {
         let lines: Vec<String> =
             entries.iter().map(serde_json::to_string).collect::<serde_json::Result<_>>()?;
-        self.log.append(&lines)?;
-        for entry in entries {
-            self.entries.insert((entry.role, entry.prompt_sha256.clone()), Held::from(entry));
+        let mut offset = self.log.append(&lines)?;
+        for (entry, line) in entries.into_iter().zip(&lines) {
+            let held =
+                Held { tokens: entry.tokens, shortened_to: entry.shortened_to, line: (offset, line.len()) };
+            self.entries.insert((entry.role, entry.prompt_sha256), held);
+            offset += line.len() as u64 + 1;
         }
         Ok(())
+    }
+
+    /// The vector of `prompt_sha256` in `role`, read back from the file as f32 (the file's f64 narrows back
+    /// exactly), or `None` when the cache does not hold it.
+    ///
+    /// # Errors
+    /// [`Error::Cache`] when its line no longer holds that vector (the file was changed while open);
+    /// [`Error::Io`].
+    pub fn vector(&self, role: Role, prompt_sha256: &str) -> Result<Option<Vec<f32>>> {
+        let Some(held) = self.get(role, prompt_sha256) else {
+            return Ok(None);
+        };
+        let (offset, len) = held.line;
+        let changed = |reason: String| Error::Cache {
+            path: self.path.clone(),
+            reason: format!("the line at byte {offset} {reason}; was the file changed during the build?"),
+        };
+        let bytes = self.log.read_at(offset, len)?;
+        let entry: CachedVector =
+            serde_json::from_slice(&bytes).map_err(|error| changed(format!("no longer parses: {error}")))?;
+        if entry.role != role || entry.prompt_sha256 != prompt_sha256 {
+            return Err(changed(format!("no longer holds {role:?} {prompt_sha256}")));
+        }
+        Ok(Some(entry.vector.iter().map(|x| *x as f32).collect()))
     }
 }

@@ -132,7 +132,7 @@ impl Journal {
     /// [`Error::Io`].
     pub fn record(&mut self, row: &QueryRow) -> Result<()> {
         let line = serde_json::to_string(&Line::Row(Box::new(row.clone())))?;
-        self.log.append(&[line])
+        self.log.append(&[line]).map(|_| ())
     }
 
     /// Deletes the journal once the aggregate that discloses it is durable.

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use embedding::{Embedder, Role};
-use scifact_eval::{CachedVector, EmbeddingCache, Error, Held};
+use scifact_eval::{CachedVector, EmbeddingCache, Error};
 
 use crate::util::FakeEmbedder;
 
@@ -16,13 +16,20 @@ fn cache_holding(dir: &std::path::Path, keys: &[&str]) -> std::path::PathBuf {
 }
 
 fn entry(key: &str) -> CachedVector {
+    // A vector of its own per key, so that one read from another's line is told apart.
+    let angle = key.bytes().map(f64::from).sum::<f64>() / 100.0;
     CachedVector {
         role: Role::Document,
         prompt_sha256: key.into(),
-        vector: vec![0.6, 0.8],
-        tokens: 3,
+        vector: vec![f64::from(angle.cos() as f32), f64::from(angle.sin() as f32)],
+        tokens: key.len() + 2,
         shortened_to: None,
     }
+}
+
+/// `entry(key)`'s vector as the cache gives it back: f32.
+fn vector_of(key: &str) -> Vec<f32> {
+    entry(key).vector.iter().map(|x| *x as f32).collect()
 }
 
 #[test]
@@ -34,10 +41,33 @@ fn entries_survive_reopening() {
     assert_eq!(report.loaded, 0);
     cache.append(vec![entry("a"), entry("b")]).unwrap();
     drop(cache);
-    let (cache, report) = EmbeddingCache::open(&path, model.identity()).unwrap();
+    let (mut cache, report) = EmbeddingCache::open(&path, model.identity()).unwrap();
     assert_eq!((report.loaded, report.dropped_tail_bytes), (2, 0));
-    assert_eq!(cache.get(Role::Document, "b"), Some(&Held::from(entry("b"))));
+    assert_eq!(cache.get(Role::Document, "b").map(|held| held.tokens), Some(3));
     assert_eq!(cache.get(Role::Query, "b"), None, "the role is part of the key");
+    assert_eq!(cache.vector(Role::Query, "b").unwrap(), None);
+    // Vectors are read back from their lines: those found on opening and those appended since.
+    cache.append(vec![entry("ccc"), entry("dd")]).unwrap();
+    for key in ["a", "b", "ccc", "dd"] {
+        assert_eq!(cache.vector(Role::Document, key).unwrap(), Some(vector_of(key)), "{key}");
+    }
+    assert_ne!(vector_of("a"), vector_of("b"));
+}
+
+#[test]
+fn a_line_changed_while_the_cache_is_open_is_refused_when_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = cache_holding(dir.path(), &["a", "b"]);
+    let (cache, _) = EmbeddingCache::open(&path, FakeEmbedder::new("m").identity()).unwrap();
+    // Something else swaps the two lines (the same length): each offset now holds the other key.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let swapped = format!("{}\n{}\n{}\n", lines[0], lines[2], lines[1]);
+    std::fs::write(&path, swapped).unwrap();
+    match cache.vector(Role::Document, "a") {
+        Err(Error::Cache { reason, .. }) => assert!(reason.contains("no longer"), "{reason}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
 }
 
 #[test]
