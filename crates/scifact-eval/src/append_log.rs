@@ -135,6 +135,11 @@ impl AppendLog {
         Ok(start)
     }
 
+    /// The file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The `len` bytes at `offset`: a line read back by where [`AppendLog::open_with`] or
     /// [`AppendLog::append`] put it.
     pub(crate) fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {

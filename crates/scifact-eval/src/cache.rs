@@ -82,7 +82,6 @@ pub struct Held {
 pub struct EmbeddingCache {
     log: AppendLog,
     entries: HashMap<(Role, String), Held>,
-    path: std::path::PathBuf,
 }
 
 impl EmbeddingCache {
@@ -130,7 +129,7 @@ impl EmbeddingCache {
             },
         )?;
         let report = CacheReport { loaded: entries.len(), dropped_tail_bytes: visited.dropped_tail_bytes };
-        let mut cache = EmbeddingCache { log: visited.log, entries, path: path.to_path_buf() };
+        let mut cache = EmbeddingCache { log: visited.log, entries };
         if visited.lines == 0 {
             let header = Header { cache: CACHE_FORMAT.into(), model: model.clone() };
             cache.log.append(&[serde_json::to_string(&header)?])?;
@@ -182,7 +181,7 @@ impl EmbeddingCache {
         };
         let (offset, len) = held.line;
         let changed = |reason: String| Error::Cache {
-            path: self.path.clone(),
+            path: self.log.path().to_path_buf(),
             reason: format!("the line at byte {offset} {reason}; was the file changed during the build?"),
         };
         let bytes = self.log.read_at(offset, len)?;

@@ -660,6 +660,11 @@ fn blob_into_vector(blob: &[u8], dims: usize, vector: &mut Vec<f32>) -> bool {
     if blob.len() != dims * 4 {
         return false;
     }
-    vector.extend(blob.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+    extend_from_blob(vector, blob);
     true
+}
+
+/// Appends `blob` read as little-endian f32s (whole ones: a length not a multiple of 4 leaves its tail) to `out`.
+pub(crate) fn extend_from_blob(out: &mut Vec<f32>, blob: &[u8]) {
+    out.extend(blob.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
 }

@@ -10,6 +10,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use crate::error::{Error, Result};
+use crate::store::{extend_from_blob, vector_to_blob};
 
 /// The rows an exact index holds in memory by default before it appends them to a temporary file: 1 GiB.
 pub const DEFAULT_ROWS_IN_MEMORY: usize = 1 << 30;
@@ -63,21 +64,18 @@ impl Rows {
     }
 
     fn spill(&mut self) -> Result<()> {
-        let file = match self.file.take() {
-            Some(file) => file,
-            None => tempfile::tempfile().map_err(temp_error)?,
-        };
         let mut offset = self.byte_offset(self.spilled);
-        let mut bytes = Vec::with_capacity(SCAN_BYTES);
+        let file: &File = match self.file {
+            Some(ref file) => file,
+            None => self.file.insert(tempfile::tempfile().map_err(temp_error)?),
+        };
         for values in self.held.chunks(SCAN_BYTES / 4) {
-            bytes.clear();
-            bytes.extend(values.iter().flat_map(|value| value.to_le_bytes()));
+            let bytes = vector_to_blob(values);
             file.write_all_at(&bytes, offset).map_err(temp_error)?;
             offset += bytes.len() as u64;
         }
         self.spilled += self.held.len() / self.dims.max(1);
         self.held.clear();
-        self.file = Some(file);
         Ok(())
     }
 
@@ -115,9 +113,7 @@ impl Rows {
         };
         let mut bytes = vec![0u8; count * self.dims * 4];
         file.read_exact_at(&mut bytes, self.byte_offset(first)).map_err(temp_error)?;
-        out.extend(
-            bytes.chunks_exact(4).map(|value| f32::from_le_bytes([value[0], value[1], value[2], value[3]])),
-        );
+        extend_from_blob(out, &bytes);
         Ok(())
     }
 
