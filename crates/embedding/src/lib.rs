@@ -19,6 +19,7 @@ mod checkpoint;
 mod error;
 mod identity;
 mod ollama;
+pub mod registry;
 mod role;
 mod sentence_bert;
 pub mod testing;

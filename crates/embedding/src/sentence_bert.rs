@@ -55,7 +55,20 @@ pub struct SentenceBert {
     weights: Vec<u8>,
     tokenizer: Tokenizer,
     identity: EmbedderIdentity,
+    digests: crate::registry::Digests,
     batch_size: usize,
+}
+
+/// Every file that shapes a checkpoint's vectors, by name, with its hex sha256.
+fn digests_of(
+    checkpoint: &Checkpoint,
+    weights_sha256: &str,
+    tokenizer_sha256: &str,
+) -> crate::registry::Digests {
+    let mut digests = checkpoint.files.clone();
+    digests.insert("model.safetensors".to_owned(), weights_sha256.to_owned());
+    digests.insert("tokenizer.json".to_owned(), tokenizer_sha256.to_owned());
+    digests
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
@@ -130,12 +143,26 @@ impl SentenceBert {
         tokenizer.with_padding(None);
         let bert = Bert::load(checkpoint.config.clone(), &weights, Kernels::best())
             .map_err(|error| invalid(&weights_path, error))?;
+        let digests = digests_of(&checkpoint, &weights_sha256, &tokenizer_sha256);
+        // A registry name is a claim about these bytes: it is refused beside any other.
+        if let Some(known) = crate::registry::known_models()?.into_iter().find(|known| known.name == model)
+            && let Some(reason) = crate::registry::mismatch(&known, &digests)
+        {
+            return Err(invalid(dir, format!("is not {model}: {reason}")));
+        }
         let identity = identity(model, &checkpoint, &weights_sha256, &tokenizer_sha256, all_minilm);
-        Ok(SentenceBert { model: bert, checkpoint, weights, tokenizer, identity, batch_size: 64 })
+        Ok(SentenceBert { model: bert, checkpoint, weights, tokenizer, identity, digests, batch_size: 64 })
     }
 
-    /// Loads whatever checkpoint `dir` holds, its digests measured and recorded: named all-MiniLM-L6-v2 (and
-    /// held to its published files) when the weights are that model's, else `bert-sha256-<hex of the weights>`.
+    /// The digest (lowercase hex sha256) of every file that shapes this checkpoint's vectors, by file name.
+    pub fn digests(&self) -> &crate::registry::Digests {
+        &self.digests
+    }
+
+    /// Loads whatever checkpoint `dir` holds, its digests measured and recorded, and names it by them: the
+    /// registry's name (`configs/models.json`) when every file that shapes its vectors has the digest the
+    /// registry lists, else `bert-sha256-<hex of the weights>`. all-MiniLM-L6-v2's weights are held to its
+    /// published files (a directory with its weights and another file is refused, not renamed).
     ///
     /// # Errors
     /// As [`SentenceBert::load`].
@@ -143,10 +170,17 @@ impl SentenceBert {
         let weights_path = dir.join("model.safetensors");
         let digest = sha256_hex(&read(&weights_path)?);
         if digest == ALL_MINILM_L6_V2_WEIGHTS_SHA256 {
-            SentenceBert::load(dir, ALL_MINILM_L6_V2, WeightPin::AllMiniLmL6V2)
-        } else {
-            SentenceBert::load(dir, &format!("bert-sha256-{digest}"), WeightPin::Sha256(digest.clone()))
+            return SentenceBert::load(dir, ALL_MINILM_L6_V2, WeightPin::AllMiniLmL6V2);
         }
+        let mut model = SentenceBert::load(
+            dir,
+            &crate::registry::digest_name(&digest),
+            WeightPin::Sha256(digest.clone()),
+        )?;
+        if let Some(name) = crate::registry::name_of(&model.digests)? {
+            model.identity.model = name;
+        }
+        Ok(model)
     }
 
     /// Runs the forward pass with `kernels` instead of the fastest this CPU has. Every kind gives the same

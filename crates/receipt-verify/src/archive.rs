@@ -27,6 +27,9 @@ const MAX_LINE_BYTES: u64 = 64 << 20;
 pub struct Archive {
     /// `sha256:` of the archive file.
     pub sha256: String,
+    /// md5 (hex) of the archive file, as BEIR publishes its zips' digests; `None` for a directory, which is
+    /// never BEIR's file.
+    pub md5: Option<String>,
     /// Every document in corpus order, and the queries `query_ids` asked for, in that order.
     pub texts: Texts,
     /// Test judgements: query id to document id to grade.
@@ -67,10 +70,11 @@ pub fn read(path: &Path, expected: &str, members: &Members, query_ids: &[String]
         if copy.sha256 != expected {
             return Err(mismatch(&copy.sha256));
         }
-        let file =
+        let mut file =
             std::fs::File::open(&copy.path).map_err(|e| format!("--archive {}: {e}", path.display()))?;
+        let md5 = md5_of(&mut file).map_err(|e| format!("--archive {}: {e}", path.display()))?;
         let zip = zip::ZipArchive::new(BufReader::new(file)).map_err(|e| format!("--archive: {e}"))?;
-        Source::Zip { zip, prefix, _copy: copy }
+        Source::Zip { zip, prefix, md5, _copy: copy }
     };
     let corpus_name = format!("{prefix}/corpus.jsonl");
     let queries_name = format!("{prefix}/queries.jsonl");
@@ -114,9 +118,9 @@ pub fn read(path: &Path, expected: &str, members: &Members, query_ids: &[String]
         Ok(())
     })?;
     listed(&qrels_file, qrels_sha256);
-    let sha256 = match source {
-        Source::Zip { .. } => expected.to_owned(),
-        Source::Directory { .. } => sha256_tagged(listing.as_bytes()),
+    let (sha256, md5) = match source {
+        Source::Zip { md5, .. } => (expected.to_owned(), Some(md5)),
+        Source::Directory { .. } => (sha256_tagged(listing.as_bytes()), None),
     };
     if sha256 != expected {
         return Err(mismatch(&sha256));
@@ -129,13 +133,30 @@ pub fn read(path: &Path, expected: &str, members: &Members, query_ids: &[String]
     for id in query_ids {
         qrels.entry(id.clone()).or_default();
     }
-    Ok(Archive { sha256, texts: Texts { documents, queries: chosen }, qrels })
+    Ok(Archive { sha256, md5, texts: Texts { documents, queries: chosen }, qrels })
+}
+
+/// The md5 (hex) of `file` from its start, leaving it at its start again.
+fn md5_of(file: &mut std::fs::File) -> std::io::Result<String> {
+    use md5::Digest;
+    use std::io::{Read, Seek};
+    let mut hasher = md5::Md5::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    file.rewind()?;
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Where the three files come from: a zip whose digest already matched (read from its private copy), or a
 /// directory.
 enum Source<'a> {
-    Zip { zip: zip::ZipArchive<BufReader<std::fs::File>>, prefix: &'a str, _copy: PrivateCopy },
+    Zip { zip: zip::ZipArchive<BufReader<std::fs::File>>, prefix: &'a str, md5: String, _copy: PrivateCopy },
     Directory { dir: &'a Path },
 }
 

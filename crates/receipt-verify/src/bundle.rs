@@ -718,6 +718,9 @@ fn texts(
     report: &mut Report,
 ) -> std::result::Result<Texts, (bool, String)> {
     let Some(path) = archive else {
+        if let Some(view) = view {
+            crate::checks::identity::dataset(&view.metadata, crate::checks::identity::Read::Nothing, report);
+        }
         return Err((false, "no texts: pass --archive with the public archive the bundle records".into()));
     };
     let Some(view) = view else { return Err((true, "no readable fixture-metadata.json".into())) };
@@ -735,6 +738,11 @@ fn texts(
         });
     match outcome {
         Ok((archive, evidence)) => {
+            let read = match &archive.md5 {
+                Some(md5) => crate::checks::identity::Read::Zip(md5),
+                None => crate::checks::identity::Read::Directory,
+            };
+            crate::checks::identity::dataset(&view.metadata, read, report);
             report.record(
                 "global",
                 "texts.identity",

@@ -35,6 +35,7 @@ pub mod json;
 mod mapping;
 pub mod names;
 mod recompute;
+mod registries;
 mod render;
 mod report;
 mod reproduction;

@@ -147,6 +147,10 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
     if let Some(reason) = fixture_problem.as_deref().filter(|r| !r.starts_with("absent: ")) {
         report.record("global", "corpus.file", Err(reason.to_owned()));
     }
+    if let Some(view) = &view {
+        // The run read its archive, not this verifier: whose archive it was is the fixture's word here.
+        crate::checks::identity::dataset(&view.metadata, crate::checks::identity::Read::Nothing, &mut report);
+    }
     let fixture_input = match (&view, &fixture_problem) {
         (Some(view), _) => Input::Read { origin: "the fixture", content: view },
         (None, Some(reason)) if reason.starts_with("absent: ") => Input::Absent(&reason[8..]),

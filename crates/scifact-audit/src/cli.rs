@@ -221,9 +221,11 @@ pub(crate) struct ModelArgs {
     /// Which embedder to use
     #[arg(long, value_enum, default_value = "minilm")]
     pub(crate) embedder: EmbedderKind,
-    /// A known checkpoint by name, held to its published digests (in-process: `all-MiniLM-L6-v2`, the only one
-    /// this build knows, the default; with --model-dir, the directory must hold it), or with --embedder ollama
-    /// the Ollama model [default: all-minilm:latest]
+    /// A known checkpoint by name (configs/models.json: all-MiniLM-L6-v2, the default, and the others it lists),
+    /// held to the published digest of every file that shapes its vectors (with --model-dir, the directory must
+    /// hold exactly it), or with --embedder ollama the Ollama model [default: all-minilm:latest]. Without
+    /// --model, a --model-dir checkpoint is named by the registry when its digests are an entry's, else by its
+    /// weights' digest
     #[arg(long, value_name = "NAME")]
     pub(crate) model: Option<String>,
     /// Accept a BERT checkpoint with this weights sha256 (hex) instead of all-MiniLM-L6-v2's published one

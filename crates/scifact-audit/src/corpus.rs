@@ -255,14 +255,23 @@ impl Corpus {
         progress: &StageProgress,
     ) -> anyhow::Result<(PathBuf, DigestPolicy)> {
         match self {
-            Corpus::Scifact => acquire_archive(archive, work_dir, accept_archive_digest, progress),
+            Corpus::Scifact => {
+                let (path, policy) = acquire_archive(archive, work_dir, accept_archive_digest, progress)?;
+                if policy == DigestPolicy::LocalRecorded {
+                    say_whose_archive(&path, "scifact", Some(scifact_eval::SCIFACT_PUBLISHED_MD5))?;
+                }
+                Ok((path, policy))
+            }
             Corpus::Tiny => Ok((
                 archive.map_or_else(|| tiny_file(TINY_ARCHIVE_FILE), |p| Ok(p.to_owned()))?,
                 DigestPolicy::LocalRecorded,
             )),
             Corpus::Beir { dataset, mirror, .. } => {
                 match (archive, dataset.url.as_deref(), dataset.md5.as_deref()) {
-                    (Some(path), ..) => Ok((path.to_owned(), DigestPolicy::LocalRecorded)),
+                    (Some(path), ..) => {
+                        say_whose_archive(path, &dataset.name, dataset.md5.as_deref())?;
+                        Ok((path.to_owned(), DigestPolicy::LocalRecorded))
+                    }
                     (None, Some(url), Some(md5)) => {
                         let mirrored = mirror
                             .as_ref()
@@ -349,4 +358,21 @@ fn tiny_file(name: &str) -> anyhow::Result<PathBuf> {
         );
     }
     Ok(path)
+}
+
+/// Says at once, before any work, when an archive given for a registered dataset is not BEIR's published file:
+/// it is then evaluated as an archive of the dataset's shape, and no published row is comparable with it.
+fn say_whose_archive(path: &Path, dataset: &str, beir_md5: Option<&str>) -> anyhow::Result<()> {
+    let md5 = scifact_eval::archive_md5(path).with_context(|| format!("reading {}", path.display()))?;
+    match (md5, beir_md5) {
+        (Some(md5), Some(beir)) if md5 == beir => {}
+        (md5, beir) => crate::progress::say(&format!(
+            "note: {} is not BEIR's published {dataset} archive ({}; BEIR's has md5 {}): it is evaluated as an \
+             archive of {dataset}'s shape, and the published rows of {dataset} are not comparable with it",
+            path.display(),
+            md5.map_or_else(|| "a directory".to_owned(), |md5| format!("md5 {md5}")),
+            beir.unwrap_or("none")
+        )),
+    }
+    Ok(())
 }

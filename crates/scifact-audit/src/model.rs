@@ -48,14 +48,22 @@ fn open_checkpoint(args: &ModelArgs, dir: &std::path::Path) -> anyhow::Result<Se
             SentenceBert::load(dir, &format!("bert-sha256-{hex}"), WeightPin::Sha256(hex.clone()))
         }
         (None, Some(name), _) => {
-            let known = embedding::ALL_MINILM_L6_V2;
-            if name != known && Some(name) != known.strip_prefix("sentence-transformers/") {
+            let Some(known) = embedding::registry::lookup(name)? else {
+                let names: Vec<String> =
+                    embedding::registry::known_models()?.into_iter().map(|model| model.name).collect();
                 bail!(
-                    "--model {name:?} is not a checkpoint this build knows by name (it knows {known}, whose published \
-                     digests it holds); pass --model-dir DIR to run any other, its digests measured and recorded"
+                    "--model {name:?} is not a checkpoint this build knows by name (configs/models.json knows {}, \
+                     each by the published digest of every file that shapes its vectors); pass --model-dir DIR \
+                     without --model to run any other, named by its digests",
+                    names.join(", ")
                 );
+            };
+            if known.name == embedding::ALL_MINILM_L6_V2 {
+                SentenceBert::load(dir, &known.name, WeightPin::AllMiniLmL6V2)
+            } else {
+                let weights = known.files.get("model.safetensors").cloned().unwrap_or_default();
+                SentenceBert::load(dir, &known.name, WeightPin::Sha256(weights))
             }
-            SentenceBert::load(dir, known, WeightPin::AllMiniLmL6V2)
         }
         (None, None, Some(_)) => SentenceBert::load_measured(dir),
         (None, None, None) => SentenceBert::load(dir, embedding::ALL_MINILM_L6_V2, WeightPin::AllMiniLmL6V2),

@@ -123,6 +123,20 @@ pub(crate) fn digests_of(reader: &mut impl Read) -> std::io::Result<ArchiveDiges
     }
 }
 
+/// The md5 (hex) of the archive at `path`, as BEIR publishes its zips' digests; `None` for a dataset directory,
+/// which is never BEIR's file. Opened as a regular file only (a FIFO or device is refused, never read).
+///
+/// # Errors
+/// [`Error::File`] for a path that is not a regular file, [`Error::Io`] when reading fails.
+pub fn archive_md5(path: &Path) -> Result<Option<String>> {
+    if path.is_dir() {
+        return Ok(None);
+    }
+    let (mut file, _) = safe_fs::open_regular_capped(path, u64::MAX)?;
+    let digests = digests_of(&mut file).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+    Ok(Some(digests.md5))
+}
+
 /// Checks one member name: relative, forward slashes only, no `..`, no drive letter, no NUL.
 fn check_name(name: &str) -> std::result::Result<(), &'static str> {
     if name.is_empty() {

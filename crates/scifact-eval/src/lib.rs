@@ -42,8 +42,8 @@ pub mod tiny;
 
 pub use crate::acquire::{SCIFACT_PUBLISHED_MD5, fetch_archive, judge_download};
 pub use crate::archive::{
-    ArchiveContents, Dataset, DatasetDigests, MAX_MEMBER_BYTES, MAX_RATIO, MAX_STREAMED_BYTES, beir_folders,
-    dataset_sha256, directory_digest, read_archive, sha256_hex,
+    ArchiveContents, Dataset, DatasetDigests, MAX_MEMBER_BYTES, MAX_RATIO, MAX_STREAMED_BYTES, archive_md5,
+    beir_folders, dataset_sha256, directory_digest, read_archive, sha256_hex,
 };
 pub use crate::beir::{
     BeirCorpus, Document, MAX_LINE_BYTES, Profile, QRELS_SPLITS, Qrel, Query, assemble, parse_corpus,

@@ -19,8 +19,9 @@ use crate::text::TextPolicyKind;
 pub const PUBLISHED_ROWS: &str = include_str!("../../../configs/published-rows.json");
 /// The registry's schema.
 pub const PUBLISHED_ROWS_SCHEMA: &str = "scifact-audit-published-rows-v1";
-/// A comparison's schema (`published.json`).
-pub const PUBLISHED_SCHEMA: &str = "scifact-audit-published-comparison-v1";
+/// A comparison's schema (`published.json`). Version 2 states whose archive was evaluated, and no row is
+/// comparable over an archive that is not BEIR's published file; version 1 (every bundle before it) did not ask.
+pub const PUBLISHED_SCHEMA: &str = "scifact-audit-published-comparison-v2";
 /// The comparison's file, beside the aggregates and in the bundle.
 pub const PUBLISHED_FILE: &str = "published.json";
 /// Bootstrap resamples of a measured mean.
@@ -129,12 +130,42 @@ pub struct PublishedComparison {
     pub tolerance: Tolerance,
     /// How the measured intervals are drawn.
     pub bootstrap: Value,
+    /// Whose archive was evaluated: BEIR's published file of the dataset, or another of its shape.
+    pub archive: ArchiveStanding,
     /// One entry per published row of the dataset.
     pub rows: Vec<ComparedRow>,
     /// Why no row is compared when the dataset is no registered one (an archive whose name is only its
     /// folder's); absent for a registered dataset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unregistered: Option<String>,
+}
+
+/// Whose archive an evaluation read, from its md5 beside the one BEIR publishes for the dataset's zip: a
+/// published row is over BEIR's file, so another archive of the same shape (rebuilt, filtered, made up) cannot
+/// reproduce it whatever its numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArchiveStanding {
+    /// md5 (hex) of the archive evaluated.
+    pub md5: String,
+    /// BEIR's published md5 of the dataset's zip, when BEIR publishes one.
+    pub beir_md5: Option<String>,
+    /// Whether the two are equal (and the dataset registered).
+    pub beir_file: bool,
+}
+
+impl ArchiveStanding {
+    /// What the archive is, in words: "BEIR's published nfcorpus archive" or "an archive of nfcorpus's shape,
+    /// not BEIR's published file (md5 …, BEIR's …)".
+    pub fn sentence(&self, dataset: &str) -> String {
+        match (&self.beir_md5, self.beir_file) {
+            (_, true) => format!("BEIR's published {dataset} archive (md5 {})", self.md5),
+            (Some(beir), false) => format!(
+                "an archive of {dataset}'s shape, not BEIR's published file (md5 {}, BEIR's {beir})",
+                self.md5
+            ),
+            (None, false) => format!("{dataset}: no archive BEIR publishes (md5 {})", self.md5),
+        }
+    }
 }
 
 /// A published row beside the measured value.
@@ -165,6 +196,8 @@ pub struct Scored<'a> {
     pub split: &'a str,
     /// `false` for an archive whose name is only its folder's.
     pub registered: bool,
+    /// md5 (hex) of the archive evaluated.
+    pub archive_md5: &'a str,
 }
 
 impl<'a> Scored<'a> {
@@ -174,6 +207,7 @@ impl<'a> Scored<'a> {
             dataset: &metadata.profile,
             split: metadata.qrels_split.as_deref().unwrap_or("test"),
             registered: metadata.registered != Some(false),
+            archive_md5: &metadata.source.archive_md5,
         }
     }
 }
@@ -184,8 +218,19 @@ impl<'a> Scored<'a> {
 /// # Errors
 /// When the registry does not parse.
 pub fn compare(scored: Scored, runs: &[MeasuredRun]) -> Result<PublishedComparison, String> {
-    let Scored { dataset, split, registered } = scored;
+    let Scored { dataset, split, registered, archive_md5 } = scored;
     let registry = registry()?;
+    let parent = dataset.split('/').next().unwrap_or(dataset);
+    let beir_md5 = crate::datasets::dataset_registry()?
+        .datasets
+        .into_iter()
+        .find(|d| d.name == dataset || d.name == parent)
+        .and_then(|d| d.md5);
+    let archive = ArchiveStanding {
+        md5: archive_md5.to_owned(),
+        beir_file: registered && beir_md5.as_deref() == Some(archive_md5),
+        beir_md5,
+    };
     let mut rows = Vec::new();
     for row in registry.rows.iter().filter(|row| registered && row.dataset == dataset && row.split == split) {
         let Some(run) = runs.iter().find(|run| run.mode == row.compares_with.mode) else { continue };
@@ -220,6 +265,13 @@ pub fn compare(scored: Scored, runs: &[MeasuredRun]) -> Result<PublishedComparis
         let within = difference.mean.abs() <= registry.tolerance.ndcg_10;
         let (verdict, why) = match (&row.differs_by_design, mismatch) {
             (Some(design), _) => ("not_comparable", design.clone()),
+            (None, _) if !archive.beir_file => (
+                "not_comparable",
+                format!(
+                    "the archive evaluated is {}: the row is over BEIR's file",
+                    archive.sentence(dataset)
+                ),
+            ),
             (None, Some(mismatch)) => ("not_comparable", format!("{mismatch}: not made the way the row was")),
             (None, None) if within => (
                 "reproduced",
@@ -258,6 +310,7 @@ pub fn compare(scored: Scored, runs: &[MeasuredRun]) -> Result<PublishedComparis
             "prng": "SplitMix64, resampled as statistics.json's paired bootstrap draws",
             "queries": "every test query of the dataset: the calibration and held-out rows of the frozen baseline's run of the mode, in query-id order",
         }),
+        archive,
         rows,
         unregistered: (!registered).then(|| {
             format!(
@@ -283,7 +336,12 @@ pub fn per_query_ndcg(rows_by_split: &[&[crate::schema::QueryRow]]) -> Vec<f64> 
 mod tests {
     use super::*;
 
-    const SCIFACT: Scored = Scored { dataset: "scifact", split: "test", registered: true };
+    const SCIFACT: Scored = Scored {
+        dataset: "scifact",
+        split: "test",
+        registered: true,
+        archive_md5: crate::SCIFACT_PUBLISHED_MD5,
+    };
 
     fn run(mode: &str, policy: TextPolicyKind, model: &str, values: Vec<f64>) -> MeasuredRun {
         MeasuredRun { mode: mode.into(), text_policy: policy, model: model.into(), ndcg_10: values }
@@ -311,6 +369,7 @@ mod tests {
             run("fts_only", TextPolicyKind::Model, minilm, values.clone()),
         ];
         let comparison = compare(SCIFACT, &runs).unwrap();
+        assert!(comparison.archive.beir_file);
         let verdicts: Vec<(&str, &str)> =
             comparison.rows.iter().map(|r| (r.published.system.as_str(), r.verdict.as_str())).collect();
         assert_eq!(
@@ -342,6 +401,18 @@ mod tests {
         assert!(
             compare(Scored { split: "dev", ..SCIFACT }, &runs).unwrap().rows.is_empty(),
             "rows are of test"
+        );
+        // The same numbers over an archive of SciFact's shape that is not BEIR's file reproduce nothing.
+        let rebuilt =
+            compare(Scored { archive_md5: "5d37591879308cad30b6785f23bfa300", ..SCIFACT }, &runs).unwrap();
+        assert!(!rebuilt.archive.beir_file);
+        assert!(rebuilt.rows.iter().all(|r| r.verdict == "not_comparable"));
+        assert!(
+            rebuilt.rows[1]
+                .why
+                .contains("an archive of scifact's shape, not BEIR's published file (md5 5d375918"),
+            "{}",
+            rebuilt.rows[1].why
         );
     }
 }

@@ -124,7 +124,7 @@ fn the_manifest_parser_reads_both_dependency_shapes() {
 /// Recomputation has one home per thing recomputed (`recompute/`), the checks sit on it (`checks/`), and the
 /// bundle and the output directory are two thin readers over the checks (`bundle.rs`, `rundir.rs`).
 const VERIFIER_LAYERS: &[&[&str]] = &[
-    &["error", "names", "canonical", "json", "report", "time", "baseline"],
+    &["error", "names", "canonical", "json", "report", "time", "baseline", "registries"],
     &["artifacts", "texts", "vectors", "fixture", "archive", "sign", "found", "mapping"],
     &["recompute", "render"],
     &["checks"],

@@ -21,6 +21,7 @@ use crate::vectors::Vectors;
 pub(crate) mod attested;
 pub(crate) mod carried;
 pub(crate) mod exports;
+pub(crate) mod identity;
 pub(crate) mod published;
 pub(crate) mod rankings;
 pub(crate) mod receipts;
@@ -129,6 +130,9 @@ pub(crate) fn run_all(inputs: &Inputs<'_>) -> Outcome {
                 report.attest(&run.name, "freeze.order", attested::freeze_order(run, frozen));
             }
         }
+        if let Input::Read { content: view, .. } = inputs.fixture {
+            identity::model(&view.metadata, &mut report);
+        }
         report.extend(rankings::rankings(inputs, share.lexical));
         let (selection, mut model) = selection::selection_checks(inputs.runs, inputs.documents);
         if let (Some(model), Input::Read { content: view, .. }) = (model.as_mut(), inputs.fixture) {
@@ -137,7 +141,8 @@ pub(crate) fn run_all(inputs: &Inputs<'_>) -> Outcome {
         if let Some(bytes) = inputs.published {
             match inputs.fixture {
                 Input::Read { content: view, .. } => {
-                    let (result, rows) = published::published(inputs.runs, bytes, &view.metadata);
+                    let (result, rows) =
+                        published::published(inputs.runs, bytes, &view.metadata, &mut report.notes);
                     report.record("published", "published.rows", result);
                     if let (Some(model), Some(rows)) = (model.as_mut(), rows) {
                         model.published = rows;

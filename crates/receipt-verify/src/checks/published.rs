@@ -25,21 +25,50 @@ fn close(a: f64, b: &Value) -> bool {
 
 /// Re-derives `published.json` (`bytes`) from `runs` and the fixture's `metadata`: the check's outcome and,
 /// when it holds, the rows for the report.
+///
+/// Version 1 of `published.json` judged a row without asking whose archive was evaluated; it is re-derived by
+/// its own rule (a published claim cannot be recalled), and where the archive is not BEIR's published file, a
+/// note says that this verifier would call its `reproduced` or `not_reproduced` rows `not_comparable`. Version 2
+/// states the archive's standing, and no row over another archive is comparable.
 pub(crate) fn published(
     runs: &[Run],
     bytes: &[u8],
     metadata: &Value,
+    notes: &mut Vec<String>,
 ) -> (Result<String, String>, Option<Vec<PublishedRow>>) {
-    match derive(runs, bytes, metadata) {
+    match derive(runs, bytes, metadata, notes) {
         Ok((evidence, rows)) => (Ok(evidence), Some(rows)),
         Err(reason) => (Err(reason), None),
     }
 }
 
-fn derive(runs: &[Run], bytes: &[u8], metadata: &Value) -> Result<(String, Vec<PublishedRow>), String> {
+fn derive(
+    runs: &[Run],
+    bytes: &[u8],
+    metadata: &Value,
+    notes: &mut Vec<String>,
+) -> Result<(String, Vec<PublishedRow>), String> {
     let stated = crate::json::parse(bytes).map_err(|e| format!("published.json: {e}"))?;
-    if stated["schema"] != "scifact-audit-published-comparison-v1" {
-        return Err(format!("published.json's schema is {}", stated["schema"]));
+    let asks_archive = match stated["schema"].as_str() {
+        Some("scifact-audit-published-comparison-v1") => false,
+        Some("scifact-audit-published-comparison-v2") => true,
+        _ => return Err(format!("published.json's schema is {}", stated["schema"])),
+    };
+    let standing = crate::registries::archive_standing(metadata);
+    if asks_archive {
+        let md5 = metadata["source"]["archive_md5"].as_str().unwrap_or("");
+        let dataset = metadata["profile"].as_str().unwrap_or("");
+        let expected = serde_json::json!({
+            "md5": md5,
+            "beir_md5": crate::registries::beir_md5(dataset),
+            "beir_file": standing.is_ok(),
+        });
+        if stated["archive"] != expected {
+            return Err(format!(
+                "published.json states the archive {}, the fixture's md5 and BEIR's give {expected}",
+                stated["archive"]
+            ));
+        }
     }
     let registry: Value = serde_json::from_str(PUBLISHED_ROWS).map_err(|e| e.to_string())?;
     let expected_digest = crate::canonical::sha256_tagged(PUBLISHED_ROWS.as_bytes());
@@ -116,6 +145,8 @@ fn derive(runs: &[Run], bytes: &[u8], metadata: &Value) -> Result<(String, Vec<P
         let model_differs = row["compares_with"]["model"].as_str().is_some_and(|m| m != model);
         let (verdict, why) = if let Some(design) = row["differs_by_design"].as_str() {
             ("not_comparable", design.to_owned())
+        } else if let (true, Err(what)) = (asks_archive, &standing) {
+            ("not_comparable", format!("the archive evaluated is {what}: the row is over BEIR's file"))
         } else if policy_differs || model_differs {
             (
                 "not_comparable",
@@ -174,6 +205,13 @@ fn derive(runs: &[Run], bytes: &[u8], metadata: &Value) -> Result<(String, Vec<P
             return Err(format!(
                 "{system} ({mode}): published.json says {}, the numbers give {verdict}",
                 stated["verdict"]
+            ));
+        }
+        if let (false, Err(what), "reproduced" | "not_reproduced") = (asks_archive, &standing, verdict) {
+            notes.push(format!(
+                "published: {system} ({mode}) is {verdict} in this bundle's published.json (version 1, which did \
+                 not ask whose archive was evaluated); the archive is {what}, so this verifier calls it \
+                 not_comparable"
             ));
         }
         let source = &registry_row["source"];

@@ -137,10 +137,21 @@ pub(crate) fn recheck(
 ) -> Result<String, String> {
     let model = identity["model"].as_str().unwrap_or("");
     let weights = identity["weights_sha256"].as_str().unwrap_or("").trim_start_matches("sha256:").to_owned();
-    let embedder = SentenceBert::load(model_dir, model, WeightPin::Sha256(weights.clone()))
-        .map_err(|e| format!("cannot load the declared model {model} (weights {weights}): {e}"))?;
+    // Loaded under its digest, not the declared name: the name is judged from the reader's bytes below, so a
+    // name the evidence gives is never taken into the identity it is compared with.
+    let embedder = SentenceBert::load(
+        model_dir,
+        &format!("{}{weights}", crate::registries::DIGEST_NAME_PREFIX),
+        WeightPin::Sha256(weights.clone()),
+    )
+    .map_err(|e| format!("cannot load the declared model {model} (weights {weights}): {e}"))?;
+    let digests: std::collections::BTreeMap<String, String> =
+        embedder.digests().iter().map(|(file, digest)| (file.clone(), digest.clone())).collect();
+    crate::registries::judge_name(model, &digests)
+        .map_err(|reason| format!("the model in {}: {reason}", model_dir.display()))?;
     // The reader's copy must be the declared model in every file that shapes a vector, not only its weights.
-    let loaded = serde_json::to_value(embedder.identity()).map_err(|e| e.to_string())?;
+    let mut loaded = serde_json::to_value(embedder.identity()).map_err(|e| e.to_string())?;
+    loaded["model"] = Value::from(model);
     if &loaded != identity {
         let differs = loaded
             .as_object()
