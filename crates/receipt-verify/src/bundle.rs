@@ -29,10 +29,10 @@ use crate::names::{
     BUNDLE_LIMITS, CARRIED_PREFIX, CARRIED_SUBJECT, COMPARISON_FILE, COMPARISON_PAGE, EFFECTIVE_CONFIG_FILE,
     FIXTURE_METADATA_FILE, MANIFEST_FILE, MAPPING_FILE, MAX_FIXTURE_BYTES, MAX_MANIFEST_BYTES,
     MAX_SIDECAR_BYTES, MAX_SUBJECTS, MAX_VECTORS_BYTES, PREDICATE_TYPE, PREDICATE_TYPE_V1, PREDICATE_TYPE_V2,
-    PREDICATE_TYPE_V3, PREDICATE_TYPE_V4, PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE,
-    PUBLISHED_FILE, REPLACED_SIGNATURE_PREFIX, REPORT_FILE, SELECTION_DOCUMENTS, SELECTION_FILE,
-    SIGNATURE_FILE, STATEMENT_TYPE, STATISTICS_FILE, TEST_RESULT_FILE, VECTORS_FILE, VERIFICATION_FILE,
-    is_plain_file_name,
+    PREDICATE_TYPE_V3, PREDICATE_TYPE_V4, PREDICATE_TYPE_V5, PREREGISTRATION_FILE,
+    PREREGISTRATION_SIGNATURE_FILE, PUBLISHED_FILE, REPLACED_SIGNATURE_PREFIX, REPORT_FILE,
+    SELECTION_DOCUMENTS, SELECTION_FILE, SIGNATURE_FILE, STATEMENT_TYPE, STATISTICS_FILE, TEST_RESULT_FILE,
+    VECTORS_FILE, VERIFICATION_FILE, is_plain_file_name,
 };
 use crate::report::{Basis, Report, Status, Verdict};
 use crate::sign::{MAX_KEY_FILE_BYTES, TRUSTED_COMMENT_PREFIX, VerifyingKey, verify_bytes};
@@ -237,6 +237,20 @@ fn pretty(value: &Value) -> Vec<u8> {
     bytes
 }
 
+/// The claim a version 6 bundle makes: version 5's, and the digest of its `published.json` (`null` when it
+/// carries none, which only a bundle of an unregistered dataset may).
+pub fn claim_v6(
+    runs: &[Run],
+    verification: &Value,
+    files: &BTreeMap<String, Vec<u8>>,
+    vectors_sha256: Option<&str>,
+) -> Value {
+    let mut value = claim_v5(runs, verification, files, vectors_sha256);
+    value["published_sha256"] =
+        files.get(PUBLISHED_FILE).map_or(Value::Null, |bytes| sha256_tagged(bytes).into());
+    value
+}
+
 /// The claim a version 5 bundle makes: version 4's, and what the signer's verification says of its own
 /// embedding check (`verification.json`'s `embedding`).
 pub fn claim_v5(
@@ -365,7 +379,7 @@ fn statement(
         "_type": STATEMENT_TYPE,
         "subject": subjects,
         "predicateType": PREDICATE_TYPE,
-        "predicate": claim_v5(runs, verification, files, vectors_sha256),
+        "predicate": claim_v6(runs, verification, files, vectors_sha256),
     })
 }
 
@@ -490,8 +504,11 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
                 &files,
                 large.as_ref().map(|l| l.sha256.as_str()),
             )),
-            PREDICATE_TYPE => {
+            PREDICATE_TYPE_V5 => {
                 Some(claim_v5(&runs, &verification, &files, large.as_ref().map(|l| l.sha256.as_str())))
+            }
+            PREDICATE_TYPE => {
+                Some(claim_v6(&runs, &verification, &files, large.as_ref().map(|l| l.sha256.as_str())))
             }
             _ => None,
         };
@@ -603,7 +620,8 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         published: files.get(PUBLISHED_FILE).map(Vec::as_slice),
     });
     report.extend(outcome.report);
-    if matches!(predicate_type, PREDICATE_TYPE | PREDICATE_TYPE_V4 | PREDICATE_TYPE_V3) {
+    published_present(&mut report, predicate_type, view.as_ref(), files.contains_key(PUBLISHED_FILE));
+    if matches!(predicate_type, PREDICATE_TYPE | PREDICATE_TYPE_V5 | PREDICATE_TYPE_V4 | PREDICATE_TYPE_V3) {
         report.record(
             scope,
             "verification.statement",
@@ -620,7 +638,7 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         ));
     }
     let model = outcome.model.map(|mut model| {
-        if predicate_type == PREDICATE_TYPE {
+        if matches!(predicate_type, PREDICATE_TYPE | PREDICATE_TYPE_V5) {
             model.embedding =
                 crate::render::SignerEmbedding::of(signer_embedding.clone().ok().flatten().as_ref());
         }
@@ -635,6 +653,30 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
     );
     crate::checks::carried::carried(&files, &key, &mut report);
     Ok((report, Some(BundleContents { manifest: manifest_bytes, files, runs, vectors: vectors.ok() })))
+}
+
+/// `published.present`: a claim v6 bundle of a registered dataset carries `published.json`, so a row the run did
+/// not reproduce cannot be left out by leaving the file out. An earlier bundle without one is noted, not failed:
+/// it was made before the file was required.
+fn published_present(report: &mut Report, predicate_type: &str, view: Option<&FixtureView>, present: bool) {
+    let Some(view) = view else { return };
+    let dataset = view.metadata["profile"].as_str().unwrap_or("");
+    if present || view.metadata["registered"] == false {
+        return;
+    }
+    if predicate_type == PREDICATE_TYPE {
+        report.record(
+            "published",
+            "published.present",
+            Err(format!(
+                "a claim v6 bundle of the registered dataset {dataset} carries no {PUBLISHED_FILE}: its comparison with the published rows is left out"
+            )),
+        );
+    } else {
+        report.notes.push(format!(
+            "published: this {predicate_type} bundle of {dataset} carries no {PUBLISHED_FILE} (made before it was required): it says nothing of the published rows"
+        ));
+    }
 }
 
 /// `input.json`: every JSON document and JSON-lines file of the bundle is strict (I-JSON, no duplicate key,
@@ -771,7 +813,7 @@ fn rendered(
 ) {
     let scope = "bundle";
     let name = "report.rendered";
-    if predicate_type != PREDICATE_TYPE && predicate_type != PREDICATE_TYPE_V4 {
+    if !matches!(predicate_type, PREDICATE_TYPE | PREDICATE_TYPE_V5 | PREDICATE_TYPE_V4) {
         if page.is_some() {
             report.attest(scope, name, Ok(format!("{REPORT_FILE} of a {predicate_type} bundle: the signer's rendering, not re-rendered here (claim v4 and later reports are)")));
         }

@@ -12,11 +12,16 @@ pub const SIGNATURE_FILE: &str = "manifest.json.minisig";
 pub const REPLACED_SIGNATURE_PREFIX: &str = "manifest.json.minisig.replaced-";
 /// The in-toto Statement type.
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
-/// The predicate type of the claims this build writes: version 5 is version 4's claim with how the signer's
-/// own verification checked the vectors (`verification_embedding`: how many were re-embedded, and for a sample
-/// the chance a forgery passes), a verification report of schema v3 (the `sampled` verdict), and a report page
-/// that states that check.
-pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v5";
+/// The predicate type of the claims this build writes: version 6 is version 5's claim with the digest of
+/// `published.json` (`published_sha256`), which a bundle of a registered dataset must carry (the comparison with
+/// the dataset's published rows cannot be left out), of version 2 or later (it states whose archive was
+/// evaluated).
+pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v6";
+/// Version 5: version 4's claim with how the signer's own verification checked the vectors
+/// (`verification_embedding`: how many were re-embedded, and for a sample the chance a forgery passes), a
+/// verification report of schema v3 (the `sampled` verdict), and a report page that states that check. Such
+/// bundles keep verifying; their `published.json` may be absent.
+pub const PREDICATE_TYPE_V5: &str = "urn:scifact-audit:claim:v5";
 /// Version 4: version 3's claim, and the bundle carries the fixture's vectors (so every dense score can be
 /// recomputed) and a report the verifier re-renders. Such bundles keep verifying.
 pub const PREDICATE_TYPE_V4: &str = "urn:scifact-audit:claim:v4";
@@ -49,7 +54,7 @@ pub const SELECTION_DOCUMENTS: [&str; 6] = [
     REPORT_FILE,
     PUBLISHED_FILE,
 ];
-/// Published rows beside the measured ones (`scifact-audit-published-comparison-v1`), when `eval` wrote them.
+/// Published rows beside the measured ones (`scifact-audit-published-comparison-v1` or `-v2`), which `eval` writes.
 pub const PUBLISHED_FILE: &str = "published.json";
 /// The fixture view's file name in a bundle.
 pub const FIXTURE_METADATA_FILE: &str = "fixture-metadata.json";

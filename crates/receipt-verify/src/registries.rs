@@ -94,7 +94,7 @@ pub(crate) fn judge_name(name: &str, digests: &BTreeMap<String, String>) -> Resu
     if let Some(entry) = known.iter().find(|k| k.name == name) {
         return match mismatch(entry, digests) {
             None => Ok(format!(
-                "{name}: its {} declared file digests are the registry's (configs/models.json)",
+                "a registry name whose every declared file digest ({}) is the registry's (configs/models.json)",
                 digests.len()
             )),
             Some(reason) => {
@@ -146,7 +146,7 @@ pub(crate) fn archive_standing(metadata: &Value) -> Result<String, String> {
         Some(beir) => Err(format!(
             "an archive of {dataset}'s shape, not BEIR's published file (md5 {md5}, BEIR's {beir})"
         )),
-        None => Err(format!("{dataset}: no archive BEIR publishes (md5 {md5})")),
+        None => Err(format!("an archive of {dataset}, which BEIR does not publish (md5 {md5})")),
     }
 }
 

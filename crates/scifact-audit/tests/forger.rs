@@ -238,8 +238,10 @@ impl Forgery {
             .map(|bytes| format!("sha256:{}", hex(&sha256(&bytes))));
         manifest["predicate"] = if manifest["predicateType"] == receipt_verify::PREDICATE_TYPE_V4 {
             receipt_verify::claim_v4(&self.runs(), &verification["verdict"], &files, vectors.as_deref())
-        } else {
+        } else if manifest["predicateType"] == receipt_verify::PREDICATE_TYPE_V5 {
             receipt_verify::claim_v5(&self.runs(), &verification, &files, vectors.as_deref())
+        } else {
+            receipt_verify::claim_v6(&self.runs(), &verification, &files, vectors.as_deref())
         };
         self.set_json("manifest.json", &manifest);
         self.sign_manifest_bytes(key);

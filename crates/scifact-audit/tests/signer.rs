@@ -294,7 +294,13 @@ fn without_the_public_inputs_the_verdict_says_what_rests_on_the_signer() {
     );
     assert_eq!(output.status.code(), Some(0));
     let summary = String::from_utf8_lossy(&output.stdout);
-    assert!(summary.starts_with("verdict: publishable ("), "{summary}");
+    assert!(summary.lines().any(|l| l.starts_with("verdict: publishable (")), "{summary}");
+    // What was evaluated comes first, derived from the digests; without the archive, whose it is rests on the
+    // md5 the fixture records.
+    let verdict_at = summary.find("verdict: ").unwrap();
+    for said in ["model: bert-sha256-", "dataset: an archive of tiny, which BEIR does not publish"] {
+        assert!(summary.find(said).is_some_and(|at| at < verdict_at), "{said}: {summary}");
+    }
     for line in ["NOT CHECKED", "ranking.lexical", "pass --archive", "embedding.values"] {
         assert!(summary.contains(line), "{line} missing: {summary}");
     }
@@ -877,4 +883,144 @@ fn a_replaced_signature_is_disclosed_and_sign_never_replaces_silently() {
     assert_eq!(code, Some(0));
     let signature = checks.iter().find(|c| c.1 == "signature").unwrap();
     assert!(signature.4.contains("re-signed: replaced signatures kept beside it"), "{signature:?}");
+}
+
+/// Renames the model everywhere the evidence names it, as a signer who wants another model's reputation would.
+fn rename_model(f: &Forgery, name: &str) {
+    f.edit_json("fixture-metadata.json", |m| m["metadata"]["embedding"]["model"] = Value::from(name));
+    for aggregate in f.aggregates() {
+        f.edit_json(&aggregate, |a| a["embedding"]["model"] = Value::from(name));
+    }
+}
+
+/// `verify-bundle --json` of a forgery of the base, without `--model-dir`.
+fn verify_forgery_without_model(edit: impl FnOnce(&Forgery)) -> (Option<i32>, Vec<Reported>, Forgery) {
+    let forgery = Forgery::of(&base().bundle);
+    edit(&forgery);
+    forgery.repair_and_sign(&base().secret_key);
+    let args = [
+        "verify-bundle",
+        "--bundle-dir",
+        forgery.dir.to_str().unwrap(),
+        "--public-key",
+        base().public_key.to_str().unwrap(),
+        "--archive",
+        &archive(),
+        "--json",
+    ];
+    let output = scifact_audit(&args, "");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let checks = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let field = |k: &str| c[k].as_str().unwrap_or("").to_owned();
+            (field("scope"), field("name"), field("status"), field("basis"), field("evidence"))
+        })
+        .collect();
+    (output.status.code(), checks, forgery)
+}
+
+#[test]
+fn the_untouched_bundle_names_its_model_and_archive_by_their_bytes() {
+    let (_, checks) = verify(&base().bundle, &[]);
+    let find = |name: &str| checks.iter().find(|c| c.1 == name).unwrap_or_else(|| panic!("no {name}"));
+    let model = find("model.identity");
+    assert_eq!(model.2, "pass", "{model:?}");
+    assert!(model.4.contains("named by its weights' digest"), "{model:?}");
+    let dataset = find("dataset.identity");
+    assert_eq!((dataset.2.as_str(), dataset.3.as_str()), ("pass", "recomputed"), "{dataset:?}");
+    assert!(dataset.4.contains("evaluated an archive of tiny, which BEIR does not publish"), "{dataset:?}");
+}
+
+#[test]
+fn a_model_named_all_minilm_beside_other_weights_fails_with_and_without_the_model() {
+    let minilm = "sentence-transformers/all-MiniLM-L6-v2";
+    // With the model directory: the name is judged from the declared digests, and the re-embedding, which
+    // loads the reader's copy under its digest, judges it from the reader's bytes.
+    let forgery = Forgery::of(&base().bundle);
+    rename_model(&forgery, minilm);
+    forgery.repair_and_sign(&base().secret_key);
+    let (code, checks) = verify(&forgery.dir, &[]);
+    assert_eq!(code, Some(1));
+    let failed = |name: &str, evidence: &str| {
+        checks.iter().any(|c| c.1 == name && c.2 == "fail" && c.4.contains(evidence))
+    };
+    assert!(failed("model.identity", "model.safetensors has sha256"), "{checks:#?}");
+    assert!(failed("embedding.values", "the name is not these bytes'"), "{checks:#?}");
+    // Without it: the declared digests alone contradict the registry.
+    let (code, checks, _) = verify_forgery_without_model(|f| rename_model(f, minilm));
+    assert_eq!(code, Some(1));
+    let identity = checks.iter().find(|c| c.1 == "model.identity").unwrap();
+    assert_eq!(identity.2, "fail", "{identity:?}");
+    assert!(
+        identity.4.contains("all-MiniLM-L6-v2's published model.safetensors has 53aa5117"),
+        "{identity:?}"
+    );
+}
+
+#[test]
+fn a_model_named_as_another_registry_checkpoint() {
+    caught(|f| rename_model(f, "BAAI/bge-base-en-v1.5"), "model.identity", "the name is not these bytes'");
+}
+
+#[test]
+fn a_model_named_by_hand() {
+    caught(|f| rename_model(f, "my-finetuned-minilm"), "model.identity", "neither a registry name");
+}
+
+#[test]
+fn a_model_named_by_another_weights_digest() {
+    caught(
+        |f| rename_model(f, &format!("bert-sha256-{}", "0".repeat(64))),
+        "model.identity",
+        "but its weights' sha256 is",
+    );
+}
+
+#[test]
+fn an_archive_said_to_be_beirs_download() {
+    caught(
+        |f| {
+            f.edit_json("fixture-metadata.json", |m| {
+                let md5 = m["metadata"]["source"]["archive_md5"].clone();
+                m["metadata"]["source"]["digest_policy"] =
+                    serde_json::json!({"kind": "download_matched_published_md5", "md5": md5});
+            })
+        },
+        "dataset.identity",
+        "says its archive was BEIR's download",
+    );
+}
+
+#[test]
+fn an_archive_md5_recorded_that_is_not_the_archives() {
+    caught(
+        |f| {
+            f.edit_json("fixture-metadata.json", |m| {
+                m["metadata"]["source"]["archive_md5"] = Value::from("0".repeat(32));
+            })
+        },
+        "dataset.identity",
+        "the archive read has md5",
+    );
+}
+
+#[test]
+fn published_rows_said_to_be_over_beirs_file() {
+    caught(
+        |f| f.edit_json("published.json", |p| p["archive"]["beir_file"] = Value::from(true)),
+        "published.rows",
+        "published.json states the archive",
+    );
+}
+
+#[test]
+fn published_json_left_out_of_a_v6_bundle() {
+    caught(
+        |f| std::fs::remove_file(f.dir.join("published.json")).unwrap(),
+        "published.present",
+        "carries no published.json",
+    );
 }

@@ -163,7 +163,9 @@ impl ArchiveStanding {
                 "an archive of {dataset}'s shape, not BEIR's published file (md5 {}, BEIR's {beir})",
                 self.md5
             ),
-            (None, false) => format!("{dataset}: no archive BEIR publishes (md5 {})", self.md5),
+            (None, false) => {
+                format!("an archive of {dataset}, which BEIR does not publish (md5 {})", self.md5)
+            }
         }
     }
 }

@@ -68,10 +68,10 @@ pub(crate) fn dataset(metadata: &Value, read: Read<'_>, report: &mut Report) {
         _ if claimed_beir && policy["md5"] != recorded => {
             Err("the fixture's digest policy and its archive name different md5s".to_owned())
         }
-        (Ok(what) | Err(what), _) => Ok(format!("the archive is {what}")),
+        (Ok(what) | Err(what), _) => Ok(format!("evaluated {what}")),
     };
-    if let Ok(evidence) = &result {
-        report.notes.push(format!("dataset: {evidence}"));
+    if let (Ok(_), Ok(what) | Err(what)) = (&result, &standing) {
+        report.notes.push(format!("dataset: {what}"));
     }
     match read {
         Read::Nothing => report.attest(
