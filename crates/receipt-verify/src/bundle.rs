@@ -151,6 +151,17 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
     let vectors_sha256 = vectors.sha256().map_err(|e| Error::input(&fixture_path, e))?;
     let view = FixtureView::of(&full, &sha256_tagged(&fixture_bytes), Some(&vectors_sha256));
     drop(full);
+    let dataset = view.metadata["profile"].as_str().unwrap_or("");
+    if crate::registries::is_beir_dataset(dataset)
+        && view.metadata["registered"] != false
+        && !files.contains_key(PUBLISHED_FILE)
+        && !documents.contains_key(PUBLISHED_FILE)
+    {
+        return Err(Error::Usage(format!(
+            "{} holds no {PUBLISHED_FILE}: a bundle of BEIR's {dataset} carries its comparison with the published rows, which `scifact-audit eval` writes",
+            options.output_dir.display()
+        )));
+    }
     files.insert(
         FIXTURE_METADATA_FILE.into(),
         pretty(&serde_json::to_value(&view).map_err(|e| Error::input(&fixture_path, e))?),
@@ -638,6 +649,10 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         ));
     }
     let model = outcome.model.map(|mut model| {
+        if predicate_type != PREDICATE_TYPE {
+            model.dataset = model.dataset.legacy();
+            model.archive = None;
+        }
         if matches!(predicate_type, PREDICATE_TYPE | PREDICATE_TYPE_V5) {
             model.embedding =
                 crate::render::SignerEmbedding::of(signer_embedding.clone().ok().flatten().as_ref());
@@ -655,13 +670,14 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
     Ok((report, Some(BundleContents { manifest: manifest_bytes, files, runs, vectors: vectors.ok() })))
 }
 
-/// `published.present`: a claim v6 bundle of a registered dataset carries `published.json`, so a row the run did
+/// `published.present`: a claim v6 bundle of one of BEIR's datasets carries `published.json`, so a row the run did
 /// not reproduce cannot be left out by leaving the file out. An earlier bundle without one is noted, not failed:
 /// it was made before the file was required.
 fn published_present(report: &mut Report, predicate_type: &str, view: Option<&FixtureView>, present: bool) {
     let Some(view) = view else { return };
     let dataset = view.metadata["profile"].as_str().unwrap_or("");
-    if present || view.metadata["registered"] == false {
+    // BEIR's datasets have published rows; the tiny stand-in and an archive named only by its folder do not.
+    if present || view.metadata["registered"] == false || !crate::registries::is_beir_dataset(dataset) {
         return;
     }
     if predicate_type == PREDICATE_TYPE {

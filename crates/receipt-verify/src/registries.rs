@@ -130,6 +130,27 @@ pub(crate) fn beir_md5(dataset: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Whether BEIR's registry names `dataset` (or, for `<dataset>/<forum>`, its dataset).
+pub(crate) fn is_beir_dataset(dataset: &str) -> bool {
+    let parent = dataset.split('/').next().unwrap_or(dataset);
+    serde_json::from_str::<Value>(DATASETS).is_ok_and(|registry| {
+        registry["datasets"]
+            .as_array()
+            .is_some_and(|all| all.iter().any(|d| d["name"] == dataset || d["name"] == parent))
+    })
+}
+
+/// The forums BEIR's registry lists for `dataset` (as `<dataset>/<forum>`), or `None` when it lists none: a
+/// dataset of forums is their unweighted mean, so a suite's row of it must hold exactly these.
+pub(crate) fn forums(dataset: &str) -> Option<Vec<String>> {
+    let registry: Value = serde_json::from_str(DATASETS).ok()?;
+    let forums =
+        registry["datasets"].as_array()?.iter().find(|d| d["name"] == dataset)?["forums"].as_array()?;
+    let names: Vec<String> =
+        forums.iter().filter_map(|f| f["name"].as_str()).map(|f| format!("{dataset}/{f}")).collect();
+    (!names.is_empty()).then_some(names)
+}
+
 /// Whose archive a fixture's metadata records, judged from its md5: `Ok` when it is BEIR's published file of the
 /// dataset, `Err(statement)` saying what it is instead. The tiny stand-in and an unregistered archive are never
 /// BEIR's.
@@ -192,6 +213,12 @@ mod tests {
         assert!(archive_standing(&of(&beir, false)).is_err());
         assert_eq!(beir_md5("cqadupstack/android"), beir_md5("cqadupstack"));
         assert!(beir_md5("cqadupstack").is_some());
+        let forums = forums("cqadupstack").unwrap();
+        assert_eq!(forums.len(), 12);
+        assert!(forums.contains(&"cqadupstack/android".to_owned()));
+        assert_eq!(super::forums("nfcorpus"), None);
+        assert!(is_beir_dataset("scifact") && is_beir_dataset("cqadupstack/android"));
+        assert!(!is_beir_dataset("tiny") && !is_beir_dataset("made-up"));
         let tiny = serde_json::json!({"profile": "tiny", "source": {"archive_md5": "00"}});
         assert!(archive_standing(&tiny).is_err());
     }

@@ -94,11 +94,20 @@ pub fn verify_suite(check: &SuiteCheck) -> crate::Result<Report> {
     let archives =
         check.archive_dir.as_deref().and_then(|dir| Archives::in_dir(dir).ok()).unwrap_or_default();
     let rows = suite["rows"].as_array().cloned().unwrap_or_default();
+    report.record("suite", "suite.rows", distinct_rows(&rows));
     let mut datasets: Vec<BTreeMap<String, (f64, u64)>> = Vec::new();
     for row in &rows {
         let dataset = row["dataset"].as_str().unwrap_or("?").to_owned();
         let cells = match row["forums"].as_array() {
             Some(forums) if !forums.is_empty() => {
+                match crate::registries::forums(&dataset) {
+                    Some(expected) => {
+                        report.record(&dataset, "suite.forum_list", forum_list(&dataset, &expected, forums));
+                    }
+                    // An unregistered dataset's forums are its archive's folders: which there are rests on the
+                    // signer, but each is listed once and under this dataset.
+                    None => report.attest(&dataset, "suite.forum_list", own_forums(&dataset, forums)),
+                }
                 let mut recomputed = Vec::new();
                 for forum in forums {
                     recomputed.push(bundle(check, forum, &archives, &mut report));
@@ -133,6 +142,62 @@ pub fn verify_suite(check: &SuiteCheck) -> crate::Result<Report> {
     };
     report.record("suite", "suite.mean", mean_result);
     Ok(report)
+}
+
+/// `suite.rows`: each dataset is a row once (a row counted twice would weigh twice in the table's mean).
+fn distinct_rows(rows: &[Value]) -> Result<String, String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for row in rows {
+        let dataset = row["dataset"].as_str().unwrap_or("?");
+        if !seen.insert(dataset) {
+            return Err(format!("{dataset} is a row more than once"));
+        }
+    }
+    Ok(format!("{} rows, each dataset once", rows.len()))
+}
+
+/// `suite.forum_list`: a dataset of forums lists exactly the forums BEIR's registry gives it, each once (each
+/// forum's bundle is then held to be of that forum by `suite.cells`), so that no forum is dropped, doubled or
+/// stood in for by another dataset.
+fn forum_list(dataset: &str, expected: &[String], forums: &[Value]) -> Result<String, String> {
+    let listed = listed_once(forums)?;
+    let missing: Vec<&str> = expected.iter().map(String::as_str).filter(|f| !listed.contains(f)).collect();
+    let foreign: Vec<&str> = listed.iter().copied().filter(|f| !expected.iter().any(|e| e == f)).collect();
+    if !missing.is_empty() || !foreign.is_empty() {
+        return Err(format!(
+            "the forums listed are not {dataset}'s: missing {missing:?}, not its forums {foreign:?}"
+        ));
+    }
+    Ok(format!("all {} forums of {dataset} in BEIR's registry, each once", expected.len()))
+}
+
+/// The forums' names, sorted, or which is listed twice.
+fn listed_once(forums: &[Value]) -> Result<Vec<&str>, String> {
+    let mut listed: Vec<&str> = forums.iter().map(|f| f["dataset"].as_str().unwrap_or("?")).collect();
+    listed.sort_unstable();
+    match listed.windows(2).find(|w| w[0] == w[1]) {
+        Some(twice) => Err(format!("{} is listed twice", twice[0])),
+        None => Ok(listed),
+    }
+}
+
+/// `suite.forum_list` of a dataset of forums that BEIR's registry does not name: each forum once, each under
+/// this dataset and unregistered, as an archive's folders are.
+fn own_forums(dataset: &str, forums: &[Value]) -> Result<String, String> {
+    let listed = listed_once(forums)?;
+    let prefix = format!("{dataset}/");
+    if let Some(foreign) = listed.iter().find(|f| !f.starts_with(&prefix)) {
+        return Err(format!("{foreign} is not a forum of {dataset}"));
+    }
+    if forums.iter().any(|f| f["bundle"]["registered"] != false) {
+        return Err(format!(
+            "{dataset} is no registered dataset, yet a forum's bundle is said to be registered"
+        ));
+    }
+    Ok(format!(
+        "{} forums of {dataset}, each once: the folders of an archive no registry names, so that none was left out is the signer's word",
+        listed.len()
+    ))
 }
 
 /// Verifies the bundle a row names, checks its digest and recomputes its cells; returns them (empty when the
@@ -336,5 +401,35 @@ impl Archives {
         let view = crate::json::parse(&bytes).ok()?;
         let digest = view["metadata"]["source"]["archive_sha256"].as_str()?;
         self.0.get(&format!("sha256:{digest}")).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(names: &[String]) -> Vec<Value> {
+        names
+            .iter()
+            .map(|name| serde_json::json!({"dataset": name, "bundle": {"registered": true}}))
+            .collect()
+    }
+
+    #[test]
+    fn a_registered_dataset_of_forums_lists_exactly_its_forums() {
+        let expected = crate::registries::forums("cqadupstack").unwrap();
+        assert!(forum_list("cqadupstack", &expected, &listing(&expected)).is_ok());
+        let dropped = forum_list("cqadupstack", &expected, &listing(&expected[1..])).unwrap_err();
+        assert!(dropped.contains("missing [\"cqadupstack/android\"]"), "{dropped}");
+        let mut twice = expected.clone();
+        twice[1] = twice[0].clone();
+        assert!(forum_list("cqadupstack", &expected, &listing(&twice)).unwrap_err().contains("listed twice"));
+        let mut foreign = expected.clone();
+        foreign[0] = "nfcorpus".into();
+        let foreign = forum_list("cqadupstack", &expected, &listing(&foreign)).unwrap_err();
+        assert!(foreign.contains("not its forums [\"nfcorpus\"]"), "{foreign}");
+        let rows = [serde_json::json!({"dataset": "nfcorpus"}), serde_json::json!({"dataset": "nfcorpus"})];
+        assert!(distinct_rows(&rows).unwrap_err().contains("nfcorpus is a row more than once"));
+        assert!(distinct_rows(&rows[..1]).is_ok());
     }
 }

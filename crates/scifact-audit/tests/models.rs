@@ -87,15 +87,25 @@ fn embed_with_the_checkpoints_own_prompts_is_sentence_transformers_encode() {
 fn a_name_this_build_does_not_know_and_a_directory_that_is_not_the_named_model_are_refused() {
     let dir = root().join("fixtures/checkpoints/mean-two-prompts");
     let unknown = scifact_audit(
-        &["embed", "--model", "BAAI/bge-small-en-v1.5", "--model-dir", dir.to_str().unwrap()],
+        &["embed", "--model", "intfloat/e5-huge-v9", "--model-dir", dir.to_str().unwrap()],
         "\"x\"\n",
     );
     assert_eq!(unknown.status.code(), Some(2));
     let message = String::from_utf8_lossy(&unknown.stderr);
     assert!(
-        message.contains("not a checkpoint this build knows by name") && message.contains("--model-dir"),
+        message.contains("not a checkpoint this build knows by name")
+            && message.contains("BAAI/bge-small-en-v1.5")
+            && message.contains("--model-dir"),
         "{message}"
     );
+    // A registry name is held to the registry's digests: these are not bge-small-en-v1.5's weights.
+    let misnamed = scifact_audit(
+        &["embed", "--model", "BAAI/bge-small-en-v1.5", "--model-dir", dir.to_str().unwrap()],
+        "\"x\"\n",
+    );
+    assert_eq!(misnamed.status.code(), Some(2));
+    let message = String::from_utf8_lossy(&misnamed.stderr);
+    assert!(message.contains("but the pinned digest is 3c9f31665447"), "{message}");
     let other = scifact_audit(
         &["embed", "--model", "all-MiniLM-L6-v2", "--model-dir", dir.to_str().unwrap()],
         "\"x\"\n",

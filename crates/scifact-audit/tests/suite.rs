@@ -197,6 +197,26 @@ fn an_archive_of_forums_is_a_suite_whose_dataset_is_its_forums_mean_and_verify_s
     let cells = statuses(&report, "suite.cells");
     assert!(cells.contains(&("made-up/alpha".into(), "fail".into())), "{cells:?}");
     restore();
+    // A forum dropped, and the dataset's cells restated as the mean of the rest: the means agree, the list
+    // does not (an unregistered dataset's forums are its archive's folders: the list is attested, each once).
+    forge(&suite, &secret, |statement| {
+        let forums = statement["rows"][0]["forums"].as_array_mut().unwrap();
+        let doubled = forums[0].clone();
+        forums[2] = doubled;
+    });
+    let (code, report) = verify_suite(&suite, &public, &archives);
+    assert_eq!(code, Some(1));
+    assert_eq!(statuses(&report, "suite.forum_list"), [("made-up".to_owned(), "fail".to_owned())]);
+    restore();
+    // The same dataset as two rows.
+    forge(&suite, &secret, |statement| {
+        let row = statement["rows"][0].clone();
+        statement["rows"].as_array_mut().unwrap().push(row);
+    });
+    let (code, report) = verify_suite(&suite, &public, &archives);
+    assert_eq!(code, Some(1));
+    assert_eq!(statuses(&report, "suite.rows"), [("suite".to_owned(), "fail".to_owned())]);
+    restore();
     // Changed without a new signature.
     let mut tampered = json(&suite.join("suite.json"));
     tampered["mean"]["hybrid"] = Value::from(0.5);

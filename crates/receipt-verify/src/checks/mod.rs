@@ -137,6 +137,9 @@ pub(crate) fn run_all(inputs: &Inputs<'_>) -> Outcome {
         let (selection, mut model) = selection::selection_checks(inputs.runs, inputs.documents);
         if let (Some(model), Input::Read { content: view, .. }) = (model.as_mut(), inputs.fixture) {
             model.dataset = crate::render::Dataset::of(&view.metadata);
+            model.archive = Some(match crate::registries::archive_standing(&view.metadata) {
+                Ok(what) | Err(what) => what,
+            });
         }
         if let Some(bytes) = inputs.published {
             match inputs.fixture {

@@ -718,5 +718,6 @@ fn model(
         embedding: crate::render::SignerEmbedding::Legacy,
         published: Vec::new(),
         dataset: crate::render::Dataset::default(),
+        archive: None,
     }
 }

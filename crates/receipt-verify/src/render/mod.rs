@@ -103,13 +103,19 @@ pub(crate) struct Model {
     pub(crate) published: Vec<PublishedRow>,
     /// The dataset the fixture names.
     pub(crate) dataset: Dataset,
+    /// What the archive evaluated is, as `dataset.identity` states it (claim v6 pages; `None` on earlier ones,
+    /// which keep their bytes).
+    pub(crate) archive: Option<String>,
 }
+
+/// The tiny stand-in's title: it is made-up words, and its page must not read as SciFact's.
+const TINY_TITLE: &str = "Tiny stand-in (made-up words, not SciFact)";
 
 /// The dataset a report is about, as its fixture names it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Dataset {
-    /// `SciFact` for SciFact and its tiny stand-in (so every page made before other datasets keeps its bytes),
-    /// else the fixture's name.
+    /// `SciFact` for SciFact (and, on pages of claim v5 and earlier, its tiny stand-in, so that they keep their
+    /// bytes), `tiny stand-in` for the stand-in, else the fixture's name.
     pub(crate) title: String,
     /// The qrels split scored.
     pub(crate) split: String,
@@ -127,7 +133,8 @@ impl Dataset {
     /// The dataset of a fixture's metadata.
     pub(crate) fn of(metadata: &serde_json::Value) -> Dataset {
         let title = match metadata["profile"].as_str() {
-            None | Some("scifact" | "tiny") => "SciFact".to_owned(),
+            None | Some("scifact") => "SciFact".to_owned(),
+            Some("tiny") => TINY_TITLE.to_owned(),
             Some(name) => name.to_owned(),
         };
         Dataset {
@@ -135,6 +142,14 @@ impl Dataset {
             split: metadata["qrels_split"].as_str().unwrap_or("test").to_owned(),
             registered: metadata["registered"] != false,
         }
+    }
+
+    /// The title pages of claim v5 and earlier gave the tiny stand-in, kept so that they render to their bytes.
+    pub(crate) fn legacy(mut self) -> Dataset {
+        if self.title == TINY_TITLE {
+            self.title = "SciFact".into();
+        }
+        self
     }
 
     /// What the page says of it beyond its name: nothing for a registered dataset scored on test.
@@ -230,7 +245,7 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
          renders this page again from its own numbers and requires this file byte for byte. \
          <span class=attested>Text in this colour is the signer's word</span>: it cannot be recomputed by anyone.</p>\n\
          <p>Model <code>{}</code> ({} dimensions), fixture <code>{}</code>; <span class=attested>executable <code>{}</code> \
-         built from revision <code>{}</code></span>. {} held-out queries; top 10 per query.</p>",
+         built from revision <code>{}</code></span>. {} held-out queries; top 10 per query.</p>{}",
         escape(&model.dataset.title),
         escape(&model.model),
         model.dims,
@@ -238,6 +253,10 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
         escape(&model.executable_sha256),
         escape(&model.build_revision),
         statistics.queries,
+        model.archive.as_ref().map_or_else(String::new, |archive| format!(
+            "\n<p>The archive evaluated is {}; the model is named by the digests of its files.</p>",
+            escape(archive)
+        )),
     );
     let _ = writeln!(
         h,
