@@ -84,4 +84,4 @@ pub use crate::sign::{
     MAX_KEY_FILE_BYTES, TRUSTED_COMMENT_PREFIX, VerifyingKey, keygen, load_public_key, load_secret_key,
     public_key_of, secret_key_is_encrypted, sign_bytes, sign_document, verify_bytes,
 };
-pub use crate::suite::{Archives, SuiteCheck, verify_suite};
+pub use crate::suite::{Archives, SuiteCheck, verify_suite, verify_suite_comparison};

@@ -144,6 +144,197 @@ pub fn verify_suite(check: &SuiteCheck) -> crate::Result<Report> {
     Ok(report)
 }
 
+/// The schema of the statement `compare` writes of two suites.
+const SUITE_COMPARISON_SCHEMA: &str = "scifact-audit-suite-comparison-v1";
+
+/// Checks a suite comparison (`suite-comparison.json`, signed by `key`) against the two suites it names: its
+/// signature, each suite's digest, the datasets both suites hold (each compared once, its `comparison.json`
+/// the one named by digest and verified as `verify-comparison` verifies one, its verdict that statement's),
+/// the datasets only one side holds, and the overall verdict re-derived by the statement's rule.
+///
+/// # Errors
+/// [`crate::Error::File`] when the statement cannot be read as a regular file within its cap.
+pub fn verify_suite_comparison(
+    baseline: &Path,
+    candidate: &Path,
+    statement: &Path,
+    key: &crate::sign::VerifyingKey,
+) -> crate::Result<Report> {
+    let scope = "suite-comparison";
+    let mut report = Report::default();
+    let bytes = safe_fs::read_regular(statement, MAX_SUITE_BYTES).map_err(crate::Error::file)?;
+    let signature = statement.with_file_name(format!(
+        "{}.minisig",
+        statement.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    ));
+    let signed = safe_fs::read_regular(&signature, 4096)
+        .map_err(|e| e.to_string())
+        .and_then(|s| String::from_utf8(s).map_err(|_| "the signature is not UTF-8".to_owned()))
+        .and_then(|text| crate::sign::verify_bytes(key, &text, &bytes, false).map_err(|e| e.to_string()))
+        .and_then(|comment| {
+            let expected = format!("scifact-audit suite-comparison {}", sha256_tagged(&bytes));
+            if comment == expected {
+                Ok(format!("signed by key id {}", key.id()))
+            } else {
+                Err(format!("trusted comment {comment:?}, expected {expected:?}"))
+            }
+        });
+    let failed = signed.is_err();
+    report.record(scope, "comparison.signature", signed);
+    if failed {
+        return Ok(report);
+    }
+    let stated = match crate::json::parse(&bytes) {
+        Ok(stated) if stated["schema"] == SUITE_COMPARISON_SCHEMA => stated,
+        Ok(stated) => {
+            report.record(scope, "comparison.schema", Err(format!("schema {}", stated["schema"])));
+            return Ok(report);
+        }
+        Err(error) => {
+            report.record(scope, "comparison.schema", Err(error.to_string()));
+            return Ok(report);
+        }
+    };
+    let mut sides = Vec::new();
+    for (side, dir) in [("baseline_suite", baseline), ("candidate_suite", candidate)] {
+        let read = safe_fs::read_regular(&dir.join(SUITE_FILE), MAX_SUITE_BYTES).map_err(|e| e.to_string());
+        let outcome = read.and_then(|suite_bytes| {
+            let digest = sha256_tagged(&suite_bytes);
+            if stated[side]["suite_sha256"] != digest.as_str() {
+                return Err(format!(
+                    "{side}: the statement names {}, {} is {digest}",
+                    stated[side]["suite_sha256"],
+                    dir.display()
+                ));
+            }
+            crate::json::parse(&suite_bytes).map_err(|e| format!("{side}: {e}"))
+        });
+        match outcome {
+            Ok(suite) => {
+                report.record(scope, "comparison.suites", Ok(format!("{side}: {}", dir.display())));
+                sides.push(bundle_dirs(&suite));
+            }
+            Err(reason) => {
+                report.record(scope, "comparison.suites", Err(reason));
+                return Ok(report);
+            }
+        }
+    }
+    let (baseline_dirs, candidate_dirs) = (&sides[0], &sides[1]);
+    let both: Vec<&String> = baseline_dirs.keys().filter(|d| candidate_dirs.contains_key(*d)).collect();
+    let rows = stated["datasets"].as_array().cloned().unwrap_or_default();
+    let listed: Vec<&str> = rows.iter().map(|r| r["dataset"].as_str().unwrap_or("?")).collect();
+    let only = |a: &BTreeMap<String, String>, b: &BTreeMap<String, String>| -> Value {
+        a.keys().filter(|k| !b.contains_key(*k)).cloned().collect::<Vec<_>>().into()
+    };
+    report.record(
+        scope,
+        "comparison.datasets",
+        if listed.iter().copied().eq(both.iter().map(|d| d.as_str())) {
+            if stated["baseline_only"] == only(baseline_dirs, candidate_dirs)
+                && stated["candidate_only"] == only(candidate_dirs, baseline_dirs)
+            {
+                Ok(format!("{} datasets in both suites, each compared once", both.len()))
+            } else {
+                Err("the datasets only one suite holds are not the statement's".to_owned())
+            }
+        } else {
+            Err(format!("the statement compares {listed:?}; the suites both hold {both:?}"))
+        },
+    );
+    let dir = statement.parent().unwrap_or(Path::new("."));
+    let mut verdicts = Vec::new();
+    for row in &rows {
+        let dataset = row["dataset"].as_str().unwrap_or("?");
+        let named = row["comparison"].as_str().unwrap_or("");
+        let plain = named.split('/').all(is_plain_file_name) && named.ends_with("comparison.json");
+        let (Some(base), Some(cand)) = (baseline_dirs.get(dataset), candidate_dirs.get(dataset)) else {
+            report.record(dataset, "comparison.dataset", Err(format!("{dataset} is not in both suites")));
+            continue;
+        };
+        if !plain {
+            report.record(
+                dataset,
+                "comparison.dataset",
+                Err(format!("{named:?} is not a comparison beside the statement")),
+            );
+            continue;
+        }
+        let path = dir.join(named);
+        let digest = safe_fs::read_regular(&path, MAX_SUITE_BYTES).map(|b| (sha256_tagged(&b), b));
+        let Ok((digest, comparison_bytes)) = digest else {
+            report.record(dataset, "comparison.dataset", Err(format!("{} cannot be read", path.display())));
+            continue;
+        };
+        if row["comparison_sha256"] != digest.as_str() {
+            report.record(
+                dataset,
+                "comparison.dataset",
+                Err(format!("{named} is {digest}, the statement names {}", row["comparison_sha256"])),
+            );
+            continue;
+        }
+        let (each, _) =
+            crate::comparison::verify_comparison(&baseline.join(base), &candidate.join(cand), &path, key)?;
+        let passed = each.passed();
+        for mut check in each.checks {
+            check.scope = format!("{dataset}/{}", check.scope);
+            report.checks.push(check);
+        }
+        let verdict = crate::json::parse(&comparison_bytes)
+            .ok()
+            .and_then(|c| c["predicate"]["verdict"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        report.record(
+            dataset,
+            "comparison.dataset",
+            if !passed {
+                Err(format!("{named} did not verify"))
+            } else if row["verdict"] != verdict.as_str() {
+                Err(format!("the statement says {}, {named} says {verdict}", row["verdict"]))
+            } else {
+                Ok(format!("{named}: {verdict}, verified"))
+            },
+        );
+        verdicts.push(verdict);
+    }
+    let overall = overall_verdict(&verdicts);
+    report.record(
+        scope,
+        "comparison.verdict",
+        if stated["verdict"] == overall {
+            Ok(format!("{overall}: regressed if any dataset regressed, else inconclusive if any was (or none is in both), else improved if any improved, else non_inferior if any was, else identical"))
+        } else {
+            Err(format!("the statement says {}, its datasets' verdicts give {overall}", stated["verdict"]))
+        },
+    );
+    Ok(report)
+}
+
+/// The suites' overall verdict from the datasets' (the per-bundle rule, one level up).
+fn overall_verdict(verdicts: &[String]) -> &'static str {
+    if verdicts.is_empty() {
+        return "inconclusive";
+    }
+    ["regressed", "inconclusive", "improved", "non_inferior"]
+        .into_iter()
+        .find(|verdict| verdicts.iter().any(|v| v == verdict))
+        .unwrap_or("identical")
+}
+
+/// Every evaluation of a suite statement (forums one by one) by dataset name: its bundle directory.
+fn bundle_dirs(suite: &Value) -> BTreeMap<String, String> {
+    let mut dirs = BTreeMap::new();
+    for row in suite["rows"].as_array().into_iter().flatten() {
+        for each in std::iter::once(row).chain(row["forums"].as_array().into_iter().flatten()) {
+            if let (Some(dataset), Some(dir)) = (each["dataset"].as_str(), each["bundle"]["dir"].as_str()) {
+                dirs.insert(dataset.to_owned(), dir.to_owned());
+            }
+        }
+    }
+    dirs
+}
+
 /// `suite.rows`: each dataset is a row once (a row counted twice would weigh twice in the table's mean).
 fn distinct_rows(rows: &[Value]) -> Result<String, String> {
     let mut seen = std::collections::BTreeSet::new();

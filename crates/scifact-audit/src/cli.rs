@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Receipt-bearing retrieval evaluation on BEIR SciFact: signed bundles a stranger can re-check.
+/// Receipt-bearing retrieval evaluation on BEIR's datasets (SciFact by default): signed bundles a stranger can
+/// re-check, whose model and dataset are named by their bytes.
 #[derive(Debug, Parser)]
 #[command(
     name = "scifact-audit",
@@ -32,10 +33,13 @@ pub(crate) enum Command {
     /// Embed texts read from stdin, one JSON string per line; write one `{"vector": [...], "tokens": N}` per
     /// line to stdout. The way to re-check any vector of a fixture by hand.
     Embed(EmbedArgs),
-    /// Build the embedded corpus fixture from the SciFact archive: zip safety checks, the 5,183-document /
-    /// 300-query shape gate, the semantic texts by the declared text policy (by default the contract's, cut to
-    /// 700 characters), embeddings through a resumable fsync'd cache. Exits 0 only when a complete fixture was
-    /// written; rerun the same command to resume.
+    /// Build the embedded corpus fixture from a dataset's archive (SciFact by default, --dataset NAME for
+    /// another of BEIR's, --dataset-archive ZIP for any in BEIR's layout): zip safety checks, the dataset's
+    /// shape gate (its registry counts; SciFact 5,183 documents and 300 queries), the archive's sha256 and md5
+    /// recorded (BEIR's file only when the md5 is BEIR's), the semantic texts by the declared text policy (by
+    /// default the contract's, cut to 700 characters), embeddings through a resumable fsync'd cache, the model
+    /// named by the digests of its files. Exits 0 only when a complete fixture was written; rerun the same
+    /// command to resume.
     Build(BuildArgs),
     /// Run the evaluation: build or resume the store from the fixture, run the chosen modes over the chosen
     /// split, and write `scifact-<mode>-<split>.jsonl` (one row per query, with its search receipt) and
@@ -44,12 +48,14 @@ pub(crate) enum Command {
     /// after held-out. Never overwrites a receipt. Interrupted, the same command resumes: modes already
     /// complete are kept, a mode cut short continues from its journal without asking anything twice.
     Run(RunArgs),
-    /// The whole evaluation in one command: build (or reuse) the fixture; pre-register the baseline, the search
+    /// The whole evaluation in one command, on SciFact or any dataset chosen with --dataset / --dataset-archive
+    /// (several: a suite): build (or reuse) the fixture; pre-register the baseline, the search
     /// space, the selection rule and the statistics plan (preregistration.json, signed at once with a key);
     /// run calibration (all modes) and every declared trial (hybrid); select the winner by the declared rule
     /// (selection.json) and freeze it; run held-out for the baseline and the winner (all modes); compute the
-    /// held-out statistics (statistics.json: bootstrap intervals, randomization tests, Holm); verify; write
-    /// report.html; bundle; and sign when a key is given.
+    /// held-out statistics (statistics.json: bootstrap intervals, randomization tests, Holm); set the dataset's
+    /// published rows beside the runs made like them (published.json: comparable only over BEIR's own archive
+    /// and a registry model); verify; write report.html; bundle; and sign when a key is given.
     ///
     /// Every input (secret key and its password, archive, model) is checked before any long stage. Interrupted
     /// at any moment (Ctrl-C, a kill, a crash), the same command picks up where it stopped: nothing answered is
@@ -653,13 +659,15 @@ pub(crate) struct CompareArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct VerifyComparisonArgs {
-    /// The baseline bundle the statement names
+    /// The baseline bundle the statement names (the baseline suite, for a suite-comparison.json)
     #[arg(long, value_name = "DIR")]
     pub(crate) baseline: PathBuf,
-    /// The candidate bundle the statement names
+    /// The candidate bundle the statement names (the candidate suite, for a suite-comparison.json)
     #[arg(long, value_name = "DIR")]
     pub(crate) candidate: PathBuf,
-    /// The comparison statement (its signature is read from FILE.minisig, compare.html from beside it)
+    /// The comparison statement (its signature is read from FILE.minisig, compare.html from beside it). A
+    /// suite-comparison.json is checked against the two suites: every dataset's comparison.json beside it is
+    /// verified, and the overall verdict re-derived
     #[arg(long, value_name = "FILE")]
     pub(crate) statement: PathBuf,
     /// The comparer's minisign public key

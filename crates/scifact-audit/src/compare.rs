@@ -263,8 +263,12 @@ fn print_table(
 
 pub(crate) fn verify(args: &VerifyComparisonArgs) -> anyhow::Result<ExitCode> {
     let key = receipt_verify::load_public_key(&args.public_key)?;
-    let (report, _) =
-        receipt_verify::verify_comparison(&args.baseline, &args.candidate, &args.statement, &key)?;
+    // Two suites' statement names each dataset's comparison and the overall verdict; both are re-derived.
+    let report = if args.statement.file_name().is_some_and(|name| name == "suite-comparison.json") {
+        receipt_verify::verify_suite_comparison(&args.baseline, &args.candidate, &args.statement, &key)?
+    } else {
+        receipt_verify::verify_comparison(&args.baseline, &args.candidate, &args.statement, &key)?.0
+    };
     let mut out = std::io::stdout().lock();
     if args.output.json {
         serde_json::to_writer_pretty(&mut out, &receipt_verify::Verification::of(&report))?;

@@ -247,6 +247,24 @@ fn help_explains_the_embed_command() {
 }
 
 #[test]
+fn help_speaks_of_every_dataset_and_names_by_bytes() {
+    let help = |args: &[&str]| String::from_utf8_lossy(&scifact_audit(args, "").stdout).into_owned();
+    let top = help(&["--help"]);
+    assert!(
+        top.contains("BEIR's datasets (SciFact by default)") && top.contains("named by their bytes"),
+        "{top}"
+    );
+    let build = help(&["build", "--help"]);
+    for expected in ["--dataset NAME", "md5", "named by the digests of its files"] {
+        assert!(build.contains(expected), "build --help lacks {expected}: {build}");
+    }
+    let eval = help(&["eval", "--help"]);
+    assert!(eval.contains("published.json") && eval.contains("BEIR's own archive"), "{eval}");
+    let model = help(&["embed", "--help"]);
+    assert!(model.contains("configs/models.json"), "{model}");
+}
+
+#[test]
 #[ignore = "needs SCIFACT_MODEL_DIR (or ../shared/models) and ../shared/reference"]
 fn embed_with_the_real_model_reproduces_the_reference_vectors() {
     let shared = std::path::PathBuf::from(

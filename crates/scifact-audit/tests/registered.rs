@@ -96,7 +96,17 @@ fn a_registered_dataset_runs_end_to_end_with_its_shape_and_published_rows() {
     let (secret, public) = keys(dir.path());
     let work = dir.path().join("work");
     let model = root().join("fixtures/tiny/model");
-    let bundle = evaluated_bundle(&work, &secret, &archive, &model, &["--dataset", "nfcorpus"]);
+    // The archive given is of nfcorpus's shape but not BEIR's file: eval says so before any work.
+    let args = crate::tiny::eval_args(&work, &secret, &archive, &model, &["--dataset", "nfcorpus"]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let eval = scifact_audit(&refs, "");
+    let stderr = String::from_utf8_lossy(&eval.stderr);
+    assert!(eval.status.success(), "{stderr}");
+    let note = stderr.lines().position(|l| l.contains("is not BEIR's published nfcorpus archive"));
+    let first_stage = stderr.lines().position(|l| l.contains("embedding") || l.contains("build"));
+    assert!(note.is_some_and(|n| first_stage.is_none_or(|s| n < s)), "said at once: {stderr}");
+    assert!(stderr.contains("BEIR's has md5 a89dba18a62ef92f7d323ec890a0d38d"), "{stderr}");
+    let bundle = crate::tiny::only_bundle(&work);
     let metadata: Value =
         serde_json::from_slice(&std::fs::read(bundle.join("fixture-metadata.json")).unwrap()).unwrap();
     assert_eq!(metadata["metadata"]["profile"], "nfcorpus");
@@ -107,19 +117,53 @@ fn a_registered_dataset_runs_end_to_end_with_its_shape_and_published_rows() {
     let published: Value =
         serde_json::from_slice(&std::fs::read(bundle.join("published.json")).unwrap()).unwrap();
     assert_eq!(published["dataset"], "nfcorpus");
+    assert_eq!(published["schema"], "scifact-audit-published-comparison-v2");
+    assert_eq!(published["archive"]["beir_file"], false, "{published}");
+    assert_eq!(published["archive"]["beir_md5"], "a89dba18a62ef92f7d323ec890a0d38d");
     let rows = published["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 3, "BM25, MiniLM and BGE: {published}");
     for row in rows {
         assert_eq!(row["queries"], 323, "every test query: {row}");
         assert_eq!(row["verdict"], "not_comparable", "another method or model: {row}");
     }
+    // The rows a model or method would not rule out are ruled out by the archive, and say so.
+    assert!(
+        rows.iter().any(|r| r["why"]
+            .as_str()
+            .unwrap()
+            .contains("an archive of nfcorpus's shape, not BEIR's published file")),
+        "{published}"
+    );
 
     let (code, report) = verify_bundle_json(&bundle, &public, &archive, &model);
     assert_eq!(code, Some(0), "{report}");
     assert_recomputed(
         &report,
-        &["ranking.lexical", "texts.identity", "embedding.values", "published.rows", "split.membership"],
+        &[
+            "ranking.lexical",
+            "texts.identity",
+            "embedding.values",
+            "published.rows",
+            "split.membership",
+            "dataset.identity",
+            "model.identity",
+        ],
     );
+    let dataset =
+        report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "dataset.identity").unwrap();
+    assert!(dataset["evidence"].as_str().unwrap().contains("not BEIR's published file (md5"), "{dataset}");
+
+    // The signer leaves published.json out (every row not_comparable, but it would hide a not_reproduced one
+    // alike), repairs the manifest and signs again: a claim v6 bundle of BEIR's nfcorpus must carry it.
+    let forgery = crate::forger::Forgery::of(&bundle);
+    std::fs::remove_file(forgery.dir.join("published.json")).unwrap();
+    forgery.repair_and_sign(&secret);
+    let (code, report) = verify_bundle_json(&forgery.dir, &public, &archive, &model);
+    assert_eq!(code, Some(1), "{report}");
+    let present =
+        report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "published.present").unwrap();
+    assert_eq!(present["status"], "fail", "{present}");
+    assert!(present["evidence"].as_str().unwrap().contains("carries no published.json"), "{present}");
 }
 
 #[test]

@@ -1015,12 +1015,3 @@ fn published_rows_said_to_be_over_beirs_file() {
         "published.json states the archive",
     );
 }
-
-#[test]
-fn published_json_left_out_of_a_v6_bundle() {
-    caught(
-        |f| std::fs::remove_file(f.dir.join("published.json")).unwrap(),
-        "published.present",
-        "carries no published.json",
-    );
-}

@@ -297,6 +297,51 @@ fn a_list_of_registered_datasets_is_a_suite_of_their_bundles() {
         format!("sha256:{}", scifact_eval::sha256_hex(&per_dataset))
     );
     assert!(out.join("suite-comparison.json.minisig").exists() && out.join("nfcorpus/compare.html").exists());
+    // verify-comparison re-derives it: every dataset's statement verified, the overall verdict by its rule.
+    let check = |statement_dir: &Path| {
+        scifact_audit(
+            &[
+                "verify-comparison",
+                "--baseline",
+                path_str(&suite),
+                "--candidate",
+                path_str(&again),
+                "--statement",
+                path_str(&statement_dir.join("suite-comparison.json")),
+                "--public-key",
+                path_str(&public),
+            ],
+            "",
+        )
+    };
+    let verified = check(&out);
+    let said = String::from_utf8_lossy(&verified.stdout);
+    assert_eq!(verified.status.code(), Some(0), "{said}");
+    assert!(said.contains("comparison.verdict") || said.contains("verdict: verified"), "{said}");
+    // The overall verdict said to be improved, and re-signed: the datasets' verdicts give identical.
+    let mut forged = statement.clone();
+    forged["verdict"] = Value::from("improved");
+    let bytes = serde_json::to_vec_pretty(&forged).unwrap();
+    std::fs::write(out.join("suite-comparison.json"), &bytes).unwrap();
+    let key = receipt_verify::load_secret_key(&secret, None).unwrap();
+    let signature = receipt_verify::sign_document(&key, &bytes, "suite-comparison").unwrap();
+    std::fs::write(out.join("suite-comparison.json.minisig"), signature).unwrap();
+    let refused = check(&out);
+    let said = String::from_utf8_lossy(&refused.stdout);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(said.contains("its datasets' verdicts give identical"), "{said}");
+    // A dataset dropped from the statement.
+    let mut forged = statement.clone();
+    forged["datasets"] = serde_json::json!([]);
+    forged["verdict"] = Value::from("inconclusive");
+    let bytes = serde_json::to_vec_pretty(&forged).unwrap();
+    std::fs::write(out.join("suite-comparison.json"), &bytes).unwrap();
+    let signature = receipt_verify::sign_document(&key, &bytes, "suite-comparison").unwrap();
+    std::fs::write(out.join("suite-comparison.json.minisig"), signature).unwrap();
+    let refused = check(&out);
+    let said = String::from_utf8_lossy(&refused.stdout);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(said.contains("the suites both hold [\"nfcorpus\"]"), "{said}");
 }
 
 #[test]
