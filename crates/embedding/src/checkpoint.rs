@@ -103,6 +103,7 @@ impl Checkpoint {
             .map_err(|error| invalid(&config_path, format!("not JSON: {error}")))?;
         check_architecture(&config_path, &raw)?;
         let config: Config = serde_json::from_value(raw).map_err(|error| invalid(&config_path, error))?;
+        check_sizes(&config_path, &config)?;
         if config.hidden_act != "gelu" {
             // The tanh approximation is measurably not the model's GELU (cosine 0.9999972 vs 1 - 1e-12).
             return Err(invalid(
@@ -227,6 +228,49 @@ impl Checkpoint {
 }
 
 /// BERT, and nothing else: `model_type` and `architectures`, when given, must say so.
+/// The largest size of each kind config.json may declare: far above every model of this family (XLM-R's
+/// 250,002-token vocabulary, bge-m3's 8,194 positions, 24 layers of 1,024), so that a hostile or broken file is
+/// refused by name before anything of its size is allocated. The weights must then have these shapes.
+const SIZE_CAPS: [(&str, usize); 6] = [
+    ("hidden_size", 16_384),
+    ("num_hidden_layers", 256),
+    ("num_attention_heads", 1_024),
+    ("intermediate_size", 65_536),
+    ("max_position_embeddings", 65_536),
+    ("vocab_size", 1 << 20),
+];
+
+/// Every size config.json declares is at least 1 and at most its cap, the heads divide the hidden size, and
+/// the layer-norm epsilon is a positive number.
+fn check_sizes(path: &Path, config: &Config) -> Result<()> {
+    let values = [
+        config.hidden_size,
+        config.num_hidden_layers,
+        config.num_attention_heads,
+        config.intermediate_size,
+        config.max_position_embeddings,
+        config.vocab_size,
+    ];
+    for ((field, cap), value) in SIZE_CAPS.iter().zip(values) {
+        if value == 0 || value > *cap {
+            return Err(invalid(path, format!("{field} {value} is not within 1..={cap}")));
+        }
+    }
+    if config.hidden_size % config.num_attention_heads != 0 {
+        return Err(invalid(
+            path,
+            format!(
+                "hidden_size {} is not a multiple of num_attention_heads {}",
+                config.hidden_size, config.num_attention_heads
+            ),
+        ));
+    }
+    if !(config.layer_norm_eps.is_finite() && config.layer_norm_eps > 0.0) {
+        return Err(invalid(path, format!("layer_norm_eps {} is not a positive number", config.layer_norm_eps)));
+    }
+    Ok(())
+}
+
 fn check_architecture(path: &Path, raw: &Value) -> Result<()> {
     if let Some(kind) = raw.get("model_type").and_then(Value::as_str)
         && kind != "bert"

@@ -149,3 +149,29 @@ fn the_tanh_gelu_approximation_is_refused() {
     let error = SentenceBert::load(dir.path(), "tiny-bert", WeightPin::Unpinned).err().unwrap();
     assert!(matches!(error, Error::InvalidModelFile { .. }), "{error}");
 }
+
+#[test]
+fn config_sizes_out_of_bounds_or_not_the_weights_are_refused_by_field_before_any_allocation() {
+    // Each case: a field of config.json set to a value, and what the refusal names.
+    let cases: [(&str, &str, &str); 9] = [
+        ("hidden_size", "0", "hidden_size 0 is not within"),
+        ("hidden_size", "4611686018427387904", "hidden_size 4611686018427387904 is not within"),
+        ("hidden_size", "1e9", "hidden_size"),
+        ("num_hidden_layers", "4611686018427387904", "num_hidden_layers 4611686018427387904"),
+        ("num_hidden_layers", "1000000000000", "num_hidden_layers 1000000000000"),
+        ("num_attention_heads", "0", "num_attention_heads 0"),
+        ("intermediate_size", "-3", "intermediate_size"),
+        ("vocab_size", "70000", "word_embeddings.weight has shape"),
+        ("num_hidden_layers", "200", "no tensor encoder.layer."),
+    ];
+    for (index, (field, value, says)) in cases.into_iter().enumerate() {
+        let (dir, _model) = tiny(40 + index as u64);
+        let path = dir.path().join("config.json");
+        let mut config: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        config[field] = serde_json::from_str(value).unwrap();
+        std::fs::write(&path, serde_json::to_vec(&config).unwrap()).unwrap();
+        let error = SentenceBert::load(dir.path(), "tiny-bert", WeightPin::Unpinned).err().unwrap();
+        assert!(matches!(error, Error::InvalidModelFile { .. }), "{field} {value}: {error}");
+        assert!(error.to_string().contains(says), "{field} {value}: {error}");
+    }
+}

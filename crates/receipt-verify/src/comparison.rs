@@ -27,7 +27,7 @@ use crate::recompute::metrics::{METRIC_NAMES, series};
 use crate::recompute::statistics::{Estimate, bootstrap_with, flips, holm};
 use crate::render::compare::{ComparedRow, ComparisonModel};
 use crate::report::Report;
-use crate::sign::{VerifyingKey, verify_bytes};
+use crate::sign::VerifyingKey;
 
 /// The largest statement read.
 const MAX_COMPARISON_BYTES: u64 = 16 << 20;
@@ -477,22 +477,9 @@ pub fn verify_comparison(
 ) -> crate::Result<(Report, Option<String>)> {
     let mut report = Report::default();
     let bytes = safe_fs::read_regular(statement, MAX_COMPARISON_BYTES).map_err(crate::Error::file)?;
-    let signature_path = statement.with_file_name(format!(
-        "{}.minisig",
-        statement.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-    ));
-    let signed = safe_fs::read_regular(&signature_path, 4096)
-        .map_err(|e| e.to_string())
-        .and_then(|s| String::from_utf8(s).map_err(|_| "the signature is not UTF-8".to_owned()))
-        .and_then(|text| verify_bytes(key, &text, &bytes, false).map_err(|e| e.to_string()))
-        .and_then(|comment| {
-            let expected = format!("scifact-audit comparison {}", sha256_tagged(&bytes));
-            if comment == expected {
-                Ok(format!("signed by key id {}; trusted comment names the statement's sha256. A signature shows who compared, not that the comparison is right", key.id()))
-            } else {
-                Err(format!("trusted comment {comment:?}, expected {expected:?}"))
-            }
-        });
+    let signed = crate::sign::verify_statement(statement, &bytes, key, "comparison").map(|evidence| {
+        format!("{evidence}. A signature shows who compared, not that the comparison is right")
+    });
     let failed = signed.is_err();
     report.record(SCOPE, "comparison.signature", signed);
     if failed {

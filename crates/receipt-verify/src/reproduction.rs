@@ -13,7 +13,7 @@ use crate::canonical::sha256_tagged;
 use crate::error::{Error, Result};
 use crate::names::MANIFEST_FILE;
 use crate::report::Report;
-use crate::sign::{VerifyingKey, verify_bytes};
+use crate::sign::VerifyingKey;
 
 /// The predicate type of a reproduction statement.
 pub const REPRODUCTION_TYPE: &str = "urn:scifact-audit:reproduction:v1";
@@ -43,22 +43,7 @@ type Outcome = std::result::Result<String, String>;
 pub fn verify_reproduction(bundle_dir: &Path, statement: &Path, key: &VerifyingKey) -> Result<Report> {
     let mut report = Report::default();
     let bytes = safe_fs::read_regular(statement, MAX_STATEMENT_BYTES).map_err(Error::file)?;
-    let signature_path = statement.with_file_name(format!(
-        "{}.minisig",
-        statement.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-    ));
-    let signed = safe_fs::read_regular(&signature_path, 4096)
-        .map_err(|e| e.to_string())
-        .and_then(|s| String::from_utf8(s).map_err(|_| "the signature is not UTF-8".to_owned()))
-        .and_then(|text| verify_bytes(key, &text, &bytes, false).map_err(|e| e.to_string()))
-        .and_then(|comment| {
-            let expected = format!("scifact-audit reproduction {}", sha256_tagged(&bytes));
-            if comment == expected {
-                Ok(format!("signed by key id {}; trusted comment names the statement's sha256", key.id()))
-            } else {
-                Err(format!("trusted comment {comment:?}, expected {expected:?}"))
-            }
-        });
+    let signed = crate::sign::verify_statement(statement, &bytes, key, "reproduction");
     let failed = signed.is_err();
     report.record(SCOPE, "reproduction.signature", signed);
     if failed {

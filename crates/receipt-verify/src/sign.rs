@@ -208,6 +208,29 @@ pub fn sign_bytes(secret_key: &SecretKey, data: &[u8]) -> Result<String> {
     sign_with_comment(secret_key, data, &format!("{TRUSTED_COMMENT_PREFIX}{}", sha256_tagged(data)))
 }
 
+/// Checks the signature beside a signed statement (`<statement>.minisig`) over `bytes`, the statement's content:
+/// made by `key`, with the trusted comment [`sign_document`] writes for `what`. Returns the evidence, or why not.
+pub(crate) fn verify_statement(
+    statement: &Path,
+    bytes: &[u8],
+    key: &VerifyingKey,
+    what: &str,
+) -> std::result::Result<String, String> {
+    let signature = statement.with_file_name(format!(
+        "{}.minisig",
+        statement.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    ));
+    let text = safe_fs::read_regular(&signature, MAX_KEY_FILE_BYTES).map_err(|e| e.to_string())?;
+    let text = String::from_utf8(text).map_err(|_| "the signature is not UTF-8".to_owned())?;
+    let comment = verify_bytes(key, &text, bytes, false).map_err(|e| e.to_string())?;
+    let expected = format!("scifact-audit {what} {}", sha256_tagged(bytes));
+    if comment == expected {
+        Ok(format!("signed by key id {}; trusted comment names the statement's sha256", key.id()))
+    } else {
+        Err(format!("trusted comment {comment:?}, expected {expected:?}"))
+    }
+}
+
 /// Signs `data`, prehashed, with the trusted comment `scifact-audit <what> sha256:<hex>` (e.g. `what` =
 /// `preregistration`), for documents published on their own before the bundle exists.
 ///

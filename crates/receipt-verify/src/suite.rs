@@ -163,22 +163,7 @@ pub fn verify_suite_comparison(
     let scope = "suite-comparison";
     let mut report = Report::default();
     let bytes = safe_fs::read_regular(statement, MAX_SUITE_BYTES).map_err(crate::Error::file)?;
-    let signature = statement.with_file_name(format!(
-        "{}.minisig",
-        statement.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-    ));
-    let signed = safe_fs::read_regular(&signature, 4096)
-        .map_err(|e| e.to_string())
-        .and_then(|s| String::from_utf8(s).map_err(|_| "the signature is not UTF-8".to_owned()))
-        .and_then(|text| crate::sign::verify_bytes(key, &text, &bytes, false).map_err(|e| e.to_string()))
-        .and_then(|comment| {
-            let expected = format!("scifact-audit suite-comparison {}", sha256_tagged(&bytes));
-            if comment == expected {
-                Ok(format!("signed by key id {}", key.id()))
-            } else {
-                Err(format!("trusted comment {comment:?}, expected {expected:?}"))
-            }
-        });
+    let signed = crate::sign::verify_statement(statement, &bytes, key, "suite-comparison");
     let failed = signed.is_err();
     report.record(scope, "comparison.signature", signed);
     if failed {

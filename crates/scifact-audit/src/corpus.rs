@@ -278,11 +278,20 @@ impl Corpus {
                             .map(|m| format!("{}/{}.zip", m.trim_end_matches('/'), dataset.name));
                         let url = mirrored.as_deref().unwrap_or(url);
                         let dest = work_dir.join(format!("{}.zip", dataset.name));
-                        let policy =
-                            scifact_eval::fetch_archive(url, &dest, md5, accept_archive_digest, progress)
-                                .with_context(|| {
-                                    format!("no --archive given, so BEIR's {url} was downloaded")
-                                })?;
+                        let policy = scifact_eval::fetch_archive(
+                            url,
+                            &dest,
+                            md5,
+                            accept_archive_digest,
+                            progress,
+                        )
+                        .with_context(|| {
+                            format!(
+                                "no --archive given, and BEIR's {url} could not be fetched or admitted; \
+                                         pass --archive ZIP with BEIR's {}.zip (md5 {md5})",
+                                dataset.name
+                            )
+                        })?;
                         Ok((dest, policy))
                     }
                     (None, ..) => {

@@ -195,6 +195,12 @@ fn a_registered_dataset_is_downloaded_and_admitted_only_by_its_md5_or_an_accepte
     assert_eq!(refused.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("a89dba18a62ef92f7d323ec890a0d38d"), "BEIR's md5: {stderr}");
     assert!(stderr.contains(&format!("--accept-archive-digest {sha256}")), "{stderr}");
+    assert!(
+        stderr.contains(
+            "could not be fetched or admitted; pass --archive ZIP with BEIR's nfcorpus.zip (md5 a89dba18"
+        ),
+        "never said to have been downloaded: {stderr}"
+    );
     assert!(!out.exists() && !work.join("nfcorpus.zip").exists(), "nothing kept");
 
     let accepted = build(&["--accept-archive-digest", &sha256]);

@@ -114,7 +114,11 @@ fn verify(bundle: &Path, extra: &[&str]) -> (Option<i32>, Vec<Reported>) {
         "--json",
     ];
     args.extend_from_slice(extra);
-    let output = scifact_audit(&args, "");
+    reported(&scifact_audit(&args, ""))
+}
+
+/// The exit code and checks of a `verify-bundle --json` run.
+fn reported(output: &std::process::Output) -> (Option<i32>, Vec<Reported>) {
     let report: Value = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("no JSON report ({e}): {}", String::from_utf8_lossy(&output.stderr)));
     let checks = report["checks"]
@@ -908,18 +912,8 @@ fn verify_forgery_without_model(edit: impl FnOnce(&Forgery)) -> (Option<i32>, Ve
         &archive(),
         "--json",
     ];
-    let output = scifact_audit(&args, "");
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let checks = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            let field = |k: &str| c[k].as_str().unwrap_or("").to_owned();
-            (field("scope"), field("name"), field("status"), field("basis"), field("evidence"))
-        })
-        .collect();
-    (output.status.code(), checks, forgery)
+    let (code, checks) = reported(&scifact_audit(&args, ""));
+    (code, checks, forgery)
 }
 
 #[test]
@@ -932,6 +926,14 @@ fn the_untouched_bundle_names_its_model_and_archive_by_their_bytes() {
     let dataset = find("dataset.identity");
     assert_eq!((dataset.2.as_str(), dataset.3.as_str()), ("pass", "recomputed"), "{dataset:?}");
     assert!(dataset.4.contains("evaluated an archive of tiny, which BEIR does not publish"), "{dataset:?}");
+    // The page says what it is about: the stand-in, not SciFact, and whose archive.
+    let page = std::fs::read_to_string(base().bundle.join("report.html")).unwrap();
+    assert!(page.contains("<h1>Tiny stand-in (made-up words, not SciFact) retrieval evaluation"), "{page}");
+    assert!(!page.contains("<h1>SciFact"), "{page}");
+    assert!(
+        page.contains("The archive evaluated is an archive of tiny, which BEIR does not publish"),
+        "{page}"
+    );
 }
 
 #[test]

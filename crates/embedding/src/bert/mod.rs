@@ -168,12 +168,19 @@ impl Bert {
         }
         let file = safetensors::SafeTensors::deserialize(bytes).map_err(|e| e.to_string())?;
         let tensors = Tensors { file };
+        // The embeddings first: their shapes confirm the declared sizes before anything of those sizes is
+        // allocated, and the layers are collected as found (a declared count the file does not hold fails at
+        // the first missing tensor, never in an allocation).
+        let words = tensors.get("embeddings.word_embeddings.weight", &[config.vocab_size, h])?;
+        let positions =
+            tensors.get("embeddings.position_embeddings.weight", &[config.max_position_embeddings, h])?;
+        let token_type = tensors.get("embeddings.token_type_embeddings.weight", &[2, h])?[..h].to_vec();
+        let embedding_norm = tensors.norm("embeddings.LayerNorm", h)?;
         let scale = 1.0 / ((h / config.num_attention_heads) as f32).sqrt();
-        let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        let mut layers = Vec::new();
         for layer in 0..config.num_hidden_layers {
             let at = |name: &str| format!("encoder.layer.{layer}.{name}");
-            let mut weight = Vec::with_capacity(3 * h * h);
-            let mut bias = Vec::with_capacity(3 * h);
+            let (mut weight, mut bias) = (Vec::new(), Vec::new());
             for (part, factor) in [("query", scale), ("key", 1.0), ("value", 1.0)] {
                 let w = tensors.get(&at(&format!("attention.self.{part}.weight")), &[h, h])?;
                 let b = tensors.get(&at(&format!("attention.self.{part}.bias")), &[h])?;
@@ -195,11 +202,10 @@ impl Bert {
             });
         }
         Ok(Bert {
-            words: tensors.get("embeddings.word_embeddings.weight", &[config.vocab_size, h])?,
-            positions: tensors
-                .get("embeddings.position_embeddings.weight", &[config.max_position_embeddings, h])?,
-            token_type: tensors.get("embeddings.token_type_embeddings.weight", &[2, h])?[..h].to_vec(),
-            embedding_norm: tensors.norm("embeddings.LayerNorm", h)?,
+            words,
+            positions,
+            token_type,
+            embedding_norm,
             eps: config.layer_norm_eps as f32,
             config,
             kernels,
