@@ -102,6 +102,12 @@ impl Checkpoint {
         let raw: Value = serde_json::from_slice(&config_bytes)
             .map_err(|error| invalid(&config_path, format!("not JSON: {error}")))?;
         check_architecture(&config_path, &raw)?;
+        for (field, _) in SIZE_CAPS {
+            // Named here: serde's own message for a size that is not a whole number names no field.
+            if raw.get(field).is_some_and(|value| value.as_u64().is_none()) {
+                return Err(invalid(&config_path, format!("{field} {} is not a whole number", raw[field])));
+            }
+        }
         let config: Config = serde_json::from_value(raw).map_err(|error| invalid(&config_path, error))?;
         check_sizes(&config_path, &config)?;
         if config.hidden_act != "gelu" {
@@ -256,7 +262,7 @@ fn check_sizes(path: &Path, config: &Config) -> Result<()> {
             return Err(invalid(path, format!("{field} {value} is not within 1..={cap}")));
         }
     }
-    if config.hidden_size % config.num_attention_heads != 0 {
+    if !config.hidden_size.is_multiple_of(config.num_attention_heads) {
         return Err(invalid(
             path,
             format!(
@@ -266,7 +272,10 @@ fn check_sizes(path: &Path, config: &Config) -> Result<()> {
         ));
     }
     if !(config.layer_norm_eps.is_finite() && config.layer_norm_eps > 0.0) {
-        return Err(invalid(path, format!("layer_norm_eps {} is not a positive number", config.layer_norm_eps)));
+        return Err(invalid(
+            path,
+            format!("layer_norm_eps {} is not a positive number", config.layer_norm_eps),
+        ));
     }
     Ok(())
 }
