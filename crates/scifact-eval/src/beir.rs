@@ -183,6 +183,10 @@ fn json_lines<T: for<'de> Deserialize<'de>, R: BufRead + ?Sized>(
     mut each: impl FnMut(usize, T) -> Result<()>,
 ) -> Result<()> {
     each_line(file, reader, |line, content| {
+        // serde reads a struct from an array too: `["d1", "A title", "text"]` would be taken as a document.
+        if !content.trim_start().starts_with('{') {
+            return Err(Error::Parse { file: file.to_owned(), line, reason: "not a JSON object".into() });
+        }
         let value = serde_json::from_str(content).map_err(|error| Error::Parse {
             file: file.to_owned(),
             line,
@@ -233,15 +237,35 @@ pub fn parse_queries(file: &str, bytes: &[u8]) -> Result<Vec<Query>> {
     Ok(queries)
 }
 
-/// The id as a string, refused when empty or already `seen` in this file.
+/// The id as a string, refused when empty, holding whitespace or a control character, or already `seen` in
+/// this file.
 fn unique_id(file: &str, line: usize, id: RawId, seen: &mut HashSet<String>) -> Result<String> {
     let id = id.into_string();
-    if id.is_empty() || !seen.insert(id.clone()) {
-        let reason = if id.is_empty() { "empty _id".into() } else { format!("duplicate _id {id:?}") };
-        return Err(Error::Parse { file: file.to_owned(), line, reason });
+    let refused = |reason: String| Error::Parse { file: file.to_owned(), line, reason };
+    if let Some(reason) = id_problem(&id) {
+        return Err(refused(format!("_id {id:?} {reason}")));
+    }
+    if !seen.insert(id.clone()) {
+        return Err(refused(format!("duplicate _id {id:?}")));
     }
     Ok(id)
 }
+
+/// Why `id` cannot be a BEIR id here, if it cannot: ids are written into TREC runs' whitespace-separated
+/// columns and compared across the three files, so an id is never empty and holds no whitespace or control
+/// character (the same rule for corpus, queries and qrels).
+fn id_problem(id: &str) -> Option<&'static str> {
+    if id.is_empty() {
+        Some("is empty")
+    } else if id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        Some("holds whitespace or a control character")
+    } else {
+        None
+    }
+}
+
+/// The largest grade magnitude read: 2^53, so that every reader (JSON's doubles among them) holds it exactly.
+const MAX_GRADE: i64 = 1 << 53;
 
 /// Parses a qrels TSV with the `query-id corpus-id score` header; a repeated pair is refused.
 ///
@@ -263,15 +287,19 @@ pub fn parse_qrels(file: &str, bytes: &[u8]) -> Result<Vec<Qrel>> {
             }
             return Ok(());
         }
-        let fields: Vec<&str> = row.split('\t').map(str::trim).collect();
+        let fields: Vec<&str> = row.split('\t').collect();
         let [query_id, doc_id, score] = fields.as_slice() else {
             return Err(parse_error(line, format!("{} tab-separated fields, expected 3", fields.len())));
         };
-        let score = score
-            .parse::<i64>()
-            .map_err(|_| parse_error(line, format!("score {score:?} is not an integer")))?;
-        if query_id.is_empty() || doc_id.is_empty() {
-            return Err(parse_error(line, "empty id".into()));
+        let score =
+            score.trim().parse::<i64>().ok().filter(|score| score.abs() <= MAX_GRADE).ok_or_else(|| {
+                parse_error(line, format!("score {score:?} is not an integer within ±2^53"))
+            })?;
+        // Ids are taken as written, as corpus.jsonl's and queries.jsonl's are: never trimmed here alone.
+        for (what, id) in [("query-id", query_id), ("corpus-id", doc_id)] {
+            if let Some(reason) = id_problem(id) {
+                return Err(parse_error(line, format!("{what} {id:?} {reason}")));
+            }
         }
         if !seen.insert((query_id.to_string(), doc_id.to_string())) {
             return Err(parse_error(line, format!("duplicate judgement {query_id:?} -> {doc_id:?}")));
@@ -311,6 +339,12 @@ pub fn assemble(
     let judged: HashSet<&str> = qrels.iter().map(|q| q.query_id.as_str()).collect();
     let test_queries: Vec<Query> =
         queries.iter().filter(|q| judged.contains(q.id.as_str())).cloned().collect();
+    if test_queries.is_empty() {
+        return Err(shape(format!(
+            "qrels/{}.tsv judges no query: there is nothing to evaluate",
+            profile.split
+        )));
+    }
     if let Some(expected) = profile.documents
         && documents.len() != expected
     {

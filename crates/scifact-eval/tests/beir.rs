@@ -56,6 +56,54 @@ fn qrels_errors_name_the_line() {
 }
 
 #[test]
+fn ids_with_whitespace_or_control_characters_grades_beyond_2_53_and_non_objects_are_refused_by_line() {
+    let corpus = |line: &str| format!("{{\"_id\": \"a\", \"text\": \"x\"}}\n{line}\n");
+    for (line, says) in [
+        ("{\"_id\": \"d 1\", \"text\": \"x\"}", "holds whitespace"),
+        ("{\"_id\": \"d\\t1\", \"text\": \"x\"}", "holds whitespace"),
+        ("{\"_id\": \"d\\n1\", \"text\": \"x\"}", "holds whitespace"),
+        ("{\"_id\": \" d1\", \"text\": \"x\"}", "holds whitespace"),
+        ("{\"_id\": \"d\\u00071\", \"text\": \"x\"}", "control character"),
+        ("[\"d-arr\", \"A title\", \"some text\"]", "not a JSON object"),
+    ] {
+        let (file, number, reason) = parse_error(parse_corpus("c/corpus.jsonl", corpus(line).as_bytes()));
+        assert_eq!((file.as_str(), number), ("c/corpus.jsonl", 2), "{line}");
+        assert!(reason.contains(says), "{line}: {reason}");
+    }
+    let (_, number, reason) =
+        parse_error(parse_queries("q", "{\"_id\": \"q 1\", \"text\": \"x\"}\n".as_bytes()));
+    assert_eq!(number, 1);
+    assert!(reason.contains("holds whitespace"), "{reason}");
+    for (row, says) in [
+        (" q1\td1\t1", "query-id \" q1\" holds whitespace"),
+        ("q1\td1 \t1", "corpus-id \"d1 \" holds whitespace"),
+        ("q1\td1\t9223372036854775807", "within ±2^53"),
+        ("q1\td1\t-9007199254740993", "within ±2^53"),
+    ] {
+        let text = format!("query-id\tcorpus-id\tscore\n{row}\n");
+        let (_, number, reason) = parse_error(parse_qrels("t", text.as_bytes()));
+        assert_eq!(number, 2, "{row:?}");
+        assert!(reason.contains(says), "{row:?}: {reason}");
+    }
+    // ±2^53 itself is a grade, and a score's own surrounding spaces are not an id's.
+    let edge = "query-id\tcorpus-id\tscore\nq1\td1\t 9007199254740992\n";
+    assert_eq!(parse_qrels("t", edge.as_bytes()).unwrap()[0].score, 1 << 53);
+}
+
+#[test]
+fn a_split_that_judges_no_query_is_refused_before_any_run() {
+    let corpus = parse_corpus("c", CORPUS.as_bytes()).unwrap();
+    let queries = parse_queries("q", QUERIES.as_bytes()).unwrap();
+    let header_only = parse_qrels("t", b"query-id\tcorpus-id\tscore\n").unwrap();
+    match assemble(&Profile::unregistered("made-up", "dev"), corpus, queries, header_only) {
+        Err(Error::Shape { reason, .. }) => {
+            assert!(reason.contains("qrels/dev.tsv judges no query"), "{reason}")
+        }
+        other => panic!("expected a shape error, got {other:?}"),
+    }
+}
+
+#[test]
 fn invalid_utf8_is_reported_at_its_line() {
     let (_, line, reason) = parse_error(parse_queries("q", b"{\"_id\": \"a\", \"text\": \"x\"}\n\xff\n"));
     assert_eq!(line, 2);
