@@ -150,7 +150,7 @@ fn md5_of(file: &mut std::fs::File) -> std::io::Result<String> {
         hasher.update(&buffer[..n]);
     }
     file.rewind()?;
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex(&hasher.finalize()))
 }
 
 /// Where the three files come from: a zip whose digest already matched (read from its private copy), or a

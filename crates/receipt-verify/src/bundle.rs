@@ -151,15 +151,11 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
     let vectors_sha256 = vectors.sha256().map_err(|e| Error::input(&fixture_path, e))?;
     let view = FixtureView::of(&full, &sha256_tagged(&fixture_bytes), Some(&vectors_sha256));
     drop(full);
-    let dataset = view.metadata["profile"].as_str().unwrap_or("");
-    if crate::registries::is_beir_dataset(dataset)
-        && view.metadata["registered"] != false
-        && !files.contains_key(PUBLISHED_FILE)
-        && !documents.contains_key(PUBLISHED_FILE)
-    {
+    if crate::registries::has_published_rows(&view.metadata) && !documents.contains_key(PUBLISHED_FILE) {
         return Err(Error::Usage(format!(
-            "{} holds no {PUBLISHED_FILE}: a bundle of BEIR's {dataset} carries its comparison with the published rows, which `scifact-audit eval` writes",
-            options.output_dir.display()
+            "{} holds no {PUBLISHED_FILE}: a bundle of BEIR's {} carries its comparison with the published rows, which `scifact-audit eval` writes",
+            options.output_dir.display(),
+            view.metadata["profile"].as_str().unwrap_or("")
         )));
     }
     files.insert(
@@ -675,11 +671,10 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
 /// it was made before the file was required.
 fn published_present(report: &mut Report, predicate_type: &str, view: Option<&FixtureView>, present: bool) {
     let Some(view) = view else { return };
-    let dataset = view.metadata["profile"].as_str().unwrap_or("");
-    // BEIR's datasets have published rows; the tiny stand-in and an archive named only by its folder do not.
-    if present || view.metadata["registered"] == false || !crate::registries::is_beir_dataset(dataset) {
+    if present || !crate::registries::has_published_rows(&view.metadata) {
         return;
     }
+    let dataset = view.metadata["profile"].as_str().unwrap_or("");
     if predicate_type == PREDICATE_TYPE {
         report.record(
             "published",

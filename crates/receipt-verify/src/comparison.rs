@@ -475,18 +475,35 @@ pub fn verify_comparison(
     statement: &Path,
     key: &VerifyingKey,
 ) -> crate::Result<(Report, Option<String>)> {
+    let bytes = read_statement(statement)?;
+    Ok(verify_comparison_bytes(baseline_dir, candidate_dir, statement, &bytes, key))
+}
+
+/// A comparison statement's bytes, read as a regular file within its cap.
+pub(crate) fn read_statement(statement: &Path) -> crate::Result<Vec<u8>> {
+    safe_fs::read_regular(statement, MAX_COMPARISON_BYTES).map_err(crate::Error::file)
+}
+
+/// [`verify_comparison`] of the statement's `bytes`, already read from `statement` (whose signature and page
+/// lie beside it): for a reader that has hashed those bytes and must check the same ones.
+pub(crate) fn verify_comparison_bytes(
+    baseline_dir: &Path,
+    candidate_dir: &Path,
+    statement: &Path,
+    bytes: &[u8],
+    key: &VerifyingKey,
+) -> (Report, Option<String>) {
     let mut report = Report::default();
-    let bytes = safe_fs::read_regular(statement, MAX_COMPARISON_BYTES).map_err(crate::Error::file)?;
-    let signed = crate::sign::verify_statement(statement, &bytes, key, "comparison").map(|evidence| {
+    let signed = crate::sign::verify_statement(statement, bytes, key, "comparison").map(|evidence| {
         format!("{evidence}. A signature shows who compared, not that the comparison is right")
     });
     let failed = signed.is_err();
     report.record(SCOPE, "comparison.signature", signed);
     if failed {
-        return Ok((report, None));
+        return (report, None);
     }
-    let page = check_statement(&mut report, baseline_dir, candidate_dir, statement, &bytes);
-    Ok((report, page))
+    let page = check_statement(&mut report, baseline_dir, candidate_dir, statement, bytes);
+    (report, page)
 }
 
 /// Everything after the signature: subject, plan, runs, verdicts and the page beside the statement.

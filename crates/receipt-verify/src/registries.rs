@@ -118,36 +118,45 @@ pub(crate) fn judge_name(name: &str, digests: &BTreeMap<String, String>) -> Resu
     ))
 }
 
+/// BEIR's registry entry named exactly `name`.
+fn dataset_entry(name: &str) -> Option<Value> {
+    let mut registry: Value = serde_json::from_str(DATASETS).ok()?;
+    let all = registry["datasets"].as_array_mut()?;
+    let at = all.iter().position(|d| d["name"] == name)?;
+    Some(all.swap_remove(at))
+}
+
+/// The entry of `dataset`, or for `<dataset>/<forum>` of its dataset.
+fn dataset_or_parent(dataset: &str) -> Option<Value> {
+    dataset_entry(dataset).or_else(|| dataset_entry(dataset.split('/').next().unwrap_or(dataset)))
+}
+
 /// BEIR's md5 of the zip that holds `dataset` (a registered name; a forum's is its parent's), if BEIR publishes one.
 pub(crate) fn beir_md5(dataset: &str) -> Option<String> {
-    let registry: Value = serde_json::from_str(DATASETS).ok()?;
-    let parent = dataset.split('/').next().unwrap_or(dataset);
-    registry["datasets"]
-        .as_array()?
-        .iter()
-        .find(|d| d["name"] == dataset || d["name"] == parent)
-        .and_then(|d| d["md5"].as_str())
-        .map(str::to_owned)
+    dataset_or_parent(dataset)?["md5"].as_str().map(str::to_owned)
 }
 
 /// Whether BEIR's registry names `dataset` (or, for `<dataset>/<forum>`, its dataset).
 pub(crate) fn is_beir_dataset(dataset: &str) -> bool {
-    let parent = dataset.split('/').next().unwrap_or(dataset);
-    serde_json::from_str::<Value>(DATASETS).is_ok_and(|registry| {
-        registry["datasets"]
-            .as_array()
-            .is_some_and(|all| all.iter().any(|d| d["name"] == dataset || d["name"] == parent))
-    })
+    dataset_or_parent(dataset).is_some()
+}
+
+/// Whether a fixture's dataset has published rows, so that its bundle must carry `published.json`: one of
+/// BEIR's datasets, not an archive named only by its folder (nor the tiny stand-in).
+pub(crate) fn has_published_rows(metadata: &Value) -> bool {
+    metadata["registered"] != false && is_beir_dataset(metadata["profile"].as_str().unwrap_or(""))
 }
 
 /// The forums BEIR's registry lists for `dataset` (as `<dataset>/<forum>`), or `None` when it lists none: a
 /// dataset of forums is their unweighted mean, so a suite's row of it must hold exactly these.
 pub(crate) fn forums(dataset: &str) -> Option<Vec<String>> {
-    let registry: Value = serde_json::from_str(DATASETS).ok()?;
-    let forums =
-        registry["datasets"].as_array()?.iter().find(|d| d["name"] == dataset)?["forums"].as_array()?;
-    let names: Vec<String> =
-        forums.iter().filter_map(|f| f["name"].as_str()).map(|f| format!("{dataset}/{f}")).collect();
+    let entry = dataset_entry(dataset)?;
+    let names: Vec<String> = entry["forums"]
+        .as_array()?
+        .iter()
+        .filter_map(|f| f["name"].as_str())
+        .map(|f| format!("{dataset}/{f}"))
+        .collect();
     (!names.is_empty()).then_some(names)
 }
 
@@ -219,6 +228,11 @@ mod tests {
         assert_eq!(super::forums("nfcorpus"), None);
         assert!(is_beir_dataset("scifact") && is_beir_dataset("cqadupstack/android"));
         assert!(!is_beir_dataset("tiny") && !is_beir_dataset("made-up"));
+        let of = |profile: &str, registered: bool| serde_json::json!({"profile": profile, "registered": registered});
+        assert!(
+            has_published_rows(&of("nfcorpus", true)) && has_published_rows(&of("cqadupstack/android", true))
+        );
+        assert!(!has_published_rows(&of("nfcorpus", false)) && !has_published_rows(&of("tiny", true)));
         let tiny = serde_json::json!({"profile": "tiny", "source": {"archive_md5": "00"}});
         assert!(archive_standing(&tiny).is_err());
     }

@@ -246,11 +246,12 @@ pub fn verify_suite_comparison(
             continue;
         }
         let path = dir.join(named);
-        let digest = safe_fs::read_regular(&path, MAX_SUITE_BYTES).map(|b| (sha256_tagged(&b), b));
-        let Ok((digest, comparison_bytes)) = digest else {
+        // One read: the bytes hashed against the statement are the bytes verified and whose verdict is taken.
+        let Ok(comparison_bytes) = crate::comparison::read_statement(&path) else {
             report.record(dataset, "comparison.dataset", Err(format!("{} cannot be read", path.display())));
             continue;
         };
+        let digest = sha256_tagged(&comparison_bytes);
         if row["comparison_sha256"] != digest.as_str() {
             report.record(
                 dataset,
@@ -259,8 +260,13 @@ pub fn verify_suite_comparison(
             );
             continue;
         }
-        let (each, _) =
-            crate::comparison::verify_comparison(&baseline.join(base), &candidate.join(cand), &path, key)?;
+        let (each, _) = crate::comparison::verify_comparison_bytes(
+            &baseline.join(base),
+            &candidate.join(cand),
+            &path,
+            &comparison_bytes,
+            key,
+        );
         let passed = each.passed();
         for mut check in each.checks {
             check.scope = format!("{dataset}/{}", check.scope);

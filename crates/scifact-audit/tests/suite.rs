@@ -298,7 +298,7 @@ fn a_list_of_registered_datasets_is_a_suite_of_their_bundles() {
     );
     assert!(out.join("suite-comparison.json.minisig").exists() && out.join("nfcorpus/compare.html").exists());
     // verify-comparison re-derives it: every dataset's statement verified, the overall verdict by its rule.
-    let check = |statement_dir: &Path| {
+    let check = || {
         scifact_audit(
             &[
                 "verify-comparison",
@@ -307,40 +307,39 @@ fn a_list_of_registered_datasets_is_a_suite_of_their_bundles() {
                 "--candidate",
                 path_str(&again),
                 "--statement",
-                path_str(&statement_dir.join("suite-comparison.json")),
+                path_str(&out.join("suite-comparison.json")),
                 "--public-key",
                 path_str(&public),
             ],
             "",
         )
     };
-    let verified = check(&out);
+    let verified = check();
     let said = String::from_utf8_lossy(&verified.stdout);
     assert_eq!(verified.status.code(), Some(0), "{said}");
     assert!(said.contains("comparison.verdict") || said.contains("verdict: verified"), "{said}");
-    // The overall verdict said to be improved, and re-signed: the datasets' verdicts give identical.
-    let mut forged = statement.clone();
-    forged["verdict"] = Value::from("improved");
-    let bytes = serde_json::to_vec_pretty(&forged).unwrap();
-    std::fs::write(out.join("suite-comparison.json"), &bytes).unwrap();
+    // The statement edited by the comparer and signed again: verify-comparison exits 1; what it printed.
     let key = receipt_verify::load_secret_key(&secret, None).unwrap();
-    let signature = receipt_verify::sign_document(&key, &bytes, "suite-comparison").unwrap();
-    std::fs::write(out.join("suite-comparison.json.minisig"), signature).unwrap();
-    let refused = check(&out);
-    let said = String::from_utf8_lossy(&refused.stdout);
-    assert_eq!(refused.status.code(), Some(1), "{said}");
+    let refused_after = |edit: &dyn Fn(&mut Value)| {
+        let mut forged = statement.clone();
+        edit(&mut forged);
+        let bytes = serde_json::to_vec_pretty(&forged).unwrap();
+        std::fs::write(out.join("suite-comparison.json"), &bytes).unwrap();
+        let signature = receipt_verify::sign_document(&key, &bytes, "suite-comparison").unwrap();
+        std::fs::write(out.join("suite-comparison.json.minisig"), signature).unwrap();
+        let refused = check();
+        let said = String::from_utf8_lossy(&refused.stdout).into_owned();
+        assert_eq!(refused.status.code(), Some(1), "{said}");
+        said
+    };
+    // The overall verdict said to be improved: the datasets' verdicts give identical.
+    let said = refused_after(&|forged| forged["verdict"] = Value::from("improved"));
     assert!(said.contains("its datasets' verdicts give identical"), "{said}");
     // A dataset dropped from the statement.
-    let mut forged = statement.clone();
-    forged["datasets"] = serde_json::json!([]);
-    forged["verdict"] = Value::from("inconclusive");
-    let bytes = serde_json::to_vec_pretty(&forged).unwrap();
-    std::fs::write(out.join("suite-comparison.json"), &bytes).unwrap();
-    let signature = receipt_verify::sign_document(&key, &bytes, "suite-comparison").unwrap();
-    std::fs::write(out.join("suite-comparison.json.minisig"), signature).unwrap();
-    let refused = check(&out);
-    let said = String::from_utf8_lossy(&refused.stdout);
-    assert_eq!(refused.status.code(), Some(1), "{said}");
+    let said = refused_after(&|forged| {
+        forged["datasets"] = serde_json::json!([]);
+        forged["verdict"] = Value::from("inconclusive");
+    });
     assert!(said.contains("the suites both hold [\"nfcorpus\"]"), "{said}");
 }
 
