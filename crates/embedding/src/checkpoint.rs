@@ -233,7 +233,6 @@ impl Checkpoint {
     }
 }
 
-/// BERT, and nothing else: `model_type` and `architectures`, when given, must say so.
 /// The largest size of each kind config.json may declare: far above every model of this family (XLM-R's
 /// 250,002-token vocabulary, bge-m3's 8,194 positions, 24 layers of 1,024), so that a hostile or broken file is
 /// refused by name before anything of its size is allocated. The weights must then have these shapes.
@@ -280,6 +279,7 @@ fn check_sizes(path: &Path, config: &Config) -> Result<()> {
     Ok(())
 }
 
+/// BERT, and nothing else: `model_type` and `architectures`, when given, must say so.
 fn check_architecture(path: &Path, raw: &Value) -> Result<()> {
     if let Some(kind) = raw.get("model_type").and_then(Value::as_str)
         && kind != "bert"
