@@ -7,6 +7,7 @@ each side, which must equal the statement's.
 
 Usage: scripts/check-compare-ranx.py BASELINE_BUNDLE CANDIDATE_BUNDLE comparison.json
 """
+import glob
 import json
 import math
 import os
@@ -22,7 +23,8 @@ def per_query(bundle, aggregate, metric):
     stem = aggregate[: -len(".aggregate.json")]
     rows = [json.loads(line) for line in open(os.path.join(bundle, f"{stem}.jsonl"))]
     ids = [row["query_id"] for row in rows]
-    judged = Qrels.from_file(os.path.join(bundle, "scifact-test.qrels"), kind="trec").to_dict()
+    (qrels_file,) = glob.glob(os.path.join(bundle, "*.qrels"))
+    judged = Qrels.from_file(qrels_file, kind="trec").to_dict()
     ranked = Run.from_file(os.path.join(bundle, f"{stem}.trec"), kind="trec").to_dict()
     qrels = Qrels.from_dict({q: judged[q] for q in ids})
     run = Run.from_dict({q: ranked[q] for q in ids if q in ranked})

@@ -4,7 +4,8 @@ and requires each tool to give every aggregate metric to 1e-9.
 
 Usage: scripts/check-trec-tools.py DIR
 
-For each `*.aggregate.json` in DIR, the run file is `<stem>.trec` and the qrels `scifact-test.qrels`. An
+For each `*.aggregate.json` in DIR, the run file is `<stem>.trec` and the qrels DIR's one `*.qrels` file
+(`<dataset>-<split>.qrels`; `scifact-test.qrels` in bundles of claim v5 and earlier, whatever the dataset). An
 aggregate's metric is the mean over its selected queries (a query with no line in the run scores 0), so each
 tool's per-query values are averaged over `split_binding.selected_ids` the same way.
 """
@@ -51,13 +52,21 @@ def read_qrels(path):
     return qrels
 
 
+def the_qrels(directory):
+    """DIR's one qrels file."""
+    found = glob.glob(os.path.join(directory, "*.qrels"))
+    if len(found) != 1:
+        sys.exit(f"{directory}: {len(found)} qrels files, not one")
+    return found[0]
+
+
 def mean_over(selected, per_query):
     return sum(per_query.get(q, 0.0) for q in selected) / len(selected)
 
 
 def main():
     directory = sys.argv[1]
-    qrels_path = os.path.join(directory, "scifact-test.qrels")
+    qrels_path = the_qrels(directory)
     qrels = read_qrels(qrels_path)
     aggregates = sorted(glob.glob(os.path.join(directory, "*.aggregate.json")))
     if not aggregates:

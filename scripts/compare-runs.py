@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compares two run directories file by file (the rows `scifact-<mode>-<split>.jsonl` of `scifact-audit run`):
+"""Compares two run directories file by file (the rows `<dataset>-<mode>-<split>.jsonl` of `scifact-audit run`):
 per query, the ranked doc ids, ranks and the bits of every score, fused and per component. A performance
 change to the search must leave every one identical; this is how #17's changes were checked against a run made
 before them.

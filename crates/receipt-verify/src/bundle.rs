@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::artifacts::{Run, load_runs};
 use crate::canonical::{canonical_digest, sha256_tagged};
-use crate::checks::exports::{export_checks, export_names, test_result_agrees};
+use crate::checks::exports::{Collection, export_checks, export_names, test_result_agrees};
 use crate::checks::{EmbeddingCheck, Input, Inputs, run_all, selection::Documents};
 use crate::error::{Error, Result};
 use crate::fixture::FixtureView;
@@ -173,7 +173,7 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
     };
     files.insert(EFFECTIVE_CONFIG_FILE.into(), config_file);
     files.extend(documents);
-    for name in export_names(&runs).into_iter().chain([TEST_RESULT_FILE.to_owned()]) {
+    for name in export_names(&runs, &view.qrels_file()).into_iter().chain([TEST_RESULT_FILE.to_owned()]) {
         match Found::at(&options.output_dir.join(&name), MAX_FIXTURE_BYTES) {
             Found::Read(_, bytes) => {
                 files.insert(name, bytes);
@@ -638,10 +638,16 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
                 files.get(TEST_RESULT_FILE).map(Vec::as_slice),
             ),
         );
+        // Bundles of claim v5 and earlier named the qrels for SciFact whatever the dataset.
+        let collection = match (predicate_type, view.as_ref()) {
+            (PREDICATE_TYPE, Some(view)) => Collection::of(view),
+            _ => Collection::legacy(),
+        };
         report.extend(export_checks(
             &runs,
             |name| files.get(name).map(Vec::as_slice),
             view.as_ref().map(|view| &view.qrels),
+            &collection,
         ));
     }
     let model = outcome.model.map(|mut model| {

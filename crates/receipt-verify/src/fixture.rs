@@ -255,6 +255,12 @@ impl FixtureView {
     pub fn qrels_split(&self) -> &str {
         self.metadata["qrels_split"].as_str().unwrap_or("test")
     }
+
+    /// The qrels file a run of this fixture exports: `<dataset>-<split>.qrels` (`nfcorpus-test.qrels`,
+    /// `cqadupstack-android-test.qrels`), named as the runs are ([`file_prefix`]).
+    pub fn qrels_file(&self) -> String {
+        format!("{}-{}.qrels", file_prefix(self.profile()), self.qrels_split())
+    }
 }
 
 impl FullFixture {
@@ -453,6 +459,19 @@ impl BoundFile {
     }
 }
 
+/// What a run's files are named after: the dataset's name, a forum's `/` as `-`, and any character a file name
+/// should not hold as `_` (the runner's rule, written again here).
+pub(crate) fn file_prefix(dataset: &str) -> String {
+    dataset
+        .chars()
+        .map(|c| match c {
+            '/' => '-',
+            c if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' => c,
+            _ => '_',
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -464,6 +483,22 @@ mod tests {
 
     fn refused(bytes: &[u8]) -> String {
         FixtureView::from_bytes(Path::new("named.json"), bytes).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_run_s_files_are_named_for_its_dataset_and_nothing_else() {
+        assert_eq!(file_prefix("nfcorpus"), "nfcorpus");
+        assert_eq!(file_prefix("cqadupstack/android"), "cqadupstack-android");
+        assert_eq!(file_prefix("my data\n../x"), "my_data_..-x");
+        let view = |metadata: serde_json::Value| {
+            let (view, _) = FixtureView::from_bytes(Path::new("f.json"), FULL).unwrap();
+            FixtureView { metadata, ..view }
+        };
+        assert_eq!(view(serde_json::json!({"profile": "tiny"})).qrels_file(), "tiny-test.qrels");
+        assert_eq!(
+            view(serde_json::json!({"profile": "msmarco", "qrels_split": "dev"})).qrels_file(),
+            "msmarco-dev.qrels"
+        );
     }
 
     #[test]

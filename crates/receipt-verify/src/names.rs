@@ -68,8 +68,8 @@ pub const VERIFICATION_FILE: &str = "verification.json";
 pub const TEST_RESULT_FILE: &str = "verification.intoto.json";
 /// The mapping's file name.
 pub const MAPPING_FILE: &str = "scifact.mapping.json";
-/// The test qrels file.
-pub const QRELS_FILE: &str = "scifact-test.qrels";
+/// The qrels file of bundles of claim v5 and earlier, whatever their dataset.
+pub const LEGACY_QRELS_FILE: &str = "scifact-test.qrels";
 /// A run file's suffix after its aggregate's stem.
 pub const TREC_SUFFIX: &str = ".trec";
 /// A run's ir_metadata suffix after its aggregate's stem.

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::artifacts::{Run, RunFiles, aggregates_in, parse_all};
+use crate::checks::exports::Collection;
 use crate::checks::{EmbeddingCheck, Input, Inputs, run_all, selection::Documents};
 use crate::error::{Error, Result};
 use crate::fixture::FixtureView;
@@ -16,8 +17,8 @@ use crate::found::{Found, hash_executable};
 use crate::mapping::Mapping;
 use crate::names::{
     EFFECTIVE_CONFIG_FILE, MAPPING_FILE, MAX_FIXTURE_BYTES, MAX_SIDECAR_BYTES, OUTPUT_LIMITS,
-    PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, PUBLISHED_FILE, QRELS_FILE, REPORT_FILE,
-    SELECTION_FILE, STATISTICS_FILE, TEST_RESULT_FILE, VERIFICATION_FILE,
+    PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, PUBLISHED_FILE, REPORT_FILE, SELECTION_FILE,
+    STATISTICS_FILE, TEST_RESULT_FILE, VERIFICATION_FILE,
 };
 use crate::report::{REPORT_SCHEMA, Report};
 
@@ -266,9 +267,14 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
         report.extend(outcome.report);
         model = model.or(outcome.model);
     }
-    if options.output_dir.join(QRELS_FILE).symlink_metadata().is_ok() {
+    // The qrels file names the dataset; an output directory written before it did named SciFact.
+    let collection = [view.as_ref().map(Collection::of), Some(Collection::legacy())]
+        .into_iter()
+        .flatten()
+        .find(|collection| options.output_dir.join(&collection.qrels_file).symlink_metadata().is_ok());
+    if let Some(collection) = collection {
         let mut exports: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-        for name in crate::checks::exports::export_names(&runs) {
+        for name in crate::checks::exports::export_names(&runs, &collection.qrels_file) {
             match Found::at(&options.output_dir.join(&name), MAX_FIXTURE_BYTES) {
                 Found::Read(_, bytes) => {
                     exports.insert(name, bytes);
@@ -281,6 +287,7 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
             &runs,
             |name| exports.get(name).map(Vec::as_slice),
             view.as_ref().map(|view| &view.qrels),
+            &collection,
         ));
     }
     report.extend(crate::checks::store::stores(&runs, options.store_dir.as_deref()));

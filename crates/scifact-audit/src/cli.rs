@@ -42,8 +42,8 @@ pub(crate) enum Command {
     /// command to resume.
     Build(BuildArgs),
     /// Run the evaluation: build or resume the store from the fixture, run the chosen modes over the chosen
-    /// split, and write `scifact-<mode>-<split>.jsonl` (one row per query, with its search receipt) and
-    /// `scifact-<mode>-<split>.aggregate.json` (metrics plus every binding) into the output directory.
+    /// split, and write `<dataset>-<mode>-<split>.jsonl` (one row per query, with its search receipt) and
+    /// `<dataset>-<mode>-<split>.aggregate.json` (metrics plus every binding) into the output directory.
     /// Calibration is for diagnosis and configuration choice; run held-out once, after freezing; `all` only
     /// after held-out. Never overwrites a receipt. Interrupted, the same command resumes: modes already
     /// complete are kept, a mode cut short continues from its journal without asking anything twice.
@@ -82,7 +82,7 @@ pub(crate) enum Command {
     Verify(VerifyArgs),
     /// Write, beside every aggregate in a directory, its TREC run file (`qid Q0 docid rank score tag`),
     /// ir_metadata (PRIMAD) YAML and SLSA provenance (an in-toto Statement), and the test qrels
-    /// (`scifact-test.qrels`), for trec_eval, pytrec_eval, ranx, ir-measures and supply-chain tools. A score whose f32 rounding is not below the line before it is written as the f32 just under that, so tools that sort
+    /// (`<dataset>-<split>.qrels`), for trec_eval, pytrec_eval, ranx, ir-measures and supply-chain tools. A score whose f32 rounding is not below the line before it is written as the f32 just under that, so tools that sort
     /// by score keep the library's order; `verify` and `verify-bundle` check every line against the rows.
     /// `eval` does this itself before verifying.
     Export(ExportArgs),
@@ -457,7 +457,7 @@ pub(crate) struct EvalArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ValidateArgs {
-    /// Aggregate files (scifact-<mode>-<split>.aggregate.json)
+    /// Aggregate files (<dataset>-<mode>-<split>.aggregate.json)
     #[arg(required = true, value_name = "AGGREGATE")]
     pub(crate) aggregates: Vec<PathBuf>,
     /// The fixture, when it is not at the path the aggregates record

@@ -147,6 +147,9 @@ pub(crate) fn run_one(
         crate::guard::OnStop::AtDurablePoint,
     )?;
     let view = FixtureView::load(&fixture, scifact_eval::MAX_FIXTURE_BYTES)?.0;
+    let metadata: scifact_eval::FixtureMetadata = serde_json::from_value(view.metadata.clone())
+        .with_context(|| format!("{}: the fixture's metadata", fixture.display()))?;
+    let dataset = metadata.profile.as_str();
 
     let (preregistration, preregistration_sha256) = stages
         .time("pre-register", |_| crate::selection::ensure_preregistration(&results, &inputs, signer))?;
@@ -156,7 +159,7 @@ pub(crate) fn run_one(
     let baseline = SearchConfig::default();
     stages.time("calibration", |progress| {
         run_split(
-            &fixture,
+            (&fixture, dataset),
             &store,
             &results,
             Split::Calibration,
@@ -167,7 +170,7 @@ pub(crate) fn run_one(
     })?;
     stages.time("calibration trials", |progress| {
         run_split(
-            &fixture,
+            (&fixture, dataset),
             &store,
             &results,
             Split::Calibration,
@@ -177,16 +180,23 @@ pub(crate) fn run_one(
         )
     })?;
     stages.time("validate calibration", |_| {
-        let mut names: Vec<String> =
-            ALL_MODES.iter().map(|mode| aggregate_file_name(*mode, Split::Calibration, None)).collect();
+        let mut names: Vec<String> = ALL_MODES
+            .iter()
+            .map(|mode| aggregate_file_name(dataset, *mode, Split::Calibration, None))
+            .collect();
         for trial in &preregistration.search_space.trials[1..] {
-            names.push(aggregate_file_name(SearchMode::Hybrid, Split::Calibration, trial.label.as_deref()));
+            names.push(aggregate_file_name(
+                dataset,
+                SearchMode::Hybrid,
+                Split::Calibration,
+                trial.label.as_deref(),
+            ));
         }
         validate_runs(&results, &names, "calibration", &view)
     })?;
     safe_fs::halt::point("eval.validated");
     let (selection, selection_sha256) = stages.time("select", |_| {
-        crate::selection::ensure_selection(&results, &preregistration, &preregistration_sha256)
+        crate::selection::ensure_selection(&results, dataset, &preregistration, &preregistration_sha256)
     })?;
     safe_fs::halt::point("eval.selected");
     crate::selection::ensure_freeze(
@@ -203,28 +213,39 @@ pub(crate) fn run_one(
         vec![baseline.clone()]
     };
     stages.time("held-out", |progress| {
-        run_split(&fixture, &store, &results, Split::Heldout, &heldout_configs, &ALL_MODES, progress)
+        run_split(
+            (&fixture, dataset),
+            &store,
+            &results,
+            Split::Heldout,
+            &heldout_configs,
+            &ALL_MODES,
+            progress,
+        )
     })?;
     stages.time("validate held-out", |_| {
         let mut names = Vec::new();
         for label in [None, selection.winner.label.as_deref()] {
             for mode in ALL_MODES {
-                names.push(aggregate_file_name(mode, Split::Heldout, label));
+                names.push(aggregate_file_name(dataset, mode, Split::Heldout, label));
             }
         }
         names.dedup();
         validate_runs(&results, &names, "held-out", &view)
     })?;
     let statistics = stages.time("statistics", |_| {
-        crate::selection::ensure_statistics(&results, &preregistration, &preregistration_sha256, &selection)
+        crate::selection::ensure_statistics(
+            &results,
+            dataset,
+            &preregistration,
+            &preregistration_sha256,
+            &selection,
+        )
     })?;
-    let published = stages.time("published rows", |_| {
-        let metadata: scifact_eval::FixtureMetadata = serde_json::from_value(view.metadata.clone())
-            .with_context(|| format!("{}: the fixture's metadata", fixture.display()))?;
-        crate::selection::ensure_published(&results, &metadata)
-    })?;
+    let published =
+        stages.time("published rows", |_| crate::selection::ensure_published(&results, &metadata))?;
     stages.time("export", |_| {
-        crate::export::export(&results, &view.qrels, model_dir.as_deref(), &run_id).map(|_| ())
+        crate::export::export(&results, &metadata, &view.qrels, model_dir.as_deref(), &run_id).map(|_| ())
     })?;
     // The runs' memory (embedding buffers, the store's indexes) is free by now but kept by the allocator.
     embedding::return_freed_memory();
@@ -319,10 +340,10 @@ fn check_archive(archive: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs `modes` of `split` under each of `configs` whose aggregates are missing; a run interrupted earlier
-/// resumes.
+/// Runs `modes` of `split` over the fixture at `fixture` (of `dataset`, which names the files) under each of
+/// `configs` whose aggregates are missing; a run interrupted earlier resumes.
 pub(crate) fn run_split(
-    fixture: &Path,
+    (fixture, dataset): (&Path, &str),
     store: &Path,
     results: &Path,
     split: Split,
@@ -335,7 +356,7 @@ pub(crate) fn run_split(
         let label = config_label(config)?;
         if modes
             .iter()
-            .any(|mode| !results.join(aggregate_file_name(*mode, split, label.as_deref())).exists())
+            .any(|mode| !results.join(aggregate_file_name(dataset, *mode, split, label.as_deref())).exists())
         {
             missing.push(config.clone());
         }

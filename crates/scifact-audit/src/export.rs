@@ -6,9 +6,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use scifact_eval::exports::{Exported, write_exports};
+use scifact_eval::exports::{Collection, Exported, write_exports};
 use scifact_eval::slsa::BuildInputs;
-use scifact_eval::{LoadedFixture, sha256_hex};
+use scifact_eval::{FixtureMetadata, LoadedFixture, sha256_hex};
 
 use crate::cli::ExportArgs;
 
@@ -22,7 +22,8 @@ pub(crate) fn run(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     let run_id = args.output_dir.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let fixture = LoadedFixture::read(&args.corpus)
         .with_context(|| format!("{} is not a fixture", args.corpus.display()))?;
-    let exported = export(&args.output_dir, &qrels_of(&fixture), args.model_dir.as_deref(), &run_id)?;
+    let exported =
+        export(&args.output_dir, &fixture.metadata, &qrels_of(&fixture), args.model_dir.as_deref(), &run_id)?;
     let mut out = std::io::stdout().lock();
     for name in &exported.runs {
         writeln!(out, "wrote {}", args.output_dir.join(name).display())?;
@@ -62,12 +63,15 @@ pub(crate) fn qrels_of(fixture: &LoadedFixture) -> BTreeMap<String, BTreeMap<Str
     qrels
 }
 
-/// Writes the exports of `output_dir` with the fixture's judgements `qrels`.
+/// Writes the exports of `output_dir`, the runs of the fixture described by `metadata`, with its judgements
+/// `qrels`.
 pub(crate) fn export(
     output_dir: &Path,
+    metadata: &FixtureMetadata,
     qrels: &BTreeMap<String, BTreeMap<String, i64>>,
     model_dir: Option<&Path>,
     run_id: &str,
 ) -> anyhow::Result<Exported> {
-    Ok(write_exports(output_dir, qrels, run_id, &build_inputs(model_dir)?)?)
+    let collection = Collection::of(metadata)?;
+    Ok(write_exports(output_dir, &collection, qrels, run_id, &build_inputs(model_dir)?)?)
 }

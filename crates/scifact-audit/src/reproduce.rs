@@ -19,7 +19,10 @@ use scifact_eval::reproduction::{
     EffectComparison, RunComparison, Tolerances, Verdict, compare_effect, compare_run, verdict,
 };
 use scifact_eval::slsa::rfc3339;
-use scifact_eval::{ExecutableIdentity, HostIdentity, LoadedFixture, Split, build_fixture, sha256_hex};
+use scifact_eval::{
+    ExecutableIdentity, HostIdentity, LoadedFixture, Split, aggregate_file_name, build_fixture, config_label,
+    sha256_hex,
+};
 use semantic_memory::{SearchConfig, SearchMode};
 use serde_json::{Value, json};
 
@@ -161,6 +164,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     let vectors = same_vectors(contents.vectors.as_ref(), &rebuilt);
 
     let (store, results) = (work.join("store"), work.join("results"));
+    let dataset = rebuilt.metadata.profile.as_str();
     for split in [Split::Calibration, Split::Heldout] {
         // Each configuration with the modes the bundle ran it in; configurations sharing modes run together.
         let mut configs: Vec<(SearchConfig, Vec<SearchMode>)> = Vec::new();
@@ -184,11 +188,12 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         }
         for (modes, group) in &groups {
             writeln!(out, "run          {split}: {} configuration(s), modes {modes:?}", group.len())?;
-            crate::eval::run_split(&fixture, &store, &results, split, group, modes, &progress)?;
+            crate::eval::run_split((&fixture, dataset), &store, &results, split, group, modes, &progress)?;
         }
     }
     crate::export::export(
         &results,
+        &rebuilt.metadata,
         &crate::export::qrels_of(&rebuilt),
         model_dir.as_deref(),
         "reproduction",
@@ -198,7 +203,15 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     let mut reproduced_rows: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     let mut total = 0;
     for run in runs {
-        let reproduced = Run::load(&results.join(&run.name), receipt_verify::OUTPUT_LIMITS, &mut total)
+        // The reproduction's files are named for the dataset; a bundle made before named them for SciFact.
+        let config: SearchConfig = serde_json::from_value(run.aggregate["retrieval"]["config"].clone())
+            .with_context(|| format!("{}: the configuration", run.name))?;
+        let mode: SearchMode = serde_json::from_value(run.aggregate["mode"].clone())
+            .with_context(|| format!("{}: the mode", run.name))?;
+        let split: Split = serde_json::from_value(run.aggregate["split"].clone())
+            .with_context(|| format!("{}: the split", run.name))?;
+        let name = aggregate_file_name(dataset, mode, split, config_label(&config)?.as_deref());
+        let reproduced = Run::load(&results.join(&name), receipt_verify::OUTPUT_LIMITS, &mut total)
             .with_context(|| format!("the reproduction of {}", run.name))?;
         let rows = reproduced.rows.map_err(|reason| anyhow::anyhow!("{}: {reason}", reproduced.name))?;
         compared.push(compare_run(&run.aggregate, &run.name, rows_of(run)?, &rows));
@@ -321,10 +334,20 @@ fn effects(
         return Ok(Vec::new());
     };
     let winner = selection["winner"]["label"].as_str().map(str::to_owned);
+    // The held-out run of a side's mode and configuration, found by what its aggregate says (its file name is
+    // the dataset's, or SciFact's in a bundle made before).
     let aggregate = |side: &Value| {
-        let mode: SearchMode = serde_json::from_value(side["mode"].clone()).ok()?;
         let label = if side["config"] == "selected" { winner.as_deref() } else { None };
-        Some(scifact_eval::aggregate_file_name(mode, Split::Heldout, label))
+        runs.iter()
+            .find(|run| {
+                run.aggregate["mode"] == side["mode"]
+                    && run.str_at("/split") == "heldout"
+                    && serde_json::from_value::<SearchConfig>(run.aggregate["retrieval"]["config"].clone())
+                        .ok()
+                        .and_then(|config| config_label(&config).ok())
+                        .is_some_and(|found| found.as_deref() == label)
+            })
+            .map(|run| run.name.clone())
     };
     let mut effects = Vec::new();
     for comparison in statistics["comparisons"].as_array().into_iter().flatten() {

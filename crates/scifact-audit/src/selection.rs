@@ -146,6 +146,7 @@ fn calibration_work(results: &Path) -> anyhow::Result<Option<PathBuf>> {
 /// Writes `selection.json` from the finished trials, or checks that the one there is what they give.
 pub(crate) fn ensure_selection(
     results: &Path,
+    dataset: &str,
     preregistration: &Preregistration,
     preregistration_sha256: &str,
 ) -> anyhow::Result<(Selection, String)> {
@@ -153,7 +154,7 @@ pub(crate) fn ensure_selection(
         .search_space
         .trials
         .iter()
-        .map(|trial| trial_outcome(trial, &preregistration.selection_rule, results))
+        .map(|trial| trial_outcome(trial, &preregistration.selection_rule, results, dataset))
         .collect::<Result<Vec<_>, _>>()?;
     let path = results.join(SELECTION_FILE);
     if let Some((bytes, existing)) = read_json::<Selection>(&path)? {
@@ -224,11 +225,15 @@ pub(crate) fn ensure_freeze(
 }
 
 /// The held-out runs of the baseline and the selected configuration, as the statistics plan names them.
-pub(crate) fn heldout_runs(results: &Path, selection: &Selection) -> anyhow::Result<Vec<(Arm, FinishedRun)>> {
+pub(crate) fn heldout_runs(
+    results: &Path,
+    dataset: &str,
+    selection: &Selection,
+) -> anyhow::Result<Vec<(Arm, FinishedRun)>> {
     let mut runs = Vec::new();
     for (config, label) in [("baseline", None), ("selected", selection.winner.label.as_deref())] {
         for mode in ALL_MODES {
-            let run = FinishedRun::read(results, mode, Split::Heldout, label)?;
+            let run = FinishedRun::read(results, dataset, mode, Split::Heldout, label)?;
             runs.push((Arm { config: config.into(), mode: mode.as_str().into() }, run));
         }
     }
@@ -238,11 +243,12 @@ pub(crate) fn heldout_runs(results: &Path, selection: &Selection) -> anyhow::Res
 /// Computes `statistics.json` from the held-out rows (deterministic), writing it or checking the one there.
 pub(crate) fn ensure_statistics(
     results: &Path,
+    dataset: &str,
     preregistration: &Preregistration,
     preregistration_sha256: &str,
     selection: &Selection,
 ) -> anyhow::Result<Statistics> {
-    let runs = heldout_runs(results, selection)?;
+    let runs = heldout_runs(results, dataset, selection)?;
     let arms: Vec<ArmRows<'_>> = runs
         .iter()
         .map(|(arm, run)| ArmRows {
@@ -273,8 +279,8 @@ pub(crate) fn ensure_published(
 ) -> anyhow::Result<scifact_eval::published::PublishedComparison> {
     let mut runs = Vec::new();
     for mode in ALL_MODES {
-        let calibration = FinishedRun::read(results, mode, Split::Calibration, None)?;
-        let heldout = FinishedRun::read(results, mode, Split::Heldout, None)?;
+        let calibration = FinishedRun::read(results, &fixture.profile, mode, Split::Calibration, None)?;
+        let heldout = FinishedRun::read(results, &fixture.profile, mode, Split::Heldout, None)?;
         runs.push(scifact_eval::published::MeasuredRun {
             mode: mode.as_str().into(),
             text_policy: fixture.text_policy.policy.unwrap_or_default(),

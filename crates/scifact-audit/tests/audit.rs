@@ -129,15 +129,15 @@ fn failed_checks(stdout: &str) -> Vec<String> {
         .collect()
 }
 
-const HYBRID: &str = "scifact-hybrid-heldout.aggregate.json";
-const VECTOR: &str = "scifact-vector_only-heldout.aggregate.json";
+const HYBRID: &str = "synthetic-hybrid-heldout.aggregate.json";
+const VECTOR: &str = "synthetic-vector_only-heldout.aggregate.json";
 
 type Mutation = (&'static str, &'static str, fn(&Path));
 
 fn output_mutations() -> Vec<Mutation> {
     vec![
         ("flip a byte in a rows file", "rows.file", |d| {
-            flip_byte(&d.join("scifact-hybrid-heldout.jsonl"), 2000)
+            flip_byte(&d.join("synthetic-hybrid-heldout.jsonl"), 2000)
         }),
         ("edit an aggregate metric", "metrics.aggregate", |d| {
             edit_aggregate(d, HYBRID, |a| {

@@ -16,9 +16,9 @@ use crate::forge::{
 };
 use crate::{eval_args, path_str, scifact_audit, synthetic_scifact_zip, tiny_model};
 
-const HYBRID: &str = "scifact-hybrid-heldout.aggregate.json";
-const VECTOR: &str = "scifact-vector_only-heldout.aggregate.json";
-const FTS: &str = "scifact-fts_only-heldout.aggregate.json";
+const HYBRID: &str = "synthetic-hybrid-heldout.aggregate.json";
+const VECTOR: &str = "synthetic-vector_only-heldout.aggregate.json";
+const FTS: &str = "synthetic-fts_only-heldout.aggregate.json";
 
 type Mutation = (&'static str, &'static [&'static str], fn(&Path));
 
@@ -213,7 +213,7 @@ fn verify_mutations() -> Vec<Mutation> {
             })
         }),
         ("raise a run file's score by one single-precision step", &["exports.trec"], |d| {
-            edit_text(&d.join("scifact-hybrid-heldout.trec"), |text| {
+            edit_text(&d.join("synthetic-hybrid-heldout.trec"), |text| {
                 let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
                 let mut fields: Vec<String> = lines[0].split(' ').map(str::to_owned).collect();
                 let score: f64 = fields[4].parse().unwrap();
@@ -221,15 +221,15 @@ fn verify_mutations() -> Vec<Mutation> {
                 lines[0] = fields.join(" ");
                 lines.join("\n") + "\n"
             });
-            restate_run_digest(d, "scifact-hybrid-heldout");
+            restate_run_digest(d, "synthetic-hybrid-heldout");
         }),
         ("drop the actor from a run's ir_metadata", &["exports.metadata"], |d| {
-            edit_text(&d.join("scifact-vector_only-heldout.ir_metadata.yml"), |text| {
+            edit_text(&d.join("synthetic-vector_only-heldout.ir_metadata.yml"), |text| {
                 text.replace("\nactor:\n", "\nactors:\n")
             })
         }),
         ("start a run's provenance a second later", &["exports.provenance"], |d| {
-            let path = d.join("scifact-fts_only-calibration.provenance.json");
+            let path = d.join("synthetic-fts_only-calibration.provenance.json");
             let mut statement = read_json(&path);
             let metadata = &mut statement["predicate"]["runDetails"]["metadata"];
             let started = metadata["startedOn"].as_str().unwrap().to_owned();
@@ -238,7 +238,7 @@ fn verify_mutations() -> Vec<Mutation> {
             write_json(&path, &statement);
         }),
         ("judge one more document in the qrels", &["exports.qrels"], |d| {
-            edit_text(&d.join("scifact-test.qrels"), |text| {
+            edit_text(&d.join("synthetic-test.qrels"), |text| {
                 let first = text.lines().next().unwrap().split(' ').next().unwrap().to_owned();
                 format!("{text}{first} 0 not-a-judged-document 1\n")
             })
@@ -395,7 +395,7 @@ fn each_bundle_check_fails_alone() {
         });
     });
     case("a run file with one document swapped, re-hashed and re-signed", "exports.trec", &|b| {
-        let path = b.join("scifact-fts_only-heldout.trec");
+        let path = b.join("synthetic-fts_only-heldout.trec");
         let text = std::fs::read_to_string(&path).unwrap();
         let mut lines: Vec<Vec<String>> =
             text.lines().map(|l| l.split(' ').map(str::to_owned).collect()).collect();
@@ -404,22 +404,23 @@ fn each_bundle_check_fails_alone() {
         lines[1][2] = first;
         let bytes = lines.iter().map(|l| l.join(" ") + "\n").collect::<String>().into_bytes();
         std::fs::write(&path, &bytes).unwrap();
-        let metadata = restate_run_digest(b, "scifact-fts_only-heldout");
+        let metadata = restate_run_digest(b, "synthetic-fts_only-heldout");
         resign(b, &signed, |m| {
-            rehash(m, "scifact-fts_only-heldout.trec", &bytes);
-            rehash(m, "scifact-fts_only-heldout.ir_metadata.yml", &metadata);
+            rehash(m, "synthetic-fts_only-heldout.trec", &bytes);
+            rehash(m, "synthetic-fts_only-heldout.ir_metadata.yml", &metadata);
         });
     });
     case("a run's ir_metadata naming another run file, re-hashed and re-signed", "exports.metadata", &|b| {
-        let path = b.join("scifact-hybrid-calibration.ir_metadata.yml");
-        let text = std::fs::read_to_string(&path)
-            .unwrap()
-            .replace("file: \"scifact-hybrid-calibration.trec\"", "file: \"scifact-hybrid-heldout.trec\"");
+        let path = b.join("synthetic-hybrid-calibration.ir_metadata.yml");
+        let text = std::fs::read_to_string(&path).unwrap().replace(
+            "file: \"synthetic-hybrid-calibration.trec\"",
+            "file: \"synthetic-hybrid-heldout.trec\"",
+        );
         std::fs::write(&path, &text).unwrap();
-        resign(b, &signed, |m| rehash(m, "scifact-hybrid-calibration.ir_metadata.yml", text.as_bytes()));
+        resign(b, &signed, |m| rehash(m, "synthetic-hybrid-calibration.ir_metadata.yml", text.as_bytes()));
     });
     case("the qrels without their last judgement, re-hashed and re-signed", "exports.qrels", &|b| {
-        let path = b.join("scifact-test.qrels");
+        let path = b.join("synthetic-test.qrels");
         let text = std::fs::read_to_string(&path).unwrap();
         let kept: String = text
             .lines()
@@ -431,7 +432,7 @@ fn each_bundle_check_fails_alone() {
             .map(|l| format!("{l}\n"))
             .collect();
         std::fs::write(&path, &kept).unwrap();
-        resign(b, &signed, |m| rehash(m, "scifact-test.qrels", kept.as_bytes()));
+        resign(b, &signed, |m| rehash(m, "synthetic-test.qrels", kept.as_bytes()));
     });
     case(
         "a test-result statement that says FAILED, re-hashed and re-signed",
@@ -447,7 +448,7 @@ fn each_bundle_check_fails_alone() {
         },
     );
     case("a provenance naming the other split, re-hashed and re-signed", "exports.provenance", &|b| {
-        let name = "scifact-vector_only-heldout.provenance.json";
+        let name = "synthetic-vector_only-heldout.provenance.json";
         let mut statement = read_json(&b.join(name));
         statement["predicate"]["buildDefinition"]["externalParameters"]["split"] = Value::from("calibration");
         write_json(&b.join(name), &statement);

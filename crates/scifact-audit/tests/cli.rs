@@ -464,7 +464,7 @@ fn run_prints_metrics_beside_the_claim_boundary_and_refuses_bad_flags() {
         assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
     }
     for mode in ["fts_only", "vector_only", "hybrid"] {
-        assert!(out.join(format!("scifact-{mode}-calibration.aggregate.json")).exists());
+        assert!(out.join(format!("synthetic-{mode}-calibration.aggregate.json")).exists());
     }
     let again = scifact_audit(&args, "");
     assert_eq!(again.status.code(), Some(2));

@@ -255,7 +255,7 @@ fn run_and_bundle_on_their_own_resume_after_a_kill() {
         run_args(path_str(&fixture), path_str(&clean_store), path_str(&clean_out), "calibration", "all");
     assert!(scifact_audit(&clean, "").status.success());
     for mode in ["fts_only", "vector_only", "hybrid"] {
-        let rows = format!("scifact-{mode}-calibration.jsonl");
+        let rows = format!("synthetic-{mode}-calibration.jsonl");
         assert_eq!(comparable_rows(&out.join(&rows)), comparable_rows(&clean_out.join(&rows)), "{rows}");
     }
     let again = scifact_audit(&args, "");

@@ -230,8 +230,8 @@ fn forge(edits: &[Edit]) -> Forged {
                 }
             }
         }
-        if name == "scifact-vector_only-calibration.aggregate.json"
-            || name == "scifact-vector_only-heldout.aggregate.json"
+        if name == "tiny-vector_only-calibration.aggregate.json"
+            || name == "tiny-vector_only-heldout.aggregate.json"
         {
             let aggregate: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
             vector_ndcg_sum += aggregate["metrics"]["ndcg@10"].as_f64().unwrap()

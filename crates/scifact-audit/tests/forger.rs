@@ -72,13 +72,13 @@ impl Forgery {
 
     /// The aggregate of `mode` and `split` under the baseline (no label) or the selected configuration.
     pub(crate) fn aggregate(&self, mode: &str, split: &str, selected: bool) -> String {
-        let baseline = format!("scifact-{mode}-{split}.aggregate.json");
+        let baseline = format!("tiny-{mode}-{split}.aggregate.json");
         if !selected {
             return baseline;
         }
         self.aggregates()
             .into_iter()
-            .find(|n| n.starts_with(&format!("scifact-{mode}-{split}-c")))
+            .find(|n| n.starts_with(&format!("tiny-{mode}-{split}-c")))
             .unwrap_or(baseline)
     }
 

@@ -113,7 +113,7 @@ fn resign(bundle: &Path, signed: &Signed) {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
 }
 
-const HYBRID: &str = "scifact-hybrid-heldout.aggregate.json";
+const HYBRID: &str = "synthetic-hybrid-heldout.aggregate.json";
 const MAPPING: &str = "scifact.mapping.json";
 
 #[test]
@@ -487,7 +487,7 @@ fn hostile_output_directories_and_stores_fail_fast_and_clean() {
     std::fs::OpenOptions::new().write(true).open(store.join(MAPPING)).unwrap().set_len(3 << 30).unwrap();
     expect(&verify(&out, Some(&store)), "mapping.hash", "exceed the cap");
     let (out, store) = fresh("symlinked-rows");
-    let rows = out.join("scifact-hybrid-heldout.jsonl");
+    let rows = out.join("synthetic-hybrid-heldout.jsonl");
     let elsewhere = signed.dir.path().join("rows-elsewhere.jsonl");
     std::fs::copy(&rows, &elsewhere).unwrap();
     replace_with_symlink(&rows, &elsewhere);

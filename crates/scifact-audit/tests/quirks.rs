@@ -55,7 +55,7 @@ fn ndcg_10(ranked: &[String], qrels: &BTreeMap<String, i64>) -> f64 {
 #[test]
 fn graded_judgements_empty_titles_and_string_ids_go_through_eval_and_verify_bundle() {
     let e = evaluated();
-    let qrels = std::fs::read_to_string(e.bundle.join("scifact-test.qrels")).unwrap();
+    let qrels = std::fs::read_to_string(e.bundle.join("tiny-test.qrels")).unwrap();
     for grade in ["2", "0", "-1"] {
         assert!(qrels.lines().any(|l| l.ends_with(&format!(" {grade}"))), "no grade {grade} line exported");
     }

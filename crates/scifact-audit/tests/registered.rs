@@ -240,7 +240,7 @@ fn an_unregistered_archive_scored_on_its_dev_split_runs_end_to_end_and_says_what
     assert_eq!(published["rows"], serde_json::json!([]));
     assert!(published["unregistered"].as_str().unwrap().contains("no registered dataset"), "{published}");
     // 60 queries: 30 calibrate, 30 are held out, by the one rule.
-    let calibration = bundle.join("scifact-fts_only-calibration.aggregate.json");
+    let calibration = bundle.join("made-up-fts_only-calibration.aggregate.json");
     let aggregate: Value = serde_json::from_slice(&std::fs::read(calibration).unwrap()).unwrap();
     assert_eq!(aggregate["split_binding"]["calibration_count"], 30);
     assert_eq!(aggregate["split_binding"]["total"], 60);

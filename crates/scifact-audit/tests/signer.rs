@@ -793,12 +793,12 @@ fn require_exact_without_an_exact_answer() {
 fn a_trec_line_that_is_not_the_rows() {
     let forgery = Forgery::of(&base().bundle);
     forgery.repair_and_sign(&base().secret_key);
-    let name = "scifact-fts_only-heldout.trec";
+    let name = "tiny-fts_only-heldout.trec";
     let text = String::from_utf8(forgery.bytes(name)).unwrap();
     let mut lines: Vec<&str> = text.lines().collect();
     lines.swap(0, 1);
     forgery.set_bytes(name, format!("{}\n", lines.join("\n")).as_bytes());
-    let stem = "scifact-fts_only-heldout";
+    let stem = "tiny-fts_only-heldout";
     let metadata = String::from_utf8(forgery.bytes(&format!("{stem}.ir_metadata.yml"))).unwrap();
     let fixed: Vec<String> = metadata
         .lines()
@@ -1015,5 +1015,61 @@ fn published_rows_said_to_be_over_beirs_file() {
         |f| f.edit_json("published.json", |p| p["archive"]["beir_file"] = Value::from(true)),
         "published.rows",
         "published.json states the archive",
+    );
+}
+
+#[test]
+fn the_files_of_a_tiny_run_are_named_for_it_and_its_ir_metadata_is_not_beir_scifact() {
+    let bundle = &base().bundle;
+    let names: Vec<String> = std::fs::read_dir(bundle)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().any(|n| n == "tiny-hybrid-heldout.aggregate.json"), "{names:?}");
+    assert!(names.iter().any(|n| n == "tiny-test.qrels"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("scifact-")),
+        "a tiny run's file named for SciFact: {names:?}"
+    );
+    let metadata =
+        String::from_utf8(std::fs::read(bundle.join("tiny-hybrid-heldout.ir_metadata.yml")).unwrap())
+            .unwrap();
+    assert!(
+        metadata
+            .contains("name: \"tiny (test), an archive in BEIR's layout that is not BEIR's published file\""),
+        "{metadata}"
+    );
+    assert!(!metadata.contains("SciFact") && !metadata.contains("ir_datasets"), "{metadata}");
+    assert!(!metadata.contains("all-MiniLM-L6-v2"), "the tiny model is not MiniLM: {metadata}");
+}
+
+#[test]
+fn a_qrels_file_renamed_for_scifact_in_a_tiny_bundle() {
+    caught(
+        |f| {
+            let bytes = f.bytes("tiny-test.qrels");
+            std::fs::remove_file(f.dir.join("tiny-test.qrels")).unwrap();
+            f.set_bytes("scifact-test.qrels", &bytes);
+        },
+        "exports.qrels",
+        "tiny-test.qrels is missing",
+    );
+}
+
+#[test]
+fn an_ir_metadata_that_calls_the_tiny_corpus_beir_scifact() {
+    caught(
+        |f| {
+            for aggregate in f.aggregates() {
+                let name = format!("{}.ir_metadata.yml", aggregate.trim_end_matches(".aggregate.json"));
+                let text = String::from_utf8(f.bytes(&name)).unwrap().replace(
+                    "name: \"tiny (test), an archive in BEIR's layout that is not BEIR's published file\"",
+                    "name: \"BEIR scifact (test)\"",
+                );
+                f.set_bytes(&name, text.as_bytes());
+            }
+        },
+        "exports.metadata",
+        "BEIR's layout that is not BEIR's published file",
     );
 }

@@ -19,8 +19,58 @@ use crate::run::FinishedRun;
 use crate::schema::QueryRow;
 use crate::slsa::{BuildInputs, PROVENANCE_SUFFIX, slsa_provenance};
 
-/// The test qrels file, in trec_eval's four columns.
-pub const QRELS_FILE: &str = "scifact-test.qrels";
+/// The test collection a directory's runs score, named from the fixture: the qrels file's name and what
+/// ir_metadata calls the collection follow from the dataset, its split and whether the archive is BEIR's file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collection {
+    /// The dataset as its fixture names it (`scifact`, `nfcorpus`, `cqadupstack/android`, `tiny`).
+    pub dataset: String,
+    /// The qrels split scored.
+    pub split: String,
+    /// Whether the archive evaluated is BEIR's published file of the dataset (its md5 is BEIR's).
+    pub beir_file: bool,
+}
+
+impl Collection {
+    /// The collection of the fixture described by `metadata`.
+    ///
+    /// # Errors
+    /// When the built-in dataset registry does not parse.
+    pub fn of(metadata: &crate::fixture::FixtureMetadata) -> Result<Collection> {
+        let scored = crate::published::Scored::of(metadata);
+        let registry = crate::datasets::dataset_registry()
+            .map_err(|reason| Error::OutputMismatch { path: "configs/beir-datasets.json".into(), reason })?;
+        let parent = scored.dataset.split('/').next().unwrap_or(scored.dataset);
+        let beir_md5 = registry
+            .datasets
+            .into_iter()
+            .find(|d| d.name == scored.dataset || d.name == parent)
+            .and_then(|d| d.md5);
+        Ok(Collection {
+            dataset: scored.dataset.to_owned(),
+            split: scored.split.to_owned(),
+            beir_file: scored.registered && beir_md5.as_deref() == Some(scored.archive_md5),
+        })
+    }
+
+    /// The qrels file, in trec_eval's four columns: `<dataset>-<split>.qrels`, named as the runs are
+    /// ([`crate::run::file_prefix`]).
+    pub fn qrels_file(&self) -> String {
+        format!("{}-{}.qrels", crate::run::file_prefix(&self.dataset), self.split)
+    }
+
+    /// What ir_metadata calls the collection: BEIR's only over BEIR's file.
+    fn name(&self) -> String {
+        if self.beir_file {
+            format!("BEIR {} ({})", self.dataset, self.split)
+        } else {
+            format!(
+                "{} ({}), an archive in BEIR's layout that is not BEIR's published file",
+                self.dataset, self.split
+            )
+        }
+    }
+}
 /// The suffix of a run file, after the aggregate's stem.
 pub const TREC_SUFFIX: &str = ".trec";
 /// The suffix of a run's ir_metadata file, after the aggregate's stem.
@@ -84,7 +134,12 @@ fn quoted(text: &str) -> String {
 
 /// The ir_metadata (PRIMAD) description of one run, as YAML. `run_file` and `run_sha256` name the run file
 /// it describes; everything else comes from the aggregate.
-pub fn ir_metadata(run: &FinishedRun, run_file: &str, run_sha256: &str) -> Result<String> {
+pub fn ir_metadata(
+    run: &FinishedRun,
+    collection: &Collection,
+    run_file: &str,
+    run_sha256: &str,
+) -> Result<String> {
     let a = &run.aggregate;
     let mode = a.mode.as_str();
     let tag = run_tag(mode, &a.retrieval.config_sha256);
@@ -94,14 +149,14 @@ pub fn ir_metadata(run: &FinishedRun, run_file: &str, run_sha256: &str) -> Resul
     })?;
     let host = &a.host;
     let unknown = || "unknown".to_owned();
+    let lexical = "BM25 over SQLite FTS5 (porter unicode61), scores equal to bm25()".to_owned();
+    let vector = format!("exact inner product over unit-length {} embeddings", a.embedding.model);
+    let fusion =
+        "as the configuration's fusion field says (reciprocal rank or convex combination)".to_owned();
     let retrieval = match mode {
-        "fts_only" => vec![("lexical", "BM25 over SQLite FTS5 (porter unicode61), scores equal to bm25()")],
-        "vector_only" => vec![("vector", "exact inner product over unit-length all-MiniLM-L6-v2 embeddings")],
-        _ => vec![
-            ("lexical", "BM25 over SQLite FTS5 (porter unicode61), scores equal to bm25()"),
-            ("vector", "exact inner product over unit-length all-MiniLM-L6-v2 embeddings"),
-            ("fusion", "as the configuration's fusion field says (reciprocal rank or convex combination)"),
-        ],
+        "fts_only" => vec![("lexical", lexical)],
+        "vector_only" => vec![("vector", vector)],
+        _ => vec![("lexical", lexical), ("vector", vector), ("fusion", fusion)],
     };
     let mut y = String::new();
     let mut line = |indent: usize, text: String| {
@@ -146,9 +201,10 @@ pub fn ir_metadata(run: &FinishedRun, run_file: &str, run_sha256: &str) -> Resul
         2,
         format!(
             "description: {}",
-            quoted(
-                "A re-checkable evaluation of one retrieval library on BEIR SciFact; see the bundle's claim boundary."
-            )
+            quoted(&format!(
+                "A re-checkable evaluation of one retrieval library on {}; see the bundle's claim boundary.",
+                collection.name()
+            ))
         ),
     );
     line(0, "implementation:".into());
@@ -178,7 +234,7 @@ pub fn ir_metadata(run: &FinishedRun, run_file: &str, run_sha256: &str) -> Resul
     line(2, "retrieval:".into());
     for (name, method) in retrieval {
         line(4, format!("- name: {}", quoted(name)));
-        line(6, format!("method: {}", quoted(method)));
+        line(6, format!("method: {}", quoted(&method)));
     }
     line(2, format!("mode: {}", quoted(mode)));
     line(2, format!("api: {}", quoted(&a.retrieval.api)));
@@ -190,11 +246,16 @@ pub fn ir_metadata(run: &FinishedRun, run_file: &str, run_sha256: &str) -> Resul
     line(2, format!("team: {}", quoted("scifact-audit")));
     line(0, "data:".into());
     line(2, "test collection:".into());
-    line(4, format!("name: {}", quoted("BEIR SciFact (test)")));
+    line(4, format!("name: {}", quoted(&collection.name())));
     line(4, format!("source: {}", quoted(&a.corpus.source.url)));
     line(4, format!("archive sha256: {}", quoted(&a.corpus.source.archive_sha256)));
-    line(4, format!("qrels: {}", quoted(QRELS_FILE)));
-    line(4, format!("ir_datasets: {}", quoted("beir/scifact/test")));
+    line(4, format!("qrels: {}", quoted(&collection.qrels_file())));
+    if collection.beir_file {
+        line(
+            4,
+            format!("ir_datasets: {}", quoted(&format!("beir/{}/{}", collection.dataset, collection.split))),
+        );
+    }
     line(4, format!("fixture sha256: {}", quoted(&a.corpus.fixture_sha256)));
     Ok(y)
 }
@@ -216,6 +277,7 @@ pub struct Exported {
 /// I/O errors; [`Error::OutputMismatch`] for an aggregate or rows file that does not parse or bind.
 pub fn write_exports(
     output_dir: &Path,
+    collection: &Collection,
     qrels: &BTreeMap<String, BTreeMap<String, i64>>,
     run_id: &str,
     build: &BuildInputs,
@@ -234,7 +296,7 @@ pub fn write_exports(
         let text = trec_run(&run.rows, &run_tag(&run.aggregate.mode, &run.aggregate.retrieval.config_sha256));
         let sha256 = format!("sha256:{}", crate::sha256_hex(text.as_bytes()));
         safe_fs::write_atomically(&output_dir.join(&run_file), text.as_bytes())?;
-        let metadata = ir_metadata(&run, &run_file, &sha256)?;
+        let metadata = ir_metadata(&run, collection, &run_file, &sha256)?;
         safe_fs::write_atomically(&output_dir.join(format!("{stem}{METADATA_SUFFIX}")), metadata.as_bytes())?;
         let rows_sha256 = run.aggregate.rows.sha256.clone();
         let provenance = slsa_provenance(&run, &rows_sha256, &format!("{run_id}/{name}"), build);
@@ -244,6 +306,7 @@ pub fn write_exports(
         safe_fs::write_atomically(&output_dir.join(format!("{stem}{PROVENANCE_SUFFIX}")), &bytes)?;
         runs.push(run_file);
     }
-    safe_fs::write_atomically(&output_dir.join(QRELS_FILE), qrels_text(qrels).as_bytes())?;
-    Ok(Exported { runs, qrels: QRELS_FILE.to_owned() })
+    let qrels_file = collection.qrels_file();
+    safe_fs::write_atomically(&output_dir.join(&qrels_file), qrels_text(qrels).as_bytes())?;
+    Ok(Exported { runs, qrels: qrels_file })
 }

@@ -1,6 +1,6 @@
 //! The run journal: every query a (mode, split) run has answered, appended and fsync'd as it is answered, so
 //! that a killed run resumes without losing or re-asking anything. One file per (mode, split) beside the
-//! rows, `scifact-<mode>-<split>.journal.jsonl`, removed once the aggregate is written.
+//! rows, `<dataset>-<mode>-<split>.journal.jsonl`, removed once the aggregate is written.
 //!
 //! Each process that works on the run appends an attempt line first, then one row line per query it
 //! answers. The store is the authority on what was answered (a receipt is durable before its search

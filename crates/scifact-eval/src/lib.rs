@@ -65,7 +65,7 @@ pub use crate::metrics::{LatencySummary, QueryMetrics, latency_summary, mean_met
 pub use crate::provenance::{DirtyFile, ExecutableIdentity, GitState, HostIdentity};
 pub use crate::run::{
     ALL_MODES, FinishedRun, MAX_FIXTURE_BYTES, RECEIPT_CHAIN_SEED, RunOptions, RunReport, RunSummary,
-    aggregate_file_name, api_name, capabilities, claim_boundary, config_digest, config_label,
+    aggregate_file_name, api_name, capabilities, claim_boundary, config_digest, config_label, file_prefix,
     journal_file_name, rolling_digest, rows_file_name, run, run_configs, statistics,
 };
 pub use crate::schema::{AGGREGATE_SCHEMA, Aggregate, AttemptAnswers, AttemptsBinding, QueryRow, ROW_SCHEMA};

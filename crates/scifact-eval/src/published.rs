@@ -3,9 +3,10 @@
 //! published (BM25 flat from Pyserini's two-click reproductions and Anserini, all-MiniLM-L6-v2 from MTEB,
 //! bge-base-en-v1.5 from Anserini), each with its source (repository, path, commit) and what it was computed
 //! with. An evaluation's comparison (`published.json`) puts each matching row beside the measured value over
-//! every test query, with the difference and its 95% bootstrap interval, and says `reproduced` only where the
-//! run was made the way the row was (mode, model, text policy) and the difference is within the registry's
-//! declared tolerance; a row made another way on purpose says so, and claims nothing.
+//! every test query, with the difference and its 95% bootstrap interval, and says it was reproduced only where
+//! the run was made the way the row was (mode, model, text policy, BEIR's archive) and the difference is within
+//! the registry's declared tolerance — at the published value's own precision or only within the tolerance; a
+//! row made another way on purpose says so, and claims nothing.
 
 use std::collections::BTreeMap;
 
@@ -20,7 +21,9 @@ pub const PUBLISHED_ROWS: &str = include_str!("../../../configs/published-rows.j
 /// The registry's schema.
 pub const PUBLISHED_ROWS_SCHEMA: &str = "scifact-audit-published-rows-v1";
 /// A comparison's schema (`published.json`). Version 2 states whose archive was evaluated, and no row is
-/// comparable over an archive that is not BEIR's published file; version 1 (every bundle before it) did not ask.
+/// comparable over an archive that is not BEIR's published file; a row within the tolerance says how close it
+/// came (`reproduced_at_published_precision` or `reproduced_within_tolerance`). Version 1 (every bundle before
+/// it) did neither: its one word was `reproduced`.
 pub const PUBLISHED_SCHEMA: &str = "scifact-audit-published-comparison-v2";
 /// The comparison's file, beside the aggregates and in the bundle.
 pub const PUBLISHED_FILE: &str = "published.json";
@@ -183,7 +186,8 @@ pub struct ComparedRow {
     pub measured: Interval,
     /// Measured minus published, with the interval shifted alike.
     pub difference: Interval,
-    /// `reproduced`, `not_reproduced` or `not_comparable`.
+    /// `reproduced_at_published_precision` (the measured mean, rounded to the published value's decimals, is
+    /// the published value), `reproduced_within_tolerance`, `not_reproduced` or `not_comparable`.
     pub verdict: String,
     /// Why.
     pub why: String,
@@ -212,6 +216,18 @@ impl<'a> Scored<'a> {
             archive_md5: &metadata.source.archive_md5,
         }
     }
+}
+
+/// Decimals of a published value as written (the shortest text that reads back as it: 0.64508 has 5).
+fn decimals(value: f64) -> usize {
+    let text = value.to_string();
+    text.split_once('.').map_or(0, |(_, fraction)| fraction.len())
+}
+
+/// Whether `measured`, rounded to `published`'s own decimals, is `published`.
+fn equal_at_precision(measured: f64, published: f64) -> bool {
+    let places = decimals(published);
+    format!("{measured:.places$}") == format!("{published:.places$}")
 }
 
 /// Compares every published row of the dataset and split `scored` with the run made like it among `runs`;
@@ -275,11 +291,23 @@ pub fn compare(scored: Scored, runs: &[MeasuredRun]) -> Result<PublishedComparis
                 ),
             ),
             (None, Some(mismatch)) => ("not_comparable", format!("{mismatch}: not made the way the row was")),
-            (None, None) if within => (
-                "reproduced",
+            (None, None) if within && equal_at_precision(measured.mean, row.value) => (
+                "reproduced_at_published_precision",
                 format!(
-                    "made the way the row was, and {:+.4} from it, within the declared {}",
-                    difference.mean, registry.tolerance.ndcg_10
+                    "made the way the row was, and {:.*} at the published value's {} decimals",
+                    decimals(row.value),
+                    measured.mean,
+                    decimals(row.value)
+                ),
+            ),
+            (None, None) if within => (
+                "reproduced_within_tolerance",
+                format!(
+                    "made the way the row was, and {:+.4} from it: not the published value at its {} decimals, \
+                     within the declared {} (rounding and another implementation's floating point)",
+                    difference.mean,
+                    decimals(row.value),
+                    registry.tolerance.ndcg_10
                 ),
             ),
             (None, None) => (
@@ -378,7 +406,7 @@ mod tests {
             verdicts,
             [
                 ("BM25 flat (Anserini / Pyserini)", "not_comparable"),
-                ("sentence-transformers/all-MiniLM-L6-v2 (MTEB)", "reproduced"),
+                ("sentence-transformers/all-MiniLM-L6-v2 (MTEB)", "reproduced_at_published_precision"),
                 ("BAAI/bge-base-en-v1.5 (Anserini lucene flat, ONNX)", "not_comparable"),
             ]
         );
@@ -395,6 +423,14 @@ mod tests {
         let low: Vec<f64> = values.iter().map(|v| v - 0.025).collect();
         let off = compare(SCIFACT, &[run("vector_only", TextPolicyKind::Model, minilm, low)]).unwrap();
         assert_eq!(off.rows[0].verdict, "not_reproduced");
+        // Within the tolerance but not the published value at its five decimals: said as such.
+        let near: Vec<f64> = values.iter().map(|v| v + 0.0049).collect();
+        let near = compare(SCIFACT, &[run("vector_only", TextPolicyKind::Model, minilm, near)]).unwrap();
+        assert_eq!(near.rows[0].verdict, "reproduced_within_tolerance");
+        assert!(near.rows[0].why.contains("+0.0049") && near.rows[0].why.contains("5 decimals"));
+        let rounds: Vec<f64> = values.iter().map(|v| v + 0.000004).collect();
+        let rounds = compare(SCIFACT, &[run("vector_only", TextPolicyKind::Model, minilm, rounds)]).unwrap();
+        assert_eq!(rounds.rows[0].verdict, "reproduced_at_published_precision");
         assert!((off.rows[0].difference.mean + 0.025).abs() < 1e-12);
         assert!(compare(Scored { dataset: "no-such-dataset", ..SCIFACT }, &runs).unwrap().rows.is_empty());
         let unregistered = compare(Scored { registered: false, ..SCIFACT }, &runs).unwrap();

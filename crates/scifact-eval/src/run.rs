@@ -78,8 +78,22 @@ fn suffix(label: Option<&str>) -> String {
 
 /// The journal file name of `(mode, split)` under the configuration labelled `label`, present only while that
 /// run is unfinished.
-pub fn journal_file_name(mode: SearchMode, split: Split, label: Option<&str>) -> String {
-    format!("scifact-{}-{split}{}.journal.jsonl", mode.as_str(), suffix(label))
+pub fn journal_file_name(dataset: &str, mode: SearchMode, split: Split, label: Option<&str>) -> String {
+    format!("{}-{}-{split}{}.journal.jsonl", file_prefix(dataset), mode.as_str(), suffix(label))
+}
+
+/// What a run's files begin with: the dataset's name as its fixture records it (`scifact`, `nfcorpus`, `tiny`),
+/// a forum's `/` as `-` (`cqadupstack-android`) and any character a file name should not hold as `_`. The files
+/// of an nfcorpus run are named for nfcorpus; bundles made before kept `scifact-` for every dataset.
+pub fn file_prefix(dataset: &str) -> String {
+    dataset
+        .chars()
+        .map(|c| match c {
+            '/' => '-',
+            c if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') => c,
+            _ => '_',
+        })
+        .collect()
 }
 
 /// One finished (mode, split) run.
@@ -109,13 +123,13 @@ pub struct RunReport {
 }
 
 /// The rows file name of `(mode, split)` under the configuration labelled `label` ([`config_label`]).
-pub fn rows_file_name(mode: SearchMode, split: Split, label: Option<&str>) -> String {
-    format!("scifact-{}-{split}{}.jsonl", mode.as_str(), suffix(label))
+pub fn rows_file_name(dataset: &str, mode: SearchMode, split: Split, label: Option<&str>) -> String {
+    format!("{}-{}-{split}{}.jsonl", file_prefix(dataset), mode.as_str(), suffix(label))
 }
 
 /// The aggregate file name of `(mode, split)` under the configuration labelled `label` ([`config_label`]).
-pub fn aggregate_file_name(mode: SearchMode, split: Split, label: Option<&str>) -> String {
-    format!("scifact-{}-{split}{}.aggregate.json", mode.as_str(), suffix(label))
+pub fn aggregate_file_name(dataset: &str, mode: SearchMode, split: Split, label: Option<&str>) -> String {
+    format!("{}-{}-{split}{}.aggregate.json", file_prefix(dataset), mode.as_str(), suffix(label))
 }
 
 /// The library API behind each mode.
@@ -167,11 +181,12 @@ impl FinishedRun {
     /// [`Error::OutputMismatch`] when it does not parse or the rows do not hash to the binding.
     pub fn read(
         output_dir: &Path,
+        dataset: &str,
         mode: SearchMode,
         split: Split,
         label: Option<&str>,
     ) -> Result<FinishedRun> {
-        Self::read_file(output_dir, &aggregate_file_name(mode, split, label))
+        Self::read_file(output_dir, &aggregate_file_name(dataset, mode, split, label))
     }
 
     /// Reads the finished run whose aggregate is `aggregate_file` in `output_dir`, with the rows file the
@@ -242,6 +257,7 @@ pub fn run_configs(
 ) -> Result<Vec<RunReport>> {
     let fixture = LoadedFixture::read(&options.fixture)?;
     let fixture_sha256 = fixture.sha256.clone();
+    let dataset = fixture.metadata.profile.as_str();
     let queries = prepare_queries(&options.fixture, &fixture)?;
     let ids: Vec<String> = queries.keys().cloned().collect();
     let selected = select(&ids, options.split);
@@ -261,6 +277,7 @@ pub fn run_configs(
         if options.split == Split::All {
             guard_all(
                 &options.output_dir,
+                dataset,
                 &options.modes,
                 &fixture_sha256,
                 &config_sha256,
@@ -269,14 +286,18 @@ pub fn run_configs(
         }
         let (complete, pending): (Vec<SearchMode>, Vec<SearchMode>) =
             options.modes.iter().partition(|mode| {
-                options.output_dir.join(aggregate_file_name(**mode, options.split, label.as_deref())).exists()
+                options
+                    .output_dir
+                    .join(aggregate_file_name(dataset, **mode, options.split, label.as_deref()))
+                    .exists()
             });
         let options = RunOptions { config: config.clone(), ..options.clone() };
         plans.push(Plan { options, config_sha256, label, complete, pending });
     }
     if plans.iter().all(|plan| plan.pending.is_empty()) {
         let label = plans.first().and_then(|plan| plan.label.as_deref());
-        let path = options.output_dir.join(aggregate_file_name(options.modes[0], options.split, label));
+        let path =
+            options.output_dir.join(aggregate_file_name(dataset, options.modes[0], options.split, label));
         return Err(Error::OutputExists { path });
     }
     std::fs::create_dir_all(&options.output_dir)
@@ -383,13 +404,14 @@ fn prepare_queries(path: &Path, fixture: &LoadedFixture) -> Result<BTreeMap<Stri
 /// aggregate for the same fixture and configuration.
 fn guard_all(
     output_dir: &Path,
+    dataset: &str,
     modes: &[SearchMode],
     fixture_sha256: &str,
     config_sha256: &str,
     label: Option<&str>,
 ) -> Result<()> {
     for mode in modes {
-        let path = output_dir.join(aggregate_file_name(*mode, Split::Heldout, label));
+        let path = output_dir.join(aggregate_file_name(dataset, *mode, Split::Heldout, label));
         let refuse = |why: String| Error::SplitGuard {
             reason: format!(
                 "--split all runs only after the held-out run of the same fixture and configuration; {why}"
@@ -420,7 +442,8 @@ fn run_mode(
     let options = context.options;
     let split = options.split;
     let label = context.label;
-    let journal_path = options.output_dir.join(journal_file_name(mode, split, label));
+    let dataset = &context.fixture.metadata.profile;
+    let journal_path = options.output_dir.join(journal_file_name(dataset, mode, split, label));
     if journal_path.symlink_metadata().is_err() {
         // No attempt of this run in this output directory yet: a store that answered any of its requests was
         // used by another run, whose receipts must not be taken over.
@@ -511,7 +534,7 @@ fn run_mode(
     progress.finish();
     let rows: Vec<QueryRow> = selected.iter().filter_map(|id| answered.remove(id)).collect();
 
-    let rows_name = rows_file_name(mode, split, label);
+    let rows_name = rows_file_name(dataset, mode, split, label);
     let rows_path = options.output_dir.join(&rows_name);
     let mut rows_bytes = Vec::new();
     for row in &rows {
@@ -609,7 +632,7 @@ fn run_mode(
         capabilities: capabilities(),
         claim_boundary: claim_boundary(),
     };
-    let aggregate_path = options.output_dir.join(aggregate_file_name(mode, split, label));
+    let aggregate_path = options.output_dir.join(aggregate_file_name(dataset, mode, split, label));
     let mut aggregate_bytes = serde_json::to_vec_pretty(&aggregate)?;
     aggregate_bytes.push(b'\n');
     safe_fs::write_atomically(&aggregate_path, &aggregate_bytes)?;
@@ -871,4 +894,22 @@ pub fn claim_boundary() -> ClaimBoundary {
 
 fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_s_files_are_named_for_its_dataset() {
+        assert_eq!(
+            aggregate_file_name("nfcorpus", SearchMode::Hybrid, Split::Heldout, None),
+            "nfcorpus-hybrid-heldout.aggregate.json"
+        );
+        assert_eq!(
+            rows_file_name("cqadupstack/android", SearchMode::FtsOnly, Split::Calibration, Some("c0123")),
+            "cqadupstack-android-fts_only-calibration-c0123.jsonl"
+        );
+        assert_eq!(file_prefix("my data\n../x"), "my_data_..-x");
+    }
 }

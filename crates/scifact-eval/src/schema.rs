@@ -1,12 +1,12 @@
 //! The runner's output schemas, documented in one place: per-query rows and the aggregate receipt.
 //!
 //! A run of one mode over one split writes two files into `--output-dir`:
-//! - `scifact-<mode>-<split>.jsonl`: one [`QueryRow`] per selected query, in split order (schema
+//! - `<dataset>-<mode>-<split>.jsonl`: one [`QueryRow`] per selected query, in split order (schema
 //!   [`ROW_SCHEMA`]);
-//! - `scifact-<mode>-<split>.aggregate.json`: one [`Aggregate`] (schema [`AGGREGATE_SCHEMA`]), written last and
+//! - `<dataset>-<mode>-<split>.aggregate.json`: one [`Aggregate`] (schema [`AGGREGATE_SCHEMA`]), written last and
 //!   atomically, so its presence means the rows are complete.
 //!
-//! While a run is in progress, `scifact-<mode>-<split>.journal.jsonl` records each answered query (see
+//! While a run is in progress, `<dataset>-<mode>-<split>.journal.jsonl` records each answered query (see
 //! [`crate::Journal`]); a run killed and started again continues from it, and the aggregate's
 //! [`AttemptsBinding`] discloses every attempt and what each answered.
 //!
@@ -15,7 +15,7 @@
 //! summary, the `retrieval_ms` and `persistence_ms` summaries beside `latency_ms`, and `attempts`.
 //!
 //! Under a configuration other than the frozen baseline the names carry its label,
-//! `scifact-<mode>-<split>-<label>.jsonl` (see [`crate::config_label`]: `c` and 12 hex digits of the
+//! `<dataset>-<mode>-<split>-<label>.jsonl` (see [`crate::config_label`]: `c` and 12 hex digits of the
 //! configuration's digest), and so do its request ids.
 //!
 //! `eval` adds the files of a selection, each a versioned serde type:
@@ -30,7 +30,7 @@
 //! `eval` (or `scifact-audit export`) then writes the same runs in other tools' formats
 //! ([`crate::exports`]): `<stem>.trec` (TREC's six columns), `<stem>.ir_metadata.yml` (ir_metadata
 //! `schema-version` [`crate::exports::IR_METADATA_VERSION`]), `<stem>.provenance.json` (SLSA Provenance v1,
-//! [`crate::slsa`]) and `scifact-test.qrels`; `reproduce` writes `reproduction.json`, an in-toto Statement
+//! [`crate::slsa`]) and `<dataset>-<split>.qrels`; `reproduce` writes `reproduction.json`, an in-toto Statement
 //! whose predicate (`urn:scifact-audit:reproduction:v1`) holds [`crate::reproduction::RunComparison`]s,
 //! [`crate::reproduction::EffectComparison`]s, the [`crate::reproduction::Tolerances`] and the
 //! [`crate::reproduction::Verdict`].

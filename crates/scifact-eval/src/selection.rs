@@ -432,8 +432,8 @@ pub fn ledger(
     })
 }
 
-/// A finished trial's ledger entry, read from its aggregate in `output_dir` (the rule's value is filled in by
-/// [`ledger`]).
+/// A finished trial's ledger entry, read from its aggregate of `dataset` in `output_dir` (the rule's value is
+/// filled in by [`ledger`]).
 ///
 /// # Errors
 /// As [`FinishedRun::read`]; [`Error::Selection`] when the aggregate is not this trial's (configuration,
@@ -442,6 +442,7 @@ pub fn trial_outcome(
     declared: &DeclaredTrial,
     rule: &SelectionRule,
     output_dir: &Path,
+    dataset: &str,
 ) -> Result<LedgerTrial> {
     let mode = match rule.mode.as_str() {
         "hybrid" => SearchMode::Hybrid,
@@ -449,7 +450,7 @@ pub fn trial_outcome(
         "vector_only" => SearchMode::VectorOnly,
         other => return Err(Error::Selection { reason: format!("the rule names unknown mode {other:?}") }),
     };
-    let run = FinishedRun::read(output_dir, mode, rule.split, declared.label.as_deref())?;
+    let run = FinishedRun::read(output_dir, dataset, mode, rule.split, declared.label.as_deref())?;
     if run.aggregate.retrieval.config_sha256 != declared.config_sha256 {
         return Err(Error::Selection {
             reason: format!(

@@ -111,9 +111,13 @@ fn calibration_writes_rows_and_aggregates_that_agree_with_each_other() {
     let expected_ids = select(&ids, Split::Calibration);
 
     for (mode, summary) in ALL_MODES.iter().zip(&report.runs) {
-        let rows_path = options.output_dir.join(rows_file_name(*mode, Split::Calibration, None));
-        let aggregate =
-            read_aggregate(&options.output_dir.join(aggregate_file_name(*mode, Split::Calibration, None)));
+        let rows_path = options.output_dir.join(rows_file_name("synthetic", *mode, Split::Calibration, None));
+        let aggregate = read_aggregate(&options.output_dir.join(aggregate_file_name(
+            "synthetic",
+            *mode,
+            Split::Calibration,
+            None,
+        )));
         assert_eq!(aggregate, summary.aggregate);
         let rows = read_rows(&rows_path);
         let row_ids: Vec<String> = rows.iter().map(|r| r.query_id.clone()).collect();
@@ -156,6 +160,7 @@ fn calibration_writes_rows_and_aggregates_that_agree_with_each_other() {
         // No query or document text in any output.
         let written = std::fs::read_to_string(&rows_path).unwrap()
             + &std::fs::read_to_string(options.output_dir.join(aggregate_file_name(
+                "synthetic",
                 *mode,
                 Split::Calibration,
                 None,
@@ -177,13 +182,17 @@ fn rerunning_a_split_against_the_same_store_is_a_collision_and_outputs_are_never
     let setup = Setup::new(120, 110);
     let first = setup.options("store", "out", Split::Calibration, &[SearchMode::FtsOnly]);
     setup.run(&first).unwrap();
-    let before =
-        std::fs::read(first.output_dir.join(rows_file_name(SearchMode::FtsOnly, Split::Calibration, None)))
-            .unwrap();
+    let before = std::fs::read(first.output_dir.join(rows_file_name(
+        "synthetic",
+        SearchMode::FtsOnly,
+        Split::Calibration,
+        None,
+    )))
+    .unwrap();
 
     match setup.run(&first) {
         Err(Error::OutputExists { path }) => {
-            assert!(path.ends_with("scifact-fts_only-calibration.aggregate.json"))
+            assert!(path.ends_with("synthetic-fts_only-calibration.aggregate.json"))
         }
         other => panic!("expected OutputExists, got {other:?}"),
     }
@@ -195,10 +204,20 @@ fn rerunning_a_split_against_the_same_store_is_a_collision_and_outputs_are_never
         message.contains("scifact/fts_only/calibration/") && message.contains("fresh --store-dir"),
         "{message}"
     );
-    assert!(!again.output_dir.join(rows_file_name(SearchMode::FtsOnly, Split::Calibration, None)).exists());
+    assert!(
+        !again
+            .output_dir
+            .join(rows_file_name("synthetic", SearchMode::FtsOnly, Split::Calibration, None))
+            .exists()
+    );
     assert_eq!(
-        std::fs::read(first.output_dir.join(rows_file_name(SearchMode::FtsOnly, Split::Calibration, None)))
-            .unwrap(),
+        std::fs::read(first.output_dir.join(rows_file_name(
+            "synthetic",
+            SearchMode::FtsOnly,
+            Split::Calibration,
+            None
+        )))
+        .unwrap(),
         before
     );
     // Another mode or split in the same store does not collide.
@@ -316,8 +335,12 @@ fn configurations_share_a_store_under_their_own_labels() {
     assert_eq!(scifact_eval::config_label(&SearchConfig::default()).unwrap(), None);
     let report = setup.run(&convex).unwrap();
     assert_eq!(report.store_resumed_from, 200, "the store is shared");
-    let rows_path =
-        convex.output_dir.join(rows_file_name(SearchMode::Hybrid, Split::Calibration, Some(&label)));
+    let rows_path = convex.output_dir.join(rows_file_name(
+        "synthetic",
+        SearchMode::Hybrid,
+        Split::Calibration,
+        Some(&label),
+    ));
     let rows = read_rows(&rows_path);
     assert_eq!(rows.len(), 100);
     for row in &rows {
@@ -325,6 +348,7 @@ fn configurations_share_a_store_under_their_own_labels() {
         assert_eq!(row.receipt.as_ref().unwrap().config, convex.config);
     }
     let aggregate = read_aggregate(&convex.output_dir.join(aggregate_file_name(
+        "synthetic",
         SearchMode::Hybrid,
         Split::Calibration,
         Some(&label),
@@ -332,8 +356,12 @@ fn configurations_share_a_store_under_their_own_labels() {
     assert!(!aggregate.retrieval.baseline);
     assert_eq!(aggregate.store.receipts_after_run, 200, "both configurations' receipts are kept");
     // The baseline's own files are untouched and unlabelled.
-    let baseline_rows =
-        read_rows(&baseline.output_dir.join(rows_file_name(SearchMode::Hybrid, Split::Calibration, None)));
+    let baseline_rows = read_rows(&baseline.output_dir.join(rows_file_name(
+        "synthetic",
+        SearchMode::Hybrid,
+        Split::Calibration,
+        None,
+    )));
     assert!(baseline_rows.iter().all(|r| r.request_id.starts_with("scifact/hybrid/calibration/")));
     assert!(matches!(setup.run(&convex), Err(Error::OutputExists { .. })));
 }

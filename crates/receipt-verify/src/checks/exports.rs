@@ -14,15 +14,45 @@ use serde_json::Value;
 use crate::artifacts::Run;
 use crate::canonical::sha256_tagged;
 use crate::names::{
-    METADATA_SUFFIX, PROVENANCE_SUFFIX, QRELS_FILE, SLSA_PROVENANCE_TYPE, TEST_RESULT_FILE, TEST_RESULT_TYPE,
+    METADATA_SUFFIX, PROVENANCE_SUFFIX, SLSA_PROVENANCE_TYPE, TEST_RESULT_FILE, TEST_RESULT_TYPE,
     TREC_SUFFIX, export_stem,
 };
 use crate::report::Report;
 
 type Outcome = Result<String, String>;
 
+/// What the exports must call the collection their runs score: the qrels file and, from claim v6 on, the name
+/// ir_metadata gives it (BEIR's only over BEIR's file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collection {
+    /// The qrels file: the fixture's [`crate::fixture::FixtureView::qrels_file`], or
+    /// [`crate::names::LEGACY_QRELS_FILE`] in a bundle of claim v5 and earlier.
+    pub qrels_file: String,
+    /// The collection's name in ir_metadata; `None` where it was not derived (claim v5 and earlier).
+    pub name: Option<String>,
+}
+
+impl Collection {
+    /// The collection of `view`'s fixture, named as this verifier derives it.
+    pub fn of(view: &crate::fixture::FixtureView) -> Collection {
+        let (dataset, split) = (view.profile(), view.qrels_split());
+        let name = match crate::registries::archive_standing(&view.metadata) {
+            Ok(_) => format!("BEIR {dataset} ({split})"),
+            Err(_) => {
+                format!("{dataset} ({split}), an archive in BEIR's layout that is not BEIR's published file")
+            }
+        };
+        Collection { qrels_file: view.qrels_file(), name: Some(name) }
+    }
+
+    /// The collection of a bundle of claim v5 and earlier: the qrels named for SciFact, no name checked.
+    pub fn legacy() -> Collection {
+        Collection { qrels_file: crate::names::LEGACY_QRELS_FILE.to_owned(), name: None }
+    }
+}
+
 /// The export file names of every run, then the qrels file.
-pub fn export_names(runs: &[Run]) -> Vec<String> {
+pub fn export_names(runs: &[Run], qrels_file: &str) -> Vec<String> {
     let mut names: Vec<String> = runs
         .iter()
         .flat_map(|run| {
@@ -34,7 +64,7 @@ pub fn export_names(runs: &[Run]) -> Vec<String> {
             ]
         })
         .collect();
-    names.push(QRELS_FILE.to_owned());
+    names.push(qrels_file.to_owned());
     names
 }
 
@@ -49,7 +79,9 @@ pub fn export_checks<'a>(
     runs: &[Run],
     file: impl Fn(&str) -> Option<&'a [u8]>,
     qrels: Option<&BTreeMap<String, BTreeMap<String, i64>>>,
+    collection: &Collection,
 ) -> Report {
+    let qrels_file = collection.qrels_file.as_str();
     let mut report = Report::default();
     for run in runs {
         let stem = export_stem(&run.name);
@@ -68,7 +100,9 @@ pub fn export_checks<'a>(
             &run.name,
             "exports.metadata",
             match (file(&metadata_name), run_bytes) {
-                (Some(metadata), Some(run_bytes)) => metadata_agrees(run, &run_name, run_bytes, metadata),
+                (Some(metadata), Some(run_bytes)) => {
+                    metadata_agrees(run, &run_name, run_bytes, metadata, collection)
+                }
                 (None, _) => Err(format!("{metadata_name} is missing")),
                 (_, None) => Err(format!("{metadata_name}: its run file {run_name} is missing")),
             },
@@ -86,9 +120,9 @@ pub fn export_checks<'a>(
     report.record(
         "bundle",
         "exports.qrels",
-        match (file(QRELS_FILE), qrels) {
-            (Some(bytes), Some(expected)) => qrels_agree(bytes, expected, runs),
-            (None, _) => Err(format!("{QRELS_FILE} is missing")),
+        match (file(qrels_file), qrels) {
+            (Some(bytes), Some(expected)) => qrels_agree(bytes, qrels_file, expected, runs),
+            (None, _) => Err(format!("{qrels_file} is missing")),
             (_, None) => Err("no fixture judgements to compare the qrels file with".into()),
         },
     );
@@ -154,10 +188,16 @@ fn trec_agrees(run: &Run, name: &str, bytes: &[u8]) -> Outcome {
     ))
 }
 
-fn metadata_agrees(run: &Run, run_name: &str, run_bytes: &[u8], metadata: &[u8]) -> Outcome {
+fn metadata_agrees(
+    run: &Run,
+    run_name: &str,
+    run_bytes: &[u8],
+    metadata: &[u8],
+    collection: &Collection,
+) -> Outcome {
     let text = std::str::from_utf8(metadata).map_err(|_| "the ir_metadata file is not UTF-8".to_owned())?;
     let quoted = |s: &str| Value::String(s.to_owned()).to_string();
-    let expected = [
+    let mut expected = vec![
         format!("tag: {}", quoted(&tag_of(run))),
         format!("  file: {}", quoted(run_name)),
         format!("  sha256: {}", quoted(&sha256_tagged(run_bytes))),
@@ -166,6 +206,10 @@ fn metadata_agrees(run: &Run, run_name: &str, run_bytes: &[u8], metadata: &[u8])
         format!("  mode: {}", quoted(run.str_at("/mode"))),
         format!("  split: {}", quoted(run.str_at("/split"))),
     ];
+    if let Some(name) = &collection.name {
+        expected.push(format!("    name: {}", quoted(name)));
+        expected.push(format!("    qrels: {}", quoted(&collection.qrels_file)));
+    }
     for line in &expected {
         if !text.lines().any(|l| l == line) {
             return Err(format!("the ir_metadata lacks the line {line:?}"));
@@ -176,37 +220,47 @@ fn metadata_agrees(run: &Run, run_name: &str, run_bytes: &[u8], metadata: &[u8])
             return Err(format!("the ir_metadata lacks the PRIMAD component {key:?}"));
         }
     }
-    Ok("names this run's tag, file digest, aggregate, configuration and split, with all six PRIMAD components".into())
+    Ok(match &collection.name {
+        Some(name) => format!(
+            "names this run's tag, file digest, aggregate, configuration and split, the collection as {name:?}, with all six PRIMAD components"
+        ),
+        None => "names this run's tag, file digest, aggregate, configuration and split, with all six PRIMAD components".into(),
+    })
 }
 
-fn qrels_agree(bytes: &[u8], expected: &BTreeMap<String, BTreeMap<String, i64>>, runs: &[Run]) -> Outcome {
-    let text = std::str::from_utf8(bytes).map_err(|_| format!("{QRELS_FILE} is not UTF-8"))?;
+fn qrels_agree(
+    bytes: &[u8],
+    qrels_file: &str,
+    expected: &BTreeMap<String, BTreeMap<String, i64>>,
+    runs: &[Run],
+) -> Outcome {
+    let text = std::str::from_utf8(bytes).map_err(|_| format!("{qrels_file} is not UTF-8"))?;
     let mut found: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
     for (index, line) in text.lines().enumerate() {
         let fields: Vec<&str> = line.split_ascii_whitespace().collect();
         let [qid, iteration, doc, grade] = fields[..] else {
-            return Err(format!("{QRELS_FILE} line {}: {} columns, not 4", index + 1, fields.len()));
+            return Err(format!("{qrels_file} line {}: {} columns, not 4", index + 1, fields.len()));
         };
         let grade: i64 =
-            grade.parse().map_err(|_| format!("{QRELS_FILE} line {}: grade {grade:?}", index + 1))?;
+            grade.parse().map_err(|_| format!("{qrels_file} line {}: grade {grade:?}", index + 1))?;
         if iteration != "0"
             || found.entry(qid.to_owned()).or_default().insert(doc.to_owned(), grade).is_some()
         {
             return Err(format!(
-                "{QRELS_FILE} line {}: not `qid 0 docid grade` or a repeated pair",
+                "{qrels_file} line {}: not `qid 0 docid grade` or a repeated pair",
                 index + 1
             ));
         }
     }
     if &found != expected {
-        return Err(format!("{QRELS_FILE} differs from the fixture's judgements"));
+        return Err(format!("{qrels_file} differs from the fixture's judgements"));
     }
     for run in runs {
         for row in run.rows.iter().flatten() {
             let query = row["query_id"].as_str().unwrap_or_default();
             let row_qrels: Option<BTreeMap<String, i64>> = serde_json::from_value(row["qrels"].clone()).ok();
             if row_qrels.as_ref() != found.get(query) {
-                return Err(format!("{}: query {query}'s qrels differ from {QRELS_FILE}", run.name));
+                return Err(format!("{}: query {query}'s qrels differ from {qrels_file}", run.name));
             }
         }
     }

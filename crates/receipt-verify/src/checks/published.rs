@@ -156,8 +156,25 @@ fn derive(
                     row["compares_with"]["model"].as_str().unwrap_or("any model")
                 ),
             )
-        } else if difference.abs() <= tolerance {
+        } else if difference.abs() <= tolerance && !asks_archive {
             ("reproduced", format!("made the way the row was; {difference:+.4} from it, within {tolerance}"))
+        } else if difference.abs() <= tolerance && same_at_places(measured.mean, published) {
+            (
+                "reproduced_at_published_precision",
+                format!(
+                    "made the way the row was; {difference:+.6} from it, the published value at its {} decimals",
+                    places(published)
+                ),
+            )
+        } else if difference.abs() <= tolerance {
+            (
+                "reproduced_within_tolerance",
+                format!(
+                    "made the way the row was; {difference:+.4} from it, not the published value at its {} \
+                     decimals but within {tolerance}",
+                    places(published)
+                ),
+            )
         } else {
             (
                 "not_reproduced",
@@ -251,4 +268,16 @@ fn derive(
         ),
         rows,
     ))
+}
+
+/// Decimals of a published value as the registry writes it (its shortest decimal text).
+fn places(value: f64) -> usize {
+    let text = format!("{value}");
+    text.find('.').map_or(0, |dot| text.len() - dot - 1)
+}
+
+/// Whether `measured`, written with as many decimals as `published`, reads as `published`.
+fn same_at_places(measured: f64, published: f64) -> bool {
+    let n = places(published);
+    format!("{measured:.n$}") == format!("{published:.n$}")
 }

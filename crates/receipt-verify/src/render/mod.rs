@@ -404,11 +404,20 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
     );
 
     if !model.published.is_empty() {
-        h.push_str(
+        // Pages of claim v5 and earlier (no archive line) keep their bytes, and their one word `reproduced`.
+        let rule = if model.archive.is_some() {
+            "Reproduced only where the run was made the way the row was (mode, model, text policy, BEIR's archive) \
+             and the difference is within the declared tolerance, and then at the published value's own precision or \
+             only within the tolerance; a row made another way says how."
+        } else {
+            "<code>reproduced</code> only where the run was made the way the row was (mode, model, text policy) and \
+             the difference is within the declared tolerance; a row made another way says how."
+        };
+        let _ = write!(
+            h,
             "<h2>Published rows</h2>\n<p>What others published for this dataset, beside this evaluation's frozen \
              baseline run made the same way, over every test query (calibration and held-out), with a paired bootstrap \
-             95% interval. <code>reproduced</code> only where the run was made the way the row was (mode, model, text \
-             policy) and the difference is within the declared tolerance; a row made another way says how.</p>\n\
+             95% interval. {rule}</p>\n\
              <table><tr><th>mode</th><th>published</th><th>source</th><th>published nDCG@10</th><th>measured</th>\
              <th>difference</th><th>verdict</th></tr>\n",
         );
