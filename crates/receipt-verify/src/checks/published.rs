@@ -281,3 +281,17 @@ fn same_at_places(measured: f64, published: f64) -> bool {
     let n = places(published);
     format!("{measured:.n$}") == format!("{published:.n$}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_measured_mean_equals_a_published_value_only_at_its_own_decimals() {
+        assert_eq!((places(0.64508), places(0.5947), places(1.0)), (5, 4, 0));
+        assert!(same_at_places(0.645_084, 0.64508));
+        assert!(same_at_places(0.594_749, 0.5947));
+        assert!(!same_at_places(0.645_09, 0.64508), "one step at the fifth decimal");
+        assert!(!same_at_places(0.6451 + 0.0049, 0.6451), "within 0.005 is not equal");
+    }
+}
