@@ -210,6 +210,11 @@ mod tests {
         let mut extra = minilm.clone();
         extra.insert("sentence_bert_config.json".into(), "c".repeat(64));
         assert!(judge_name("sentence-transformers/all-MiniLM-L6-v2", &extra).is_err());
+        // e5-base-v2's weights alone are pinned: its name is refused beside other weights, and cannot be
+        // carried by a directory whose tokenizer nobody pinned twice.
+        let e5 = "d0d559c47d5f71b1d280b13b62a2657f3e3bc70c0786f9ab91a36545e6a8f693";
+        assert!(judge_name("intfloat/e5-base-v2", &minilm).unwrap_err().contains("e5-base-v2"));
+        assert!(judge_name("intfloat/e5-base-v2", &digests(e5, MINILM_TOKENIZER)).is_err());
     }
 
     #[test]
