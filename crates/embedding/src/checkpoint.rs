@@ -8,6 +8,7 @@
 //! A directory without `modules.json` is read as all-MiniLM-L6-v2's layout was before checkpoints were read:
 //! mean pooling, L2 normalisation, 256 tokens at most, no prompts.
 
+use crate::model_dir::{MAX_CONFIG_BYTES, ModelDir};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -70,20 +71,15 @@ pub struct Checkpoint {
     pub files: BTreeMap<String, String>,
 }
 
-fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })
-}
-
 fn invalid(path: &Path, reason: impl std::fmt::Display) -> Error {
     Error::InvalidModelFile { path: path.to_path_buf(), reason: reason.to_string() }
 }
 
-/// `path`'s bytes and JSON, or `None` when the file does not exist.
-fn optional_json(path: &Path) -> Result<Option<(Vec<u8>, Value)>> {
-    if !path.exists() {
+/// The bytes and JSON of `name` in `dir`, or `None` when no file of that name exists.
+fn optional_json(dir: &ModelDir, path: &Path, name: &str) -> Result<Option<(Vec<u8>, Value)>> {
+    let Some(bytes) = dir.read_optional(name, MAX_CONFIG_BYTES)? else {
         return Ok(None);
-    }
-    let bytes = read(path)?;
+    };
     let value =
         serde_json::from_slice(&bytes).map_err(|error| invalid(path, format!("not JSON: {error}")))?;
     Ok(Some((bytes, value)))
@@ -97,8 +93,9 @@ impl Checkpoint {
     /// for anything this crate cannot run exactly.
     pub fn read(dir: &Path) -> Result<Checkpoint> {
         let mut files = BTreeMap::new();
+        let model_dir = ModelDir::open(dir)?;
         let config_path = dir.join("config.json");
-        let config_bytes = read(&config_path)?;
+        let config_bytes = model_dir.read("config.json", MAX_CONFIG_BYTES)?;
         let raw: Value = serde_json::from_slice(&config_bytes)
             .map_err(|error| invalid(&config_path, format!("not JSON: {error}")))?;
         check_architecture(&config_path, &raw)?;
@@ -123,7 +120,7 @@ impl Checkpoint {
         files.insert("config.json".to_owned(), sha256_hex(&config_bytes));
 
         let modules_path = dir.join("modules.json");
-        let Some((modules_bytes, modules)) = optional_json(&modules_path)? else {
+        let Some((modules_bytes, modules)) = optional_json(&model_dir, &modules_path, "modules.json")? else {
             let max_tokens = DEFAULT_MAX_TOKENS.min(config.max_position_embeddings);
             return Ok(Checkpoint {
                 dir: dir.to_path_buf(),
@@ -173,15 +170,16 @@ impl Checkpoint {
         }
         let pooling_dir = pooling_dir
             .ok_or_else(|| invalid(&modules_path, "no sentence_transformers.models.Pooling module"))?;
-        if pooling_dir.contains("..") || Path::new(&pooling_dir).is_absolute() {
+        // An empty path would make the model's own config.json the Pooling's.
+        if pooling_dir.is_empty() || pooling_dir.contains("..") || Path::new(&pooling_dir).is_absolute() {
             return Err(invalid(
                 &modules_path,
-                format!("the Pooling path {pooling_dir:?} leaves the directory"),
+                format!("the Pooling path {pooling_dir:?} is not a folder inside the directory"),
             ));
         }
         let pooling_name = format!("{pooling_dir}/config.json");
         let pooling_path = dir.join(&pooling_name);
-        let (pooling_bytes, pooling_config) = optional_json(&pooling_path)?
+        let (pooling_bytes, pooling_config) = optional_json(&model_dir, &pooling_path, &pooling_name)?
             .ok_or_else(|| invalid(&pooling_path, "missing (the Pooling module's config)"))?;
         files.insert(pooling_name, sha256_hex(&pooling_bytes));
         let (pooling, include_prompt) = read_pooling(&pooling_path, &pooling_config, config.hidden_size)?;
@@ -189,7 +187,7 @@ impl Checkpoint {
         let mut max_tokens = DEFAULT_MAX_TOKENS;
         let mut lower_case = false;
         let bert_path = dir.join("sentence_bert_config.json");
-        if let Some((bytes, value)) = optional_json(&bert_path)? {
+        if let Some((bytes, value)) = optional_json(&model_dir, &bert_path, "sentence_bert_config.json")? {
             files.insert("sentence_bert_config.json".to_owned(), sha256_hex(&bytes));
             if let Some(length) = value.get("max_seq_length").filter(|v| !v.is_null()) {
                 max_tokens = length.as_u64().filter(|n| *n > 0).ok_or_else(|| {
@@ -204,7 +202,9 @@ impl Checkpoint {
         }
         let mut prompts = BTreeMap::new();
         let prompts_path = dir.join("config_sentence_transformers.json");
-        if let Some((bytes, value)) = optional_json(&prompts_path)? {
+        if let Some((bytes, value)) =
+            optional_json(&model_dir, &prompts_path, "config_sentence_transformers.json")?
+        {
             files.insert("config_sentence_transformers.json".to_owned(), sha256_hex(&bytes));
             prompts = read_prompts(&prompts_path, &value)?;
         }

@@ -18,6 +18,7 @@ mod bert;
 mod checkpoint;
 mod error;
 mod identity;
+mod model_dir;
 mod ollama;
 pub mod registry;
 mod role;

@@ -6,6 +6,7 @@
 //! all-MiniLM-L6-v2 is the documented default, pinned by name: every file that shapes its vectors must have
 //! its published digest, and its identity is the one its fixtures have always recorded.
 
+use crate::model_dir::{MAX_TOKENIZER_BYTES, MAX_WEIGHTS_BYTES, ModelDir};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -71,10 +72,6 @@ fn digests_of(
     digests
 }
 
-fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })
-}
-
 fn invalid(path: &Path, reason: impl std::fmt::Display) -> Error {
     Error::InvalidModelFile { path: path.to_path_buf(), reason: reason.to_string() }
 }
@@ -89,8 +86,9 @@ impl SentenceBert {
     /// file and field the checkpoint declares and this crate cannot run, or a file of all-MiniLM-L6-v2 that is
     /// not its published one.
     pub fn load(dir: &Path, model: &str, pin: WeightPin) -> Result<Self> {
+        let model_dir = ModelDir::open(dir)?;
         let weights_path = dir.join("model.safetensors");
-        let weights = read(&weights_path)?;
+        let weights = model_dir.read("model.safetensors", MAX_WEIGHTS_BYTES)?;
         let weights_sha256 = sha256_hex(&weights);
         let expected = match &pin {
             WeightPin::AllMiniLmL6V2 => Some(ALL_MINILM_L6_V2_WEIGHTS_SHA256.to_owned()),
@@ -104,7 +102,7 @@ impl SentenceBert {
         }
         let checkpoint = Checkpoint::read(dir)?;
         let tokenizer_path = dir.join("tokenizer.json");
-        let tokenizer_bytes = read(&tokenizer_path)?;
+        let tokenizer_bytes = model_dir.read("tokenizer.json", MAX_TOKENIZER_BYTES)?;
         let tokenizer_sha256 = sha256_hex(&tokenizer_bytes);
         let all_minilm = weights_sha256 == ALL_MINILM_L6_V2_WEIGHTS_SHA256;
         if all_minilm {
@@ -167,8 +165,7 @@ impl SentenceBert {
     /// # Errors
     /// As [`SentenceBert::load`].
     pub fn load_measured(dir: &Path) -> Result<Self> {
-        let weights_path = dir.join("model.safetensors");
-        let digest = sha256_hex(&read(&weights_path)?);
+        let digest = sha256_hex(&ModelDir::open(dir)?.read("model.safetensors", MAX_WEIGHTS_BYTES)?);
         if digest == ALL_MINILM_L6_V2_WEIGHTS_SHA256 {
             return SentenceBert::load(dir, ALL_MINILM_L6_V2, WeightPin::AllMiniLmL6V2);
         }

@@ -175,16 +175,18 @@ impl Dataset {
     /// member and rule.
     pub fn open_archive(path: &Path, wanted: &[&str], allowed: &[&str]) -> Result<Dataset> {
         let io_error = |source| Error::Io { path: path.to_path_buf(), source };
-        let mut file = File::open(path).map_err(io_error)?;
+        // A regular file, never a FIFO or a device (which would block or never end).
+        let (mut file, _) = safe_fs::open_regular_capped(path, u64::MAX)?;
         let ArchiveDigests { sha256, md5, bytes } = digests_of(&mut file).map_err(io_error)?;
         // The zip reader keeps only one entry per name, so duplicates are looked for in the raw directory.
-        if let Some(names) = central_directory_names(&mut file, bytes).map_err(io_error)? {
-            let mut seen = HashSet::new();
-            for name in names {
-                let name = String::from_utf8_lossy(&name).into_owned();
-                if !seen.insert(name.clone()) {
-                    return Err(refuse(&name, "duplicate member name".into()));
-                }
+        let names = central_directory_names(&mut file, bytes)
+            .map_err(io_error)?
+            .map_err(|reason| Error::Zip { path: path.to_path_buf(), reason })?;
+        let mut seen = HashSet::new();
+        for name in names {
+            let name = String::from_utf8_lossy(&name).into_owned();
+            if !seen.insert(name.clone()) {
+                return Err(refuse(&name, "duplicate member name".into()));
             }
         }
         file.seek(SeekFrom::Start(0)).map_err(io_error)?;
@@ -407,7 +409,7 @@ pub fn beir_folders(path: &Path) -> Result<Vec<String>> {
         }
         return Ok(vec![name]);
     }
-    let file = std::fs::File::open(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+    let (file, _) = safe_fs::open_regular_capped(path, u64::MAX)?;
     let zip_error =
         |error: zip::result::ZipError| Error::Zip { path: path.to_path_buf(), reason: error.to_string() };
     let archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(zip_error)?;
@@ -455,47 +457,73 @@ fn is_plain_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
 }
 
-/// The member names listed in the central directory of the zip `file` (`length` bytes), in order, read
-/// straight from the bytes; `None` when it is not a plain (non-ZIP64) zip whose directory this reader can walk.
-fn central_directory_names(file: &mut File, length: u64) -> std::io::Result<Option<Vec<Vec<u8>>>> {
+/// The member names of the zip's central directory, read from its own end record (the ZIP64 one when the
+/// classic record says to look there), or why they cannot be read. The zip reader keeps one entry per name,
+/// so this is the list duplicates are looked for in.
+fn central_directory_names(file: &mut File, length: u64) -> std::io::Result<Result<Vec<Vec<u8>>, String>> {
     // The end record is 22 bytes plus a comment of at most 65,535.
     let tail_start = length.saturating_sub(22 + 0xffff);
     file.seek(SeekFrom::Start(tail_start))?;
     let mut tail = Vec::new();
     file.read_to_end(&mut tail)?;
-    let u16_in =
-        |raw: &[u8], at: usize| raw.get(at..at + 2).map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])));
-    let u32_in = |raw: &[u8], at: usize| {
-        raw.get(at..at + 4).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+    let le = |raw: &[u8], at: usize, width: usize| {
+        raw.get(at..at + width).map(|b| b.iter().rev().fold(0u64, |n, byte| (n << 8) | u64::from(*byte)))
     };
-    let Some(end) = tail.windows(4).rposition(|w| w == b"PK\x05\x06") else { return Ok(None) };
-    let (Some(entries), Some(size), Some(offset)) =
-        (u16_in(&tail, end + 10), u32_in(&tail, end + 12), u32_in(&tail, end + 16))
+    let Some(end) = tail.windows(4).rposition(|w| w == b"PK\x05\x06") else {
+        return Ok(Err("no end of central directory record".into()));
+    };
+    let (Some(mut entries), Some(mut size), Some(mut offset)) =
+        (le(&tail, end + 10, 2), le(&tail, end + 12, 4), le(&tail, end + 16, 4))
     else {
-        return Ok(None);
+        return Ok(Err("a truncated end of central directory record".into()));
     };
-    if entries == 0xffff || offset == 0xffff_ffff || size > MAX_DIRECTORY_BYTES || offset + size > length {
-        return Ok(None);
+    if entries == 0xffff || size == 0xffff_ffff || offset == 0xffff_ffff {
+        // ZIP64: a 20-byte locator just before the classic record points at the ZIP64 record.
+        let locator = end.checked_sub(20).and_then(|at| tail.get(at..at + 20));
+        let Some(record_at) = locator.filter(|l| l.starts_with(b"PK\x06\x07")).and_then(|l| le(l, 8, 8))
+        else {
+            return Ok(Err("a ZIP64 end record without its locator".into()));
+        };
+        if record_at.saturating_add(56) > length {
+            return Ok(Err("a ZIP64 end record beyond the file".into()));
+        }
+        file.seek(SeekFrom::Start(record_at))?;
+        let mut record = vec![0u8; 56];
+        file.read_exact(&mut record)?;
+        let (Some(e), Some(s), Some(o)) = (le(&record, 32, 8), le(&record, 40, 8), le(&record, 48, 8)) else {
+            return Ok(Err("a truncated ZIP64 end record".into()));
+        };
+        if !record.starts_with(b"PK\x06\x06") {
+            return Ok(Err("the ZIP64 locator points at no ZIP64 end record".into()));
+        }
+        (entries, size, offset) = (e, s, o);
+    }
+    if size > MAX_DIRECTORY_BYTES || offset.saturating_add(size) > length || entries > size / 46 + 1 {
+        return Ok(Err(format!("a central directory of {entries} entries in {size} bytes at {offset}")));
     }
     file.seek(SeekFrom::Start(offset))?;
     let mut raw = Vec::new();
     file.take(size).read_to_end(&mut raw)?;
-    let mut names = Vec::with_capacity(entries);
+    let mut names = Vec::new();
     let mut at = 0usize;
-    for _ in 0..entries {
+    for index in 0..entries {
         if raw.get(at..at + 4) != Some(b"PK\x01\x02".as_slice()) {
-            return Ok(None);
+            return Ok(Err(format!("central directory entry {index} is not where the one before ends")));
         }
         let (Some(name_len), Some(extra_len), Some(comment_len)) =
-            (u16_in(&raw, at + 28), u16_in(&raw, at + 30), u16_in(&raw, at + 32))
+            (le(&raw, at + 28, 2), le(&raw, at + 30, 2), le(&raw, at + 32, 2))
         else {
-            return Ok(None);
+            return Ok(Err(format!("central directory entry {index} is truncated")));
         };
-        let Some(name) = raw.get(at + 46..at + 46 + name_len) else { return Ok(None) };
+        let (name_len, extra_len, comment_len) =
+            (name_len as usize, extra_len as usize, comment_len as usize);
+        let Some(name) = raw.get(at + 46..at + 46 + name_len) else {
+            return Ok(Err(format!("central directory entry {index}'s name is truncated")));
+        };
         names.push(name.to_vec());
         at += 46 + name_len + extra_len + comment_len;
     }
-    Ok(Some(names))
+    Ok(Ok(names))
 }
 
 /// Lowercase hex sha256 of `bytes`.
@@ -510,7 +538,109 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::check_name;
+    use super::{Dataset, check_name};
+    use crate::error::Error;
+
+    /// A stored zip of `members` (name, bytes) written by hand, duplicates allowed, its end records classic or
+    /// ZIP64 (a classic record of 0xffff entries that sends the reader to the ZIP64 one).
+    fn handmade_zip(members: &[(&str, &[u8])], zip64: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut directory = Vec::new();
+        for (name, bytes) in members {
+            let offset = out.len() as u32;
+            let crc = crc32(bytes);
+            let size = bytes.len() as u32;
+            let fields = |out: &mut Vec<u8>| {
+                out.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0x21, 0]);
+                out.extend_from_slice(&crc.to_le_bytes());
+                out.extend_from_slice(&size.to_le_bytes());
+                out.extend_from_slice(&size.to_le_bytes());
+                out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+                out.extend_from_slice(&0u16.to_le_bytes());
+            };
+            out.extend_from_slice(b"PK\x03\x04");
+            fields(&mut out);
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(bytes);
+            directory.extend_from_slice(b"PK\x01\x02");
+            directory.extend_from_slice(&[20, 0]);
+            fields(&mut directory);
+            directory.extend_from_slice(&[0; 6]);
+            directory.extend_from_slice(&0u32.to_le_bytes());
+            directory.extend_from_slice(&offset.to_le_bytes());
+            directory.extend_from_slice(name.as_bytes());
+        }
+        let (start, size, count) = (out.len() as u64, directory.len() as u64, members.len() as u64);
+        out.extend_from_slice(&directory);
+        if zip64 {
+            let record = out.len() as u64;
+            out.extend_from_slice(b"PK\x06\x06");
+            out.extend_from_slice(&44u64.to_le_bytes());
+            out.extend_from_slice(&[45, 0, 45, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            for value in [count, count, size, start] {
+                out.extend_from_slice(&value.to_le_bytes());
+            }
+            out.extend_from_slice(b"PK\x06\x07");
+            out.extend_from_slice(&0u32.to_le_bytes());
+            out.extend_from_slice(&record.to_le_bytes());
+            out.extend_from_slice(&1u32.to_le_bytes());
+        }
+        out.extend_from_slice(b"PK\x05\x06");
+        out.extend_from_slice(&[0, 0, 0, 0]);
+        let (entries, size32, start32) = if zip64 {
+            (0xffff, 0xffff_ffff, 0xffff_ffff)
+        } else {
+            (count as u16, size as u32, start as u32)
+        };
+        out.extend_from_slice(&entries.to_le_bytes());
+        out.extend_from_slice(&entries.to_le_bytes());
+        out.extend_from_slice(&size32.to_le_bytes());
+        out.extend_from_slice(&start32.to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out
+    }
+
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for byte in bytes {
+            crc ^= u32::from(*byte);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+            }
+        }
+        !crc
+    }
+
+    fn opened(zip: &[u8]) -> Result<Dataset, Error> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.zip");
+        std::fs::write(&path, zip).unwrap();
+        Dataset::open_archive(&path, &["d/qrels/test.tsv"], &["d/"])
+    }
+
+    #[test]
+    fn a_duplicate_member_is_found_behind_a_zip64_end_record_too() {
+        let qrels: &[u8] = b"query-id\tcorpus-id\tscore\nq1\td1\t1\n";
+        for zip64 in [false, true] {
+            let single = handmade_zip(&[("d/qrels/test.tsv", qrels)], zip64);
+            assert!(opened(&single).is_ok(), "zip64 {zip64}: {:?}", opened(&single).err());
+            let twice = handmade_zip(&[("d/qrels/test.tsv", qrels), ("d/qrels/test.tsv", b"x")], zip64);
+            match opened(&twice) {
+                Err(Error::UnsafeMember { member, rule }) => {
+                    assert_eq!(
+                        (member.as_str(), rule.as_str()),
+                        ("d/qrels/test.tsv", "duplicate member name")
+                    );
+                }
+                other => panic!("zip64 {zip64}: {:?}", other.err()),
+            }
+        }
+        // An end record that sends the reader to a ZIP64 record that is not there.
+        let mut broken = handmade_zip(&[("d/qrels/test.tsv", qrels)], true);
+        let locator = broken.len() - 22 - 20;
+        broken[locator] = b'X';
+        assert!(matches!(opened(&broken), Err(Error::Zip { .. })), "{:?}", opened(&broken).err());
+    }
 
     #[test]
     fn member_names() {
