@@ -18,6 +18,19 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A prompt that, with the special tokens, fills the model's window: no token of any text would be seen.
+    #[error(
+        "the prompt {prompt:?} takes {tokens} tokens with the special ones, and the model keeps {max_tokens} \
+         (max_seq_length): no text would be embedded; shorten the prompt or raise max_seq_length"
+    )]
+    PromptFillsWindow {
+        /// The prompt's first characters.
+        prompt: String,
+        /// Its tokens, special tokens included (at most the window, as truncated).
+        tokens: usize,
+        /// The window.
+        max_tokens: usize,
+    },
     /// A model file exists but its content is not what it must be.
     #[error("invalid model file {path}: {reason}")]
     InvalidModelFile {

@@ -139,6 +139,16 @@ impl SentenceBert {
             }))
             .map_err(|error| invalid(&tokenizer_path, error))?;
         tokenizer.with_padding(None);
+        let specials = tokenizer.encode("", true).map_err(|error| invalid(&tokenizer_path, error))?.len();
+        if specials >= checkpoint.max_tokens {
+            return Err(invalid(
+                &dir.join("sentence_bert_config.json"),
+                format!(
+                    "max_seq_length {} leaves no room for a text beside the tokenizer's {specials} special tokens",
+                    checkpoint.max_tokens
+                ),
+            ));
+        }
         let bert = Bert::load(checkpoint.config.clone(), &weights, Kernels::best())
             .map_err(|error| invalid(&weights_path, error))?;
         let digests = digests_of(&checkpoint, &weights_sha256, &tokenizer_sha256);
@@ -252,11 +262,16 @@ impl SentenceBert {
         texts: &[&str],
         done: &(dyn Fn(usize) + Sync),
     ) -> Result<Vec<Embedding>> {
-        let skip = if prompt.is_empty() || self.checkpoint.include_prompt {
-            0
-        } else {
-            self.input_ids(prompt)?.len().saturating_sub(1)
-        };
+        let prompt_ids = self.input_ids(prompt)?.len();
+        // `[CLS] prompt [SEP]` already fills the window: every text would be cut away entirely.
+        if prompt_ids >= self.checkpoint.max_tokens {
+            return Err(Error::PromptFillsWindow {
+                prompt: prompt.chars().take(60).collect(),
+                tokens: prompt_ids,
+                max_tokens: self.checkpoint.max_tokens,
+            });
+        }
+        let skip = if prompt.is_empty() || self.checkpoint.include_prompt { 0 } else { prompt_ids - 1 };
         let prompted: Vec<String> = texts.iter().map(|text| format!("{prompt}{text}")).collect();
         let refs: Vec<&str> = prompted.iter().map(String::as_str).collect();
         self.embed_skipping(&refs, skip, done)

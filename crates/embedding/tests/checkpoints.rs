@@ -266,3 +266,96 @@ fn a_bare_bert_directory_keeps_all_minilm_s_defaults_and_identity() {
         (Some("mean"), Some("l2"))
     );
 }
+
+#[test]
+fn a_window_that_holds_no_text_is_refused_at_load_or_before_embedding() {
+    let message = refused("max-short-lowercase", "sentence_bert_config.json", |text| {
+        text.replace("\"max_seq_length\": 12", "\"max_seq_length\": 1")
+    });
+    assert!(message.contains("max_seq_length 1 leaves no room"), "{message}");
+    let model = load("max-short-lowercase");
+    // [CLS] and 11 prompt tokens fill a window of 12: the text would be cut away entirely.
+    let long = "alpha ".repeat(40);
+    match model.embed_prompted(&long, &["a text"], &|_| {}) {
+        Err(Error::PromptFillsWindow { tokens: 12, max_tokens: 12, .. }) => {}
+        other => panic!("a prompt filling the window: {:?}", other.map(|v| v.len())),
+    }
+    // A megabyte of prompt is tokenized once and refused, not prepended to every text.
+    let huge = "beta ".repeat(200_000);
+    assert!(matches!(model.embed_prompted(&huge, &["a"; 64], &|_| {}), Err(Error::PromptFillsWindow { .. })));
+    assert!(model.embed_prompted("alpha ", &["a text"], &|_| {}).is_ok(), "a short prompt leaves room");
+}
+
+/// A copy of parity checkpoint `name` in a fresh directory, with `edit` applied to the directory.
+#[cfg(unix)]
+fn loaded_after(name: &str, edit: impl FnOnce(&Path)) -> Result<SentenceBert, Error> {
+    let copy = tempfile::tempdir().unwrap();
+    let dir = copy.path().join("model");
+    for (relative, bytes) in files(&checkpoints_dir().join(name)) {
+        let path = dir.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    std::fs::write(copy.path().join("outside.json"), b"{}").unwrap();
+    edit(&dir);
+    SentenceBert::load(&dir, name, WeightPin::Unpinned)
+}
+
+#[cfg(unix)]
+#[test]
+fn a_hostile_model_directory_is_refused_naming_the_file() {
+    use std::os::unix::fs::symlink;
+    let replace_by_link = |dir: &Path, file: &str, target: &str| {
+        std::fs::remove_file(dir.join(file)).unwrap();
+        symlink(target, dir.join(file)).unwrap();
+    };
+    let name = "max-short-lowercase";
+    let cases: Vec<(&str, Box<dyn FnOnce(&Path)>, &str)> = vec![
+        (
+            "config.json -> /dev/zero",
+            Box::new(|d| replace_by_link(d, "config.json", "/dev/zero")),
+            "config.json",
+        ),
+        (
+            "model.safetensors -> /dev/urandom",
+            Box::new(|d| replace_by_link(d, "model.safetensors", "/dev/urandom")),
+            "model.safetensors",
+        ),
+        (
+            "tokenizer.json a FIFO",
+            Box::new(|d| {
+                std::fs::remove_file(d.join("tokenizer.json")).unwrap();
+                let fifo = std::process::Command::new("mkfifo").arg(d.join("tokenizer.json")).status();
+                assert!(fifo.unwrap().success());
+            }),
+            "tokenizer.json",
+        ),
+        (
+            "a dangling prompts file",
+            Box::new(|d| replace_by_link(d, "config_sentence_transformers.json", "gone.json")),
+            "config_sentence_transformers.json",
+        ),
+        (
+            "a pooling config out of the directory",
+            Box::new(|d| replace_by_link(d, "1_Pooling/config.json", "../../outside.json")),
+            "1_Pooling/config.json",
+        ),
+        (
+            "an empty Pooling path",
+            Box::new(|d| {
+                let modules = std::fs::read_to_string(d.join("modules.json")).unwrap();
+                std::fs::write(d.join("modules.json"), modules.replace("\"1_Pooling\"", "\"\"")).unwrap();
+            }),
+            "the Pooling path \"\"",
+        ),
+    ];
+    for (what, edit, says) in cases {
+        match loaded_after(name, edit) {
+            Ok(_) => panic!("{what}: loaded"),
+            Err(error) => {
+                let message = error.to_string();
+                assert!(message.contains(says), "{what}: {message}");
+            }
+        }
+    }
+}

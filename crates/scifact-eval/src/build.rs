@@ -224,6 +224,7 @@ pub fn build_fixture(
     let embedded = cache.len() - before;
     let cache_hits = documents.len() + queries.len() - embedded;
     let held_documents = held(&cache, &document_role, &documents)?;
+    refuse_identical_documents(&cache, &documents)?;
     let held_queries = held(&cache, &query_role, &queries)?;
 
     let prompts_shortened =
@@ -464,6 +465,29 @@ fn held<'c>(cache: &'c EmbeddingCache, texts: &Texts<'_>, items: &[Item]) -> Res
             })
         })
         .collect()
+}
+
+/// Refuses a corpus whose document vectors are all the same bits: the model saw no difference between the
+/// texts (a tokenizer with no vocabulary, a window the special tokens fill), so every ranking would be a tie
+/// broken by id and every metric would measure nothing.
+fn refuse_identical_documents(cache: &EmbeddingCache, documents: &[Item]) -> Result<()> {
+    let mut items = documents.iter();
+    let (Some(first), Some(_)) = (items.next(), documents.get(1)) else { return Ok(()) };
+    let first = cache.vector(Role::Document, &first.key)?;
+    for item in items {
+        if cache.vector(Role::Document, &item.key)? != first {
+            return Ok(());
+        }
+    }
+    Err(Error::InvalidVector {
+        role: "document",
+        id: "(every one)".into(),
+        reason: format!(
+            "all {} document vectors are the same bits: the model tells none of the texts apart (a tokenizer \
+             with no vocabulary, or a window its special tokens or prompt fill), so nothing could be ranked",
+            documents.len()
+        ),
+    })
 }
 
 fn file_name(path: &Path) -> String {

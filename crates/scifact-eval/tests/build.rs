@@ -111,3 +111,19 @@ fn a_cut_text_is_counted() {
     .unwrap();
     assert_eq!((summary.documents_cut, summary.queries_cut), (1, 0));
 }
+
+#[test]
+fn a_model_that_gives_every_document_the_same_vector_is_refused_before_any_fixture() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = mini_archive(dir.path());
+    let out = dir.path().join("out/fixture.json");
+    let mut embedder = FakeEmbedder::new("fake");
+    embedder.constant = true;
+    match build_fixture(&options(&archive, &dir.path().join("work"), &out), &embedder, &NoProgress) {
+        Err(Error::InvalidVector { role: "document", reason, .. }) => {
+            assert!(reason.contains("all 4 document vectors are the same bits"), "{reason}");
+        }
+        other => panic!("{:?}", other.map(|s| s.counts.documents)),
+    }
+    assert!(!out.exists(), "no fixture is written");
+}

@@ -73,6 +73,8 @@ pub(crate) struct FakeEmbedder {
     pub(crate) calls: Cell<usize>,
     pub(crate) texts: Cell<usize>,
     pub(crate) fail_after_calls: Option<usize>,
+    /// Every text the same vector (a model that tells nothing apart).
+    pub(crate) constant: bool,
 }
 
 impl FakeEmbedder {
@@ -96,6 +98,7 @@ impl FakeEmbedder {
             calls: Cell::new(0),
             texts: Cell::new(0),
             fail_after_calls: None,
+            constant: false,
         }
     }
 }
@@ -114,7 +117,7 @@ impl Embedder for FakeEmbedder {
         Ok(texts
             .iter()
             .map(|text| {
-                let hash = scifact_eval::sha256_hex(text.as_bytes());
+                let hash = scifact_eval::sha256_hex(if self.constant { b"" } else { text.as_bytes() });
                 let raw: Vec<f32> = hash.as_bytes()[..8].iter().map(|b| f32::from(*b) - 70.0).collect();
                 let norm = raw.iter().map(|x| x * x).sum::<f32>().sqrt();
                 Embedding {
