@@ -310,7 +310,8 @@ fn a_hostile_model_directory_is_refused_naming_the_file() {
         symlink(target, dir.join(file)).unwrap();
     };
     let name = "max-short-lowercase";
-    let cases: Vec<(&str, Box<dyn FnOnce(&Path)>, &str)> = vec![
+    type Edit = Box<dyn FnOnce(&Path)>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
         (
             "config.json -> /dev/zero",
             Box::new(|d| replace_by_link(d, "config.json", "/dev/zero")),
