@@ -305,10 +305,10 @@ fn loaded_after(name: &str, edit: impl FnOnce(&Path)) -> Result<SentenceBert, Er
 #[test]
 fn a_hostile_model_directory_is_refused_naming_the_file() {
     use std::os::unix::fs::symlink;
-    let replace_by_link = |dir: &Path, file: &str, target: &str| {
+    fn replace_by_link(dir: &Path, file: &str, target: &str) {
         std::fs::remove_file(dir.join(file)).unwrap();
         symlink(target, dir.join(file)).unwrap();
-    };
+    }
     let name = "max-short-lowercase";
     type Edit = Box<dyn FnOnce(&Path)>;
     let cases: Vec<(&str, Edit, &str)> = vec![
