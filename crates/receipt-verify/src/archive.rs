@@ -36,14 +36,25 @@ pub struct Archive {
     pub qrels: BTreeMap<String, BTreeMap<String, i64>>,
 }
 
-/// Which members of an archive hold the dataset: those under `prefix/`, and the judgements of `split`.
+/// Which members of an archive hold the dataset: those under `prefix/`, and the judgements of `split`; and how
+/// much of them the fixture says there is. A corpus or a qrels file with more is refused at the first line past
+/// the fixture's count, so this reader never holds more than the fixture it is compared with (a small zip of
+/// billions of tiny lines, whose digest a hostile signer recorded, does not exhaust memory).
 #[derive(Debug, Clone, Copy)]
 pub struct Members<'a> {
     /// The dataset's folder (the fixture's profile).
     pub prefix: &'a str,
     /// The qrels split (`qrels/<split>.tsv`).
     pub split: &'a str,
+    /// The fixture's document count.
+    pub documents: usize,
+    /// The fixture's judgement count.
+    pub qrels: usize,
 }
+
+/// Largest compression ratio accepted for a member (uncompressed / compressed), the runner's: JSON text
+/// compresses about 3-5x; ratios in the hundreds are how zip bombs look.
+const MAX_RATIO: u64 = 100;
 
 /// Reads the archive at `path` if its sha256 is `expected` (`sha256:<hex>`), taking the `members` and the
 /// queries `query_ids`, in that order.
@@ -52,7 +63,8 @@ pub struct Members<'a> {
 /// Why the archive is not the recorded one, or a member is missing, over its cap, or does not parse (naming
 /// the member and line).
 pub fn read(path: &Path, expected: &str, members: &Members, query_ids: &[String]) -> Result<Archive, String> {
-    let Members { prefix, split } = *members;
+    let Members { prefix, split, documents: most_documents, qrels: most_qrels } = *members;
+    let wanted: std::collections::HashSet<&str> = query_ids.iter().map(String::as_str).collect();
     let mismatch = |sha256: &str| {
         format!(
             "--archive {} hashes to {sha256}, the bundle records {expected}: not the archive the run read",
@@ -87,6 +99,11 @@ pub fn read(path: &Path, expected: &str, members: &Members, query_ids: &[String]
     let corpus_sha256 = source.lines("corpus.jsonl", &mut |line, text| {
         let value = json(&corpus_name, line, text)?;
         let id = id_of(&value).ok_or_else(|| format!("{corpus_name} line {line}: no _id"))?;
+        if documents.len() == most_documents {
+            return Err(format!(
+                "{corpus_name} line {line}: more documents than the fixture's {most_documents}"
+            ));
+        }
         let field = |key: &str| value[key].as_str().unwrap_or("").to_owned();
         documents.push((id, field("title"), field("text")));
         Ok(())
@@ -97,17 +114,27 @@ pub fn read(path: &Path, expected: &str, members: &Members, query_ids: &[String]
         let value = json(&queries_name, line, text)?;
         let id = id_of(&value).ok_or_else(|| format!("{queries_name} line {line}: no _id"))?;
         let text = value["text"].as_str().ok_or_else(|| format!("{queries_name} line {line}: no text"))?;
-        by_id.insert(id, text.to_owned());
+        // Only the queries the fixture asks for are kept (queries.jsonl holds every split's).
+        if wanted.contains(id.as_str()) {
+            by_id.insert(id, text.to_owned());
+        }
         Ok(())
     })?;
     listed("queries.jsonl", queries_sha256);
     let mut qrels: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
     let mut header = true;
+    let mut judgements = 0usize;
     let qrels_file = format!("qrels/{split}.tsv");
     let qrels_sha256 = source.lines(&qrels_file, &mut |index, line| {
         if std::mem::take(&mut header) {
             return Ok(());
         }
+        if judgements == most_qrels {
+            return Err(format!(
+                "{qrels_name} line {index}: more judgements than the fixture's {most_qrels}"
+            ));
+        }
+        judgements += 1;
         let fields: Vec<&str> = line.split('\t').map(str::trim).collect();
         let [query, document, grade] = fields[..] else {
             return Err(format!("{qrels_name} line {index}: {} fields, not 3", fields.len()));
@@ -175,6 +202,10 @@ impl Source<'_> {
                 let file = zip.by_name(&format!("{prefix}/{name}")).map_err(|e| format!("{label}: {e}"))?;
                 if file.size() > MAX_MEMBER_BYTES {
                     return Err(format!("{label} declares {} bytes, over {MAX_MEMBER_BYTES}", file.size()));
+                }
+                let ratio = file.size() / file.compressed_size().max(1);
+                if ratio > MAX_RATIO {
+                    return Err(format!("{label}: compression ratio {ratio}, over the cap of {MAX_RATIO}"));
                 }
                 (label, Box::new(file.take(MAX_MEMBER_BYTES + 1)))
             }
@@ -265,7 +296,7 @@ mod tests {
         "\u{feff}{\"_id\": 7, \"title\": \"T\", \"text\": \"x\"}\r\n\n{\"_id\": \"b\", \"text\": \"y\"}\n";
     const QUERIES: &str = "{\"_id\": \"q\", \"text\": \"what\"}\n";
     const QRELS: &str = "query-id\tcorpus-id\tscore\r\nq\t7\t2\n";
-    const MEMBERS: Members = Members { prefix: "mini", split: "test" };
+    const MEMBERS: Members = Members { prefix: "mini", split: "test", documents: 2, qrels: 1 };
 
     fn directory(corpus: &[u8]) -> (tempfile::TempDir, String) {
         let dir = tempfile::tempdir().unwrap();
@@ -323,5 +354,27 @@ mod tests {
         let (dir, digest) = directory(&long);
         let error = read(dir.path(), &digest, &MEMBERS, &["q".to_owned()]).unwrap_err();
         assert!(error.contains("corpus.jsonl line 2: longer than"), "{error}");
+    }
+
+    #[test]
+    fn no_more_is_held_than_the_fixture_holds_and_a_bomb_is_refused_by_its_ratio() {
+        let (dir, digest) = directory(CORPUS.as_bytes());
+        let fewer = Members { documents: 1, ..MEMBERS };
+        let error = read(dir.path(), &digest, &fewer, &["q".to_owned()]).unwrap_err();
+        assert!(error.contains("corpus.jsonl line 3: more documents than the fixture's 1"), "{error}");
+        let error =
+            read(dir.path(), &digest, &Members { qrels: 0, ..MEMBERS }, &["q".to_owned()]).unwrap_err();
+        assert!(error.contains("more judgements than the fixture's 0"), "{error}");
+
+        let path = dir.path().join("bomb.zip");
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+        let deflated =
+            zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        zip.start_file("mini/corpus.jsonl", deflated).unwrap();
+        std::io::Write::write_all(&mut zip, &vec![b'\n'; 8 << 20]).unwrap();
+        zip.finish().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let error = read(&path, &sha256_tagged(&bytes), &MEMBERS, &["q".to_owned()]).unwrap_err();
+        assert!(error.contains("compression ratio"), "{error}");
     }
 }

@@ -786,7 +786,15 @@ fn texts(
     let recorded = view.metadata["source"]["archive_sha256"].as_str().unwrap_or("");
     let query_ids =
         view.query_ids.clone().unwrap_or_else(|| view.query_text_sha256.keys().cloned().collect());
-    let member = crate::archive::Members { prefix: view.profile(), split: view.qrels_split() };
+    let count = |what: &str| {
+        usize::try_from(view.metadata["counts"][what].as_u64().unwrap_or(0)).unwrap_or(usize::MAX)
+    };
+    let member = crate::archive::Members {
+        prefix: view.profile(),
+        split: view.qrels_split(),
+        documents: count("documents"),
+        qrels: count("qrels"),
+    };
     let outcome =
         crate::archive::read(path, &format!("sha256:{recorded}"), &member, &query_ids).and_then(|archive| {
             let evidence = crate::checks::rankings::texts_identity(view, &archive.texts)?;

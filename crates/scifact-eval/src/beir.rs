@@ -228,9 +228,17 @@ pub fn parse_corpus_from<R: BufRead + ?Sized>(file: &str, reader: &mut R) -> Res
 /// # Errors
 /// [`Error::Parse`] naming `file` and the line.
 pub fn parse_queries(file: &str, bytes: &[u8]) -> Result<Vec<Query>> {
+    parse_queries_from(file, &mut &bytes[..])
+}
+
+/// [`parse_queries`] from a stream, one line held at a time.
+///
+/// # Errors
+/// [`Error::Parse`] naming `file` and the line.
+pub fn parse_queries_from<R: BufRead + ?Sized>(file: &str, reader: &mut R) -> Result<Vec<Query>> {
     let mut seen = HashSet::new();
     let mut queries = Vec::new();
-    json_lines(file, &mut &bytes[..], |line, raw: RawQuery| {
+    json_lines(file, reader, |line, raw: RawQuery| {
         queries.push(Query { id: unique_id(file, line, raw.id, &mut seen)?, text: raw.text });
         Ok(())
     })?;
@@ -272,11 +280,19 @@ const MAX_GRADE: i64 = 1 << 53;
 /// # Errors
 /// [`Error::Parse`] naming `file` and the line.
 pub fn parse_qrels(file: &str, bytes: &[u8]) -> Result<Vec<Qrel>> {
+    parse_qrels_from(file, &mut &bytes[..])
+}
+
+/// [`parse_qrels`] from a stream, one line held at a time.
+///
+/// # Errors
+/// [`Error::Parse`] naming `file` and the line.
+pub fn parse_qrels_from<R: BufRead + ?Sized>(file: &str, reader: &mut R) -> Result<Vec<Qrel>> {
     let parse_error = |line: usize, reason: String| Error::Parse { file: file.to_owned(), line, reason };
     let mut header_seen = false;
     let mut seen = HashSet::new();
     let mut qrels = Vec::new();
-    each_line(file, &mut &bytes[..], |line, row| {
+    each_line(file, reader, |line, row| {
         if !header_seen {
             header_seen = true;
             if !row.split('\t').map(str::trim).eq(["query-id", "corpus-id", "score"]) {

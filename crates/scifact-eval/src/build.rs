@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use embedding::{Embedder, Role};
 
 use crate::archive::{Dataset, hex, sha256_hex};
-use crate::beir::{Profile, QRELS_SPLITS, assemble, parse_corpus_from, parse_qrels, parse_queries};
+use crate::beir::{Profile, QRELS_SPLITS, assemble, parse_corpus_from, parse_qrels_from, parse_queries_from};
 use crate::cache::{CachedVector, EmbeddingCache, Held};
 use crate::error::{Error, Result};
 use crate::fixture::{
@@ -158,10 +158,10 @@ pub fn build_fixture(
     } else {
         Dataset::open_archive(&options.archive, &wanted, &allowed)?
     };
-    // The corpus streams (it may be gigabytes); queries and judgements are read whole.
+    // Every member streams, one line held at a time under the line cap (msmarco's corpus is 3.2 GB).
     let documents = dataset.stream(&corpus_member, |reader| parse_corpus_from(&corpus_member, reader))?;
-    let queries = parse_queries(&queries_member, &dataset.read(&queries_member)?)?;
-    let qrels = parse_qrels(&qrels_member, &dataset.read(&qrels_member)?)?;
+    let queries = dataset.stream(&queries_member, |reader| parse_queries_from(&queries_member, reader))?;
+    let qrels = dataset.stream(&qrels_member, |reader| parse_qrels_from(&qrels_member, reader))?;
     let corpus = assemble(&options.profile, documents, queries, qrels)?;
     let digests = dataset.finish();
     let source = SourceMetadata {

@@ -47,7 +47,7 @@ pub use crate::archive::{
 };
 pub use crate::beir::{
     BeirCorpus, Document, MAX_LINE_BYTES, Profile, QRELS_SPLITS, Qrel, Query, assemble, parse_corpus,
-    parse_corpus_from, parse_qrels, parse_queries,
+    parse_corpus_from, parse_qrels, parse_qrels_from, parse_queries, parse_queries_from,
 };
 pub use crate::build::{BuildOptions, BuildSummary, NoProgress, Progress, SCIFACT_URL, build_fixture};
 pub use crate::cache::{

@@ -455,7 +455,7 @@ mod tests {
         let archive = crate::archive::read(
             &path,
             &crate::canonical::sha256_tagged(&bytes),
-            &crate::archive::Members { prefix: "scifact", split: "test" },
+            &crate::archive::Members { prefix: "scifact", split: "test", documents: 5_183, qrels: 339 },
             &ids,
         )
         .unwrap();
