@@ -498,3 +498,169 @@ fn hostile_output_directories_and_stores_fail_fast_and_clean() {
     assert_eq!(outcome.code, Some(2), "{}", outcome.stderr);
     assert!(outcome.stderr.contains("FIFO"), "{}", outcome.stderr);
 }
+
+/// The tiny archive's three members, read from the committed zip.
+fn tiny_members() -> Vec<(String, Vec<u8>)> {
+    let root = crate::tiny::root();
+    let file = std::fs::File::open(root.join("fixtures/tiny/scifact-tiny.zip")).unwrap();
+    let mut zip = zip::ZipArchive::new(file).unwrap();
+    (0..zip.len())
+        .map(|i| {
+            let mut entry = zip.by_index(i).unwrap();
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
+            (entry.name().unwrap().replacen("tiny/", "made-up/", 1), bytes)
+        })
+        .collect()
+}
+
+/// A zip of `members` (name, bytes) at `path`.
+fn zip_of(path: &Path, members: &[(String, Vec<u8>)]) {
+    let mut writer = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    for (name, bytes) in members {
+        writer.start_file(name.as_str(), zip::write::SimpleFileOptions::default()).unwrap();
+        std::io::Write::write_all(&mut writer, bytes).unwrap();
+    }
+    writer.finish().unwrap();
+}
+
+/// The tiny members with `member`'s bytes edited.
+fn edited(member: &str, edit: impl FnOnce(&str) -> String) -> Vec<(String, Vec<u8>)> {
+    let mut members = tiny_members();
+    let (_, bytes) = members.iter_mut().find(|(name, _)| name.ends_with(member)).unwrap();
+    *bytes = edit(std::str::from_utf8(bytes).unwrap()).into_bytes();
+    members
+}
+
+#[test]
+fn hostile_archives_dataset_directories_and_model_directories_end_with_a_named_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = crate::tiny::root().join("fixtures/tiny/model");
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir_all(&inputs).unwrap();
+    // (what, the --dataset-archive, the --model-dir, what stderr must say)
+    let mut cases: Vec<(String, std::path::PathBuf, std::path::PathBuf, String)> = Vec::new();
+    let mut archive_case = |what: &str, members: Vec<(String, Vec<u8>)>, says: &str| {
+        let path = inputs.join(format!("{}.zip", cases.len()));
+        zip_of(&path, &members);
+        cases.push((what.into(), path, model.clone(), says.into()));
+    };
+    archive_case(
+        "a corpus line that is a JSON array",
+        edited("corpus.jsonl", |t| format!("[\"d-arr\",\"A title\",\"some text\"]\n{t}")),
+        "made-up/corpus.jsonl line 1: not a JSON object",
+    );
+    archive_case(
+        "a query id holding a space",
+        edited("queries.jsonl", |t| {
+            t.replacen("\"_id\": \"", "\"_id\": \"a ", 1).replacen("\"_id\":\"", "\"_id\":\"a ", 1)
+        }),
+        "made-up/queries.jsonl line 1: _id \"a ",
+    );
+    archive_case(
+        "a qrels file with its header only",
+        edited("qrels/test.tsv", |t| format!("{}\n", t.lines().next().unwrap())),
+        "judges no query",
+    );
+    archive_case(
+        "a grade of 2^63 - 1",
+        edited("qrels/test.tsv", |t| {
+            let mut lines: Vec<String> = t.lines().map(str::to_owned).collect();
+            let fields: Vec<&str> = lines[1].split('\t').collect();
+            lines[1] = format!("{}\t{}\t9223372036854775807", fields[0], fields[1]);
+            lines.join("\n") + "\n"
+        }),
+        "made-up/qrels/test.tsv line 2: score \"9223372036854775807\" is not an integer within ±2^53",
+    );
+    let mut members = tiny_members();
+    members.push(("made-up/extra.bin".into(), b"x".to_vec()));
+    archive_case("a member BEIR's layout has no place for", members, "made-up/extra.bin");
+
+    let fifo = inputs.join("fifo.zip");
+    mkfifo(&fifo);
+    cases.push(("a FIFO for an archive".into(), fifo, model.clone(), "is a FIFO".into()));
+    let zero = inputs.join("zero.zip");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    cases.push(("an archive that links to /dev/zero".into(), zero, model.clone(), "zero.zip".into()));
+
+    // A dataset directory whose corpus links to /dev/zero.
+    let directory = inputs.join("directory").join("made-up");
+    std::fs::create_dir_all(directory.join("qrels")).unwrap();
+    for (name, bytes) in tiny_members() {
+        std::fs::write(directory.join(name.trim_start_matches("made-up/")), bytes).unwrap();
+    }
+    std::fs::remove_file(directory.join("corpus.jsonl")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", directory.join("corpus.jsonl")).unwrap();
+    cases.push((
+        "a dataset directory whose corpus links to /dev/zero".into(),
+        directory,
+        model.clone(),
+        "corpus.jsonl".into(),
+    ));
+
+    // Model directories, beside a good archive.
+    let good = inputs.join("good.zip");
+    zip_of(&good, &tiny_members());
+    let mut model_case = |what: &str, edit: &dyn Fn(&Path), says: &str| {
+        let copy = inputs.join(format!("model-{}", cases.len()));
+        copy_dir(&model, &copy);
+        edit(&copy);
+        cases.push((what.into(), good.clone(), copy, says.into()));
+    };
+    let link = |dir: &Path, file: &str, target: &str| {
+        std::fs::remove_file(dir.join(file)).unwrap();
+        std::os::unix::fs::symlink(target, dir.join(file)).unwrap();
+    };
+    model_case("config.json linking to /dev/zero", &|d| link(d, "config.json", "/dev/zero"), "config.json");
+    model_case(
+        "model.safetensors linking to /dev/urandom",
+        &|d| link(d, "model.safetensors", "/dev/urandom"),
+        "model.safetensors",
+    );
+    model_case("tokenizer.json a FIFO", &|d| replace_with_fifo(&d.join("tokenizer.json")), "tokenizer.json");
+    model_case(
+        "a hidden size of 2^62",
+        &|d| {
+            let config = std::fs::read_to_string(d.join("config.json")).unwrap();
+            let mut value: Value = serde_json::from_str(&config).unwrap();
+            value["hidden_size"] = Value::from(1u64 << 62);
+            std::fs::write(d.join("config.json"), value.to_string()).unwrap();
+        },
+        "hidden_size",
+    );
+    model_case(
+        "a sparse 5 GB weights file",
+        &|d| {
+            let file = std::fs::File::create(d.join("model.safetensors")).unwrap();
+            file.set_len(5 << 30).unwrap();
+        },
+        "model.safetensors",
+    );
+
+    for (index, (what, archive, model_dir, says)) in cases.iter().enumerate() {
+        let work = dir.path().join(format!("work-{index}"));
+        let out = work.join("fixture.json");
+        let outcome = bounded(&[
+            "build",
+            "--dataset-archive",
+            path_str(archive),
+            "--qrels-split",
+            "test",
+            "--model-dir",
+            path_str(model_dir),
+            "--work-dir",
+            path_str(&work),
+            "--out",
+            path_str(&out),
+        ]);
+        assert_ne!(outcome.code, Some(0), "{what}: accepted\n{}", outcome.stdout);
+        assert!(
+            outcome.stderr.contains(says.as_str()),
+            "{what}: the error does not say {says:?}:\n{}",
+            outcome.stderr
+        );
+        assert!(!outcome.stderr.contains("panicked"), "{what}: {}", outcome.stderr);
+        assert!(!out.exists(), "{what}: a fixture was written");
+    }
+    assert!(cases.len() >= 13, "{} cases", cases.len());
+}
