@@ -47,3 +47,13 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
 }
+
+/// The bytes of `name` (a JSON configuration: `config.json`, `modules.json`, …) in the model directory `dir`,
+/// read as every model file is: a regular file under the configuration cap, inside the directory (or a Hugging
+/// Face cache snapshot's blobs).
+///
+/// # Errors
+/// As the checkpoint's own reads: [`Error::Io`] when absent, [`Error::InvalidModelFile`] naming the file.
+pub fn read_model_config(dir: &std::path::Path, name: &str) -> Result<Vec<u8>> {
+    crate::model_dir::ModelDir::open(dir)?.read(name, crate::model_dir::MAX_CONFIG_BYTES)
+}

@@ -37,12 +37,7 @@ pub(crate) fn build_inputs(model_dir: Option<&Path>) -> anyhow::Result<BuildInpu
     let flake: serde_json::Value = serde_json::from_slice(FLAKE_LOCK).context("flake.lock (built in)")?;
     let nixpkgs = flake["nodes"]["nixpkgs"]["locked"]["rev"].as_str().unwrap_or("unknown").to_owned();
     let model_config_sha256 = match model_dir {
-        Some(dir) => {
-            let path = dir.join("config.json");
-            Some(sha256_hex(
-                &safe_fs::read_regular(&path, 1 << 20).with_context(|| path.display().to_string())?,
-            ))
-        }
+        Some(dir) => Some(sha256_hex(&embedding::read_model_config(dir, "config.json")?)),
         None => None,
     };
     Ok(BuildInputs {

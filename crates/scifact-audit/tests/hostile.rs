@@ -576,6 +576,24 @@ fn hostile_archives_dataset_directories_and_model_directories_end_with_a_named_e
     members.push(("made-up/extra.bin".into(), b"x".to_vec()));
     archive_case("a member BEIR's layout has no place for", members, "made-up/extra.bin");
 
+    let linked = inputs.join("linked-member.zip");
+    let mut writer = zip::ZipWriter::new(std::fs::File::create(&linked).unwrap());
+    for (name, bytes) in tiny_members() {
+        let options = zip::write::SimpleFileOptions::default();
+        if name.ends_with("corpus.jsonl") {
+            writer.add_symlink(name.as_str(), "/dev/zero", options).unwrap();
+        } else {
+            writer.start_file(name.as_str(), options).unwrap();
+            std::io::Write::write_all(&mut writer, &bytes).unwrap();
+        }
+    }
+    writer.finish().unwrap();
+    cases.push((
+        "a corpus member that is a link to /dev/zero".into(),
+        linked,
+        model.clone(),
+        "\"made-up/corpus.jsonl\" refused: symbolic link".into(),
+    ));
     let fifo = inputs.join("fifo.zip");
     mkfifo(&fifo);
     cases.push(("a FIFO for an archive".into(), fifo, model.clone(), "is a FIFO".into()));
@@ -662,5 +680,37 @@ fn hostile_archives_dataset_directories_and_model_directories_end_with_a_named_e
         assert!(!outcome.stderr.contains("panicked"), "{what}: {}", outcome.stderr);
         assert!(!out.exists(), "{what}: a fixture was written");
     }
-    assert!(cases.len() >= 13, "{} cases", cases.len());
+    assert!(cases.len() >= 14, "{} cases", cases.len());
+
+    // What sentence-transformers accepts is accepted: a checkpoint in a Hugging Face cache snapshot, each file a
+    // link into the repository's blobs, builds.
+    let repo = inputs.join("models--made--tiny");
+    let snapshot = repo.join("snapshots").join("0123abcd");
+    std::fs::create_dir_all(&snapshot).unwrap();
+    std::fs::create_dir_all(repo.join("blobs")).unwrap();
+    for entry in std::fs::read_dir(&model).unwrap() {
+        let entry = entry.unwrap();
+        let blob =
+            repo.join("blobs").join(sha256(&std::fs::read(entry.path()).unwrap()).replace("sha256:", ""));
+        std::fs::copy(entry.path(), &blob).unwrap();
+        let target = Path::new("../../blobs").join(blob.file_name().unwrap());
+        std::os::unix::fs::symlink(target, snapshot.join(entry.file_name())).unwrap();
+    }
+    let work = dir.path().join("work-cache");
+    let out = work.join("fixture.json");
+    let outcome = bounded(&[
+        "build",
+        "--dataset-archive",
+        path_str(&good),
+        "--qrels-split",
+        "test",
+        "--model-dir",
+        path_str(&snapshot),
+        "--work-dir",
+        path_str(&work),
+        "--out",
+        path_str(&out),
+    ]);
+    assert_eq!(outcome.code, Some(0), "a cache snapshot: {}", outcome.stderr);
+    assert!(out.exists());
 }
