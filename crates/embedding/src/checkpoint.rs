@@ -143,23 +143,23 @@ impl Checkpoint {
         for (index, module) in modules.iter().enumerate() {
             let kind = module["type"].as_str().unwrap_or("");
             let at = |field: &str| format!("module {index} ({kind:?}): {field}");
-            match kind {
-                "sentence_transformers.models.Transformer" => {
+            match module_kind(kind) {
+                "Transformer" => {
                     if index != 0 {
                         return Err(invalid(&modules_path, at("the Transformer must come first")));
                     }
                     transformer = true;
                 }
-                "sentence_transformers.models.Pooling" => {
+                "Pooling" => {
                     let path = module["path"].as_str().ok_or_else(|| invalid(&modules_path, at("path")))?;
                     pooling_dir = Some(path.to_owned());
                 }
-                "sentence_transformers.models.Normalize" => normalize = true,
-                other => {
+                "Normalize" => normalize = true,
+                _ => {
                     return Err(invalid(
                         &modules_path,
                         format!(
-                            "module {index}: type {other:?} is not run here (Transformer, Pooling and Normalize are)"
+                            "module {index}: type {kind:?} is not run here (Transformer, Pooling and Normalize are)"
                         ),
                     ));
                 }
@@ -184,15 +184,15 @@ impl Checkpoint {
         files.insert(pooling_name, sha256_hex(&pooling_bytes));
         let (pooling, include_prompt) = read_pooling(&pooling_path, &pooling_config, config.hidden_size)?;
 
-        let mut max_tokens = DEFAULT_MAX_TOKENS;
+        let mut max_tokens = None;
         let mut lower_case = false;
         let bert_path = dir.join("sentence_bert_config.json");
         if let Some((bytes, value)) = optional_json(&model_dir, &bert_path, "sentence_bert_config.json")? {
             files.insert("sentence_bert_config.json".to_owned(), sha256_hex(&bytes));
             if let Some(length) = value.get("max_seq_length").filter(|v| !v.is_null()) {
-                max_tokens = length.as_u64().filter(|n| *n > 0).ok_or_else(|| {
+                max_tokens = Some(length.as_u64().filter(|n| *n > 0).ok_or_else(|| {
                     invalid(&bert_path, format!("max_seq_length {length} is not a positive count"))
-                })? as usize;
+                })? as usize);
             }
             if let Some(flag) = value.get("do_lower_case").filter(|v| !v.is_null()) {
                 lower_case = flag
@@ -200,6 +200,22 @@ impl Checkpoint {
                     .ok_or_else(|| invalid(&bert_path, format!("do_lower_case {flag} is not a boolean")))?;
             }
         }
+        // sentence-transformers 6 keeps no max_seq_length there: without one, it takes the smaller of the
+        // position table and the tokenizer's `model_max_length` (tokenizer_config.json), as every version does.
+        let max_tokens = match max_tokens {
+            Some(declared) => declared,
+            None => {
+                let name = "tokenizer_config.json";
+                let path = dir.join(name);
+                match optional_json(&model_dir, &path, name)? {
+                    Some((bytes, value)) => {
+                        files.insert(name.to_owned(), sha256_hex(&bytes));
+                        model_max_length(&path, &value)?.unwrap_or(usize::MAX)
+                    }
+                    None => usize::MAX,
+                }
+            }
+        };
         let mut prompts = BTreeMap::new();
         let prompts_path = dir.join("config_sentence_transformers.json");
         if let Some((bytes, value)) =
@@ -306,13 +322,16 @@ fn check_architecture(path: &Path, raw: &Value) -> Result<()> {
 /// The pooling from either form of the Pooling config: `pooling_mode` (newer) or the
 /// `pooling_mode_*_token(s)` flags (older), exactly one of CLS, mean and max, and `include_prompt`.
 fn read_pooling(path: &Path, value: &Value, hidden: usize) -> Result<(Pooling, bool)> {
-    if let Some(dimension) = value.get("word_embedding_dimension").and_then(Value::as_u64)
-        && dimension as usize != hidden
-    {
-        return Err(invalid(
-            path,
-            format!("word_embedding_dimension {dimension} is not config.json's hidden_size {hidden}"),
-        ));
+    // `embedding_dimension` is what sentence-transformers 6 writes for the older `word_embedding_dimension`.
+    for key in ["word_embedding_dimension", "embedding_dimension"] {
+        if let Some(dimension) = value.get(key).and_then(Value::as_u64)
+            && dimension as usize != hidden
+        {
+            return Err(invalid(
+                path,
+                format!("{key} {dimension} is not config.json's hidden_size {hidden}"),
+            ));
+        }
     }
     let include_prompt = match value.get("include_prompt") {
         None | Some(Value::Null) => true,
@@ -368,6 +387,42 @@ fn read_pooling(path: &Path, value: &Value, hidden: usize) -> Result<(Pooling, b
 
 /// The prompts per role: `prompts.query` for queries; `prompts.document`, else `passage`, else `corpus`, for
 /// documents. Every prompt must be a string.
+/// What a `modules.json` type names, in any spelling sentence-transformers has saved: `Transformer`, `Pooling`,
+/// `Normalize`, or `""` for anything else. Up to 5.x the types were `sentence_transformers.models.X`; later
+/// versions save the class's own module (`sentence_transformers.base.modules.transformer.Transformer`,
+/// `sentence_transformers.sentence_transformer.modules.pooling.Pooling`, …).
+fn module_kind(kind: &str) -> &'static str {
+    const SPELLINGS: [(&str, &str); 9] = [
+        ("sentence_transformers.models.Transformer", "Transformer"),
+        ("sentence_transformers.models.Pooling", "Pooling"),
+        ("sentence_transformers.models.Normalize", "Normalize"),
+        ("sentence_transformers.base.modules.transformer.Transformer", "Transformer"),
+        ("sentence_transformers.base.modules.pooling.Pooling", "Pooling"),
+        ("sentence_transformers.base.modules.normalize.Normalize", "Normalize"),
+        ("sentence_transformers.sentence_transformer.modules.transformer.Transformer", "Transformer"),
+        ("sentence_transformers.sentence_transformer.modules.pooling.Pooling", "Pooling"),
+        ("sentence_transformers.sentence_transformer.modules.normalize.Normalize", "Normalize"),
+    ];
+    SPELLINGS.iter().find(|(spelling, _)| *spelling == kind).map_or("", |(_, kind)| kind)
+}
+
+/// `model_max_length` of a tokenizer_config.json: `None` when absent or beyond any count (transformers writes
+/// 10^30 for "no limit").
+fn model_max_length(path: &Path, value: &Value) -> Result<Option<usize>> {
+    let Some(length) = value.get("model_max_length").filter(|v| !v.is_null()) else { return Ok(None) };
+    if let Some(length) = length.as_u64() {
+        return if length == 0 {
+            Err(invalid(path, "model_max_length 0 is not a positive count"))
+        } else {
+            Ok(Some(usize::try_from(length).unwrap_or(usize::MAX)))
+        };
+    }
+    match length.as_f64() {
+        Some(huge) if huge >= u64::MAX as f64 => Ok(None),
+        _ => Err(invalid(path, format!("model_max_length {length} is not a positive count"))),
+    }
+}
+
 fn read_prompts(path: &Path, value: &Value) -> Result<BTreeMap<Role, String>> {
     let mut prompts = BTreeMap::new();
     let Some(declared) = value.get("prompts").filter(|v| !v.is_null()) else { return Ok(prompts) };
@@ -380,11 +435,29 @@ fn read_prompts(path: &Path, value: &Value) -> Result<BTreeMap<Role, String>> {
         }
     }
     let text = |name: &str| declared.get(name).and_then(Value::as_str).map(str::to_owned);
-    if let Some(query) = text("query") {
+    // The prompt sentence-transformers applies when a call names none: a role without its own gets it.
+    let default = match value.get("default_prompt_name").filter(|v| !v.is_null()) {
+        None => None,
+        Some(Value::String(name)) => Some(text(name).ok_or_else(|| {
+            invalid(path, format!("default_prompt_name {name:?} names no prompt of prompts"))
+        })?),
+        Some(other) => return Err(invalid(path, format!("default_prompt_name {other} is not a string"))),
+    };
+    if let Some(query) = text("query").or_else(|| default.clone()) {
         prompts.insert(Role::Query, query);
     }
-    if let Some(document) = text("document").or_else(|| text("passage")).or_else(|| text("corpus")) {
+    if let Some(document) =
+        text("document").or_else(|| text("passage")).or_else(|| text("corpus")).or(default)
+    {
         prompts.insert(Role::Document, document);
+    }
+    // Cutting a unit vector to its first dimensions leaves it shorter than unit length, which nothing here
+    // accepts: refused by name rather than ignored.
+    if let Some(dims) = value.get("truncate_dim").filter(|v| !v.is_null()) {
+        return Err(invalid(
+            path,
+            format!("truncate_dim {dims}: vectors cut to fewer dimensions are not run here"),
+        ));
     }
     Ok(prompts)
 }

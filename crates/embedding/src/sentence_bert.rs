@@ -239,8 +239,7 @@ impl SentenceBert {
     pub fn input_ids(&self, text: &str) -> Result<Vec<u32>> {
         let lowered: String;
         let text = if self.checkpoint.lower_case {
-            // Character by character, as the tokenizers' Lowercase normalizer sentence-transformers puts first.
-            lowered = text.chars().flat_map(char::to_lowercase).collect();
+            lowered = python_lower(text);
             lowered.as_str()
         } else {
             text
@@ -399,4 +398,22 @@ pub fn find_model_dir(explicit: Option<&Path>) -> Option<PathBuf> {
         return Some(PathBuf::from(dir));
     }
     crate::acquire::model_cache_dir().filter(|dir| is_model_dir(dir))
+}
+
+/// Lower-cases as Python's `str.lower`, which sentence-transformers applies for `do_lower_case`: full Unicode
+/// mappings, and a capital sigma ending a word becomes the final sigma (ς), not the σ character-by-character
+/// lower-casing gives.
+fn python_lower(text: &str) -> String {
+    text.to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lower_casing_is_python_s() {
+        // Each expected string is what Python 3's str.lower gives.
+        assert_eq!(super::python_lower("ΟΔΟΣ ΣΑΣ. ΣΑ Σ"), "οδος σας. σα σ");
+        assert_eq!(super::python_lower("İSTANBUL"), "i\u{307}stanbul");
+        assert_eq!(super::python_lower("ΌΣΟΣ"), "όσος");
+    }
 }

@@ -360,3 +360,107 @@ fn a_hostile_model_directory_is_refused_naming_the_file() {
         }
     }
 }
+
+/// A copy of parity checkpoint `name` with `edit` applied, loaded.
+fn loaded_copy(name: &str, edit: impl FnOnce(&Path)) -> (tempfile::TempDir, Result<SentenceBert, Error>) {
+    let copy = tempfile::tempdir().unwrap();
+    for (relative, bytes) in files(&checkpoints_dir().join(name)) {
+        let path = copy.path().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    edit(copy.path());
+    let loaded = SentenceBert::load(copy.path(), name, WeightPin::Unpinned);
+    (copy, loaded)
+}
+
+fn edit_json(path: &Path, edit: impl FnOnce(&mut Value)) {
+    let mut value: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    edit(&mut value);
+    std::fs::write(path, serde_json::to_vec_pretty(&value).unwrap()).unwrap();
+}
+
+#[test]
+fn a_checkpoint_as_later_sentence_transformers_save_it_runs_as_the_classic_one() {
+    let name = "mean-two-prompts";
+    let original = load(name);
+    let (_copy, later) = loaded_copy(name, |dir| {
+        // Later versions name each module by its class's own module path, and keep no max_seq_length in
+        // sentence_bert_config.json: the window is then the tokenizer's model_max_length, bounded by the positions.
+        let modules = std::fs::read_to_string(dir.join("modules.json")).unwrap();
+        let modules = modules
+            .replace(
+                "sentence_transformers.models.Transformer",
+                "sentence_transformers.base.modules.transformer.Transformer",
+            )
+            .replace(
+                "sentence_transformers.models.Pooling",
+                "sentence_transformers.sentence_transformer.modules.pooling.Pooling",
+            )
+            .replace(
+                "sentence_transformers.models.Normalize",
+                "sentence_transformers.base.modules.normalize.Normalize",
+            );
+        std::fs::write(dir.join("modules.json"), modules).unwrap();
+        edit_json(&dir.join("sentence_bert_config.json"), |v| {
+            v.as_object_mut().unwrap().remove("max_seq_length");
+            v["transformer_task"] = Value::from("feature-extraction");
+        });
+        std::fs::write(dir.join("tokenizer_config.json"), "{\"model_max_length\": 64}").unwrap();
+    });
+    let later = later.unwrap();
+    assert_eq!(later.checkpoint().max_tokens, original.checkpoint().max_tokens);
+    assert!(later.checkpoint().files.contains_key("tokenizer_config.json"), "the window's file is bound");
+    let (a, b) = (
+        original.embed_prompted("", &PARITY_TEXTS, &|_| {}).unwrap(),
+        later.embed_prompted("", &PARITY_TEXTS, &|_| {}).unwrap(),
+    );
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.vector, y.vector);
+    }
+    // transformers' "no limit" (10^30) leaves the position table as the window.
+    let (_copy, unlimited) = loaded_copy(name, |dir| {
+        edit_json(&dir.join("sentence_bert_config.json"), |v| {
+            v.as_object_mut().unwrap().remove("max_seq_length");
+        });
+        std::fs::write(
+            dir.join("tokenizer_config.json"),
+            "{\"model_max_length\": 1000000000000000019884624838656}",
+        )
+        .unwrap();
+    });
+    let unlimited = unlimited.unwrap();
+    let config: Value =
+        serde_json::from_slice(&std::fs::read(checkpoints_dir().join(name).join("config.json")).unwrap())
+            .unwrap();
+    assert_eq!(unlimited.checkpoint().max_tokens as u64, config["max_position_embeddings"].as_u64().unwrap());
+}
+
+#[test]
+fn default_prompt_name_and_truncate_dim_are_applied_or_refused_by_name() {
+    let name = "mean-two-prompts";
+    let (_copy, loaded) = loaded_copy(name, |dir| {
+        std::fs::write(
+            dir.join("config_sentence_transformers.json"),
+            "{\"prompts\": {\"query\": \"q : \", \"instruction\": \"i : \"}, \"default_prompt_name\": \"instruction\"}",
+        )
+        .unwrap();
+    });
+    let loaded = loaded.unwrap();
+    assert_eq!(loaded.checkpoint().prompt(Role::Query), "q : ");
+    assert_eq!(
+        loaded.checkpoint().prompt(Role::Document),
+        "i : ",
+        "a role without its own takes the default"
+    );
+    for (config, says) in [
+        ("{\"prompts\": {\"query\": \"q : \"}, \"default_prompt_name\": \"missing\"}", "names no prompt"),
+        ("{\"prompts\": {}, \"truncate_dim\": 16}", "truncate_dim 16"),
+    ] {
+        let (_copy, loaded) = loaded_copy(name, |dir| {
+            std::fs::write(dir.join("config_sentence_transformers.json"), config).unwrap();
+        });
+        let message = loaded.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("config_sentence_transformers.json") && message.contains(says), "{message}");
+    }
+}
