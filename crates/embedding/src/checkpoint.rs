@@ -65,6 +65,11 @@ pub struct Checkpoint {
     /// Whether the directory is a sentence-transformers checkpoint (it has `modules.json`) rather than the
     /// bare layout read with the defaults above.
     pub sentence_transformers: bool,
+    /// `Some(add_prefix_space)` when the tokenizer is XLM-RoBERTa's SentencePiece one
+    /// (`tokenizer_config.json`'s `tokenizer_class`, else the model type): transformers then runs the
+    /// tokenizer.json's Unigram vocabulary through its own pipeline, not the file's (see
+    /// `sentence_bert::as_transformers_runs_it`).
+    pub sentencepiece: Option<bool>,
     /// sha256 (hex) of each file besides the weights and the tokenizer that shapes a vector, by its path in
     /// the directory: `config.json`, and when present `modules.json`, the pooling's config,
     /// `sentence_bert_config.json` and `config_sentence_transformers.json`.
@@ -118,10 +123,38 @@ impl Checkpoint {
             ));
         }
         files.insert("config.json".to_owned(), sha256_hex(&config_bytes));
+        // Which tokenizer class transformers builds: a SentencePiece one rebuilds its pipeline, and then
+        // tokenizer_config.json shapes the vectors (its digest is bound).
+        let tokenizer_config_path = dir.join("tokenizer_config.json");
+        let tokenizer_config = optional_json(&model_dir, &tokenizer_config_path, "tokenizer_config.json")?;
+        let class = tokenizer_config
+            .as_ref()
+            .and_then(|(_, value)| value.get("tokenizer_class").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_else(|| {
+                if config.model_type == "xlm-roberta" { "XLMRobertaTokenizer".into() } else { String::new() }
+            });
+        let sentencepiece = if class.starts_with("XLMRobertaTokenizer") {
+            if let Some((bytes, _)) = &tokenizer_config {
+                files.insert("tokenizer_config.json".to_owned(), sha256_hex(bytes));
+            }
+            let prefix = tokenizer_config.as_ref().and_then(|(_, v)| v.get("add_prefix_space").cloned());
+            Some(match prefix {
+                None | Some(Value::Null) => true,
+                Some(Value::Bool(flag)) => flag,
+                Some(other) => {
+                    return Err(invalid(
+                        &tokenizer_config_path,
+                        format!("add_prefix_space {other} is not a boolean"),
+                    ));
+                }
+            })
+        } else {
+            None
+        };
 
         let modules_path = dir.join("modules.json");
         let Some((modules_bytes, modules)) = optional_json(&model_dir, &modules_path, "modules.json")? else {
-            let max_tokens = DEFAULT_MAX_TOKENS.min(config.max_position_embeddings);
+            let max_tokens = DEFAULT_MAX_TOKENS.min(config.max_sequence());
             return Ok(Checkpoint {
                 dir: dir.to_path_buf(),
                 config,
@@ -132,6 +165,7 @@ impl Checkpoint {
                 lower_case: false,
                 prompts: BTreeMap::new(),
                 sentence_transformers: false,
+                sentencepiece,
                 files,
             });
         };
@@ -204,17 +238,13 @@ impl Checkpoint {
         // position table and the tokenizer's `model_max_length` (tokenizer_config.json), as every version does.
         let max_tokens = match max_tokens {
             Some(declared) => declared,
-            None => {
-                let name = "tokenizer_config.json";
-                let path = dir.join(name);
-                match optional_json(&model_dir, &path, name)? {
-                    Some((bytes, value)) => {
-                        files.insert(name.to_owned(), sha256_hex(&bytes));
-                        model_max_length(&path, &value)?.unwrap_or(usize::MAX)
-                    }
-                    None => usize::MAX,
+            None => match &tokenizer_config {
+                Some((bytes, value)) => {
+                    files.insert("tokenizer_config.json".to_owned(), sha256_hex(bytes));
+                    model_max_length(&tokenizer_config_path, value)?.unwrap_or(usize::MAX)
                 }
-            }
+                None => usize::MAX,
+            },
         };
         let mut prompts = BTreeMap::new();
         let prompts_path = dir.join("config_sentence_transformers.json");
@@ -226,7 +256,7 @@ impl Checkpoint {
         }
         Ok(Checkpoint {
             dir: dir.to_path_buf(),
-            max_tokens: max_tokens.min(config.max_position_embeddings),
+            max_tokens: max_tokens.min(config.max_sequence()),
             config,
             pooling,
             include_prompt,
@@ -234,6 +264,7 @@ impl Checkpoint {
             lower_case,
             prompts,
             sentence_transformers: true,
+            sentencepiece,
             files,
         })
     }
@@ -295,21 +326,30 @@ fn check_sizes(path: &Path, config: &Config) -> Result<()> {
     Ok(())
 }
 
-/// BERT, and nothing else: `model_type` and `architectures`, when given, must say so.
+/// BERT or XLM-RoBERTa (the same encoder, its positions counted from after the padding index and one
+/// token-type row), and nothing else: `model_type` and `architectures`, when given, must say so and agree.
 fn check_architecture(path: &Path, raw: &Value) -> Result<()> {
-    if let Some(kind) = raw.get("model_type").and_then(Value::as_str)
-        && kind != "bert"
+    let kind = raw.get("model_type").and_then(Value::as_str).unwrap_or("bert");
+    let prefix = match kind {
+        "bert" => "Bert",
+        "xlm-roberta" => "XLMRoberta",
+        other => {
+            return Err(invalid(
+                path,
+                format!(
+                    "model_type {other:?} is not \"bert\" or \"xlm-roberta\": only those checkpoints run here"
+                ),
+            ));
+        }
+    };
+    if let Some(architectures) = raw.get("architectures").and_then(Value::as_array)
+        && let Some(other) =
+            architectures.iter().filter_map(Value::as_str).find(|name| !name.starts_with(prefix))
     {
         return Err(invalid(
             path,
-            format!("model_type {kind:?} is not \"bert\": only BERT checkpoints run here"),
+            format!("architectures names {other:?}, model_type {kind:?}: not run here"),
         ));
-    }
-    if let Some(architectures) = raw.get("architectures").and_then(Value::as_array)
-        && let Some(other) =
-            architectures.iter().filter_map(Value::as_str).find(|name| !name.starts_with("Bert"))
-    {
-        return Err(invalid(path, format!("architectures names {other:?}: only BERT checkpoints run here")));
     }
     if let Some(kind) = raw.get("position_embedding_type").and_then(Value::as_str)
         && kind != "absolute"

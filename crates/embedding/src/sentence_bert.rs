@@ -127,6 +127,10 @@ impl SentenceBert {
         }
         let mut tokenizer =
             Tokenizer::from_bytes(&tokenizer_bytes).map_err(|error| invalid(&tokenizer_path, error))?;
+        if let Some(add_prefix_space) = checkpoint.sentencepiece {
+            as_transformers_runs_it(&mut tokenizer, &tokenizer_bytes, add_prefix_space)
+                .map_err(|reason| invalid(&tokenizer_path, reason))?;
+        }
         // tokenizer.json may ship with another truncation (all-MiniLM-L6-v2's says 128) and fixed padding;
         // sentence-transformers truncates at max_seq_length and pads per batch. Padding is done here, per
         // length-sorted batch.
@@ -398,6 +402,53 @@ pub fn find_model_dir(explicit: Option<&Path>) -> Option<PathBuf> {
         return Some(PathBuf::from(dir));
     }
     crate::acquire::model_cache_dir().filter(|dir| is_model_dir(dir))
+}
+
+/// Gives a SentencePiece tokenizer.json the pipeline transformers' `XLMRobertaTokenizer` builds around its
+/// Unigram vocabulary, which is not the file's own: the file's precompiled SentencePiece normalizer alone (any
+/// other normalizer dropped), whitespace split then `▁` prepended (`add_prefix_space`), and `<s> $A </s>`.
+/// Read as the file says, a text with a ligature or doubled spaces gets other tokens than sentence-transformers
+/// gives it.
+fn as_transformers_runs_it(
+    tokenizer: &mut Tokenizer,
+    bytes: &[u8],
+    add_prefix_space: bool,
+) -> std::result::Result<(), String> {
+    use tokenizers::normalizers::NormalizerWrapper;
+    use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
+    use tokenizers::pre_tokenizers::sequence::Sequence;
+    use tokenizers::pre_tokenizers::whitespace::WhitespaceSplit;
+    use tokenizers::processors::template::TemplateProcessing;
+    let raw: serde_json::Value = serde_json::from_slice(bytes).map_err(|error| error.to_string())?;
+    let normalizers = match &raw["normalizer"] {
+        serde_json::Value::Object(n) if n.get("type").and_then(|t| t.as_str()) == Some("Sequence") => {
+            n.get("normalizers").and_then(|list| list.as_array()).cloned().unwrap_or_default()
+        }
+        serde_json::Value::Null => Vec::new(),
+        other => vec![other.clone()],
+    };
+    let precompiled = normalizers
+        .into_iter()
+        .find(|n| n["type"] == "Precompiled" && n.get("precompiled_charsmap").is_some())
+        .map(serde_json::from_value::<NormalizerWrapper>)
+        .transpose()
+        .map_err(|error| format!("the precompiled normalizer: {error}"))?;
+    tokenizer.with_normalizer(precompiled).map_err(|error| error.to_string())?;
+    let scheme = if add_prefix_space { PrependScheme::Always } else { PrependScheme::Never };
+    tokenizer.with_pre_tokenizer(Some(Sequence::new(vec![
+        WhitespaceSplit.into(),
+        Metaspace::new('\u{2581}', scheme, true).into(),
+    ])));
+    let id = |token: &str| tokenizer.token_to_id(token).ok_or_else(|| format!("no {token} token"));
+    let (bos, eos) = (id("<s>")?, id("</s>")?);
+    let template = TemplateProcessing::builder()
+        .try_single("<s> $A </s>")
+        .map_err(|error| error.to_string())?
+        .special_tokens(vec![("<s>", bos), ("</s>", eos)])
+        .build()
+        .map_err(|error| error.to_string())?;
+    tokenizer.with_post_processor(Some(template));
+    Ok(())
 }
 
 /// Lower-cases as Python's `str.lower`, which sentence-transformers applies for `do_lower_case`: full Unicode

@@ -41,6 +41,18 @@ pub struct BertShape {
     pub layers: usize,
     /// Position embeddings (texts are truncated to this many tokens).
     pub max_positions: usize,
+    /// Which encoder, and with it which tokenizer.
+    pub encoder: Encoder,
+}
+
+/// The encoder a miniature checkpoint is, with the tokenizer that goes with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoder {
+    /// BERT with a WordPiece vocabulary of the words, `[CLS]`/`[SEP]` around a text.
+    Bert,
+    /// XLM-RoBERTa with a SentencePiece Unigram vocabulary of `▁`-prefixed words and single characters,
+    /// `<s>`/`</s>` around a text, positions counted from after the padding index, one token-type row.
+    XlmRoberta,
 }
 
 /// The tiny BERT's shape: 2 layers, hidden 32, 4 heads, the 36-token WordPiece vocabulary.
@@ -52,6 +64,7 @@ fn tiny_shape() -> BertShape {
         heads: 4,
         layers: 2,
         max_positions: TINY_MAX_POSITIONS,
+        encoder: Encoder::Bert,
     }
 }
 
@@ -71,6 +84,9 @@ pub fn write_tiny_bert(dir: &Path, seed: u64) -> Result<()> {
 /// # Errors
 /// [`Error::Io`] or [`Error::Model`] when a file cannot be written.
 pub fn write_bert(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
+    if shape.encoder == Encoder::XlmRoberta {
+        return write_xlm_roberta(dir, shape, seed);
+    }
     let specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
     let vocab: Vec<&str> = specials.iter().copied().chain(shape.words.iter().map(String::as_str)).collect();
     let vocab_size = vocab.len();
@@ -98,6 +114,38 @@ pub fn write_bert(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
     };
     write("config.json", config.to_string().as_bytes())?;
 
+    write_weights(dir, shape, vocab_size, (shape.max_positions, 2), seed)?;
+
+    let tokenizer_error =
+        |error: Box<dyn std::error::Error + Send + Sync>| Error::Tokenizer(error.to_string());
+    // One token per line, its id the line number: the layout of the real model's vocab.txt.
+    let vocab_path = dir.join("vocab.txt");
+    write("vocab.txt", format!("{}\n", vocab.join("\n")).as_bytes())?;
+    let model = WordPiece::from_file(&vocab_path.to_string_lossy())
+        .unk_token("[UNK]".into())
+        .build()
+        .map_err(tokenizer_error)?;
+    let mut tokenizer = Tokenizer::new(model);
+    tokenizer.with_normalizer(Some(BertNormalizer::default())).map_err(tokenizer_error)?;
+    tokenizer.with_pre_tokenizer(Some(BertPreTokenizer));
+    tokenizer.with_post_processor(Some(BertProcessing::new(("[SEP]".into(), 3), ("[CLS]".into(), 2))));
+    tokenizer.save(dir.join("tokenizer.json"), false).map_err(tokenizer_error)?;
+    Ok(())
+}
+
+/// Writes `model.safetensors`: a randomly initialised encoder of `shape` with `vocab_size` words, a position
+/// table and a token-type table of `(positions, types)` rows, drawn from a generator seeded with `seed`.
+fn write_weights(
+    dir: &Path,
+    shape: &BertShape,
+    vocab_size: usize,
+    (positions, types): (usize, usize),
+    seed: u64,
+) -> Result<()> {
+    let write = |name: &str, bytes: &[u8]| {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|source| Error::Io { path, source })
+    };
     let mut state = seed;
     let mut random = |shape: &[usize], scale: f32| -> (Vec<usize>, Vec<f32>) {
         let count: usize = shape.iter().product();
@@ -113,8 +161,8 @@ pub fn write_bert(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
     // Sorted by name, so that the file's bytes do not depend on a hash map's order.
     let mut tensors: BTreeMap<String, (Vec<usize>, Vec<f32>)> = BTreeMap::new();
     tensors.insert("embeddings.word_embeddings.weight".into(), random(&[vocab_size, h], 0.5));
-    tensors.insert("embeddings.position_embeddings.weight".into(), random(&[shape.max_positions, h], 0.1));
-    tensors.insert("embeddings.token_type_embeddings.weight".into(), random(&[2, h], 0.1));
+    tensors.insert("embeddings.position_embeddings.weight".into(), random(&[positions, h], 0.1));
+    tensors.insert("embeddings.token_type_embeddings.weight".into(), random(&[types, h], 0.1));
     let ones = |n: usize| (vec![n], vec![1.0f32; n]);
     let zeros = |n: usize| (vec![n], vec![0.0f32; n]);
     tensors.insert("embeddings.LayerNorm.weight".into(), ones(h));
@@ -149,19 +197,70 @@ pub fn write_bert(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
     let file = safetensors::serialize(views, None).map_err(|error| Error::Model(error.to_string()))?;
     write("model.safetensors", &file)?;
 
+    Ok(())
+}
+
+/// [`write_bert`] for [`Encoder::XlmRoberta`]: `config.json` as transformers writes XLM-RoBERTa's, the weights,
+/// and a Unigram `tokenizer.json` (NFKC, `▁` for spaces, `<s> … </s>`).
+fn write_xlm_roberta(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
+    use tokenizers::models::unigram::Unigram;
+    use tokenizers::normalizers::unicode::NFKC;
+    use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
+    use tokenizers::processors::roberta::RobertaProcessing;
+    let specials = ["<s>", "<pad>", "</s>", "<unk>"];
+    // Whole words as `▁word`, and every character of them alone, so that any text over these characters has a
+    // segmentation; longer pieces score higher, as a trained Unigram model's do.
+    let mut pieces: Vec<(String, f64)> = specials.iter().map(|s| ((*s).to_owned(), 0.0)).collect();
+    let mut seen: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    for word in &shape.words {
+        let piece = format!("\u{2581}{word}");
+        if seen.insert(piece.clone()) {
+            pieces.push((piece, -1.0 - 1.0 / word.chars().count() as f64));
+        }
+    }
+    let mut characters: Vec<String> = shape.words.iter().flat_map(|w| w.chars()).map(String::from).collect();
+    characters.push("\u{2581}".into());
+    characters.sort();
+    characters.dedup();
+    for character in characters {
+        if seen.insert(character.clone()) {
+            pieces.push((character, -8.0));
+        }
+    }
+    let vocab_size = pieces.len();
+    let config = serde_json::json!({
+        "architectures": ["XLMRobertaModel"],
+        "attention_probs_dropout_prob": 0.1,
+        "bos_token_id": 0,
+        "eos_token_id": 2,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.1,
+        "hidden_size": shape.hidden,
+        "initializer_range": 0.02,
+        "intermediate_size": shape.intermediate,
+        "layer_norm_eps": 1e-5,
+        "max_position_embeddings": shape.max_positions + 2,
+        "model_type": "xlm-roberta",
+        "num_attention_heads": shape.heads,
+        "num_hidden_layers": shape.layers,
+        "pad_token_id": 1,
+        "position_embedding_type": "absolute",
+        "type_vocab_size": 1,
+        "vocab_size": vocab_size,
+    });
+    let path = dir.join("config.json");
+    std::fs::write(&path, config.to_string()).map_err(|source| Error::Io { path, source })?;
+    write_weights(dir, shape, vocab_size, (shape.max_positions + 2, 1), seed)?;
     let tokenizer_error =
         |error: Box<dyn std::error::Error + Send + Sync>| Error::Tokenizer(error.to_string());
-    // One token per line, its id the line number: the layout of the real model's vocab.txt.
-    let vocab_path = dir.join("vocab.txt");
-    write("vocab.txt", format!("{}\n", vocab.join("\n")).as_bytes())?;
-    let model = WordPiece::from_file(&vocab_path.to_string_lossy())
-        .unk_token("[UNK]".into())
-        .build()
-        .map_err(tokenizer_error)?;
+    let model = Unigram::from(pieces, Some(3), false).map_err(tokenizer_error)?;
     let mut tokenizer = Tokenizer::new(model);
-    tokenizer.with_normalizer(Some(BertNormalizer::default())).map_err(tokenizer_error)?;
-    tokenizer.with_pre_tokenizer(Some(BertPreTokenizer));
-    tokenizer.with_post_processor(Some(BertProcessing::new(("[SEP]".into(), 3), ("[CLS]".into(), 2))));
+    tokenizer.with_normalizer(Some(NFKC)).map_err(tokenizer_error)?;
+    tokenizer.with_pre_tokenizer(Some(Metaspace::new('\u{2581}', PrependScheme::Always, true)));
+    tokenizer.with_post_processor(Some(RobertaProcessing::new(("</s>".into(), 2), ("<s>".into(), 0))));
+    tokenizer
+        .add_special_tokens(specials.map(|s| tokenizers::AddedToken::from(s, true)))
+        .map_err(tokenizer_error)?;
     tokenizer.save(dir.join("tokenizer.json"), false).map_err(tokenizer_error)?;
     Ok(())
 }
@@ -284,6 +383,27 @@ pub fn parity_checkpoints() -> Vec<(&'static str, BertShape, u64, SentenceLayout
             },
         ),
         (
+            "xlmr-mean-multilingual",
+            BertShape {
+                words: shape
+                    .words
+                    .iter()
+                    .cloned()
+                    .chain(MULTILINGUAL.iter().map(|w| (*w).to_owned()))
+                    .collect(),
+                encoder: Encoder::XlmRoberta,
+                ..shape.clone()
+            },
+            404,
+            SentenceLayout {
+                pooling: serde_json::json!({"word_embedding_dimension": TINY_HIDDEN, "pooling_mode": "mean"}),
+                normalize: true,
+                max_seq_length: 64,
+                do_lower_case: false,
+                prompts: prompts(&[("query", "query: "), ("passage", "passage: ")]),
+            },
+        ),
+        (
             "max-short-lowercase",
             shape,
             303,
@@ -298,9 +418,15 @@ pub fn parity_checkpoints() -> Vec<(&'static str, BertShape, u64, SentenceLayout
     ]
 }
 
+/// Words of other scripts in the XLM-RoBERTa parity checkpoint's vocabulary: accents, Greek, Cyrillic, CJK and
+/// an emoji.
+const MULTILINGUAL: &[&str] =
+    &["café", "naïve", "élan", "Ελληνικά", "σας", "русский", "язык", "中文", "文本", "😀"];
+
 /// Texts the parity checkpoints embed: made-up sentences over their vocabulary, mixed case, a word outside it,
-/// one longer than every `max_seq_length`, and one of a single word.
-pub const PARITY_TEXTS: [&str; 6] = [
+/// one longer than every `max_seq_length`, one of a single word, and one of other scripts (accents, Greek,
+/// Cyrillic, CJK, an emoji, a word-final capital sigma).
+pub const PARITY_TEXTS: [&str; 7] = [
     "vitamin and bone density",
     "The Effect of Sleep on Memory in Patients",
     "gene protein cell cells increase decrease risk disease effect of the a in and",
@@ -308,4 +434,5 @@ pub const PARITY_TEXTS: [&str; 6] = [
      increase : sleep and memory decrease in the cells of the protein - the a of and in cell cells protein gene",
     "quasar protein",
     "memory",
+    "Café naïve ÉLAN — Ελληνικά ΣΑΣ, русский язык; 中文文本 😀 ﬁne",
 ];

@@ -375,6 +375,7 @@ pub fn write_model(dir: &Path) -> Result<()> {
         heads: 4,
         layers: 2,
         max_positions: 96,
+        encoder: embedding::testing::Encoder::Bert,
     };
     write_bert(dir, &shape, MODEL_SEED)
         .map_err(|e| Error::Io { path: dir.to_owned(), source: std::io::Error::other(e) })

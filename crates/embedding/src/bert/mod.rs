@@ -93,10 +93,40 @@ pub(crate) struct Config {
     #[serde(default = "default_eps")]
     pub(crate) layer_norm_eps: f64,
     pub(crate) hidden_act: String,
+    /// `bert` or `xlm-roberta` (checked by the checkpoint reader).
+    #[serde(default = "default_model_type")]
+    pub(crate) model_type: String,
+    /// The padding token's id: XLM-RoBERTa's positions start after it.
+    #[serde(default)]
+    pub(crate) pad_token_id: usize,
+    /// Rows of the token-type table (BERT 2, XLM-RoBERTa 1); every token takes row 0.
+    #[serde(default = "default_type_vocab_size")]
+    pub(crate) type_vocab_size: usize,
 }
 
 fn default_eps() -> f64 {
     1e-12
+}
+
+fn default_model_type() -> String {
+    "bert".into()
+}
+
+fn default_type_vocab_size() -> usize {
+    2
+}
+
+impl Config {
+    /// The first position a sequence's first token takes: 0 for BERT; for XLM-RoBERTa `pad_token_id + 1`
+    /// (fairseq's convention: positions are counted from after the padding index).
+    pub(crate) fn position_offset(&self) -> usize {
+        if self.model_type == "xlm-roberta" { self.pad_token_id + 1 } else { 0 }
+    }
+
+    /// The longest sequence the position table holds.
+    pub(crate) fn max_sequence(&self) -> usize {
+        self.max_position_embeddings.saturating_sub(self.position_offset())
+    }
 }
 
 struct Norm {
@@ -126,7 +156,7 @@ pub(crate) struct Bert {
     layers: Vec<Layer>,
 }
 
-/// Reads a safetensors file's tensors by name (with or without a `bert.` prefix) as f32.
+/// Reads a safetensors file's tensors by name (with or without a `bert.` or `roberta.` prefix) as f32.
 struct Tensors<'a> {
     file: safetensors::SafeTensors<'a>,
 }
@@ -137,6 +167,7 @@ impl Tensors<'_> {
             .file
             .tensor(name)
             .or_else(|_| self.file.tensor(&format!("bert.{name}")))
+            .or_else(|_| self.file.tensor(&format!("roberta.{name}")))
             .map_err(|_| format!("no tensor {name}"))?;
         if view.dtype() != safetensors::Dtype::F32 {
             return Err(format!("{name} is {:?}, not F32", view.dtype()));
@@ -174,7 +205,15 @@ impl Bert {
         let words = tensors.get("embeddings.word_embeddings.weight", &[config.vocab_size, h])?;
         let positions =
             tensors.get("embeddings.position_embeddings.weight", &[config.max_position_embeddings, h])?;
-        let token_type = tensors.get("embeddings.token_type_embeddings.weight", &[2, h])?[..h].to_vec();
+        if config.type_vocab_size == 0 || config.position_offset() >= config.max_position_embeddings {
+            return Err(format!(
+                "type_vocab_size {} and pad_token_id {} leave no token type or no position",
+                config.type_vocab_size, config.pad_token_id
+            ));
+        }
+        let token_type = tensors
+            .get("embeddings.token_type_embeddings.weight", &[config.type_vocab_size, h])?[..h]
+            .to_vec();
         let embedding_norm = tensors.norm("embeddings.LayerNorm", h)?;
         let scale = 1.0 / ((h / config.num_attention_heads) as f32).sqrt();
         let mut layers = Vec::new();
@@ -236,11 +275,11 @@ impl Bert {
     ) -> Result<Vec<Vec<f32>>> {
         let h = self.config.hidden_size;
         for ids in batch {
-            if ids.is_empty() || ids.len() > self.config.max_position_embeddings {
+            if ids.is_empty() || ids.len() > self.config.max_sequence() {
                 return Err(Error::Tokenizer(format!(
                     "a sequence of {} tokens does not fit 1..={} positions",
                     ids.len(),
-                    self.config.max_position_embeddings
+                    self.config.max_sequence()
                 )));
             }
             if let Some(id) = ids.iter().find(|id| **id as usize >= self.config.vocab_size) {
@@ -250,11 +289,12 @@ impl Bert {
         let lengths: Vec<usize> = batch.iter().map(|ids| ids.len()).collect();
         let tokens: usize = lengths.iter().sum();
         let mut x = vec![0.0f32; tokens * h];
+        let offset = self.config.position_offset();
         for (row, (position, id)) in
             x.chunks_exact_mut(h).zip(batch.iter().flat_map(|ids| ids.iter().enumerate()))
         {
             let word = &self.words[*id as usize * h..(*id as usize + 1) * h];
-            let place = &self.positions[position * h..(position + 1) * h];
+            let place = &self.positions[(offset + position) * h..(offset + position + 1) * h];
             for (((value, w), p), t) in row.iter_mut().zip(word).zip(place).zip(&self.token_type) {
                 *value = (*w + *p) + *t;
             }
