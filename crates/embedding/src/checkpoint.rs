@@ -333,11 +333,12 @@ fn check_architecture(path: &Path, raw: &Value) -> Result<()> {
     let prefix = match kind {
         "bert" => "Bert",
         "xlm-roberta" => "XLMRoberta",
+        "mpnet" => "MPNet",
         other => {
             return Err(invalid(
                 path,
                 format!(
-                    "model_type {other:?} is not \"bert\" or \"xlm-roberta\": only those checkpoints run here"
+                    "model_type {other:?} is not \"bert\", \"xlm-roberta\" or \"mpnet\": only those checkpoints run here"
                 ),
             ));
         }

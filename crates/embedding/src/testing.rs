@@ -53,6 +53,9 @@ pub enum Encoder {
     /// XLM-RoBERTa with a SentencePiece Unigram vocabulary of `▁`-prefixed words and single characters,
     /// `<s>`/`</s>` around a text, positions counted from after the padding index, one token-type row.
     XlmRoberta,
+    /// MPNet with a lower-casing WordPiece vocabulary, `<s>`/`</s>` around a text, positions counted from after
+    /// the padding index, no token-type table, and a relative-position bias in every layer.
+    Mpnet,
 }
 
 /// The tiny BERT's shape: 2 layers, hidden 32, 4 heads, the 36-token WordPiece vocabulary.
@@ -84,8 +87,10 @@ pub fn write_tiny_bert(dir: &Path, seed: u64) -> Result<()> {
 /// # Errors
 /// [`Error::Io`] or [`Error::Model`] when a file cannot be written.
 pub fn write_bert(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
-    if shape.encoder == Encoder::XlmRoberta {
-        return write_xlm_roberta(dir, shape, seed);
+    match shape.encoder {
+        Encoder::XlmRoberta => return write_xlm_roberta(dir, shape, seed),
+        Encoder::Mpnet => return write_mpnet(dir, shape, seed),
+        Encoder::Bert => {}
     }
     let specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
     let vocab: Vec<&str> = specials.iter().copied().chain(shape.words.iter().map(String::as_str)).collect();
@@ -162,7 +167,9 @@ fn write_weights(
     let mut tensors: BTreeMap<String, (Vec<usize>, Vec<f32>)> = BTreeMap::new();
     tensors.insert("embeddings.word_embeddings.weight".into(), random(&[vocab_size, h], 0.5));
     tensors.insert("embeddings.position_embeddings.weight".into(), random(&[positions, h], 0.1));
-    tensors.insert("embeddings.token_type_embeddings.weight".into(), random(&[types, h], 0.1));
+    if types > 0 {
+        tensors.insert("embeddings.token_type_embeddings.weight".into(), random(&[types, h], 0.1));
+    }
     let ones = |n: usize| (vec![n], vec![1.0f32; n]);
     let zeros = |n: usize| (vec![n], vec![0.0f32; n]);
     tensors.insert("embeddings.LayerNorm.weight".into(), ones(h));
@@ -184,6 +191,18 @@ fn write_weights(
             tensors.insert(format!("{prefix}.{name}.weight"), ones(h));
             tensors.insert(format!("{prefix}.{name}.bias"), zeros(h));
         }
+    }
+    if shape.encoder == Encoder::Mpnet {
+        // MPNet's names for the same parts, and its relative-position bias (32 buckets per head).
+        let renamed = |name: String| {
+            name.replace("attention.self.query", "attention.attn.q")
+                .replace("attention.self.key", "attention.attn.k")
+                .replace("attention.self.value", "attention.attn.v")
+                .replace("attention.output.dense", "attention.attn.o")
+                .replace("attention.output.LayerNorm", "attention.LayerNorm")
+        };
+        tensors = tensors.into_iter().map(|(name, tensor)| (renamed(name), tensor)).collect();
+        tensors.insert("encoder.relative_attention_bias.weight".into(), random(&[32, shape.heads], 0.5));
     }
     let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = tensors
         .into_iter()
@@ -260,6 +279,66 @@ fn write_xlm_roberta(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
     tokenizer.with_post_processor(Some(RobertaProcessing::new(("</s>".into(), 2), ("<s>".into(), 0))));
     tokenizer
         .add_special_tokens(specials.map(|s| tokenizers::AddedToken::from(s, true)))
+        .map_err(tokenizer_error)?;
+    tokenizer.save(dir.join("tokenizer.json"), false).map_err(tokenizer_error)?;
+    Ok(())
+}
+
+/// [`write_bert`] for [`Encoder::Mpnet`]: `config.json` as transformers writes MPNet's, the weights, and the
+/// WordPiece `tokenizer.json` transformers' `MPNetTokenizer` builds (Bert normaliser lower-casing, Bert
+/// pre-tokenizer, `<s> … </s>`).
+fn write_mpnet(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
+    use tokenizers::processors::roberta::RobertaProcessing;
+    // As all-mpnet-base-v2's: `<s> <pad> </s> <unk>` first, then a BERT vocabulary whose `[UNK]` is the
+    // unknown token transformers' MPNetTokenizer uses.
+    let specials = ["<s>", "<pad>", "</s>", "<unk>", "[UNK]"];
+    let mut vocab: Vec<&str> = specials.to_vec();
+    vocab.extend(shape.words.iter().map(String::as_str));
+    vocab.push("<mask>");
+    let vocab_size = vocab.len();
+    let config = serde_json::json!({
+        "architectures": ["MPNetModel"],
+        "attention_probs_dropout_prob": 0.1,
+        "bos_token_id": 0,
+        "eos_token_id": 2,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.1,
+        "hidden_size": shape.hidden,
+        "initializer_range": 0.02,
+        "intermediate_size": shape.intermediate,
+        "layer_norm_eps": 1e-5,
+        "max_position_embeddings": shape.max_positions + 2,
+        "model_type": "mpnet",
+        "num_attention_heads": shape.heads,
+        "num_hidden_layers": shape.layers,
+        "pad_token_id": 1,
+        "relative_attention_num_buckets": 32,
+        "vocab_size": vocab_size,
+    });
+    let write = |name: &str, bytes: &[u8]| {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|source| Error::Io { path, source })
+    };
+    write("config.json", config.to_string().as_bytes())?;
+    write_weights(dir, shape, vocab_size, (shape.max_positions + 2, 0), seed)?;
+    let tokenizer_error =
+        |error: Box<dyn std::error::Error + Send + Sync>| Error::Tokenizer(error.to_string());
+    let vocab_path = dir.join("vocab.txt");
+    write("vocab.txt", format!("{}\n", vocab.join("\n")).as_bytes())?;
+    let model = WordPiece::from_file(&vocab_path.to_string_lossy())
+        .unk_token("[UNK]".into())
+        .build()
+        .map_err(tokenizer_error)?;
+    let mut tokenizer = Tokenizer::new(model);
+    tokenizer.with_normalizer(Some(BertNormalizer::default())).map_err(tokenizer_error)?;
+    tokenizer.with_pre_tokenizer(Some(BertPreTokenizer));
+    tokenizer.with_post_processor(Some(
+        RobertaProcessing::new(("</s>".into(), 2), ("<s>".into(), 0)).add_prefix_space(false),
+    ));
+    tokenizer
+        .add_special_tokens(
+            ["<s>", "<pad>", "</s>", "<unk>", "<mask>"].map(|s| tokenizers::AddedToken::from(s, true)),
+        )
         .map_err(tokenizer_error)?;
     tokenizer.save(dir.join("tokenizer.json"), false).map_err(tokenizer_error)?;
     Ok(())
@@ -401,6 +480,18 @@ pub fn parity_checkpoints() -> Vec<(&'static str, BertShape, u64, SentenceLayout
                 max_seq_length: 64,
                 do_lower_case: false,
                 prompts: prompts(&[("query", "query: "), ("passage", "passage: ")]),
+            },
+        ),
+        (
+            "mpnet-mean-normalize",
+            BertShape { encoder: Encoder::Mpnet, ..shape.clone() },
+            505,
+            SentenceLayout {
+                pooling: serde_json::json!({"word_embedding_dimension": TINY_HIDDEN, "pooling_mode": "mean"}),
+                normalize: true,
+                max_seq_length: 64,
+                do_lower_case: false,
+                prompts: prompts(&[("query", "query : ")]),
             },
         ),
         (

@@ -99,9 +99,16 @@ pub(crate) struct Config {
     /// The padding token's id: XLM-RoBERTa's positions start after it.
     #[serde(default)]
     pub(crate) pad_token_id: usize,
-    /// Rows of the token-type table (BERT 2, XLM-RoBERTa 1); every token takes row 0.
+    /// Rows of the token-type table (BERT 2, XLM-RoBERTa 1, MPNet none); every token takes row 0.
     #[serde(default = "default_type_vocab_size")]
     pub(crate) type_vocab_size: usize,
+    /// MPNet's relative-position buckets (32), whose learned bias is added to every layer's attention scores.
+    #[serde(default = "default_buckets")]
+    pub(crate) relative_attention_num_buckets: usize,
+}
+
+fn default_buckets() -> usize {
+    32
 }
 
 fn default_eps() -> f64 {
@@ -120,7 +127,15 @@ impl Config {
     /// The first position a sequence's first token takes: 0 for BERT; for XLM-RoBERTa `pad_token_id + 1`
     /// (fairseq's convention: positions are counted from after the padding index).
     pub(crate) fn position_offset(&self) -> usize {
-        if self.model_type == "xlm-roberta" { self.pad_token_id + 1 } else { 0 }
+        if self.is_bert() { 0 } else { self.pad_token_id + 1 }
+    }
+
+    fn is_bert(&self) -> bool {
+        self.model_type == "bert"
+    }
+
+    fn is_mpnet(&self) -> bool {
+        self.model_type == "mpnet"
     }
 
     /// The longest sequence the position table holds.
@@ -151,9 +166,12 @@ pub(crate) struct Bert {
     eps: f32,
     words: Vec<f32>,
     positions: Vec<f32>,
+    /// Row 0 of the token-type table (zeros for MPNet, which has none).
     token_type: Vec<f32>,
     embedding_norm: Norm,
     layers: Vec<Layer>,
+    /// MPNet's relative-position bias, `[bucket][head]`; empty for BERT and XLM-RoBERTa.
+    relative_bias: Vec<f32>,
 }
 
 /// Reads a safetensors file's tensors by name (with or without a `bert.` or `roberta.` prefix) as f32.
@@ -168,6 +186,7 @@ impl Tensors<'_> {
             .tensor(name)
             .or_else(|_| self.file.tensor(&format!("bert.{name}")))
             .or_else(|_| self.file.tensor(&format!("roberta.{name}")))
+            .or_else(|_| self.file.tensor(&format!("mpnet.{name}")))
             .map_err(|_| format!("no tensor {name}"))?;
         if view.dtype() != safetensors::Dtype::F32 {
             return Err(format!("{name} is {:?}, not F32", view.dtype()));
@@ -205,24 +224,44 @@ impl Bert {
         let words = tensors.get("embeddings.word_embeddings.weight", &[config.vocab_size, h])?;
         let positions =
             tensors.get("embeddings.position_embeddings.weight", &[config.max_position_embeddings, h])?;
-        if config.type_vocab_size == 0 || config.position_offset() >= config.max_position_embeddings {
+        if (config.type_vocab_size == 0 && !config.is_mpnet())
+            || config.position_offset() >= config.max_position_embeddings
+        {
             return Err(format!(
                 "type_vocab_size {} and pad_token_id {} leave no token type or no position",
                 config.type_vocab_size, config.pad_token_id
             ));
         }
-        let token_type = tensors
-            .get("embeddings.token_type_embeddings.weight", &[config.type_vocab_size, h])?[..h]
-            .to_vec();
+        let token_type = if config.is_mpnet() {
+            vec![0.0; h]
+        } else {
+            tensors.get("embeddings.token_type_embeddings.weight", &[config.type_vocab_size, h])?[..h]
+                .to_vec()
+        };
+        let heads = config.num_attention_heads;
+        let relative_bias = if config.is_mpnet() {
+            let buckets = config.relative_attention_num_buckets;
+            if buckets != 32 {
+                return Err(format!(
+                    "relative_attention_num_buckets {buckets} is not 32 (the buckets run here)"
+                ));
+            }
+            tensors.get("encoder.relative_attention_bias.weight", &[buckets, heads])?
+        } else {
+            Vec::new()
+        };
         let embedding_norm = tensors.norm("embeddings.LayerNorm", h)?;
         let scale = 1.0 / ((h / config.num_attention_heads) as f32).sqrt();
         let mut layers = Vec::new();
         for layer in 0..config.num_hidden_layers {
             let at = |name: &str| format!("encoder.layer.{layer}.{name}");
             let (mut weight, mut bias) = (Vec::new(), Vec::new());
+            // MPNet names its projections attention.attn.{q,k,v,o} and its attention norm attention.LayerNorm.
+            let mpnet = config.is_mpnet();
             for (part, factor) in [("query", scale), ("key", 1.0), ("value", 1.0)] {
-                let w = tensors.get(&at(&format!("attention.self.{part}.weight")), &[h, h])?;
-                let b = tensors.get(&at(&format!("attention.self.{part}.bias")), &[h])?;
+                let part = if mpnet { format!("attn.{}", &part[..1]) } else { format!("self.{part}") };
+                let w = tensors.get(&at(&format!("attention.{part}.weight")), &[h, h])?;
+                let b = tensors.get(&at(&format!("attention.{part}.bias")), &[h])?;
                 weight.extend(w.iter().map(|x| x * factor));
                 bias.extend(b.iter().map(|x| x * factor));
             }
@@ -231,10 +270,15 @@ impl Bert {
                 let b = tensors.get(&at(&format!("{name}.bias")), &[n])?;
                 Ok(gemm::Packed::new(&w, &b, n, k, kernels))
             };
+            let (output, attention_norm) = if mpnet {
+                ("attention.attn.o", "attention.LayerNorm")
+            } else {
+                ("attention.output.dense", "attention.output.LayerNorm")
+            };
             layers.push(Layer {
                 qkv: gemm::Packed::new(&weight, &bias, 3 * h, h, kernels),
-                output: packed("attention.output.dense", h, h)?,
-                attention_norm: tensors.norm(&at("attention.output.LayerNorm"), h)?,
+                output: packed(output, h, h)?,
+                attention_norm: tensors.norm(&at(attention_norm), h)?,
                 intermediate: packed("intermediate.dense", i, h)?,
                 down: packed("output.dense", h, i)?,
                 output_norm: tensors.norm(&at("output.LayerNorm"), h)?,
@@ -249,6 +293,7 @@ impl Bert {
             config,
             kernels,
             layers,
+            relative_bias,
         })
     }
 
@@ -323,7 +368,9 @@ impl Bert {
             jobs.push((*len, qkv, ctx));
             (qkv_rest, ctx_rest) = (q_next, c_next);
         }
-        jobs.into_par_iter().for_each(|(len, qkv, ctx)| attention(k, qkv, len, h, heads, head_dim, ctx));
+        let bias = &self.relative_bias[..];
+        jobs.into_par_iter()
+            .for_each(|(len, qkv, ctx)| attention(k, qkv, len, (h, heads, head_dim), bias, ctx));
         let eps = self.eps;
         let (context, projected) = (&*activations.context, &mut *activations.projected);
         let norm = residual_then_norm(k, h, eps, x, &layer.attention_norm);
@@ -347,14 +394,14 @@ impl Bert {
 /// q already scaled by 1/√head_dim); the context rows go to `out` (`len` × `hidden`). The two products,
 /// scores = q·kᵀ and context = softmax(scores)·v, run on the linear layers' kernels with a zero bias, so each
 /// score and each context value is one fused multiply-add chain (over the head's dimensions, then over the
-/// keys in order), as in `gemm`.
+/// keys in order), as in `gemm`. `bias` (MPNet's, `[bucket][head]`, else empty) is added to each score by its
+/// relative-position bucket before the softmax, one addition.
 fn attention(
     k: Kernels,
     qkv: &[f32],
     len: usize,
-    hidden: usize,
-    heads: usize,
-    head_dim: usize,
+    (hidden, heads, head_dim): (usize, usize, usize),
+    bias: &[f32],
     out: &mut [f32],
 ) {
     let stride = 3 * hidden;
@@ -366,12 +413,34 @@ fn attention(
         let queries = gemm::Rows { data: &qkv[q_at..], m: len, stride };
         let keys = gemm::Rows { data: &qkv[k_at..], m: len, stride };
         gemm::product(k, queries, &gemm::Packed::rows(keys, head_dim, k), &mut scores, padded);
+        if !bias.is_empty() {
+            for (query, row) in scores.chunks_exact_mut(padded).enumerate() {
+                for (key, score) in row[..len].iter_mut().enumerate() {
+                    *score += bias[relative_bucket(key as i64 - query as i64) * heads + head];
+                }
+            }
+        }
         ops::softmax_rows(k, &mut scores, len, padded);
         let values = gemm::Rows { data: &qkv[v_at..], m: len, stride };
         let value_panels = gemm::Packed::columns(values, head_dim, k);
         let probabilities = gemm::Rows { data: &scores, m: len, stride: padded };
         gemm::product(k, probabilities, &value_panels, &mut out[q_at..], hidden);
     }
+}
+
+/// MPNet's bucket of the relative position `key - query` (32 buckets, distances up to 128), as transformers'
+/// `relative_position_bucket` computes it with a float logarithm, here by integer thresholds so that it is the
+/// same on every CPU: below 8 the distance itself; from 8, 8 + the largest k ≤ 7 with n² ≥ 64·2^k (equal to
+/// transformers' for every distance from 0 to 700); 16 more when the key comes after the query.
+fn relative_bucket(relative: i64) -> usize {
+    let n = -relative;
+    let side = if n < 0 { 16 } else { 0 };
+    let n = n.unsigned_abs();
+    if n < 8 {
+        return side + n as usize;
+    }
+    let k = (1..=7u32).take_while(|k| n * n >= 64 << k).count();
+    side + 8 + k
 }
 
 /// Rows per parallel task of the row-wise operations.
@@ -469,4 +538,38 @@ fn split<'a>(x: &'a [f32], hidden: usize, lengths: &'a [usize]) -> impl Iterator
         start += len;
         rows
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn mpnet_s_buckets_are_transformers_own() {
+        // (key - query, the bucket transformers' MPNetEncoder.relative_position_bucket gives, 32 buckets, 128)
+        let expected = [
+            (0, 0),
+            (-1, 1),
+            (1, 17),
+            (-7, 7),
+            (-8, 8),
+            (-11, 8),
+            (-12, 9),
+            (-16, 10),
+            (-22, 10),
+            (-23, 11),
+            (-45, 12),
+            (-46, 13),
+            (-90, 14),
+            (-91, 15),
+            (-127, 15),
+            (-128, 15),
+            (-700, 15),
+            (8, 24),
+            (16, 26),
+            (128, 31),
+            (700, 31),
+        ];
+        for (relative, bucket) in expected {
+            assert_eq!(super::relative_bucket(relative), bucket, "{relative}");
+        }
+    }
 }
