@@ -38,18 +38,12 @@ impl Collection {
     /// When the built-in dataset registry does not parse.
     pub fn of(metadata: &crate::fixture::FixtureMetadata) -> Result<Collection> {
         let scored = crate::published::Scored::of(metadata);
-        let registry = crate::datasets::dataset_registry()
+        let standing = crate::published::ArchiveStanding::of(&scored)
             .map_err(|reason| Error::OutputMismatch { path: "configs/beir-datasets.json".into(), reason })?;
-        let parent = scored.dataset.split('/').next().unwrap_or(scored.dataset);
-        let beir_md5 = registry
-            .datasets
-            .into_iter()
-            .find(|d| d.name == scored.dataset || d.name == parent)
-            .and_then(|d| d.md5);
         Ok(Collection {
             dataset: scored.dataset.to_owned(),
             split: scored.split.to_owned(),
-            beir_file: scored.registered && beir_md5.as_deref() == Some(scored.archive_md5),
+            beir_file: standing.beir_file,
         })
     }
 

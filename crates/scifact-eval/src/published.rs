@@ -157,6 +157,25 @@ pub struct ArchiveStanding {
 }
 
 impl ArchiveStanding {
+    /// The standing of the archive `scored` read: BEIR's file only when the dataset is registered and the md5
+    /// is BEIR's of it (a forum's is its parent's).
+    ///
+    /// # Errors
+    /// When the built-in dataset registry does not parse.
+    pub fn of(scored: &Scored) -> Result<ArchiveStanding, String> {
+        let parent = scored.dataset.split('/').next().unwrap_or(scored.dataset);
+        let beir_md5 = crate::datasets::dataset_registry()?
+            .datasets
+            .into_iter()
+            .find(|d| d.name == scored.dataset || d.name == parent)
+            .and_then(|d| d.md5);
+        Ok(ArchiveStanding {
+            md5: scored.archive_md5.to_owned(),
+            beir_file: scored.registered && beir_md5.as_deref() == Some(scored.archive_md5),
+            beir_md5,
+        })
+    }
+
     /// What the archive is, in words: "BEIR's published nfcorpus archive" or "an archive of nfcorpus's shape,
     /// not BEIR's published file (md5 …, BEIR's …)".
     pub fn sentence(&self, dataset: &str) -> String {
@@ -236,19 +255,9 @@ fn equal_at_precision(measured: f64, published: f64) -> bool {
 /// # Errors
 /// When the registry does not parse.
 pub fn compare(scored: Scored, runs: &[MeasuredRun]) -> Result<PublishedComparison, String> {
-    let Scored { dataset, split, registered, archive_md5 } = scored;
+    let Scored { dataset, split, registered, .. } = scored;
     let registry = registry()?;
-    let parent = dataset.split('/').next().unwrap_or(dataset);
-    let beir_md5 = crate::datasets::dataset_registry()?
-        .datasets
-        .into_iter()
-        .find(|d| d.name == dataset || d.name == parent)
-        .and_then(|d| d.md5);
-    let archive = ArchiveStanding {
-        md5: archive_md5.to_owned(),
-        beir_file: registered && beir_md5.as_deref() == Some(archive_md5),
-        beir_md5,
-    };
+    let archive = ArchiveStanding::of(&scored)?;
     let mut rows = Vec::new();
     for row in registry.rows.iter().filter(|row| registered && row.dataset == dataset && row.split == split) {
         let Some(run) = runs.iter().find(|run| run.mode == row.compares_with.mode) else { continue };
