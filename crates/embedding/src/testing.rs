@@ -95,47 +95,66 @@ pub fn write_bert(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
     let specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
     let vocab: Vec<&str> = specials.iter().copied().chain(shape.words.iter().map(String::as_str)).collect();
     let vocab_size = vocab.len();
-    let config = serde_json::json!({
-        "architectures": ["BertModel"],
+    write_config(
+        dir,
+        shape,
+        vocab_size,
+        serde_json::json!({
+            "architectures": ["BertModel"],
+            "layer_norm_eps": 1e-12,
+            "max_position_embeddings": shape.max_positions,
+            "model_type": "bert",
+            "pad_token_id": 0,
+            "position_embedding_type": "absolute",
+            "type_vocab_size": 2,
+        }),
+    )?;
+    write_weights(dir, shape, vocab_size, (shape.max_positions, 2), seed)?;
+    let mut tokenizer = wordpiece(dir, &vocab)?;
+    tokenizer.with_post_processor(Some(BertProcessing::new(("[SEP]".into(), 3), ("[CLS]".into(), 2))));
+    tokenizer.save(dir.join("tokenizer.json"), false).map_err(tokenizer_error)?;
+    Ok(())
+}
+
+/// Writes `config.json`: the fields every miniature encoder shares (its shape, the exact GELU, dropouts as
+/// transformers writes them) and `own`, the encoder's.
+fn write_config(dir: &Path, shape: &BertShape, vocab_size: usize, own: serde_json::Value) -> Result<()> {
+    let mut config = serde_json::json!({
         "attention_probs_dropout_prob": 0.1,
         "hidden_act": "gelu",
         "hidden_dropout_prob": 0.1,
         "hidden_size": shape.hidden,
         "initializer_range": 0.02,
         "intermediate_size": shape.intermediate,
-        "layer_norm_eps": 1e-12,
-        "max_position_embeddings": shape.max_positions,
-        "model_type": "bert",
         "num_attention_heads": shape.heads,
         "num_hidden_layers": shape.layers,
-        "pad_token_id": 0,
-        "position_embedding_type": "absolute",
-        "type_vocab_size": 2,
         "vocab_size": vocab_size,
     });
-    let write = |name: &str, bytes: &[u8]| {
-        let path = dir.join(name);
-        std::fs::write(&path, bytes).map_err(|source| Error::Io { path, source })
-    };
-    write("config.json", config.to_string().as_bytes())?;
+    if let (Some(config), serde_json::Value::Object(own)) = (config.as_object_mut(), own) {
+        config.extend(own);
+    }
+    let path = dir.join("config.json");
+    std::fs::write(&path, config.to_string()).map_err(|source| Error::Io { path, source })
+}
 
-    write_weights(dir, shape, vocab_size, (shape.max_positions, 2), seed)?;
-
-    let tokenizer_error =
-        |error: Box<dyn std::error::Error + Send + Sync>| Error::Tokenizer(error.to_string());
-    // One token per line, its id the line number: the layout of the real model's vocab.txt.
-    let vocab_path = dir.join("vocab.txt");
-    write("vocab.txt", format!("{}\n", vocab.join("\n")).as_bytes())?;
-    let model = WordPiece::from_file(&vocab_path.to_string_lossy())
+/// A WordPiece tokenizer over `vocab` as BERT's and MPNet's are built (`[UNK]`, the Bert normaliser lower-casing,
+/// the Bert pre-tokenizer), its `vocab.txt` written into `dir`: one token per line, its id the line number.
+fn wordpiece(dir: &Path, vocab: &[&str]) -> Result<Tokenizer> {
+    let path = dir.join("vocab.txt");
+    std::fs::write(&path, format!("{}\n", vocab.join("\n")))
+        .map_err(|source| Error::Io { path: path.clone(), source })?;
+    let model = WordPiece::from_file(&path.to_string_lossy())
         .unk_token("[UNK]".into())
         .build()
         .map_err(tokenizer_error)?;
     let mut tokenizer = Tokenizer::new(model);
     tokenizer.with_normalizer(Some(BertNormalizer::default())).map_err(tokenizer_error)?;
     tokenizer.with_pre_tokenizer(Some(BertPreTokenizer));
-    tokenizer.with_post_processor(Some(BertProcessing::new(("[SEP]".into(), 3), ("[CLS]".into(), 2))));
-    tokenizer.save(dir.join("tokenizer.json"), false).map_err(tokenizer_error)?;
-    Ok(())
+    Ok(tokenizer)
+}
+
+fn tokenizer_error(error: Box<dyn std::error::Error + Send + Sync>) -> Error {
+    Error::Tokenizer(error.to_string())
 }
 
 /// Writes `model.safetensors`: a randomly initialised encoder of `shape` with `vocab_size` words, a position
@@ -147,10 +166,6 @@ fn write_weights(
     (positions, types): (usize, usize),
     seed: u64,
 ) -> Result<()> {
-    let write = |name: &str, bytes: &[u8]| {
-        let path = dir.join(name);
-        std::fs::write(&path, bytes).map_err(|source| Error::Io { path, source })
-    };
     let mut state = seed;
     let mut random = |shape: &[usize], scale: f32| -> (Vec<usize>, Vec<f32>) {
         let count: usize = shape.iter().product();
@@ -214,7 +229,8 @@ fn write_weights(
         .collect::<std::result::Result<Vec<_>, safetensors::SafeTensorError>>()
         .map_err(|error| Error::Model(error.to_string()))?;
     let file = safetensors::serialize(views, None).map_err(|error| Error::Model(error.to_string()))?;
-    write("model.safetensors", &file)?;
+    let path = dir.join("model.safetensors");
+    std::fs::write(&path, file).map_err(|source| Error::Io { path, source })?;
 
     Ok(())
 }
@@ -247,31 +263,23 @@ fn write_xlm_roberta(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
         }
     }
     let vocab_size = pieces.len();
-    let config = serde_json::json!({
-        "architectures": ["XLMRobertaModel"],
-        "attention_probs_dropout_prob": 0.1,
-        "bos_token_id": 0,
-        "eos_token_id": 2,
-        "hidden_act": "gelu",
-        "hidden_dropout_prob": 0.1,
-        "hidden_size": shape.hidden,
-        "initializer_range": 0.02,
-        "intermediate_size": shape.intermediate,
-        "layer_norm_eps": 1e-5,
-        "max_position_embeddings": shape.max_positions + 2,
-        "model_type": "xlm-roberta",
-        "num_attention_heads": shape.heads,
-        "num_hidden_layers": shape.layers,
-        "pad_token_id": 1,
-        "position_embedding_type": "absolute",
-        "type_vocab_size": 1,
-        "vocab_size": vocab_size,
-    });
-    let path = dir.join("config.json");
-    std::fs::write(&path, config.to_string()).map_err(|source| Error::Io { path, source })?;
+    write_config(
+        dir,
+        shape,
+        vocab_size,
+        serde_json::json!({
+            "architectures": ["XLMRobertaModel"],
+            "bos_token_id": 0,
+            "eos_token_id": 2,
+            "layer_norm_eps": 1e-5,
+            "max_position_embeddings": shape.max_positions + 2,
+            "model_type": "xlm-roberta",
+            "pad_token_id": 1,
+            "position_embedding_type": "absolute",
+            "type_vocab_size": 1,
+        }),
+    )?;
     write_weights(dir, shape, vocab_size, (shape.max_positions + 2, 1), seed)?;
-    let tokenizer_error =
-        |error: Box<dyn std::error::Error + Send + Sync>| Error::Tokenizer(error.to_string());
     let model = Unigram::from(pieces, Some(3), false).map_err(tokenizer_error)?;
     let mut tokenizer = Tokenizer::new(model);
     tokenizer.with_normalizer(Some(NFKC)).map_err(tokenizer_error)?;
@@ -296,42 +304,23 @@ fn write_mpnet(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
     vocab.extend(shape.words.iter().map(String::as_str));
     vocab.push("<mask>");
     let vocab_size = vocab.len();
-    let config = serde_json::json!({
-        "architectures": ["MPNetModel"],
-        "attention_probs_dropout_prob": 0.1,
-        "bos_token_id": 0,
-        "eos_token_id": 2,
-        "hidden_act": "gelu",
-        "hidden_dropout_prob": 0.1,
-        "hidden_size": shape.hidden,
-        "initializer_range": 0.02,
-        "intermediate_size": shape.intermediate,
-        "layer_norm_eps": 1e-5,
-        "max_position_embeddings": shape.max_positions + 2,
-        "model_type": "mpnet",
-        "num_attention_heads": shape.heads,
-        "num_hidden_layers": shape.layers,
-        "pad_token_id": 1,
-        "relative_attention_num_buckets": 32,
-        "vocab_size": vocab_size,
-    });
-    let write = |name: &str, bytes: &[u8]| {
-        let path = dir.join(name);
-        std::fs::write(&path, bytes).map_err(|source| Error::Io { path, source })
-    };
-    write("config.json", config.to_string().as_bytes())?;
+    write_config(
+        dir,
+        shape,
+        vocab_size,
+        serde_json::json!({
+            "architectures": ["MPNetModel"],
+            "bos_token_id": 0,
+            "eos_token_id": 2,
+            "layer_norm_eps": 1e-5,
+            "max_position_embeddings": shape.max_positions + 2,
+            "model_type": "mpnet",
+            "pad_token_id": 1,
+            "relative_attention_num_buckets": 32,
+        }),
+    )?;
     write_weights(dir, shape, vocab_size, (shape.max_positions + 2, 0), seed)?;
-    let tokenizer_error =
-        |error: Box<dyn std::error::Error + Send + Sync>| Error::Tokenizer(error.to_string());
-    let vocab_path = dir.join("vocab.txt");
-    write("vocab.txt", format!("{}\n", vocab.join("\n")).as_bytes())?;
-    let model = WordPiece::from_file(&vocab_path.to_string_lossy())
-        .unk_token("[UNK]".into())
-        .build()
-        .map_err(tokenizer_error)?;
-    let mut tokenizer = Tokenizer::new(model);
-    tokenizer.with_normalizer(Some(BertNormalizer::default())).map_err(tokenizer_error)?;
-    tokenizer.with_pre_tokenizer(Some(BertPreTokenizer));
+    let mut tokenizer = wordpiece(dir, &vocab)?;
     tokenizer.with_post_processor(Some(
         RobertaProcessing::new(("</s>".into(), 2), ("<s>".into(), 0)).add_prefix_space(false),
     ));
@@ -409,8 +398,6 @@ pub fn write_sentence_transformers(
     )?;
     if layout.do_lower_case {
         let path = dir.join("tokenizer.json");
-        let tokenizer_error =
-            |error: Box<dyn std::error::Error + Send + Sync>| Error::Tokenizer(error.to_string());
         let mut tokenizer = Tokenizer::from_file(&path).map_err(tokenizer_error)?;
         tokenizer
             .with_normalizer(Some(BertNormalizer::new(true, true, Some(false), false)))

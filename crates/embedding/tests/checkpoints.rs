@@ -178,15 +178,11 @@ fn every_kernel_gives_every_checkpoint_the_same_bits() {
 
 /// A copy of a parity checkpoint with `edit` applied to one of its files; what loading it says.
 fn refused(name: &str, file: &str, edit: impl FnOnce(&str) -> String) -> String {
-    let copy = tempfile::tempdir().unwrap();
-    for (relative, bytes) in files(&checkpoints_dir().join(name)) {
-        let path = copy.path().join(relative);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, bytes).unwrap();
-    }
-    let path = copy.path().join(file);
-    std::fs::write(&path, edit(&std::fs::read_to_string(&path).unwrap())).unwrap();
-    match SentenceBert::load(copy.path(), name, WeightPin::Unpinned) {
+    let (_copy, loaded) = loaded_copy(name, |dir| {
+        let path = dir.join(file);
+        std::fs::write(&path, edit(&std::fs::read_to_string(&path).unwrap())).unwrap();
+    });
+    match loaded {
         Ok(_) => panic!("{name} with {file} edited loaded"),
         Err(error @ Error::InvalidModelFile { .. }) => error.to_string(),
         Err(other) => panic!("{name}: not a refusal naming the file: {other}"),
@@ -280,21 +276,6 @@ fn a_window_that_holds_no_text_is_refused_at_load_or_before_embedding() {
     assert!(model.embed_prompted("alpha ", &["a text"], &|_| {}).is_ok(), "a short prompt leaves room");
 }
 
-/// A copy of parity checkpoint `name` in a fresh directory, with `edit` applied to the directory.
-#[cfg(unix)]
-fn loaded_after(name: &str, edit: impl FnOnce(&Path)) -> Result<SentenceBert, Error> {
-    let copy = tempfile::tempdir().unwrap();
-    let dir = copy.path().join("model");
-    for (relative, bytes) in files(&checkpoints_dir().join(name)) {
-        let path = dir.join(relative);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, bytes).unwrap();
-    }
-    std::fs::write(copy.path().join("outside.json"), b"{}").unwrap();
-    edit(&dir);
-    SentenceBert::load(&dir, name, WeightPin::Unpinned)
-}
-
 #[cfg(unix)]
 #[test]
 fn a_hostile_model_directory_is_refused_naming_the_file() {
@@ -332,7 +313,10 @@ fn a_hostile_model_directory_is_refused_naming_the_file() {
         ),
         (
             "a pooling config out of the directory",
-            Box::new(|d| replace_by_link(d, "1_Pooling/config.json", "../../outside.json")),
+            Box::new(|d| {
+                std::fs::write(d.parent().unwrap().join("outside.json"), b"{}").unwrap();
+                replace_by_link(d, "1_Pooling/config.json", "../../outside.json");
+            }),
             "1_Pooling/config.json",
         ),
         (
@@ -345,7 +329,7 @@ fn a_hostile_model_directory_is_refused_naming_the_file() {
         ),
     ];
     for (what, edit, says) in cases {
-        match loaded_after(name, edit) {
+        match loaded_copy(name, edit).1 {
             Ok(_) => panic!("{what}: loaded"),
             Err(error) => {
                 let message = error.to_string();
@@ -355,16 +339,18 @@ fn a_hostile_model_directory_is_refused_naming_the_file() {
     }
 }
 
-/// A copy of parity checkpoint `name` with `edit` applied, loaded.
+/// A copy of parity checkpoint `name` in `model/` of a fresh directory (so a file can stand outside it), with
+/// `edit` applied to `model/`, loaded.
 fn loaded_copy(name: &str, edit: impl FnOnce(&Path)) -> (tempfile::TempDir, Result<SentenceBert, Error>) {
     let copy = tempfile::tempdir().unwrap();
+    let dir = copy.path().join("model");
     for (relative, bytes) in files(&checkpoints_dir().join(name)) {
-        let path = copy.path().join(relative);
+        let path = dir.join(relative);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, bytes).unwrap();
     }
-    edit(copy.path());
-    let loaded = SentenceBert::load(copy.path(), name, WeightPin::Unpinned);
+    edit(&dir);
+    let loaded = SentenceBert::load(&dir, name, WeightPin::Unpinned);
     (copy, loaded)
 }
 
