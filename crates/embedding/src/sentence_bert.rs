@@ -87,9 +87,21 @@ impl SentenceBert {
     /// not its published one.
     pub fn load(dir: &Path, model: &str, pin: WeightPin) -> Result<Self> {
         let model_dir = ModelDir::open(dir)?;
-        let weights_path = dir.join("model.safetensors");
         let weights = model_dir.read("model.safetensors", MAX_WEIGHTS_BYTES)?;
         let weights_sha256 = sha256_hex(&weights);
+        SentenceBert::from_weights(dir, &model_dir, (weights, weights_sha256), model, pin)
+    }
+
+    /// [`SentenceBert::load`] once the weights are read and hashed, so that a caller that hashed them to choose
+    /// the name reads and hashes them once.
+    fn from_weights(
+        dir: &Path,
+        model_dir: &ModelDir,
+        (weights, weights_sha256): (Vec<u8>, String),
+        model: &str,
+        pin: WeightPin,
+    ) -> Result<Self> {
+        let weights_path = dir.join("model.safetensors");
         let expected = match &pin {
             WeightPin::AllMiniLmL6V2 => Some(ALL_MINILM_L6_V2_WEIGHTS_SHA256.to_owned()),
             WeightPin::Sha256(hex) => Some(hex.to_lowercase()),
@@ -179,15 +191,21 @@ impl SentenceBert {
     /// # Errors
     /// As [`SentenceBert::load`].
     pub fn load_measured(dir: &Path) -> Result<Self> {
-        let digest = sha256_hex(&ModelDir::open(dir)?.read("model.safetensors", MAX_WEIGHTS_BYTES)?);
+        let model_dir = ModelDir::open(dir)?;
+        let weights = model_dir.read("model.safetensors", MAX_WEIGHTS_BYTES)?;
+        let digest = sha256_hex(&weights);
         if digest == ALL_MINILM_L6_V2_WEIGHTS_SHA256 {
-            return SentenceBert::load(dir, ALL_MINILM_L6_V2, WeightPin::AllMiniLmL6V2);
+            return SentenceBert::from_weights(
+                dir,
+                &model_dir,
+                (weights, digest),
+                ALL_MINILM_L6_V2,
+                WeightPin::AllMiniLmL6V2,
+            );
         }
-        let mut model = SentenceBert::load(
-            dir,
-            &crate::registry::digest_name(&digest),
-            WeightPin::Sha256(digest.clone()),
-        )?;
+        let name = crate::registry::digest_name(&digest);
+        let pin = WeightPin::Sha256(digest.clone());
+        let mut model = SentenceBert::from_weights(dir, &model_dir, (weights, digest), &name, pin)?;
         if let Some(name) = crate::registry::name_of(&model.digests)? {
             model.identity.model = name;
         }
