@@ -34,6 +34,9 @@ pub(crate) fn acquire_archive(
 }
 
 pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
+    let (Some(out), None) = (&args.out, &args.shard) else {
+        return run_shard(args);
+    };
     let _guard = crate::guard::writing(
         "build",
         &[&args.work_dir],
@@ -54,14 +57,15 @@ pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
         archive,
         digest_policy,
         args.work_dir.clone(),
-        args.out.clone(),
+        out.clone(),
         args.text_policy.kind(),
         args.fixture_format.format(),
     );
     let summary = build_fixture(&options, embedder.as_ref(), &progress)
-        .with_context(|| format!("building {} from {}", args.out.display(), options.archive.display()))?;
+        .with_context(|| format!("building {} from {}", out.display(), options.archive.display()))?;
+    let fixture = out;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "fixture      {}", args.out.display())?;
+    writeln!(out, "fixture      {}", fixture.display())?;
     writeln!(out, "sha256       {}", summary.fixture_sha256)?;
     writeln!(
         out,
@@ -78,5 +82,60 @@ pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
         )?;
     }
     writeln!(out, "time         {:.1} s", summary.elapsed.as_secs_f64())?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `build --shard`: embeds one slice into its own cache, locking only that shard's directory, so that every
+/// shard of an array can run at once on one work directory (on shared storage).
+fn run_shard(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
+    let text = args.shard.as_deref().unwrap_or_default();
+    let shard = scifact_eval::Shard::parse(text, |name| std::env::var(name).ok())?;
+    let corpus = crate::corpus::Corpus::chosen(args.profile, &args.dataset)?;
+    let profile = corpus.profile();
+    let dir = shard.dir(&args.work_dir, &profile.name, &profile.split);
+    let _guard = crate::guard::writing(
+        "build --shard",
+        &[&dir],
+        &[],
+        &args.lock,
+        crate::guard::OnStop::AtDurablePoint,
+    )?;
+    let progress = StageProgress::new();
+    let (archive, digest_policy) = corpus.archive(
+        args.archive.as_deref(),
+        &args.work_dir,
+        args.accept_archive_digest.as_deref(),
+        &progress,
+    )?;
+    let (embedder, _) = open_embedder(&corpus.model_args(&args.model_args)?)?;
+    let options = corpus.build_options(
+        archive,
+        digest_policy,
+        args.work_dir.clone(),
+        PathBuf::new(),
+        args.text_policy.kind(),
+        args.fixture_format.format(),
+    );
+    let summary = scifact_eval::build_shard(&options, shard, embedder.as_ref(), &progress)
+        .with_context(|| format!("embedding shard {shard} of {}", options.archive.display()))?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "shard        {} of {} (from 0)", shard.index, shard.count)?;
+    writeln!(
+        out,
+        "slice        documents {}..{} and queries {}..{} of {} and {}",
+        summary.documents.start,
+        summary.documents.end,
+        summary.queries.start,
+        summary.queries.end,
+        summary.counts.documents,
+        summary.counts.queries
+    )?;
+    writeln!(out, "embeddings   {} from cache, {} new", summary.cache_hits, summary.embedded)?;
+    writeln!(out, "cache        {}", summary.cache.display())?;
+    writeln!(out, "time         {:.1} s", summary.elapsed.as_secs_f64())?;
+    writeln!(
+        out,
+        "next         when every shard is done: the same build without --shard, with --out, writes the fixture"
+    )?;
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -300,9 +300,16 @@ impl FixtureFormatArg {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct BuildArgs {
-    /// The fixture file to write (atomically; only a complete fixture is ever written)
-    #[arg(long, value_name = "FIXTURE")]
-    pub(crate) out: PathBuf,
+    /// The fixture file to write (atomically; only a complete fixture is ever written). Not with --shard
+    #[arg(long, value_name = "FIXTURE", required_unless_present = "shard", conflicts_with = "shard")]
+    pub(crate) out: Option<PathBuf>,
+    /// Embed only slice I of N (from 0) of the texts, into its own resumable cache under
+    /// <work-dir>/shards/, and write no fixture. `auto` takes I and N from a Slurm job array
+    /// (SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT); `auto/N` takes I from Slurm or a Kubernetes Indexed Job
+    /// (JOB_COMPLETION_INDEX). Once every shard is done, the same command without --shard (and with --out)
+    /// reads their vectors and writes the fixture an unsharded build writes, byte for byte
+    #[arg(long, value_name = "I/N|auto|auto/N")]
+    pub(crate) shard: Option<String>,
     /// Directory for the resumable embedding cache (and a downloaded archive)
     #[arg(long, value_name = "DIR")]
     pub(crate) work_dir: PathBuf,

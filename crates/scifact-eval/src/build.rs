@@ -14,6 +14,7 @@ use crate::fixture::{
     Counts, DigestPolicy, FIXTURE_SCHEMA, FIXTURE_SCHEMA_V2, Fixture, FixtureDocument, FixtureFormat,
     FixtureHead, FixtureMetadata, FixtureQrel, FixtureQuery, QueryLine, Sidecar, SourceMetadata, TextPolicy,
 };
+use crate::shard::{Shard, ShardBinding};
 use crate::text::TextPolicyKind;
 use sha2::{Digest, Sha256};
 
@@ -129,17 +130,20 @@ fn parent_folders(folder: &str) -> Vec<String> {
     folder.match_indices('/').map(|(at, _)| format!("{}/", &folder[..at])).collect()
 }
 
-/// Builds the fixture.
-///
-/// # Errors
-/// Any refusal of the archive, parse error, shape error, cache error, embedding or vector failure; the fixture
-/// is only written (atomically) when everything succeeded.
-pub fn build_fixture(
-    options: &BuildOptions,
-    embedder: &dyn Embedder,
-    progress: &dyn Progress,
-) -> Result<BuildSummary> {
-    let started = Instant::now();
+/// An archive read for a build: its corpus, where it came from, and each text's digests and prompt.
+struct Read {
+    corpus: crate::beir::BeirCorpus,
+    source: SourceMetadata,
+    documents: Vec<Item>,
+    queries: Vec<Item>,
+    documents_cut: usize,
+    queries_cut: usize,
+    document_prefix: String,
+    query_prefix: String,
+}
+
+/// Reads and checks the archive, and makes each text's digests under the text policy.
+fn read(options: &BuildOptions, embedder: &dyn Embedder) -> Result<Read> {
     let prefix = &options.profile.name;
     let corpus_member = format!("{prefix}/corpus.jsonl");
     let queries_member = format!("{prefix}/queries.jsonl");
@@ -204,11 +208,233 @@ pub fn build_fixture(
             item(&semantic, &query_prefix)
         })
         .collect();
+    Ok(Read { corpus, source, documents, queries, documents_cut, queries_cut, document_prefix, query_prefix })
+}
 
+/// What a shard of a build did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardSummary {
+    /// The slice.
+    pub shard: Shard,
+    /// The positions of the documents it embeds.
+    pub documents: std::ops::Range<usize>,
+    /// The positions of the test queries it embeds.
+    pub queries: std::ops::Range<usize>,
+    /// Documents and queries in the whole dataset.
+    pub counts: Counts,
+    /// Vectors of its slice found in its cache.
+    pub cache_hits: usize,
+    /// Vectors embedded in this run.
+    pub embedded: usize,
+    /// Bytes of a torn cache tail that were dropped on open.
+    pub dropped_cache_tail_bytes: usize,
+    /// Its cache file.
+    pub cache: PathBuf,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+/// Embeds one shard's slice of the texts ([`Shard::slice`]) into its own resumable cache under the work
+/// directory ([`Shard::dir`]), bound to the archive, model, text policy and slice. A build without a shard,
+/// once every shard is complete, finds all their vectors and writes the fixture an unsharded build writes.
+///
+/// # Errors
+/// As [`build_fixture`] up to the embedding, and [`Error::Cache`] when the shard's cache is bound to another
+/// archive, dataset, chunking or model.
+pub fn build_shard(
+    options: &BuildOptions,
+    shard: Shard,
+    embedder: &dyn Embedder,
+    progress: &dyn Progress,
+) -> Result<ShardSummary> {
+    let started = Instant::now();
+    let read = read(options, embedder)?;
+    let policy = options.text_policy;
+    let binding = shard_binding(options, &read.source, shard);
+    let dir = shard.dir(&options.work_dir, &options.profile.name, &options.profile.split);
+    std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
+    let cache_path = dir.join(crate::cache::cache_file_name_for(embedder.identity(), policy));
+    let (mut cache, report) = EmbeddingCache::open_bound(&cache_path, embedder.identity(), Some(&binding))?;
+    let before = report.loaded;
+    let (documents, queries) = shard.slice(read.documents.len(), read.queries.len(), options.batch_size);
+    let embed = Embed { embedder, policy, batch_size: options.batch_size };
+    let corpus = &read.corpus;
+    let document_text = |i: usize| policy.document(&corpus.documents[i].title, &corpus.documents[i].text).0;
+    let query_text = |i: usize| policy.query(&corpus.test_queries[i].text).0;
+    let document_ids = |i: usize| corpus.documents[i].id.as_str();
+    let query_ids = |i: usize| corpus.test_queries[i].id.as_str();
+    let document_role = Texts {
+        role: Role::Document,
+        prefix: &read.document_prefix,
+        semantic: &document_text,
+        id: &document_ids,
+    };
+    let query_role =
+        Texts { role: Role::Query, prefix: &read.query_prefix, semantic: &query_text, id: &query_ids };
+    embed_all(&mut cache, &embed, &document_role, &read.documents, documents.clone(), progress)?;
+    embed_all(&mut cache, &embed, &query_role, &read.queries, queries.clone(), progress)?;
+    let embedded = cache.len() - before;
+    Ok(ShardSummary {
+        shard,
+        cache_hits: documents.len() + queries.len() - embedded,
+        documents,
+        queries,
+        counts: Counts {
+            documents: corpus.documents.len(),
+            queries: corpus.test_queries.len(),
+            qrels: corpus.qrels.len(),
+        },
+        embedded,
+        dropped_cache_tail_bytes: report.dropped_tail_bytes,
+        cache: cache_path,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// What a shard's cache of this build is bound to.
+fn shard_binding(options: &BuildOptions, source: &SourceMetadata, shard: Shard) -> ShardBinding {
+    ShardBinding {
+        archive_sha256: source.archive_sha256.clone(),
+        dataset: options.profile.name.clone(),
+        split: options.profile.split.clone(),
+        batch_size: options.batch_size,
+        shard,
+    }
+}
+
+/// The shards of this build found under the work directory: each shard directory holding a cache of this
+/// model and text policy, locked (a shard still running is refused by name) and opened to be read from.
+fn open_shards(
+    options: &BuildOptions,
+    source: &SourceMetadata,
+    embedder: &dyn Embedder,
+) -> Result<Vec<(Shard, EmbeddingCache, safe_fs::DirLock)>> {
+    let dir = crate::shard::shards_dir(&options.work_dir, &options.profile.name, &options.profile.split);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(Error::Io { path: dir, source }),
+    };
+    let file = crate::cache::cache_file_name_for(embedder.identity(), options.text_policy);
+    let mut shards = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| Error::Io { path: dir.clone(), source })?;
+        let Some(shard) = entry.file_name().to_str().and_then(Shard::from_dir_name) else { continue };
+        let path = entry.path().join(&file);
+        if !path.exists() {
+            continue;
+        }
+        let lock = safe_fs::lock_dir(
+            &entry.path(),
+            "scifact-audit build (merging shards)",
+            safe_fs::Contention::Refuse,
+            &|_| {},
+        )
+        .map_err(|error| match error {
+            safe_fs::Error::Locked { holder, .. } => Error::Shards {
+                dir: dir.clone(),
+                reason: format!("shard {shard} is still being embedded by {holder}; wait for it to finish"),
+            },
+            other => Error::File(other),
+        })?;
+        let binding = shard_binding(options, source, shard);
+        let (cache, _) = EmbeddingCache::open_bound(&path, embedder.identity(), Some(&binding))?;
+        shards.push((shard, cache, lock));
+    }
+    shards.sort_by_key(|(shard, _, _)| (shard.count, shard.index));
+    Ok(shards)
+}
+
+/// Refuses a merge that would leave texts to embed here: names each shard whose slice is absent or short.
+fn refuse_incomplete_shards(
+    options: &BuildOptions,
+    cache: &EmbeddingCache,
+    found: &[Shard],
+    read: &Read,
+) -> Result<()> {
+    let missing = |items: &[Item], role: Role, range: std::ops::Range<usize>| {
+        items[range].iter().filter(|item| cache.get(role, &item.key).is_none()).count()
+    };
+    let (documents, queries) = (read.documents.len(), read.queries.len());
+    let total = missing(&read.documents, Role::Document, 0..documents)
+        + missing(&read.queries, Role::Query, 0..queries);
+    if total == 0 {
+        return Ok(());
+    }
+    let counts: std::collections::BTreeSet<usize> = found.iter().map(|shard| shard.count).collect();
+    let mut short = Vec::new();
+    for &count in &counts {
+        for index in 0..count {
+            let shard = Shard { index, count };
+            let (d, q) = shard.slice(documents, queries, options.batch_size);
+            let size = d.len() + q.len();
+            let lacking =
+                missing(&read.documents, Role::Document, d) + missing(&read.queries, Role::Query, q);
+            if lacking == 0 {
+                continue;
+            }
+            short.push(if found.contains(&shard) {
+                format!("shard {shard} has {} of its {size} texts", size - lacking)
+            } else {
+                format!("shard {shard} is absent ({size} texts)")
+            });
+        }
+    }
+    let dir = crate::shard::shards_dir(&options.work_dir, &options.profile.name, &options.profile.split);
+    Err(Error::Shards {
+        reason: format!(
+            "{total} of {} texts are in no shard's cache: {}. Run each with `build --shard I/N` and the same flags, \
+             or remove {} to embed everything in one process",
+            documents + queries,
+            if short.is_empty() {
+                "the shards were made with other chunks".to_owned()
+            } else {
+                short.join("; ")
+            },
+            dir.display()
+        ),
+        dir,
+    })
+}
+
+/// Builds the fixture. Shards of this build found under the work directory ([`build_shard`]) are read
+/// from, and must then hold every text: a merge never embeds what a shard left out.
+///
+/// # Errors
+/// Any refusal of the archive, parse error, shape error, cache error, embedding or vector failure, and
+/// [`Error::Shards`] when shards are found and leave texts out; the fixture is only written (atomically)
+/// when everything succeeded.
+pub fn build_fixture(
+    options: &BuildOptions,
+    embedder: &dyn Embedder,
+    progress: &dyn Progress,
+) -> Result<BuildSummary> {
+    let started = Instant::now();
+    let read = read(options, embedder)?;
+    let policy = options.text_policy;
+    let split = &options.profile.split;
     std::fs::create_dir_all(&options.work_dir)
         .map_err(|source| Error::Io { path: options.work_dir.clone(), source })?;
     let cache_path = options.work_dir.join(crate::cache::cache_file_name_for(embedder.identity(), policy));
-    let (mut cache, report) = EmbeddingCache::open(&cache_path, embedder.identity())?;
+    let (cache, report) = EmbeddingCache::open(&cache_path, embedder.identity())?;
+    let shards = open_shards(options, &read.source, embedder)?;
+    let found: Vec<Shard> = shards.iter().map(|(shard, _, _)| *shard).collect();
+    let (caches, _locks): (Vec<EmbeddingCache>, Vec<safe_fs::DirLock>) =
+        shards.into_iter().map(|(_, cache, lock)| (cache, lock)).unzip();
+    let mut cache = cache.reading_also(caches);
+    if !found.is_empty() {
+        refuse_incomplete_shards(options, &cache, &found, &read)?;
+    }
+    let Read {
+        corpus,
+        source,
+        documents,
+        queries,
+        documents_cut,
+        queries_cut,
+        document_prefix,
+        query_prefix,
+    } = read;
     let before = report.loaded;
     let embed = Embed { embedder, policy, batch_size: options.batch_size };
     let document_text = |i: usize| policy.document(&corpus.documents[i].title, &corpus.documents[i].text).0;
@@ -219,8 +445,8 @@ pub fn build_fixture(
         Texts { role: Role::Document, prefix: &document_prefix, semantic: &document_text, id: &document_ids };
     let query_role =
         Texts { role: Role::Query, prefix: &query_prefix, semantic: &query_text, id: &query_ids };
-    embed_all(&mut cache, &embed, &document_role, &documents, progress)?;
-    embed_all(&mut cache, &embed, &query_role, &queries, progress)?;
+    embed_all(&mut cache, &embed, &document_role, &documents, 0..documents.len(), progress)?;
+    embed_all(&mut cache, &embed, &query_role, &queries, 0..queries.len(), progress)?;
     let embedded = cache.len() - before;
     let cache_hits = documents.len() + queries.len() - embedded;
     let held_documents = held(&cache, &document_role, &documents)?;
@@ -502,7 +728,7 @@ struct Embed<'a> {
     batch_size: usize,
 }
 
-/// Embeds every item not in the cache. Items are embedded in
+/// Embeds every item of `range` not in the cache. Items are embedded in
 /// fixed chunks of `batch_size` by position, each appended and fsync'd before the next, and a chunk with any
 /// item missing is embedded whole: every text always shares a model call with the same companions, so a
 /// build resumed after a crash embeds exactly what an uninterrupted one does. Every vector is checked.
@@ -511,6 +737,7 @@ fn embed_all(
     embed: &Embed<'_>,
     texts: &Texts<'_>,
     items: &[Item],
+    range: std::ops::Range<usize>,
     progress: &dyn Progress,
 ) -> Result<()> {
     let (embedder, batch_size, role) = (embed.embedder, embed.batch_size, texts.role);
@@ -518,11 +745,12 @@ fn embed_all(
         Role::Document => "documents",
         Role::Query => "queries",
     };
-    let cached = items.iter().filter(|item| cache.get(role, &item.key).is_some()).count();
-    progress.start(&format!("embedding {plural}"), items.len() as u64);
+    let cached = items[range.clone()].iter().filter(|item| cache.get(role, &item.key).is_some()).count();
+    progress.start(&format!("embedding {plural}"), range.len() as u64);
     progress.skip(cached as u64);
     let dims = embedder.identity().dims;
-    let positions: Vec<usize> = (0..items.len()).collect();
+    // `range` starts on a chunk's first text (a shard's slice does), so its chunks are the whole build's.
+    let positions: Vec<usize> = range.collect();
     for chunk in positions.chunks(batch_size.max(1)) {
         let missing: Vec<usize> =
             chunk.iter().copied().filter(|&i| cache.get(role, &items[i].key).is_none()).collect();

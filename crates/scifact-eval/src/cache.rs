@@ -13,6 +13,18 @@ use serde::{Deserialize, Serialize};
 
 use crate::append_log::AppendLog;
 use crate::error::{Error, Result};
+use crate::shard::ShardBinding;
+
+/// A cache's binding, for an error.
+fn describe(shard: Option<&ShardBinding>) -> String {
+    match shard {
+        None => "no shard (a build's own cache)".into(),
+        Some(b) => format!(
+            "shard {} of {}'s {} split (archive sha256 {}, chunks of {})",
+            b.shard, b.dataset, b.split, b.archive_sha256, b.batch_size
+        ),
+    }
+}
 
 /// The cache file for `model` in a work directory: one per embedder identity, so vectors of another model,
 /// backend or version are never mixed in (and an older cache is left as it was).
@@ -39,6 +51,9 @@ pub const CACHE_FORMAT: &str = "scifact-embedding-cache-v2";
 struct Header {
     cache: String,
     model: EmbedderIdentity,
+    /// A shard's cache: what else it is bound to (absent in a build's own cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shard: Option<ShardBinding>,
 }
 
 /// One cached vector.
@@ -82,6 +97,8 @@ pub struct Held {
 pub struct EmbeddingCache {
     log: AppendLog,
     entries: HashMap<(Role, String), Held>,
+    /// Shards' caches this one also reads from (a build that merges shards); never written.
+    sources: Vec<EmbeddingCache>,
 }
 
 impl EmbeddingCache {
@@ -91,6 +108,20 @@ impl EmbeddingCache {
     /// [`Error::Cache`] when the file belongs to another model or a line before the last is damaged;
     /// [`Error::Io`].
     pub fn open(path: &Path, model: &EmbedderIdentity) -> Result<(Self, CacheReport)> {
+        Self::open_bound(path, model, None)
+    }
+
+    /// [`EmbeddingCache::open`] for a shard's cache, bound to `shard` besides the model (or, with `None`, a
+    /// build's own cache, which no shard's is).
+    ///
+    /// # Errors
+    /// As [`EmbeddingCache::open`], and [`Error::Cache`] when the file is bound to another shard, archive,
+    /// dataset, split or chunking.
+    pub fn open_bound(
+        path: &Path,
+        model: &EmbedderIdentity,
+        shard: Option<&ShardBinding>,
+    ) -> Result<(Self, CacheReport)> {
         let cache_error = |reason: String| Error::Cache { path: path.to_path_buf(), reason };
         let mut entries = HashMap::new();
         let visited = AppendLog::open_with(
@@ -115,6 +146,13 @@ impl EmbeddingCache {
                             model.weights_sha256.as_deref().unwrap_or("no weight digest"),
                         )));
                     }
+                    if header.shard.as_ref() != shard {
+                        return Err(cache_error(format!(
+                            "is bound to {}, not {}; use another --work-dir or delete it",
+                            describe(header.shard.as_ref()),
+                            describe(shard)
+                        )));
+                    }
                     return Ok(());
                 }
                 let entry: CachedVector = serde_json::from_slice(line)
@@ -129,15 +167,22 @@ impl EmbeddingCache {
             },
         )?;
         let report = CacheReport { loaded: entries.len(), dropped_tail_bytes: visited.dropped_tail_bytes };
-        let mut cache = EmbeddingCache { log: visited.log, entries };
+        let mut cache = EmbeddingCache { log: visited.log, entries, sources: Vec::new() };
         if visited.lines == 0 {
-            let header = Header { cache: CACHE_FORMAT.into(), model: model.clone() };
+            let header = Header { cache: CACHE_FORMAT.into(), model: model.clone(), shard: shard.cloned() };
             cache.log.append(&[serde_json::to_string(&header)?])?;
         }
         Ok((cache, report))
     }
 
-    /// How many distinct vectors the cache holds.
+    /// Reads also from `sources` (shards' caches of the same model and text policy), behind this cache's own
+    /// vectors: what a build that merges shards looks vectors up in.
+    pub fn reading_also(mut self, sources: Vec<EmbeddingCache>) -> Self {
+        self.sources = sources;
+        self
+    }
+
+    /// How many distinct vectors the cache holds in its own file (not counting its sources).
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -149,7 +194,16 @@ impl EmbeddingCache {
 
     /// The cached vector for `prompt_sha256` in `role`, if any.
     pub fn get(&self, role: Role, prompt_sha256: &str) -> Option<&Held> {
-        self.entries.get(&(role, prompt_sha256.to_owned()))
+        self.holder(role, prompt_sha256).map(|(_, held)| held)
+    }
+
+    /// The cache (this one or a source) that holds `prompt_sha256` in `role`, and where.
+    fn holder(&self, role: Role, prompt_sha256: &str) -> Option<(&EmbeddingCache, &Held)> {
+        let key = (role, prompt_sha256.to_owned());
+        if let Some(held) = self.entries.get(&key) {
+            return Some((self, held));
+        }
+        self.sources.iter().find_map(|source| source.entries.get(&key).map(|held| (source, held)))
     }
 
     /// Appends `entries` and fsyncs before returning, so they survive a crash.
@@ -176,15 +230,15 @@ impl EmbeddingCache {
     /// [`Error::Cache`] when its line no longer holds that vector (the file was changed while open);
     /// [`Error::Io`].
     pub fn vector(&self, role: Role, prompt_sha256: &str) -> Result<Option<Vec<f32>>> {
-        let Some(held) = self.get(role, prompt_sha256) else {
+        let Some((cache, held)) = self.holder(role, prompt_sha256) else {
             return Ok(None);
         };
         let (offset, len) = held.line;
         let changed = |reason: String| Error::Cache {
-            path: self.log.path().to_path_buf(),
+            path: cache.log.path().to_path_buf(),
             reason: format!("the line at byte {offset} {reason}; was the file changed during the build?"),
         };
-        let bytes = self.log.read_at(offset, len)?;
+        let bytes = cache.log.read_at(offset, len)?;
         let entry: CachedVector =
             serde_json::from_slice(&bytes).map_err(|error| changed(format!("no longer parses: {error}")))?;
         if entry.role != role || entry.prompt_sha256 != prompt_sha256 {

@@ -66,6 +66,14 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A build that merges shards finds texts no shard embedded (a shard absent or not finished).
+    #[error("the shards in {dir} do not cover every text: {reason}")]
+    Shards {
+        /// The dataset's shards directory.
+        dir: PathBuf,
+        /// Which shards are missing or short, and what to do.
+        reason: String,
+    },
     /// The embedder failed.
     #[error("embedding failed: {0}")]
     Embedding(#[from] embedding::Error),

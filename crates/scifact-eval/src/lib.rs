@@ -32,6 +32,7 @@ pub mod reproduction;
 mod run;
 pub mod schema;
 pub mod selection;
+mod shard;
 pub mod slsa;
 mod split;
 pub mod statistics;
@@ -49,7 +50,9 @@ pub use crate::beir::{
     BeirCorpus, Document, MAX_LINE_BYTES, Profile, QRELS_SPLITS, Qrel, Query, assemble, parse_corpus,
     parse_corpus_from, parse_qrels, parse_qrels_from, parse_queries, parse_queries_from,
 };
-pub use crate::build::{BuildOptions, BuildSummary, NoProgress, Progress, SCIFACT_URL, build_fixture};
+pub use crate::build::{
+    BuildOptions, BuildSummary, NoProgress, Progress, SCIFACT_URL, ShardSummary, build_fixture, build_shard,
+};
 pub use crate::cache::{
     CACHE_FORMAT, CacheReport, CachedVector, EmbeddingCache, Held, cache_file_name, cache_file_name_for,
 };
@@ -69,6 +72,7 @@ pub use crate::run::{
     journal_file_name, rolling_digest, rows_file_name, run, run_configs, statistics,
 };
 pub use crate::schema::{AGGREGATE_SCHEMA, Aggregate, AttemptAnswers, AttemptsBinding, QueryRow, ROW_SCHEMA};
+pub use crate::shard::{Shard, ShardBinding, ShardError, shards_dir};
 pub use crate::split::{
     CALIBRATION_COUNT, Split, calibration_count, request_id, select, selected_ids_digest, split_algorithm,
     split_order,

@@ -127,3 +127,79 @@ fn a_model_that_gives_every_document_the_same_vector_is_refused_before_any_fixtu
     }
     assert!(!out.exists(), "no fixture is written");
 }
+
+#[test]
+fn shards_then_a_merge_write_the_unsharded_fixture_and_a_missing_shard_is_named() {
+    use scifact_eval::{Shard, build_shard};
+    let dir = tempfile::tempdir().unwrap();
+    let archive = mini_archive(dir.path());
+    let whole = dir.path().join("whole.json");
+    build_fixture(
+        &options(&archive, &dir.path().join("one"), &whole),
+        &FakeEmbedder::new("fake"),
+        &NoProgress,
+    )
+    .unwrap();
+    // 4 documents and 2 queries in chunks of 2: three chunks, so one of four shards has none.
+    let work = dir.path().join("work");
+    let merged = dir.path().join("merged.json");
+    let mut embedded = 0;
+    for index in [0, 2, 3] {
+        let shard = Shard { index, count: 4 };
+        let summary =
+            build_shard(&options(&archive, &work, &merged), shard, &FakeEmbedder::new("fake"), &NoProgress)
+                .unwrap();
+        embedded += summary.embedded;
+        assert_eq!(summary.embedded, summary.documents.len() + summary.queries.len());
+    }
+    assert!(!merged.exists(), "a shard writes no fixture");
+    // Shard 1 holds a chunk: the merge refuses, naming it, and embeds nothing itself.
+    let embedder = FakeEmbedder::new("fake");
+    match build_fixture(&options(&archive, &work, &merged), &embedder, &NoProgress) {
+        Err(Error::Shards { reason, .. }) => {
+            assert!(reason.contains("shard 1/4 is absent (2 texts)"), "{reason}")
+        }
+        other => panic!("expected a shards error, got {other:?}"),
+    }
+    assert_eq!(embedder.texts.get(), 0);
+    assert!(!merged.exists());
+    let shard = Shard { index: 1, count: 4 };
+    embedded +=
+        build_shard(&options(&archive, &work, &merged), shard, &FakeEmbedder::new("fake"), &NoProgress)
+            .unwrap()
+            .embedded;
+    assert_eq!(embedded, 6, "every text embedded once over the shards");
+    // A shard run again finds its slice cached.
+    let again =
+        build_shard(&options(&archive, &work, &merged), shard, &FakeEmbedder::new("fake"), &NoProgress)
+            .unwrap();
+    assert_eq!((again.cache_hits, again.embedded), (2, 0));
+    let embedder = FakeEmbedder::new("fake");
+    let summary = build_fixture(&options(&archive, &work, &merged), &embedder, &NoProgress).unwrap();
+    assert_eq!((summary.cache_hits, summary.embedded, embedder.texts.get()), (6, 0, 0));
+    assert_eq!(std::fs::read(&whole).unwrap(), std::fs::read(&merged).unwrap(), "byte-identical");
+
+    // A shard cache of another archive under the same name is refused, not mixed in.
+    let other_dir = dir.path().join("other");
+    std::fs::create_dir_all(&other_dir).unwrap();
+    let other = crate::util::write_zip(
+        &other_dir,
+        &[
+            ("mini/corpus.jsonl", crate::util::CORPUS.replace("Sleep", "Rest").as_bytes()),
+            ("mini/queries.jsonl", crate::util::QUERIES.as_bytes()),
+            ("mini/qrels/test.tsv", crate::util::QRELS.as_bytes()),
+        ],
+    );
+    match build_shard(&options(&other, &work, &merged), shard, &FakeEmbedder::new("fake"), &NoProgress) {
+        Err(Error::Cache { reason, .. }) => assert!(reason.contains("is bound to shard 1/4"), "{reason}"),
+        other => panic!("expected a cache binding error, got {other:?}"),
+    }
+    match build_fixture(
+        &options(&other, &work, &dir.path().join("x.json")),
+        &FakeEmbedder::new("fake"),
+        &NoProgress,
+    ) {
+        Err(Error::Cache { reason, .. }) => assert!(reason.contains("archive sha256"), "{reason}"),
+        other => panic!("expected a cache binding error, got {other:?}"),
+    }
+}
