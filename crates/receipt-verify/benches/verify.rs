@@ -84,6 +84,7 @@ fn main() {
                 executable: None,
                 archive: archive.clone(),
                 embedding: EmbeddingCheck {
+                    shards: None,
                     model_dir: model_dir.clone(),
                     sample,
                     seed: round as u64,

@@ -607,7 +607,9 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         None => Input::Absent("no executable given"),
     };
     let frozen = json_of(EFFECTIVE_CONFIG_FILE);
+    let manifest_sha256 = sha256_tagged(&manifest_bytes);
     let outcome = run_all(&Inputs {
+        manifest_sha256: Some(&manifest_sha256),
         runs: &runs,
         fixture: fixture_input,
         mapping,
@@ -670,6 +672,101 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
     );
     crate::checks::carried::carried(&files, &key, &mut report);
     Ok((report, Some(BundleContents { manifest: manifest_bytes, files, runs, vectors: vectors.ok() })))
+}
+
+/// Re-embeds slice `slice` of the bundle's texts (documents, then queries) with the model in
+/// `check.embedding.model_dir`, for a merge to take (`--embedding-shards`): the signature, subjects,
+/// vectors and archive are checked as [`verify_bundle`] checks them, and the result is bound to the
+/// manifest's digest, `verifier_sha256` (this executable's) and the declared model. What stops the slice
+/// short is the result's finding, so the merge names it.
+pub fn verify_embedding_shard(
+    check: &BundleCheck,
+    slice: crate::shard::Slice,
+    verifier_sha256: String,
+) -> crate::shard::ShardResult {
+    use crate::shard::{Finding, SHARD_SCHEMA, ShardResult};
+    let mut result = ShardResult {
+        schema: SHARD_SCHEMA.into(),
+        bundle_manifest_sha256: String::new(),
+        verifier_sha256,
+        model: Value::Null,
+        slice,
+        documents: 0,
+        queries: 0,
+        texts: 0..0,
+        ran: None,
+        finding: Finding::Equal,
+    };
+    if let Err(reason) = shard_slice(check, &mut result) {
+        result.finding = Finding::Failed(reason);
+    }
+    result
+}
+
+/// [`verify_embedding_shard`]'s work; `Err` when the slice could not be checked, a differing vector in
+/// `result.finding`.
+fn shard_slice(
+    check: &BundleCheck,
+    result: &mut crate::shard::ShardResult,
+) -> std::result::Result<(), String> {
+    let failed = |report: &Report| {
+        report.checks.iter().find(|c| c.status == Status::Fail).map_or_else(
+            || "the bundle could not be read".to_owned(),
+            |c| format!("{}: {}", c.name, c.evidence),
+        )
+    };
+    let key = crate::sign::load_public_key(&check.public_key).map_err(|e| e.to_string())?;
+    let mut report = Report::default();
+    let manifest_bytes = signed_manifest(check, &key, &mut report).ok_or_else(|| failed(&report))?;
+    result.bundle_manifest_sha256 = sha256_tagged(&manifest_bytes);
+    let manifest = crate::json::parse(&manifest_bytes).map_err(|e| format!("manifest.json: {e}"))?;
+    let (files, large, _) = read_subjects(&check.bundle_dir, &manifest, check.limits, Large::Copy)?;
+    let bytes = files.get(FIXTURE_METADATA_FILE).ok_or("the bundle holds no fixture-metadata.json")?;
+    let (view, _) =
+        FixtureView::from_bytes(Path::new(FIXTURE_METADATA_FILE), bytes).map_err(|e| e.to_string())?;
+    let vectors = vectors(Some(&view), large, &mut report).map_err(|(_, reason)| reason)?;
+    let texts = texts(check.archive.as_deref(), Some(&view), &mut report).map_err(|(_, reason)| reason)?;
+    let identity = view.metadata["embedding"].clone();
+    result.model = identity.clone();
+    let (documents, queries) = (texts.documents.len(), texts.queries.len());
+    (result.documents, result.queries) = (documents, queries);
+    if (vectors.document_count(), vectors.query_count()) != (documents, queries) {
+        return Err(format!(
+            "{} document and {} query vectors for {documents} documents and {queries} queries",
+            vectors.document_count(),
+            vectors.query_count()
+        ));
+    }
+    let policy = crate::texts::Policy::of(&view.metadata)?;
+    let model_dir = check.embedding.model_dir.as_deref().ok_or("no model directory (pass --model-dir)")?;
+    let embedder = crate::recompute::embedding::load(&identity, model_dir)?;
+    result.ran = Some(crate::recompute::embedding::Ran::of(&embedder));
+    result.texts = result.slice.range(documents + queries);
+    let targets: Vec<(bool, usize)> = result
+        .texts
+        .clone()
+        .map(|i| if i < documents { (true, i) } else { (false, i - documents) })
+        .collect();
+    let compared = rayon::ThreadPoolBuilder::new()
+        .num_threads(std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .build()
+        .map_err(|e| e.to_string())?
+        .install(|| {
+            crate::recompute::embedding::compare(
+                &embedder,
+                policy,
+                &texts,
+                &vectors,
+                &targets,
+                &check.embedding.progress,
+            )
+        });
+    result.finding = match compared {
+        Ok(()) => crate::shard::Finding::Equal,
+        Err(reason) if reason.starts_with("re-embedding failed") => crate::shard::Finding::Failed(reason),
+        Err(reason) => crate::shard::Finding::Differs(reason),
+    };
+    Ok(())
 }
 
 /// `published.present`: a claim v6 bundle of one of BEIR's datasets carries `published.json`, so a row the run did

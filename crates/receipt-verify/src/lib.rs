@@ -40,6 +40,7 @@ mod render;
 mod report;
 mod reproduction;
 mod rundir;
+mod shard;
 mod sign;
 mod suite;
 pub mod texts;
@@ -50,7 +51,7 @@ pub use crate::artifacts::{AGGREGATE_SCHEMA, ROW_SCHEMA, Run, SCHEMAS, aggregate
 pub use crate::baseline::{config_label, frozen_baseline, is_frozen_baseline};
 pub use crate::bundle::{
     BundleCheck, BundleContents, BundleOptions, check_bundle_files, claim, claim_v2, claim_v4, claim_v5,
-    claim_v6, make_bundle, verify_bundle, verify_bundle_contents,
+    claim_v6, make_bundle, verify_bundle, verify_bundle_contents, verify_embedding_shard,
 };
 pub use crate::checks::carried::runs_digest;
 pub use crate::checks::exports::{
@@ -70,7 +71,7 @@ pub use crate::fixture::{
 };
 pub use crate::mapping::{Entry as MappingEntry, Mapping};
 pub use crate::names::*;
-pub use crate::recompute::embedding::{EVAL_EMBEDDING_SAMPLE, EmbeddingProgress, Sample, fresh_seed};
+pub use crate::recompute::embedding::{EVAL_EMBEDDING_SAMPLE, EmbeddingProgress, Ran, Sample, fresh_seed};
 pub use crate::recompute::metrics;
 pub use crate::report::{
     Basis, Check, Counted, EmbeddingExtent, PassChance, REPORT_SCHEMA, Report, Status, Verdict, passes_with,
@@ -80,6 +81,7 @@ pub use crate::reproduction::{
     MAX_STATEMENT_BYTES, REPRODUCTION_TYPE, published_tolerances, verify_reproduction,
 };
 pub use crate::rundir::{Verification, Verified, VerifyOptions, verify, write_verification};
+pub use crate::shard::{Finding, MAX_SHARD_BYTES, SHARD_SCHEMA, ShardResult, ShardResults, Slice};
 pub use crate::sign::{
     MAX_KEY_FILE_BYTES, TRUSTED_COMMENT_PREFIX, VerifyingKey, keygen, load_public_key, load_secret_key,
     public_key_of, secret_key_is_encrypted, sign_bytes, sign_document, verify_bytes,

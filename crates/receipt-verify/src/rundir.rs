@@ -249,6 +249,7 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
             Err(Found::Absent(reason) | Found::Read(reason, _)) => Input::Absent(reason),
         };
         let outcome = run_all(&Inputs {
+            manifest_sha256: None,
             runs: group,
             fixture: fixture_input,
             mapping: match &mappings[mapping] {

@@ -38,6 +38,7 @@ fn finish(report: &Report, output: &ReportArgs) -> anyhow::Result<ExitCode> {
 /// randomness unless one is given, and its progress on stderr.
 pub(crate) fn embedding_check(model_dir: Option<PathBuf>, args: &EmbeddingArgs) -> EmbeddingCheck {
     EmbeddingCheck {
+        shards: None,
         model_dir,
         sample: args.embedding_sample,
         seed: args.seed.unwrap_or_else(receipt_verify::fresh_seed),
@@ -227,19 +228,82 @@ pub(crate) fn sign(args: &SignArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(crate) fn verify_bundle(args: &VerifyBundleArgs) -> anyhow::Result<ExitCode> {
-    let report = receipt_verify::verify_bundle(&BundleCheck {
+    let mut embedding = embedding_check(args.model_dir.clone(), &args.embedding);
+    if !args.embedding_shards.is_empty() {
+        let results = receipt_verify::ShardResults::read(&args.embedding_shards, own_digest()?)
+            .map_err(anyhow::Error::msg)?;
+        crate::progress::say(&format!(
+            "the re-embedding is taken from {} shard result{} ({})",
+            results.results.len(),
+            if results.results.len() == 1 { "" } else { "s" },
+            results.results.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+        embedding.shards = Some(results);
+    }
+    let check = BundleCheck {
         bundle_dir: args.bundle_dir.clone(),
         public_key: args.public_key.clone(),
         executable: args.executable.clone(),
         archive: args.archive.clone(),
-        embedding: embedding_check(args.model_dir.clone(), &args.embedding),
+        embedding,
         allow_legacy_signature: args.allow_legacy_signature,
         limits: safe_fs::Limits {
             max_file_bytes: args.max_file_bytes,
             max_total_bytes: args.max_total_bytes,
         },
-    })?;
+    };
+    if let Some(text) = &args.embedding_shard {
+        return embedding_shard(args, &check, text);
+    }
+    let report = receipt_verify::verify_bundle(&check)?;
     finish(&report, &args.output)
+}
+
+/// `sha256:` of this executable, which a shard result names and a merge requires.
+fn own_digest() -> anyhow::Result<String> {
+    scifact_eval::ExecutableIdentity::current().sha256.context("this executable could not be hashed")
+}
+
+/// `verify-bundle --embedding-shard I/N`: re-embeds one slice and writes its result to `--shard-out`. Exits 0
+/// when the result is written, whatever it found: the merge judges it, and a dependent job (Slurm's
+/// `afterok`) then runs and names what the slice found.
+fn embedding_shard(args: &VerifyBundleArgs, check: &BundleCheck, text: &str) -> anyhow::Result<ExitCode> {
+    let shard = scifact_eval::Shard::parse(text, |name| std::env::var(name).ok())?;
+    let slice = receipt_verify::Slice { index: shard.index, count: shard.count };
+    let Some(out) = &args.shard_out else { anyhow::bail!("--embedding-shard needs --shard-out FILE") };
+    anyhow::ensure!(
+        args.embedding.embedding_sample == receipt_verify::Sample::All,
+        "--embedding-shard re-embeds every vector of its slice: --embedding-sample does not go with it"
+    );
+    let started = std::time::Instant::now();
+    let result = receipt_verify::verify_embedding_shard(check, slice, own_digest()?);
+    let mut bytes = serde_json::to_vec_pretty(&result)?;
+    bytes.push(b'\n');
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    safe_fs::write_atomically(out, &bytes).with_context(|| format!("writing {}", out.display()))?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(
+        stdout,
+        "slice        {slice} of the bundle's texts: {}..{} of {}",
+        result.texts.start,
+        result.texts.end,
+        result.documents + result.queries
+    )?;
+    let found = match &result.finding {
+        receipt_verify::Finding::Equal => "every vector equal to the bit".to_owned(),
+        receipt_verify::Finding::Differs(reason) => format!("DIFFERS: {}", terminal_safe(reason)),
+        receipt_verify::Finding::Failed(reason) => format!("NOT CHECKED: {}", terminal_safe(reason)),
+    };
+    writeln!(stdout, "found        {found}")?;
+    writeln!(stdout, "result       {}", out.display())?;
+    writeln!(stdout, "time         {:.1} s", started.elapsed().as_secs_f64())?;
+    writeln!(
+        stdout,
+        "next         verify-bundle with the same flags and --embedding-shards DIR|FILE... once every slice is done"
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn verify_suite(args: &VerifySuiteArgs) -> anyhow::Result<ExitCode> {

@@ -721,6 +721,19 @@ pub(crate) struct VerifyBundleArgs {
     pub(crate) model_dir: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) embedding: EmbeddingArgs,
+    /// Re-embed only slice I of N (from 0) of the bundle's texts (documents, then queries) and write what it
+    /// found to --shard-out, bound to this bundle, this executable and the model; no verdict. `auto` and
+    /// `auto/N` read I (and N) from a Slurm job array or a Kubernetes Indexed Job, as `build --shard` does
+    #[arg(long, value_name = "I/N|auto|auto/N", requires = "shard_out", conflicts_with = "embedding_shards")]
+    pub(crate) embedding_shard: Option<String>,
+    /// Where --embedding-shard writes its result (JSON, atomically)
+    #[arg(long, value_name = "FILE", requires = "embedding_shard")]
+    pub(crate) shard_out: Option<PathBuf>,
+    /// Take the re-embedding from these shard results (files, or directories of *.json) instead of
+    /// re-embedding here: they must cover every text exactly once, each bound to this bundle, this executable
+    /// and the declared model, or `embedding.values` fails naming the slice. Every other check runs here
+    #[arg(long, value_name = "FILE|DIR", num_args = 1..)]
+    pub(crate) embedding_shards: Vec<PathBuf>,
     /// Accept a legacy (not prehashed) minisign signature; by default only prehashed ones verify
     #[arg(long)]
     pub(crate) allow_legacy_signature: bool,

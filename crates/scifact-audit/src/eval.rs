@@ -255,6 +255,7 @@ pub(crate) fn run_one(
             store_dir: Some(store.clone()),
             corpus: Some(fixture.clone()),
             embedding: EmbeddingCheck {
+                shards: None,
                 model_dir: model_dir.clone(),
                 sample: args.embedding_sample,
                 seed: receipt_verify::fresh_seed(),

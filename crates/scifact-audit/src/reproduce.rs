@@ -76,6 +76,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         // Rebuilding the fixture below embeds every text again, and the rebuilt fixture must equal the bundle's:
         // re-embedding them here too would do the same work twice.
         embedding: receipt_verify::EmbeddingCheck {
+            shards: None,
             model_dir: None,
             sample: receipt_verify::Sample::All,
             seed: receipt_verify::fresh_seed(),

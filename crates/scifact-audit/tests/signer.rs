@@ -1073,3 +1073,142 @@ fn an_ir_metadata_that_calls_the_tiny_corpus_beir_scifact() {
         "BEIR's layout that is not BEIR's published file",
     );
 }
+
+/// `verify-bundle --embedding-shard I/N` over `bundle`, its result written to `out`.
+fn shard(bundle: &Path, index: usize, count: usize, out: &Path) -> String {
+    let (archive, model) = (archive(), model());
+    ok(&[
+        "verify-bundle",
+        "--bundle-dir",
+        bundle.to_str().unwrap(),
+        "--public-key",
+        base().public_key.to_str().unwrap(),
+        "--archive",
+        &archive,
+        "--model-dir",
+        &model,
+        "--embedding-shard",
+        &format!("{index}/{count}"),
+        "--shard-out",
+        out.to_str().unwrap(),
+    ])
+}
+
+/// `verify-bundle --json --embedding-shards RESULTS...` over `bundle`: no model directory, the re-embedding
+/// taken from the results.
+fn merged(bundle: &Path, results: &[&Path]) -> std::process::Output {
+    let archive = archive();
+    let mut args = vec![
+        "verify-bundle",
+        "--bundle-dir",
+        bundle.to_str().unwrap(),
+        "--public-key",
+        base().public_key.to_str().unwrap(),
+        "--archive",
+        &archive,
+        "--json",
+        "--embedding-shards",
+    ];
+    args.extend(results.iter().map(|p| p.to_str().unwrap()));
+    scifact_audit(&args, "")
+}
+
+fn embedding_failure(output: &std::process::Output) -> String {
+    let (code, checks) = reported(output);
+    assert_eq!(code, Some(1));
+    let failed: Vec<&Reported> = checks.iter().filter(|c| c.2 == "fail").collect();
+    let embedding = failed.iter().find(|c| c.1 == "embedding.values");
+    embedding.unwrap_or_else(|| panic!("embedding.values did not fail: {failed:#?}")).4.clone()
+}
+
+#[test]
+fn sharded_re_embedding_gives_the_unsharded_verdict_and_names_every_wrong_slice() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = &base().bundle;
+    let results: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("shards/{i}.json"))).collect();
+    for (i, out) in results.iter().enumerate() {
+        assert!(shard(bundle, i, 4, out).contains("every vector equal to the bit"));
+    }
+    let whole = scifact_audit(
+        &[
+            "verify-bundle",
+            "--bundle-dir",
+            bundle.to_str().unwrap(),
+            "--public-key",
+            base().public_key.to_str().unwrap(),
+            "--archive",
+            &archive(),
+            "--model-dir",
+            &model(),
+            "--json",
+        ],
+        "",
+    );
+    // The directory of results, or the files: the report is the unsharded one, byte for byte.
+    let by_dir = merged(bundle, &[&dir.path().join("shards")]);
+    assert_eq!(by_dir.status.code(), Some(0), "{}", String::from_utf8_lossy(&by_dir.stderr));
+    assert_eq!(String::from_utf8_lossy(&by_dir.stdout), String::from_utf8_lossy(&whole.stdout));
+    let refs: Vec<&Path> = results.iter().map(PathBuf::as_path).collect();
+    assert_eq!(merged(bundle, &refs).stdout, whole.stdout);
+
+    // A slice missing.
+    let reason = embedding_failure(&merged(bundle, &[refs[0], refs[1], refs[3]]));
+    assert!(reason.contains("covered by no shard result: slice 2/4 is missing"), "{reason}");
+    // A slice given twice.
+    let copy = dir.path().join("copy-of-1.json");
+    std::fs::copy(refs[1], &copy).unwrap();
+    let reason = embedding_failure(&merged(bundle, &[refs[0], refs[1], &copy, refs[2], refs[3]]));
+    assert!(reason.contains("covered twice"), "{reason}");
+    // A result made by another executable.
+    let edited = |edit: &dyn Fn(&mut Value)| {
+        let mut result: Value = serde_json::from_slice(&std::fs::read(refs[2]).unwrap()).unwrap();
+        edit(&mut result);
+        let path = dir.path().join("edited.json");
+        std::fs::write(&path, serde_json::to_vec(&result).unwrap()).unwrap();
+        embedding_failure(&merged(bundle, &[refs[0], refs[1], &path, refs[3]]))
+    };
+    let reason = edited(&|r| r["verifier_sha256"] = Value::from(format!("sha256:{}", "0".repeat(64))));
+    assert!(reason.contains("made by another verifier executable"), "{reason}");
+    // A result of another slice's texts, and one of another model.
+    let reason = edited(&|r| r["texts"]["end"] = Value::from(r["texts"]["end"].as_u64().unwrap() - 1));
+    assert!(reason.contains("holds texts"), "{reason}");
+    let reason = edited(&|r| r["model"]["dims"] = Value::from(65));
+    assert!(reason.contains("another model identity"), "{reason}");
+
+    // A bundle whose last document vector is not the model's: the slice holding it names it, the merge fails.
+    let forgery = Forgery::of(bundle);
+    let mut bytes = forgery.bytes("vectors.f32");
+    let metadata = forgery.json("fixture-metadata.json");
+    let dims = metadata["vectors"]["dims"].as_u64().unwrap() as usize;
+    let last = metadata["vectors"]["documents"].as_u64().unwrap() as usize - 1;
+    for value in bytes[last * dims * 4..(last + 1) * dims * 4].chunks_exact_mut(4) {
+        let halved = f32::from_le_bytes([value[0], value[1], value[2], value[3]]) * 0.5;
+        value.copy_from_slice(&halved.to_le_bytes());
+    }
+    forgery.set_bytes("vectors.f32", &bytes);
+    forgery.edit_json("fixture-metadata.json", |m| m["vectors"]["sha256"] = Value::from(sha256(&bytes)));
+    forgery.repair_and_sign(&base().secret_key);
+    let doctored: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("doctored/{i}.json"))).collect();
+    let mut said = Vec::new();
+    for (i, out) in doctored.iter().enumerate() {
+        said.push(shard(&forgery.dir, i, 4, out));
+    }
+    let documents = metadata["vectors"]["documents"].as_u64().unwrap() as usize;
+    let queries = metadata["vectors"]["queries"].as_u64().unwrap() as usize;
+    let holding = (last * 4) / (documents + queries);
+    for (i, text) in said.iter().enumerate() {
+        assert_eq!(text.contains("DIFFERS"), i == holding, "slice {i}: {text}");
+    }
+    let refs: Vec<&Path> = doctored.iter().map(PathBuf::as_path).collect();
+    let reason = embedding_failure(&merged(&forgery.dir, &refs));
+    assert!(
+        reason.contains(&format!("(slice {holding}/4)"))
+            && reason.contains("not the declared model's vector"),
+        "{reason}"
+    );
+    // A result of the untouched bundle given for the doctored one: foreign.
+    let mixed: Vec<&Path> =
+        (0..4).map(|i| if i == holding { results[i].as_path() } else { refs[i] }).collect();
+    let reason = embedding_failure(&merged(&forgery.dir, &mixed));
+    assert!(reason.contains("made for another bundle"), "{reason}");
+}

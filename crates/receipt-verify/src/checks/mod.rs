@@ -42,6 +42,8 @@ pub struct EmbeddingCheck {
     pub seed: u64,
     /// Told how far the re-embedding got.
     pub progress: EmbeddingProgress,
+    /// The re-embedding taken from shard results (`--embedding-shards`) instead of made here.
+    pub shards: Option<crate::shard::ShardResults>,
 }
 
 /// What the readers hand to [`run_all`].
@@ -66,6 +68,8 @@ pub(crate) struct Inputs<'a> {
     pub(crate) embedding: &'a EmbeddingCheck,
     /// `published.json`, when the evidence holds one.
     pub(crate) published: Option<&'a [u8]>,
+    /// `sha256:` of the bundle's manifest, which shard results must name (`None` for an output directory).
+    pub(crate) manifest_sha256: Option<&'a str>,
 }
 
 /// The checks and, for a run with a selection, what the report draws.
@@ -97,7 +101,7 @@ fn share(reembedding: bool) -> Share {
 /// Runs every check that needs nothing but [`Inputs`]: the contract's validator, the receipts, what is
 /// attested, every ranking recomputed, the embeddings (on a second thread), and the selection.
 pub(crate) fn run_all(inputs: &Inputs<'_>) -> Outcome {
-    let share = share(inputs.embedding.model_dir.is_some());
+    let share = share(inputs.embedding.model_dir.is_some() && inputs.embedding.shards.is_none());
     std::thread::scope(|scope| {
         // Re-embedding is the longest check and shares nothing with the others, so it runs beside them, on
         // threads of its own: the other checks keep the other cores, and no idle worker spins against them.

@@ -575,7 +575,7 @@ fn fused(
 pub(crate) fn embedding(inputs: &Inputs<'_>) -> Report {
     let mut report = Report::default();
     let scope = "global";
-    let EmbeddingCheck { model_dir, sample, seed, progress } = inputs.embedding;
+    let EmbeddingCheck { model_dir, sample, seed, progress, shards } = inputs.embedding;
     let (vectors, texts, view) = match (inputs.vectors, inputs.texts, inputs.fixture) {
         (Input::Read { content: v, .. }, Input::Read { content: t, .. }, Input::Read { content: f, .. }) => {
             (v, t, f)
@@ -608,6 +608,28 @@ pub(crate) fn embedding(inputs: &Inputs<'_>) -> Report {
             );
             return report;
         }
+    }
+    if let Some(shards) = shards {
+        if *sample != crate::recompute::embedding::Sample::All {
+            report.record(
+                scope,
+                "embedding.values",
+                Err("shard results re-embed every vector; a sample is not taken from them".into()),
+            );
+            return report;
+        }
+        let result = consistent_vectors(vectors, texts.documents.len(), texts.queries.len()).and_then(|()| {
+            crate::shard::merge(
+                shards,
+                inputs.manifest_sha256,
+                identity,
+                texts.documents.len(),
+                texts.queries.len(),
+            )
+        });
+        report.record(scope, "embedding.values", result);
+        report.embedding = Some(crate::recompute::embedding::extent(texts.documents.len(), texts, *seed));
+        return report;
     }
     let Some(model_dir) = model_dir else {
         report.not_checked(scope, "embedding.values", "no model directory (pass --model-dir)");

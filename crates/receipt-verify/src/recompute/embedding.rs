@@ -135,6 +135,57 @@ pub(crate) fn recheck(
     chosen: &[usize],
     progress: &EmbeddingProgress,
 ) -> Result<String, String> {
+    let embedder = load(identity, model_dir)?;
+    // (which, index): documents by their index, then every query.
+    let targets: Vec<(bool, usize)> =
+        chosen.iter().map(|&d| (true, d)).chain((0..texts.queries.len()).map(|q| (false, q))).collect();
+    compare(&embedder, policy, texts, vectors, &targets, progress)?;
+    let ran = Ran::of(&embedder);
+    Ok(ran.sentence(identity, chosen.len(), texts.documents.len(), texts.queries.len()))
+}
+
+/// What re-embedded: the backend, its version and the kernels, as the evidence names them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Ran {
+    /// The forward pass (`embedding::BACKEND`).
+    pub backend: String,
+    /// Its version.
+    pub backend_version: String,
+    /// The vector kernels it ran on (they change speed, never bits).
+    pub kernels: String,
+}
+
+impl Ran {
+    pub(crate) fn of(embedder: &SentenceBert) -> Ran {
+        Ran {
+            backend: embedder.identity().backend.clone(),
+            backend_version: embedder.identity().backend_version.clone(),
+            kernels: format!("{:?}", embedder.kernels()),
+        }
+    }
+
+    /// The `embedding.values` evidence of a re-embedding that found every vector equal.
+    pub(crate) fn sentence(
+        &self,
+        identity: &Value,
+        chosen: usize,
+        documents: usize,
+        queries: usize,
+    ) -> String {
+        let model = identity["model"].as_str().unwrap_or("");
+        format!(
+            "{chosen} of {documents} documents and all {queries} queries re-embedded with {model} by {} {} ({} kernels): every vector equal to the bit",
+            self.backend, self.backend_version, self.kernels
+        )
+    }
+}
+
+/// Loads the model `identity` declares from `model_dir`, and requires it to be that model: its name judged
+/// from the bytes, and every file that shapes a vector the declared one.
+///
+/// # Errors
+/// Why the model could not be loaded, or how it differs from the declared one.
+pub(crate) fn load(identity: &Value, model_dir: &Path) -> Result<SentenceBert, String> {
     let model = identity["model"].as_str().unwrap_or("");
     let weights = identity["weights_sha256"].as_str().unwrap_or("").trim_start_matches("sha256:").to_owned();
     // Loaded under its digest, not the declared name: the name is judged from the reader's bytes below, so a
@@ -168,9 +219,22 @@ pub(crate) fn recheck(
             model_dir.display()
         ));
     }
-    // (which, index): documents by their index, then every query.
-    let targets: Vec<(bool, usize)> =
-        chosen.iter().map(|&d| (true, d)).chain((0..texts.queries.len()).map(|q| (false, q))).collect();
+    Ok(embedder)
+}
+
+/// Re-embeds `targets` (`(true, d)` document `d`, `(false, q)` query `q`) and compares each with the
+/// evidence's vector, bit for bit.
+///
+/// # Errors
+/// The first text whose vector differs, named, or why the model failed.
+pub(crate) fn compare(
+    embedder: &SentenceBert,
+    policy: Policy,
+    texts: &Texts,
+    vectors: &Vectors,
+    targets: &[(bool, usize)],
+    progress: &EmbeddingProgress,
+) -> Result<(), String> {
     let total = targets.len() as u64;
     let done = std::sync::atomic::AtomicU64::new(0);
     progress.tell(0, total);
@@ -251,15 +315,7 @@ pub(crate) fn recheck(
             }
         }
     }
-    Ok(format!(
-        "{} of {} documents and all {} queries re-embedded with {model} by {} {} ({:?} kernels): every vector equal to the bit",
-        chosen.len(),
-        texts.documents.len(),
-        texts.queries.len(),
-        embedder.identity().backend,
-        embedder.identity().backend_version,
-        embedder.kernels()
-    ))
+    Ok(())
 }
 
 #[cfg(test)]
