@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Sharded builds and sharded verification through a real Slurm (a single-node cluster, scripts/slurm-cluster.sh),
+# submitted with the shipped templates (deploy/slurm): each must give the bits one process gives.
+#
+#   scripts/slurm-ci.sh SCIFACT_AUDIT_EXECUTABLE SCIFACT_ARCHIVE MODEL_DIR
+#
+# 1. The tiny corpus built as a 4-task array plus merge: the fixture equal to an unsharded build's.
+# 2. SciFact built the same way: the fixture's sha256 is the published one (ba783521…).
+# 3. attestations/scifact-fdfc890 verified as 4 shards plus merge: `verified`.
+# 4. The tiny bundle as 4 shards plus merge: the report equal to an unsharded verify-bundle's, byte for byte;
+#    then merges that must not verify, each naming what is wrong: a missing slice, a slice of another bundle,
+#    a slice re-embedded by another executable.
+#
+# With SLURM_CI_REPORTS=DIR, step 3's JSON report is kept as DIR/scifact-fdfc890.json (CI then takes that
+# bundle's verdict from it instead of verifying it a second time in one process).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="$(realpath "${1:?the scifact-audit executable}")"
+archive="$(realpath "${2:?the SciFact archive}")"
+model="$(realpath "${3:?the all-MiniLM-L6-v2 directory}")"
+published_fixture=ba78352185d33a7c61976e214d4a37dd42a3c9e51fef6631a657b2eef5aaa375
+
+# shellcheck source=scripts/slurm-cluster.sh
+source scripts/slurm-cluster.sh
+out="$(mktemp -d /tmp/slurm-run.XXXXXX)"
+chmod 755 "$out"
+trap 'status=$?; [ $status = 0 ] || SLURM_KEEP=1; slurm_down; rm -rf "$out"; exit $status' EXIT
+slurm_up
+export SCIFACT_AUDIT="$bin"
+say() { printf '[slurm-ci %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+fail() { say "FAIL: $*"; for f in "$out"/*.log; do [ -f "$f" ] && { echo "== $f"; tail -n 15 "$f"; }; done >&2; exit 1; }
+
+# Every task of the array and the merge COMPLETED with exit 0:0.
+all_completed() {
+  local states n
+  states="$(scontrol -o show job "$1"; scontrol -o show job "$2")"
+  n=$(grep -c 'JobState=COMPLETED .*ExitCode=0:0' <<<"$states" || true)
+  [ "$n" = "$3" ] || { slurm_state "$1"; slurm_state "$2"; fail "$4: $n of $3 jobs COMPLETED 0:0"; } >&2
+}
+
+# The embedding.values evidence of a JSON report, which must have failed.
+embedding_failure() {
+  python3 - "$1" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+failed = [c for c in report["checks"] if c["name"] == "embedding.values" and c["status"] == "fail"]
+if report["verdict"] == "verified" or not failed:
+    sys.exit(f"{sys.argv[1]}: verdict {report['verdict']}, embedding.values not failed")
+print(failed[0]["evidence"])
+PY
+}
+
+submit() {  # submit SCRIPT ARGS...: the two job ids of deploy/slurm/SCRIPT
+  (cd "$out" && "$OLDPWD/deploy/slurm/submit-$1" "${@:2}")
+}
+
+t=$SECONDS
+say "1. tiny corpus: 4 build shards + merge, against one process"
+tiny_build=(--profile tiny --archive "$PWD/fixtures/tiny/scifact-tiny.zip" --model-dir "$PWD/fixtures/tiny/model")
+"$bin" build "${tiny_build[@]}" --work-dir "$out/tiny-one" --out "$out/tiny-one.json" >/dev/null
+read -r array merge < <(WORK_DIR="$out/tiny-work" FIXTURE="$out/tiny-sharded.json" SHARDS=4 submit build.sh \
+  "${tiny_build[@]}")
+slurm_wait "$array" "$merge"
+all_completed "$array" "$merge" 5 "tiny build"
+cmp "$out/tiny-one.json" "$out/tiny-sharded.json" || fail "the sharded tiny fixture differs from the unsharded one"
+say "   fixture $(sha256sum "$out/tiny-sharded.json" | cut -c1-16)… equal to the unsharded build's [$((SECONDS - t)) s]"
+
+t=$SECONDS
+say "2. SciFact: 4 build shards + merge"
+read -r array merge < <(WORK_DIR="$out/scifact-work" FIXTURE="$out/scifact.json" SHARDS=4 submit build.sh \
+  --archive "$archive" --model-dir "$model")
+slurm_wait "$array" "$merge"
+all_completed "$array" "$merge" 5 "SciFact build"
+digest="$(sha256sum "$out/scifact.json" | cut -d' ' -f1)"
+[ "$digest" = "$published_fixture" ] || fail "the sharded SciFact fixture is $digest, not $published_fixture"
+say "   fixture $digest, the unsharded build's [$((SECONDS - t)) s]"
+rm -rf "$out/scifact-work" "$out/scifact.json"
+
+t=$SECONDS
+say "3. attestations/scifact-fdfc890: 4 verify shards + merge"
+fdfc890=(--bundle-dir "$PWD/attestations/scifact-fdfc890" --public-key "$PWD/attestations/scifact-audit-3.pub"
+         --archive "$archive" --model-dir "$model")
+read -r array merge < <(RESULTS_DIR="$out/fdfc890-shards" REPORT="$out/fdfc890.json" SHARDS=4 submit verify.sh \
+  "${fdfc890[@]}")
+slurm_wait "$array" "$merge"
+all_completed "$array" "$merge" 5 "fdfc890 verification"
+python3 scripts/assert-verdict.py verified attestations/scifact-fdfc890 < "$out/fdfc890.json"
+if [ -n "${SLURM_CI_REPORTS:-}" ]; then
+  mkdir -p "$SLURM_CI_REPORTS" && cp "$out/fdfc890.json" "$SLURM_CI_REPORTS/scifact-fdfc890.json"
+fi
+say "   verified from 4 shard results [$((SECONDS - t)) s]"
+
+t=$SECONDS
+say "4. the tiny bundle: 4 verify shards + merge against one process, and merges that must fail"
+tiny=(--bundle-dir "$PWD/fixtures/tiny/expected" --public-key "$PWD/fixtures/tiny/expected.pub"
+      --archive "$PWD/fixtures/tiny/scifact-tiny.zip" --model-dir "$PWD/fixtures/tiny/model")
+"$bin" verify-bundle "${tiny[@]}" --json > "$out/tiny-whole.json" || true
+read -r array merge < <(RESULTS_DIR="$out/tiny-shards" REPORT="$out/tiny-merged.json" SHARDS=4 submit verify.sh \
+  "${tiny[@]}")
+slurm_wait "$array" "$merge"
+all_completed "$array" "$merge" 5 "tiny verification"
+cmp "$out/tiny-whole.json" "$out/tiny-merged.json" || fail "the merged report differs from the unsharded one"
+
+merge_of() {  # merge_of NAME RESULTS_DIR [SCIFACT_AUDIT]: the merge alone, through Slurm, its report's failure
+  local job
+  job=$(cd "$out" && RESULTS_DIR="$2" REPORT="$out/$1.json" sbatch --parsable --export=ALL \
+    "$OLDPWD/deploy/slurm/verify-merge.sbatch" "${tiny[@]}")
+  slurm_wait "$job"
+  embedding_failure "$out/$1.json"
+}
+mkdir -p "$out/missing" "$out/foreign" "$out/other"
+cp "$out/tiny-shards/shard-0.json" "$out/tiny-shards/shard-1.json" "$out/tiny-shards/shard-3.json" "$out/missing/"
+reason="$(merge_of missing "$out/missing")"
+grep -q "slice 2/4 is missing" <<<"$reason" || fail "missing slice: $reason"
+say "   a missing slice: $reason"
+cp "$out"/tiny-shards/shard-{0,1,3}.json "$out/foreign/"
+cp "$out/fdfc890-shards/shard-2.json" "$out/foreign/shard-2.json"
+reason="$(merge_of foreign "$out/foreign")"
+grep -q "made for another bundle" <<<"$reason" || fail "foreign slice: $reason"
+say "   a slice of another bundle: $reason"
+cp "$bin" "$out/other-scifact-audit"
+printf 'another build' >> "$out/other-scifact-audit"
+array=$(cd "$out" && SHARD=2/4 SCIFACT_AUDIT="$out/other-scifact-audit" RESULTS_DIR="$out/other" sbatch \
+  --parsable --export=ALL --array=2 "$OLDPWD/deploy/slurm/verify-shard.sbatch" "${tiny[@]}")
+cp "$out"/tiny-shards/shard-{0,1,3}.json "$out/other/"
+slurm_wait "${array%%;*}"
+reason="$(merge_of other "$out/other")"
+grep -q "made by another verifier executable" <<<"$reason" || fail "another executable: $reason"
+say "   a slice of another executable: $reason"
+say "   [$((SECONDS - t)) s]"
+say "PASS"
