@@ -66,7 +66,7 @@ pub struct Checkpoint {
     /// bare layout read with the defaults above.
     pub sentence_transformers: bool,
     /// `Some(add_prefix_space)` when the tokenizer is XLM-RoBERTa's SentencePiece one
-    /// (`tokenizer_config.json`'s `tokenizer_class`, else the model type): transformers then runs the
+    /// (`tokenizer_config.json`'s `tokenizer_class`, else `config.json`'s, else the model type): transformers then runs the
     /// tokenizer.json's Unigram vocabulary through its own pipeline, not the file's (see
     /// `sentence_bert::as_transformers_runs_it`).
     pub sentencepiece: Option<bool>,
@@ -110,6 +110,7 @@ impl Checkpoint {
                 return Err(invalid(&config_path, format!("{field} {} is not a whole number", raw[field])));
             }
         }
+        let config_class = raw.get("tokenizer_class").and_then(Value::as_str).map(str::to_owned);
         let config: Config = serde_json::from_value(raw).map_err(|error| invalid(&config_path, error))?;
         check_sizes(&config_path, &config)?;
         if config.hidden_act != "gelu" {
@@ -123,13 +124,15 @@ impl Checkpoint {
             ));
         }
         files.insert("config.json".to_owned(), sha256_hex(&config_bytes));
-        // Which tokenizer class transformers builds: a SentencePiece one rebuilds its pipeline, and then
-        // tokenizer_config.json shapes the vectors (its digest is bound).
+        // Which tokenizer class transformers builds (tokenizer_config.json's, else config.json's, else the
+        // model type's): a SentencePiece one rebuilds its pipeline, and then tokenizer_config.json shapes the
+        // vectors (its digest is bound).
         let tokenizer_config_path = dir.join("tokenizer_config.json");
         let tokenizer_config = optional_json(&model_dir, &tokenizer_config_path, "tokenizer_config.json")?;
         let class = tokenizer_config
             .as_ref()
             .and_then(|(_, value)| value.get("tokenizer_class").and_then(Value::as_str).map(str::to_owned))
+            .or(config_class)
             .unwrap_or_else(|| {
                 if config.model_type == "xlm-roberta" { "XLMRobertaTokenizer".into() } else { String::new() }
             });

@@ -69,6 +69,13 @@ pub trait Embedder {
         String::new()
     }
 
+    /// Whether the model declares a text policy of its own (a sentence-transformers checkpoint, with its
+    /// modules, window and prompts) that a run should follow unless told otherwise. all-MiniLM-L6-v2 does not
+    /// count: the evaluation contract's policy was made for it, and its published fixtures use it.
+    fn has_own_text_policy(&self) -> bool {
+        false
+    }
+
     /// Embeds each text with `prompt` before it, as the model's own prompts are used: by default the prompt
     /// is simply part of the text; a model whose pooling leaves its prompt out does so.
     ///

@@ -358,6 +358,12 @@ impl Embedder for SentenceBert {
         self.checkpoint.prompt(role).to_owned()
     }
 
+    fn has_own_text_policy(&self) -> bool {
+        let all_minilm = self.identity.weights_sha256.as_deref().map(|d| d.trim_start_matches("sha256:"))
+            == Some(ALL_MINILM_L6_V2_WEIGHTS_SHA256);
+        self.checkpoint.sentence_transformers && !all_minilm
+    }
+
     fn embed_prompted(&self, prompt: &str, texts: &[&str]) -> Result<Vec<Embedding>> {
         SentenceBert::embed_prompted(self, prompt, texts, &|_| {})
     }

@@ -53,6 +53,9 @@ pub enum Encoder {
     /// XLM-RoBERTa with a SentencePiece Unigram vocabulary of `▁`-prefixed words and single characters,
     /// `<s>`/`</s>` around a text, positions counted from after the padding index, one token-type row.
     XlmRoberta,
+    /// BERT with the XLM-RoBERTa Unigram vocabulary and specials, `config.json` naming `XLMRobertaTokenizer`
+    /// (multilingual-e5-small's and paraphrase-multilingual-MiniLM's shape): positions from 0, two token types.
+    BertSentencePiece,
     /// MPNet with a lower-casing WordPiece vocabulary, `<s>`/`</s>` around a text, positions counted from after
     /// the padding index, no token-type table, and a relative-position bias in every layer.
     Mpnet,
@@ -90,6 +93,7 @@ pub fn write_bert(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
     match shape.encoder {
         Encoder::XlmRoberta => return write_xlm_roberta(dir, shape, seed),
         Encoder::Mpnet => return write_mpnet(dir, shape, seed),
+        Encoder::BertSentencePiece => return write_bert_sentencepiece(dir, shape, seed),
         Encoder::Bert => {}
     }
     let specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
@@ -236,8 +240,53 @@ fn write_weights(
 }
 
 /// [`write_bert`] for [`Encoder::XlmRoberta`]: `config.json` as transformers writes XLM-RoBERTa's, the weights,
-/// and a Unigram `tokenizer.json` (NFKC, `▁` for spaces, `<s> … </s>`).
+/// and a Unigram `tokenizer.json` ([`write_unigram`]).
 fn write_xlm_roberta(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
+    let vocab_size = write_unigram(dir, shape)?;
+    write_config(
+        dir,
+        shape,
+        vocab_size,
+        serde_json::json!({
+            "architectures": ["XLMRobertaModel"],
+            "bos_token_id": 0,
+            "eos_token_id": 2,
+            "layer_norm_eps": 1e-5,
+            "max_position_embeddings": shape.max_positions + 2,
+            "model_type": "xlm-roberta",
+            "pad_token_id": 1,
+            "position_embedding_type": "absolute",
+            "type_vocab_size": 1,
+        }),
+    )?;
+    write_weights(dir, shape, vocab_size, (shape.max_positions + 2, 1), seed)
+}
+
+/// [`write_bert`] for [`Encoder::BertSentencePiece`]: a BERT `config.json` that names the tokenizer class, as
+/// multilingual-e5-small's does, the weights, and the Unigram `tokenizer.json` of [`write_unigram`].
+fn write_bert_sentencepiece(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
+    let vocab_size = write_unigram(dir, shape)?;
+    write_config(
+        dir,
+        shape,
+        vocab_size,
+        serde_json::json!({
+            "architectures": ["BertModel"],
+            "layer_norm_eps": 1e-12,
+            "max_position_embeddings": shape.max_positions,
+            "model_type": "bert",
+            "pad_token_id": 0,
+            "position_embedding_type": "absolute",
+            "tokenizer_class": "XLMRobertaTokenizer",
+            "type_vocab_size": 2,
+        }),
+    )?;
+    write_weights(dir, shape, vocab_size, (shape.max_positions, 2), seed)
+}
+
+/// Writes a SentencePiece Unigram `tokenizer.json` over the shape's words (NFKC, `▁` for spaces, `<s> … </s>`,
+/// XLM-RoBERTa's four specials first) and returns the vocabulary's size.
+fn write_unigram(dir: &Path, shape: &BertShape) -> Result<usize> {
     use tokenizers::models::unigram::Unigram;
     use tokenizers::normalizers::unicode::NFKC;
     use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
@@ -263,23 +312,6 @@ fn write_xlm_roberta(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
         }
     }
     let vocab_size = pieces.len();
-    write_config(
-        dir,
-        shape,
-        vocab_size,
-        serde_json::json!({
-            "architectures": ["XLMRobertaModel"],
-            "bos_token_id": 0,
-            "eos_token_id": 2,
-            "layer_norm_eps": 1e-5,
-            "max_position_embeddings": shape.max_positions + 2,
-            "model_type": "xlm-roberta",
-            "pad_token_id": 1,
-            "position_embedding_type": "absolute",
-            "type_vocab_size": 1,
-        }),
-    )?;
-    write_weights(dir, shape, vocab_size, (shape.max_positions + 2, 1), seed)?;
     let model = Unigram::from(pieces, Some(3), false).map_err(tokenizer_error)?;
     let mut tokenizer = Tokenizer::new(model);
     tokenizer.with_normalizer(Some(NFKC)).map_err(tokenizer_error)?;
@@ -289,7 +321,7 @@ fn write_xlm_roberta(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
         .add_special_tokens(specials.map(|s| tokenizers::AddedToken::from(s, true)))
         .map_err(tokenizer_error)?;
     tokenizer.save(dir.join("tokenizer.json"), false).map_err(tokenizer_error)?;
-    Ok(())
+    Ok(vocab_size)
 }
 
 /// [`write_bert`] for [`Encoder::Mpnet`]: `config.json` as transformers writes MPNet's, the weights, and the
@@ -461,6 +493,27 @@ pub fn parity_checkpoints() -> Vec<(&'static str, BertShape, u64, SentenceLayout
                 ..shape.clone()
             },
             404,
+            SentenceLayout {
+                pooling: serde_json::json!({"word_embedding_dimension": TINY_HIDDEN, "pooling_mode": "mean"}),
+                normalize: true,
+                max_seq_length: 64,
+                do_lower_case: false,
+                prompts: prompts(&[("query", "query: "), ("passage", "passage: ")]),
+            },
+        ),
+        (
+            "bert-sentencepiece-mean",
+            BertShape {
+                words: shape
+                    .words
+                    .iter()
+                    .cloned()
+                    .chain(MULTILINGUAL.iter().map(|w| (*w).to_owned()))
+                    .collect(),
+                encoder: Encoder::BertSentencePiece,
+                ..shape.clone()
+            },
+            606,
             SentenceLayout {
                 pooling: serde_json::json!({"word_embedding_dimension": TINY_HIDDEN, "pooling_mode": "mean"}),
                 normalize: true,

@@ -444,3 +444,30 @@ fn default_prompt_name_and_truncate_dim_are_applied_or_refused_by_name() {
         assert!(message.contains("config_sentence_transformers.json") && message.contains(says), "{message}");
     }
 }
+
+/// A BERT whose tokenizer is SentencePiece (multilingual-e5-small's shape) is tokenized as transformers'
+/// `XLMRobertaTokenizer` rebuilds it because its config.json names that class: without the name, the file's own
+/// pipeline runs and the multilingual text gets another vector (which sentence-transformers would not give).
+#[test]
+fn a_bert_with_a_sentencepiece_tokenizer_is_read_as_its_config_names_it() {
+    let name = "bert-sentencepiece-mean";
+    let dir = checkpoints_dir().join(name);
+    assert_eq!(Checkpoint::read(&dir).unwrap().sentencepiece, Some(true));
+    let copy = tempfile::tempdir().unwrap();
+    for (relative, bytes) in files(&dir) {
+        let path = copy.path().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    let config = copy.path().join("config.json");
+    let mut value: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    value.as_object_mut().unwrap().remove("tokenizer_class");
+    std::fs::write(&config, value.to_string()).unwrap();
+    assert_eq!(Checkpoint::read(copy.path()).unwrap().sentencepiece, None);
+    let multilingual = PARITY_TEXTS[6];
+    let as_named =
+        SentenceBert::load(&dir, name, WeightPin::Unpinned).unwrap().embed(&[multilingual]).unwrap();
+    let as_file =
+        SentenceBert::load(copy.path(), name, WeightPin::Unpinned).unwrap().embed(&[multilingual]).unwrap();
+    assert_ne!(as_named[0].vector, as_file[0].vector);
+}

@@ -30,6 +30,13 @@ fn a_tiny_eval_with_another_checkpoint_names_it_and_is_re_embedded_with_it() {
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["predicate"]["model"], identity["model"], "the claim names the model");
+    // No --text-policy: a sentence-transformers checkpoint's own is the default, and the fixture says so.
+    let policy = &metadata["metadata"]["text_policy"];
+    assert_eq!(
+        (policy["policy"].as_str(), policy["query_prefix"].as_str()),
+        (Some("model"), Some("search the document : ")),
+        "{policy}"
+    );
 
     let read_with = |model: &std::path::Path| verify_bundle_json(&bundle, &public, &archive, model);
     let embedding = |report: &Value| -> Value {
@@ -50,8 +57,8 @@ fn a_tiny_eval_with_another_checkpoint_names_it_and_is_re_embedded_with_it() {
     assert!(check["evidence"].as_str().unwrap().contains("cannot load the declared model"), "{check}");
 }
 
-/// `embed --model-dir DIR --role R --text-policy model` on each parity checkpoint gives what
-/// sentence-transformers gives for `encode(texts, prompt_name=...)` (the committed reference), within 1e-5.
+/// `embed --model-dir DIR --role R` on each parity checkpoint, with `--text-policy model` or by default, gives
+/// what sentence-transformers gives for `encode(texts, prompt_name=...)` (the committed reference), within 1e-5.
 #[test]
 fn embed_with_the_checkpoints_own_prompts_is_sentence_transformers_encode() {
     let checkpoints = root().join("fixtures/checkpoints");
@@ -66,6 +73,25 @@ fn embed_with_the_checkpoints_own_prompts_is_sentence_transformers_encode() {
                 &stdin,
             );
             assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+            // A sentence-transformers checkpoint's own policy is the default; the contract's is asked for.
+            let by_default =
+                scifact_audit(&["embed", "--model-dir", dir.to_str().unwrap(), "--role", role], &stdin);
+            assert_eq!(
+                by_default.stdout, output.stdout,
+                "{name} {role}: the default is the checkpoint's policy"
+            );
+            assert!(
+                String::from_utf8_lossy(&by_default.stderr).contains("text policy: the checkpoint's own")
+            );
+            let contract = scifact_audit(
+                &["embed", "--model-dir", dir.to_str().unwrap(), "--role", role, "--text-policy", "contract"],
+                &stdin,
+            );
+            assert!(contract.status.success());
+            assert_ne!(
+                contract.stdout, output.stdout,
+                "{name} {role}: the contract's prefix gives other vectors"
+            );
             let lines: Vec<Value> = String::from_utf8(output.stdout)
                 .unwrap()
                 .lines()
@@ -200,4 +226,21 @@ fn a_tiny_eval_under_the_model_policy_embeds_what_the_checkpoint_declares_and_ve
     let predicate = &statement["predicate"];
     assert_eq!(predicate["verdict"], "reproduced_exactly", "{predicate}");
     assert_eq!(predicate["inputs"]["same_vectors"], true, "{predicate}");
+}
+
+/// A bare BERT directory (no modules.json) declares no text policy: the default is the contract's.
+#[test]
+fn a_directory_that_declares_no_text_policy_is_embedded_under_the_contracts_by_default() {
+    let dir = root().join("fixtures/tiny/model");
+    let embed = |extra: &[&str]| {
+        let mut args = vec!["embed", "--model-dir", dir.to_str().unwrap(), "--role", "query"];
+        args.extend_from_slice(extra);
+        let output = scifact_audit(&args, "\"vitamin and bone density\"\n");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        output
+    };
+    let by_default = embed(&[]);
+    assert_eq!(by_default.stdout, embed(&["--text-policy", "contract"]).stdout);
+    assert_ne!(by_default.stdout, embed(&["--text-policy", "model"]).stdout);
+    assert!(!String::from_utf8_lossy(&by_default.stderr).contains("text policy"));
 }
