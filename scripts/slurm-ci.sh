@@ -5,7 +5,8 @@
 #   scripts/slurm-ci.sh SCIFACT_AUDIT_EXECUTABLE SCIFACT_ARCHIVE MODEL_DIR
 #
 # 1. The tiny corpus built as a 4-task array plus merge: the fixture equal to an unsharded build's.
-# 2. SciFact built the same way: the fixture's sha256 is the published one (ba783521…).
+# 2. SciFact built the same way, one shard cancelled mid-way (the merge is then cancelled too), its cache torn
+#    as a kill leaves it, and run again: it resumes, and the fixture's sha256 is the published one (ba783521…).
 # 3. attestations/scifact-fdfc890 verified as 4 shards plus merge: `verified`.
 # 4. The tiny bundle as 4 shards plus merge: the report equal to an unsharded verify-bundle's, byte for byte;
 #    then merges that must not verify, each naming what is wrong: a missing slice, a slice of another bundle,
@@ -66,14 +67,39 @@ cmp "$out/tiny-one.json" "$out/tiny-sharded.json" || fail "the sharded tiny fixt
 say "   fixture $(sha256sum "$out/tiny-sharded.json" | cut -c1-16)… equal to the unsharded build's [$((SECONDS - t)) s]"
 
 t=$SECONDS
-say "2. SciFact: 4 build shards + merge"
+say "2. SciFact: 4 build shards + merge; shard 1 cancelled mid-way, its cache torn, run again"
 read -r array merge < <(WORK_DIR="$out/scifact-work" FIXTURE="$out/scifact.json" SHARDS=4 submit build.sh \
   --archive "$archive" --model-dir "$model")
+# Cancel task 1 (SIGTERM: it stops at its next durable point) once it has embedded a few hundred texts.
+shard1="$out/scifact-work/shards/scifact-test/1-of-4"
+for _ in $(seq 1 1200); do
+  lines=$(cat "$shard1"/embedding-cache-*.jsonl 2>/dev/null | wc -l)
+  [ "$lines" -gt 300 ] && break
+  sleep 0.25
+done
+[ "$lines" -gt 300 ] || fail "shard 1 never got going"
+scancel "${array}_1"
 slurm_wait "$array" "$merge"
-all_completed "$array" "$merge" 5 "SciFact build"
+states="$(scontrol -o show job "$array"; scontrol -o show job "$merge")"
+grep -q "JobId=$merge .*JobState=CANCELLED" <<<"$states" \
+  || { slurm_state "$merge"; fail "the merge was not cancelled when shard 1 was"; }
+# What a kill during an append leaves: the last line cut short.
+cache="$(ls "$shard1"/embedding-cache-*.jsonl)"
+truncate -s -100 "$cache"
+say "   shard 1 cancelled with $lines lines in its cache, the merge cancelled with it; the cache torn"
+again=$(cd "$out" && SHARD=1/4 WORK_DIR="$out/scifact-work" sbatch --parsable --export=ALL --array=1 \
+  "$OLDPWD/deploy/slurm/build-shard.sbatch" --archive "$archive" --model-dir "$model")
+merge=$(cd "$out" && WORK_DIR="$out/scifact-work" FIXTURE="$out/scifact.json" sbatch --parsable --export=ALL \
+  --dependency="afterok:$again" --kill-on-invalid-dep=yes "$OLDPWD/deploy/slurm/build-merge.sbatch" \
+  --archive "$archive" --model-dir "$model")
+slurm_wait "$again" "$merge"
+all_completed "$again" "$merge" 2 "SciFact shard 1 again and the merge"
+resumed="$(cat "$out"/scifact-audit-build-shard-"$again"_1.log)"
+grep -q "recovered    dropped a torn cache tail" <<<"$resumed" || fail "the torn tail was not reported: $resumed"
+grep -qE "embeddings   [1-9][0-9]* from cache, [1-9][0-9]* new" <<<"$resumed" || fail "shard 1 did not resume: $resumed"
 digest="$(sha256sum "$out/scifact.json" | cut -d' ' -f1)"
 [ "$digest" = "$published_fixture" ] || fail "the sharded SciFact fixture is $digest, not $published_fixture"
-say "   fixture $digest, the unsharded build's [$((SECONDS - t)) s]"
+say "   shard 1 resumed ($(grep -o 'embeddings.*' <<<"$resumed")); fixture $digest, the unsharded build's [$((SECONDS - t)) s]"
 rm -rf "$out/scifact-work" "$out/scifact.json"
 
 t=$SECONDS

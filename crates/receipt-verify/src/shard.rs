@@ -93,6 +93,9 @@ pub struct ShardResults {
     pub results: Vec<(String, Result<ShardResult, String>)>,
     /// `sha256:` of this verifier's executable, which every result must name.
     pub verifier_sha256: String,
+    /// Results of several bundles (a suite's): each bundle takes those naming its manifest and ignores the
+    /// others, instead of failing on them.
+    pub of_several_bundles: bool,
 }
 
 impl ShardResults {
@@ -129,7 +132,7 @@ impl ShardResults {
                 (name, read)
             })
             .collect();
-        Ok(ShardResults { results, verifier_sha256 })
+        Ok(ShardResults { results, verifier_sha256, of_several_bundles: false })
     }
 }
 
@@ -150,9 +153,20 @@ pub(crate) fn merge(
         return Err("no shard result was given".into());
     }
     let total = documents + queries;
+    let results: Vec<&(String, Result<ShardResult, String>)> = shards
+        .results
+        .iter()
+        .filter(|(_, result)| {
+            !shards.of_several_bundles
+                || result.as_ref().map_or(true, |result| result.bundle_manifest_sha256 == manifest_sha256)
+        })
+        .collect();
+    if results.is_empty() {
+        return Err(format!("no shard result names this bundle's manifest ({manifest_sha256})"));
+    }
     let mut covered: Vec<(Range<usize>, &str, Slice)> = Vec::new();
     let mut ran: Vec<&Ran> = Vec::new();
-    for (name, result) in &shards.results {
+    for (name, result) in results {
         let result = result.as_ref().map_err(|reason| format!("{name}: {reason}"))?;
         let slice = result.slice;
         let of = |what: String| format!("{name} (slice {slice}): {what}");

@@ -89,10 +89,19 @@ pub fn verify_suite(check: &SuiteCheck) -> crate::Result<Report> {
             return Ok(report);
         }
     };
-    // A zip that cannot be read is left out: the bundle whose archive it was then says its texts were not
-    // checked.
-    let archives =
-        check.archive_dir.as_deref().and_then(|dir| Archives::in_dir(dir).ok()).unwrap_or_default();
+    // A zip that cannot be read is left out, and said: the bundle whose archive it was then says its texts
+    // were not checked.
+    let archives = match check.archive_dir.as_deref().map(Archives::in_dir) {
+        None => Archives::default(),
+        Some(Ok(archives)) => archives,
+        Some(Err(reason)) => {
+            report.notes.push(format!("no archive read: {reason}"));
+            Archives::default()
+        }
+    };
+    for unreadable in archives.unreadable() {
+        report.notes.push(format!("archive left out, unreadable: {unreadable}"));
+    }
     let rows = suite["rows"].as_array().cloned().unwrap_or_default();
     report.record("suite", "suite.rows", distinct_rows(&rows));
     let mut datasets: Vec<BTreeMap<String, (f64, u64)>> = Vec::new();
@@ -548,42 +557,73 @@ fn mean_of(rows: &[BTreeMap<String, (f64, u64)>]) -> BTreeMap<String, (f64, u64)
 /// The public archives of a directory (its zips), by `sha256:` of their bytes: where each bundle's archive is
 /// found, by the digest its fixture records, whatever the file is called.
 #[derive(Debug, Clone, Default)]
-pub struct Archives(BTreeMap<String, PathBuf>);
+pub struct Archives {
+    found: BTreeMap<String, PathBuf>,
+    unreadable: Vec<String>,
+}
 
 impl Archives {
-    /// The zips of `dir`, each read as a regular file within the archive cap.
+    /// The zips of `dir`, each hashed as a regular file within the archive cap. A zip that cannot be read is
+    /// left out, and said ([`Archives::unreadable`]): the others are still found.
     ///
     /// # Errors
-    /// The directory or a zip in it cannot be read, named.
+    /// The directory cannot be listed.
     pub fn in_dir(dir: &Path) -> Result<Archives, String> {
         let entries = std::fs::read_dir(dir).map_err(|e| format!("--archive-dir {}: {e}", dir.display()))?;
-        let mut found = BTreeMap::new();
+        let mut archives = Archives::default();
         for entry in entries {
             let path = entry.map_err(|e| format!("--archive-dir {}: {e}", dir.display()))?.path();
             if path.extension().is_some_and(|ext| ext == "zip") {
-                let (sha256, _) = safe_fs::hash_regular(&path, crate::names::MAX_ARCHIVE_BYTES)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                found.insert(format!("sha256:{sha256}"), path);
+                match safe_fs::hash_regular(&path, crate::names::MAX_ARCHIVE_BYTES) {
+                    Ok((sha256, _)) => {
+                        archives.found.insert(format!("sha256:{sha256}"), path);
+                    }
+                    Err(error) => archives.unreadable.push(format!("{}: {error}", path.display())),
+                }
             }
         }
-        Ok(Archives(found))
+        archives.unreadable.sort();
+        Ok(archives)
     }
 
     /// Whether no zip was found.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.found.is_empty()
     }
 
-    /// The archive whose digest the bundle in `bundle_dir` records in its fixture metadata (read strictly,
-    /// within its cap), if it is here.
-    pub fn of_bundle(&self, bundle_dir: &Path) -> Option<PathBuf> {
-        let bytes =
-            safe_fs::read_regular(&bundle_dir.join(crate::names::FIXTURE_METADATA_FILE), MAX_SUITE_BYTES)
-                .ok()?;
-        let view = crate::json::parse(&bytes).ok()?;
-        let digest = view["metadata"]["source"]["archive_sha256"].as_str()?;
-        self.0.get(&format!("sha256:{digest}")).cloned()
+    /// The zips that could not be read, each with why.
+    pub fn unreadable(&self) -> &[String] {
+        &self.unreadable
     }
+
+    /// The archive whose digest the bundle in `bundle_dir` records in its fixture metadata, if it is here. The
+    /// file is streamed for that one field, within the cap on a bundle's file, so a corpus of millions of
+    /// documents is found like a small one (the bundle's own verification then reads the file strictly).
+    pub fn of_bundle(&self, bundle_dir: &Path) -> Option<PathBuf> {
+        let digest = recorded_archive(&bundle_dir.join(crate::names::FIXTURE_METADATA_FILE)).ok()?;
+        self.found.get(&format!("sha256:{digest}")).cloned()
+    }
+}
+
+/// `metadata.source.archive_sha256` of a fixture view, streamed: every other field is skipped unread.
+fn recorded_archive(path: &Path) -> Result<String, String> {
+    #[derive(serde::Deserialize)]
+    struct View {
+        metadata: Metadata,
+    }
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        source: Source,
+    }
+    #[derive(serde::Deserialize)]
+    struct Source {
+        archive_sha256: String,
+    }
+    let cap = crate::names::BUNDLE_LIMITS.max_file_bytes;
+    let (file, _) = safe_fs::open_regular_capped(path, cap).map_err(|e| e.to_string())?;
+    let reader = std::io::BufReader::new(std::io::Read::take(file, cap));
+    let view: View = serde_json::from_reader(reader).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(view.metadata.source.archive_sha256)
 }
 
 #[cfg(test)]
@@ -595,6 +635,34 @@ mod tests {
             .iter()
             .map(|name| serde_json::json!({"dataset": name, "bundle": {"registered": true}}))
             .collect()
+    }
+
+    #[test]
+    fn archives_are_found_past_the_old_caps_and_an_unreadable_zip_leaves_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let zips = dir.path().join("archives");
+        std::fs::create_dir(&zips).unwrap();
+        std::fs::write(zips.join("a.zip"), b"the archive's bytes").unwrap();
+        let digest = crate::canonical::sha256_tagged(b"the archive's bytes");
+        // A zip that is a link is refused by the hash; the other is still found.
+        std::os::unix::fs::symlink(zips.join("a.zip"), zips.join("link.zip")).unwrap();
+        let archives = Archives::in_dir(&zips).unwrap();
+        assert_eq!(archives.unreadable().len(), 1, "{:?}", archives.unreadable());
+        assert!(archives.unreadable()[0].contains("link.zip"));
+        // A fixture view of 20 MiB (a corpus past 165,000 documents), its archive's digest after the bulk.
+        let bundle = dir.path().join("bundle");
+        std::fs::create_dir(&bundle).unwrap();
+        let bulk: Vec<String> = (0..400_000).map(|i| format!("{i:0>48}")).collect();
+        let view = serde_json::json!({
+            "document_text_sha256": bulk,
+            "metadata": {"source": {"archive_sha256": digest.trim_start_matches("sha256:")}},
+        });
+        let bytes = serde_json::to_vec(&view).unwrap();
+        assert!(bytes.len() > MAX_SUITE_BYTES as usize);
+        std::fs::write(bundle.join(crate::names::FIXTURE_METADATA_FILE), &bytes).unwrap();
+        assert_eq!(archives.of_bundle(&bundle), Some(zips.join("a.zip")));
+        std::fs::write(bundle.join(crate::names::FIXTURE_METADATA_FILE), b"{\"metadata\": {}}").unwrap();
+        assert_eq!(archives.of_bundle(&bundle), None);
     }
 
     #[test]

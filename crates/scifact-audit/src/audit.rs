@@ -229,17 +229,7 @@ pub(crate) fn sign(args: &SignArgs) -> anyhow::Result<ExitCode> {
 
 pub(crate) fn verify_bundle(args: &VerifyBundleArgs) -> anyhow::Result<ExitCode> {
     let mut embedding = embedding_check(args.model_dir.clone(), &args.embedding);
-    if !args.embedding_shards.is_empty() {
-        let results = receipt_verify::ShardResults::read(&args.embedding_shards, own_digest()?)
-            .map_err(anyhow::Error::msg)?;
-        crate::progress::say(&format!(
-            "the re-embedding is taken from {} shard result{} ({})",
-            results.results.len(),
-            if results.results.len() == 1 { "" } else { "s" },
-            results.results.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>().join(", ")
-        ));
-        embedding.shards = Some(results);
-    }
+    embedding.shards = shard_results(&args.embedding_shards, false)?;
     let check = BundleCheck {
         bundle_dir: args.bundle_dir.clone(),
         public_key: args.public_key.clone(),
@@ -257,6 +247,26 @@ pub(crate) fn verify_bundle(args: &VerifyBundleArgs) -> anyhow::Result<ExitCode>
     }
     let report = receipt_verify::verify_bundle(&check)?;
     finish(&report, &args.output)
+}
+
+/// The shard results `--embedding-shards` names (none when it is not given), said on stderr; of several bundles
+/// for a suite.
+fn shard_results(
+    paths: &[PathBuf],
+    of_several_bundles: bool,
+) -> anyhow::Result<Option<receipt_verify::ShardResults>> {
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let mut results = receipt_verify::ShardResults::read(paths, own_digest()?).map_err(anyhow::Error::msg)?;
+    results.of_several_bundles = of_several_bundles;
+    crate::progress::say(&format!(
+        "the re-embedding is taken from {} shard result{} ({})",
+        results.results.len(),
+        if results.results.len() == 1 { "" } else { "s" },
+        results.results.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>().join(", ")
+    ));
+    Ok(Some(results))
 }
 
 /// `sha256:` of this executable, which a shard result names and a merge requires.
@@ -307,11 +317,13 @@ fn embedding_shard(args: &VerifyBundleArgs, check: &BundleCheck, text: &str) -> 
 }
 
 pub(crate) fn verify_suite(args: &VerifySuiteArgs) -> anyhow::Result<ExitCode> {
+    let mut embedding = embedding_check(args.model_dir.clone(), &args.embedding);
+    embedding.shards = shard_results(&args.embedding_shards, true)?;
     let report = receipt_verify::verify_suite(&receipt_verify::SuiteCheck {
         suite_dir: args.suite_dir.clone(),
         public_key: args.public_key.clone(),
         archive_dir: args.archive_dir.clone(),
-        embedding: embedding_check(args.model_dir.clone(), &args.embedding),
+        embedding,
         limits: receipt_verify::BUNDLE_LIMITS,
     })?;
     finish(&report, &args.output)

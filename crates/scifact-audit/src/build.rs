@@ -58,7 +58,7 @@ pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
         digest_policy,
         args.work_dir.clone(),
         out.clone(),
-        args.text_policy.kind(),
+        args.text_policy.kind(embedder.as_ref()),
         args.fixture_format.format(),
     );
     let summary = build_fixture(&options, embedder.as_ref(), &progress)
@@ -113,7 +113,7 @@ fn run_shard(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
         digest_policy,
         args.work_dir.clone(),
         PathBuf::new(),
-        args.text_policy.kind(),
+        args.text_policy.kind(embedder.as_ref()),
         args.fixture_format.format(),
     );
     let summary = scifact_eval::build_shard(&options, shard, embedder.as_ref(), &progress)
@@ -131,6 +131,13 @@ fn run_shard(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
         summary.counts.queries
     )?;
     writeln!(out, "embeddings   {} from cache, {} new", summary.cache_hits, summary.embedded)?;
+    if summary.dropped_cache_tail_bytes > 0 {
+        writeln!(
+            out,
+            "recovered    dropped a torn cache tail of {} bytes",
+            summary.dropped_cache_tail_bytes
+        )?;
+    }
     writeln!(out, "cache        {}", summary.cache.display())?;
     writeln!(out, "time         {:.1} s", summary.elapsed.as_secs_f64())?;
     writeln!(

@@ -249,17 +249,22 @@ pub(crate) struct EmbedArgs {
     /// Embed each text in this role; without it each text is embedded exactly as given
     #[arg(long, value_enum)]
     pub(crate) role: Option<RoleArg>,
-    /// What goes before a text in its role: `contract`, the evaluation contract's prefix (`search_document: `,
-    /// `search_query: `); `model`, the prompt the checkpoint declares for the role (config_sentence_transformers.json),
-    /// its tokens left out of the pooling when the checkpoint says so, as sentence-transformers'
-    /// `encode(prompt_name=...)` does
-    #[arg(long, value_enum, default_value = "contract")]
+    /// What goes before a text in its role: `model`, the prompt the checkpoint declares for the role
+    /// (config_sentence_transformers.json), its tokens left out of the pooling when the checkpoint says so, as
+    /// sentence-transformers' `encode(prompt_name=...)` does; `contract`, the evaluation contract's prefix
+    /// (`search_document: `, `search_query: `); `auto` (the default), the checkpoint's own for a
+    /// sentence-transformers checkpoint other than all-MiniLM-L6-v2, the contract's otherwise
+    #[arg(long, value_enum, default_value = "auto")]
     pub(crate) text_policy: TextPolicyArg,
 }
 
 /// Where a role's prompt comes from, and how a document's text is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum TextPolicyArg {
+    /// The checkpoint's own when `--model-dir` is a sentence-transformers checkpoint (it has modules.json)
+    /// other than all-MiniLM-L6-v2; the evaluation contract's otherwise (all-MiniLM-L6-v2, for which the
+    /// contract was made; a bare BERT directory, which declares no policy; Ollama).
+    Auto,
     /// The evaluation contract's: title and text joined by `. ` and cut to 700 characters, behind
     /// `search_document: ` / `search_query: `.
     Contract,
@@ -269,10 +274,19 @@ pub(crate) enum TextPolicyArg {
 }
 
 impl TextPolicyArg {
-    pub(crate) fn kind(self) -> scifact_eval::TextPolicyKind {
+    /// The policy this flag gives with `embedder`; `auto` says which it chose, and why, on stderr.
+    pub(crate) fn kind(self, embedder: &dyn embedding::Embedder) -> scifact_eval::TextPolicyKind {
         match self {
             TextPolicyArg::Contract => scifact_eval::TextPolicyKind::Contract,
             TextPolicyArg::Model => scifact_eval::TextPolicyKind::Model,
+            TextPolicyArg::Auto if embedder.has_own_text_policy() => {
+                crate::progress::say(
+                    "text policy: the checkpoint's own (its prompts, its window; a sentence-transformers checkpoint \
+                     other than all-MiniLM-L6-v2). --text-policy contract gives the evaluation contract's",
+                );
+                scifact_eval::TextPolicyKind::Model
+            }
+            TextPolicyArg::Auto => scifact_eval::TextPolicyKind::Contract,
         }
     }
 }
@@ -324,9 +338,11 @@ pub(crate) struct BuildArgs {
     pub(crate) profile: CorpusArg,
     #[command(flatten)]
     pub(crate) dataset: DatasetArgs,
-    /// How texts are built and prompted: `contract` (the evaluation contract's, the default) or `model` (the
-    /// checkpoint's own prompts, the text as sentence-transformers and MTEB build it)
-    #[arg(long, value_enum, default_value = "contract")]
+    /// How texts are built and prompted: `model` (the checkpoint's own prompts, the text as
+    /// sentence-transformers and MTEB build it), `contract` (the evaluation contract's), or `auto` (the
+    /// default): the checkpoint's own when --model-dir is a sentence-transformers checkpoint other than
+    /// all-MiniLM-L6-v2, the contract's otherwise
+    #[arg(long, value_enum, default_value = "auto")]
     pub(crate) text_policy: TextPolicyArg,
     /// The fixture's layout: `v1`, one JSON document; `v2`, a JSON file beside the documents as JSON lines and
     /// the vectors as binary f32, streamed, for corpora one document cannot hold; `auto`, v1 up to 100,000
@@ -441,10 +457,12 @@ pub(crate) struct EvalArgs {
     pub(crate) profile: CorpusArg,
     #[command(flatten)]
     pub(crate) dataset: DatasetArgs,
-    /// How texts are built and prompted: `contract` (the evaluation contract's, the default) or `model` (the
-    /// checkpoint's own prompts, the text as sentence-transformers and MTEB build it: what published MTEB
-    /// rows were computed with). Part of the fixture's identity and every bundle
-    #[arg(long, value_enum, default_value = "contract")]
+    /// How texts are built and prompted: `model` (the checkpoint's own prompts, the text as
+    /// sentence-transformers and MTEB build it: what published MTEB rows were computed with), `contract` (the
+    /// evaluation contract's), or `auto` (the default): the checkpoint's own when --model-dir is a
+    /// sentence-transformers checkpoint other than all-MiniLM-L6-v2, the contract's otherwise. Part of the
+    /// fixture's identity and every bundle
+    #[arg(long, value_enum, default_value = "auto")]
     pub(crate) text_policy: TextPolicyArg,
     /// The fixture's layout: `v1`, one JSON document; `v2`, a JSON file beside the documents as JSON lines and
     /// the vectors as binary f32, streamed, for corpora one document cannot hold; `auto`, v1 up to 100,000
@@ -764,6 +782,11 @@ pub(crate) struct VerifySuiteArgs {
     /// The model directory, for re-embedding every vector of every bundle
     #[arg(long, value_name = "DIR")]
     pub(crate) model_dir: Option<PathBuf>,
+    /// Take each bundle's re-embedding from these shard results (files, or directories of *.json) made by
+    /// `verify-bundle --bundle-dir SUITE/<bundle> --embedding-shard I/N`: each bundle uses the results that name
+    /// its manifest, which must cover its texts exactly once
+    #[arg(long, value_name = "FILE|DIR", num_args = 1..)]
+    pub(crate) embedding_shards: Vec<PathBuf>,
     #[command(flatten)]
     pub(crate) embedding: EmbeddingArgs,
     #[command(flatten)]

@@ -29,6 +29,9 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         None => receipt_verify::Archives::default(),
         Some(dir) => {
             let archives = receipt_verify::Archives::in_dir(dir).map_err(anyhow::Error::msg)?;
+            for unreadable in archives.unreadable() {
+                crate::progress::say(&format!("archive left out, unreadable: {unreadable}"));
+            }
             if archives.is_empty() {
                 bail!("--archive-dir {} holds no zip", dir.display());
             }

@@ -31,8 +31,12 @@ pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
     }
     let (embedder, _) = open_embedder(&args.model_args)?;
     // Under the model's policy, the role's prompt the checkpoint declares, given apart from each text.
+    let policy = match role {
+        Some(_) => args.text_policy.kind(embedder.as_ref()),
+        None => scifact_eval::TextPolicyKind::Contract,
+    };
     let model_prompt =
-        role.filter(|_| args.text_policy == TextPolicyArg::Model).map(|r| embedder.declared_prompt(r));
+        role.filter(|_| policy == scifact_eval::TextPolicyKind::Model).map(|r| embedder.declared_prompt(r));
     let stdin = std::io::stdin().lock();
     let mut out = BufWriter::new(std::io::stdout().lock());
     let progress = if std::io::stderr().is_terminal() {

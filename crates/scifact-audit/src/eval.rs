@@ -112,7 +112,7 @@ pub(crate) fn run_one(
             digest_policy,
             work.join("build"),
             fixture.clone(),
-            args.text_policy.kind(),
+            args.text_policy.kind(embedder.as_ref()),
             args.fixture_format.format(),
         );
         let summary = build_fixture(&options, embedder.as_ref(), progress)

@@ -130,10 +130,27 @@ fn publish_copy(from: &Path, to: &Path) -> anyhow::Result<()> {
         if !entry.file_type()?.is_file() {
             bail!("{} is not a plain file: a bundle holds only files", entry.path().display());
         }
-        let bytes = safe_fs::read_regular(&entry.path(), 1 << 32)?;
-        safe_fs::write_new(&staging.path().join(entry.file_name()), &bytes)?;
+        copy_streaming(&entry.path(), &staging.path().join(entry.file_name()))?;
     }
     safe_fs::publish_dir(staging, to)?;
+    Ok(())
+}
+
+/// Copies a regular file (up to the 64 GiB a bundle's vectors may take) a megabyte at a time into a new file,
+/// synced before it is renamed into place: no bundle file is ever held whole.
+fn copy_streaming(from: &Path, to: &Path) -> anyhow::Result<()> {
+    let (mut file, _) = safe_fs::open_regular_capped(from, 64 << 30)?;
+    let mut writer = safe_fs::AtomicWriter::create(to)?;
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let read = std::io::Read::read(&mut file, &mut buffer)
+            .with_context(|| format!("reading {}", from.display()))?;
+        if read == 0 {
+            break;
+        }
+        writer.write(&buffer[..read])?;
+    }
+    writer.commit()?;
     Ok(())
 }
 

@@ -147,6 +147,64 @@ fn an_archive_of_forums_is_a_suite_whose_dataset_is_its_forums_mean_and_verify_s
     assert_eq!(statuses(&report, "suite.cells").len(), 3, "one per forum");
     assert!(statuses(&report, "embedding.values").iter().all(|(_, status)| status == "pass"));
 
+    // Sharded per dataset: each forum's bundle re-embedded as 2 slices into one directory of results; the suite
+    // takes each bundle's from those naming its manifest, and its report is the unsharded one.
+    let results = dir.path().join("shard-results");
+    let model = root().join("fixtures/tiny/model");
+    for (f, forum) in forums.iter().enumerate() {
+        let bundle = suite.join(forum["bundle"]["dir"].as_str().unwrap());
+        let forum_archive = archive.clone();
+        for slice in 0..2 {
+            let out = results.join(format!("{f}-{slice}.json"));
+            let output = scifact_audit(
+                &[
+                    "verify-bundle",
+                    "--bundle-dir",
+                    path_str(&bundle),
+                    "--public-key",
+                    path_str(&public),
+                    "--archive",
+                    path_str(&forum_archive),
+                    "--model-dir",
+                    path_str(&model),
+                    "--embedding-shard",
+                    &format!("{slice}/2"),
+                    "--shard-out",
+                    path_str(&out),
+                ],
+                "",
+            );
+            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        }
+    }
+    let sharded = |paths: &[&Path]| {
+        let mut args = vec![
+            "verify-suite",
+            "--suite-dir",
+            path_str(&suite),
+            "--public-key",
+            path_str(&public),
+            "--archive-dir",
+            path_str(&archives),
+            "--json",
+            "--embedding-shards",
+        ];
+        args.extend(paths.iter().map(|p| path_str(p)));
+        let output = scifact_audit(&args, "");
+        (output.status.code(), serde_json::from_slice::<Value>(&output.stdout).unwrap())
+    };
+    assert_eq!(
+        sharded(&[&results]),
+        (Some(0), report.clone()),
+        "the sharded suite's report is the unsharded one"
+    );
+    std::fs::remove_file(results.join("1-1.json")).unwrap();
+    let (code, short) = sharded(&[&results]);
+    assert_eq!(code, Some(1));
+    let failed: Vec<(String, String)> =
+        statuses(&short, "embedding.values").into_iter().filter(|(_, status)| status == "fail").collect();
+    assert_eq!(failed.len(), 1, "only the bundle whose slice is missing: {short}");
+
     // A forum's cell raised and re-signed: its bundle's rows disagree.
     let original = std::fs::read(suite.join("suite.json")).unwrap();
     let original_signature = std::fs::read(suite.join("suite.json.minisig")).unwrap();

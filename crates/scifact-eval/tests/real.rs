@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use embedding::{Embedder, SentenceBert};
+use embedding::SentenceBert;
 use scifact_eval::{
     ALL_MODES, BuildOptions, BuildSummary, DigestPolicy, NoProgress, Profile, QueryRow, RunOptions,
     SCIFACT_URL, Split, assemble, build_fixture, document_semantic_text, mean_metrics, parse_corpus,
@@ -107,43 +107,12 @@ fn real_fixture() -> &'static RealFixture {
     })
 }
 
-/// An embedder that stops (as a killed process would) after a number of model calls.
-struct Stopping<'a> {
-    inner: &'a SentenceBert,
-    calls_left: std::cell::Cell<usize>,
-}
-
-impl Embedder for Stopping<'_> {
-    fn identity(&self) -> &embedding::EmbedderIdentity {
-        self.inner.identity()
-    }
-
-    fn embed(&self, texts: &[&str]) -> embedding::Result<Vec<embedding::Embedding>> {
-        if self.calls_left.get() == 0 {
-            return Err(embedding::Error::Tokenizer("stopped here, as by a kill".into()));
-        }
-        self.calls_left.set(self.calls_left.get() - 1);
-        self.inner.embed(texts)
-    }
-}
-
-/// Cuts the cache at `fraction` of its length, mid-line: what a kill during an append leaves.
-fn tear(cache: &Path, fraction: f64) {
-    let length = std::fs::metadata(cache).unwrap().len();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(cache)
-        .unwrap()
-        .set_len((length as f64 * fraction) as u64 + 7)
-        .unwrap();
-}
-
-/// The same fixture, byte for byte: warm from a complete cache, and from nothing through two interruptions
-/// during embedding (each leaving a torn cache line) and a resume. Vectors do not depend on how the texts
-/// were batched, so nothing an interruption changes reaches the fixture.
+/// The same fixture, byte for byte, cold and warm from a complete cache: the published one. A real build
+/// interrupted mid-way (a Slurm shard cancelled, its cache torn) and resumed is scripts/slurm-ci.sh's, which
+/// CI runs; the tiny corpus's crash tests interrupt every stage.
 #[test]
-#[ignore = "needs SCIFACT_ARCHIVE and SCIFACT_MODEL_DIR (or ../shared); embeds 5,483 texts about twice"]
-fn builds_the_scifact_fixture_the_same_warm_and_after_two_interruptions() {
+#[ignore = "needs SCIFACT_ARCHIVE and SCIFACT_MODEL_DIR (or ../shared); embeds 5,483 texts"]
+fn builds_the_scifact_fixture_the_same_cold_and_warm() {
     let real = real_fixture();
     let cold = &real.cold;
     let warm =
@@ -165,22 +134,6 @@ fn builds_the_scifact_fixture_the_same_warm_and_after_two_interruptions() {
         "the SciFact fixture is no longer the published one"
     );
     assert_eq!(warm.embedded, 0);
-
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().join("work");
-    let out = dir.path().join("interrupted.json");
-    let model = model();
-    let cache = work.join(scifact_eval::cache_file_name(model.identity()));
-    let first = Stopping { inner: &model, calls_left: std::cell::Cell::new(25) };
-    assert!(build_fixture(&build_options(&work, &out), &first, &NoProgress).is_err());
-    tear(&cache, 0.93);
-    let second = Stopping { inner: &model, calls_left: std::cell::Cell::new(30) };
-    assert!(build_fixture(&build_options(&work, &out), &second, &NoProgress).is_err());
-    tear(&cache, 0.71);
-    let resumed = build_fixture(&build_options(&work, &out), &model, &NoProgress).unwrap();
-    assert!(resumed.dropped_cache_tail_bytes > 0 && resumed.cache_hits > 1_000 && resumed.embedded > 1_000);
-    assert_eq!(resumed.fixture_sha256, cold.fixture_sha256, "the interrupted build's fixture differs");
-    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&real.path).unwrap());
 }
 
 #[test]

@@ -126,7 +126,7 @@ fn the_manifest_parser_reads_both_dependency_shapes() {
 const VERIFIER_LAYERS: &[&[&str]] = &[
     &["error", "names", "canonical", "json", "report", "time", "baseline", "registries"],
     &["artifacts", "texts", "vectors", "fixture", "archive", "sign", "found", "mapping"],
-    &["recompute", "render"],
+    &["recompute", "render", "shard"],
     &["checks"],
     &["rundir", "bundle"],
     &["reproduction", "comparison", "suite", "lib"],
