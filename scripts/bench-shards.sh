@@ -48,9 +48,10 @@ echo "|---|---|---|---|"
 awk '{ label = $1; for (i = 2; i <= NF - 3; i++) label = label " " $i
        printf "| %s | %.1f | %.1f | %.0f |\n", label, $(NF-2), $(NF-1), $NF / 1024 }' "$out/rows"
 awk -v n="$n" '
-  / one process / { one[$1] = $(NF-1) }
-  / shard / { shards[$1] += $(NF-1) }
-  / merge / { merge[$1] = $(NF-1) }
+  { k = $1; sub(/[,-].*/, "", k) }
+  / one process / { one[k] = $(NF-1) }
+  / shard / { shards[k] += $(NF-1) }
+  / merge / { merge[k] = $(NF-1) }
   END {
     for (k in one) printf "%s: %d shards %.1f CPU s + merge %.1f against one process %.1f: %+.1f%% (shards alone %+.1f%%)\n",
       k, n, shards[k], merge[k], one[k], 100 * (shards[k] + merge[k] - one[k]) / one[k], 100 * (shards[k] - one[k]) / one[k]
