@@ -13,7 +13,8 @@
 #    a slice re-embedded by another executable.
 #
 # With SLURM_CI_REPORTS=DIR, step 3's JSON report is kept as DIR/scifact-fdfc890.json (CI then takes that
-# bundle's verdict from it instead of verifying it a second time in one process).
+# bundle's verdict from it instead of verifying it a second time in one process), and step 2's work directory
+# as DIR/scifact-work (CI's ignored tests then build SciFact by merging its shards).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="$(realpath "${1:?the scifact-audit executable}")"
@@ -100,6 +101,10 @@ grep -qE "embeddings   [1-9][0-9]* from cache, [1-9][0-9]* new" <<<"$resumed" ||
 digest="$(sha256sum "$out/scifact.json" | cut -d' ' -f1)"
 [ "$digest" = "$published_fixture" ] || fail "the sharded SciFact fixture is $digest, not $published_fixture"
 say "   shard 1 resumed ($(grep -o 'embeddings.*' <<<"$resumed")); fixture $digest, the unsharded build's [$((SECONDS - t)) s]"
+if [ -n "${SLURM_CI_REPORTS:-}" ]; then
+  # The shards' caches, for the ignored tests' SciFact build (SCIFACT_SHARDED_WORK_DIR): merged, not embedded again.
+  mkdir -p "$SLURM_CI_REPORTS" && mv "$out/scifact-work" "$SLURM_CI_REPORTS/scifact-work"
+fi
 rm -rf "$out/scifact-work" "$out/scifact.json"
 
 t=$SECONDS

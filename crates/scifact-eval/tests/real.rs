@@ -97,17 +97,22 @@ fn build_options(work: &Path, out: &Path) -> BuildOptions {
     }
 }
 
+/// The real fixture, built once. With `SCIFACT_SHARDED_WORK_DIR` (CI sets it to the work directory of its Slurm
+/// run, whose 4 shards embedded SciFact), the first build merges those shards instead of embedding again: the
+/// same vectors, from another process each, and the same fixture or the tests fail.
 fn real_fixture() -> &'static RealFixture {
     REAL.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let work = dir.path().join("work");
+        let work = std::env::var_os("SCIFACT_SHARDED_WORK_DIR")
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| dir.path().join("work"), PathBuf::from);
         let path = dir.path().join("a.json");
         let cold = build_fixture(&build_options(&work, &path), &model(), &NoProgress).unwrap();
         RealFixture { _dir: dir, work, path, cold }
     })
 }
 
-/// The same fixture, byte for byte, cold and warm from a complete cache: the published one. A real build
+/// The same fixture, byte for byte, cold (or merged from complete shards) and warm: the published one. A real build
 /// interrupted mid-way (a Slurm shard cancelled, its cache torn) and resumed is scripts/slurm-ci.sh's, which
 /// CI runs; the tiny corpus's crash tests interrupt every stage.
 #[test]
