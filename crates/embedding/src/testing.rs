@@ -98,22 +98,7 @@ pub fn write_bert(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
     }
     let specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
     let vocab: Vec<&str> = specials.iter().copied().chain(shape.words.iter().map(String::as_str)).collect();
-    let vocab_size = vocab.len();
-    write_config(
-        dir,
-        shape,
-        vocab_size,
-        serde_json::json!({
-            "architectures": ["BertModel"],
-            "layer_norm_eps": 1e-12,
-            "max_position_embeddings": shape.max_positions,
-            "model_type": "bert",
-            "pad_token_id": 0,
-            "position_embedding_type": "absolute",
-            "type_vocab_size": 2,
-        }),
-    )?;
-    write_weights(dir, shape, vocab_size, (shape.max_positions, 2), seed)?;
+    write_bert_encoder(dir, shape, vocab.len(), None, seed)?;
     let mut tokenizer = wordpiece(dir, &vocab)?;
     tokenizer.with_post_processor(Some(BertProcessing::new(("[SEP]".into(), 3), ("[CLS]".into(), 2))));
     tokenizer.save(dir.join("tokenizer.json"), false).map_err(tokenizer_error)?;
@@ -266,21 +251,31 @@ fn write_xlm_roberta(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
 /// multilingual-e5-small's does, the weights, and the Unigram `tokenizer.json` of [`write_unigram`].
 fn write_bert_sentencepiece(dir: &Path, shape: &BertShape, seed: u64) -> Result<()> {
     let vocab_size = write_unigram(dir, shape)?;
-    write_config(
-        dir,
-        shape,
-        vocab_size,
-        serde_json::json!({
-            "architectures": ["BertModel"],
-            "layer_norm_eps": 1e-12,
-            "max_position_embeddings": shape.max_positions,
-            "model_type": "bert",
-            "pad_token_id": 0,
-            "position_embedding_type": "absolute",
-            "tokenizer_class": "XLMRobertaTokenizer",
-            "type_vocab_size": 2,
-        }),
-    )?;
+    write_bert_encoder(dir, shape, vocab_size, Some("XLMRobertaTokenizer"), seed)
+}
+
+/// A BERT's `config.json` (naming `tokenizer_class` when given) and its weights: positions from 0, two token
+/// types.
+fn write_bert_encoder(
+    dir: &Path,
+    shape: &BertShape,
+    vocab_size: usize,
+    tokenizer_class: Option<&str>,
+    seed: u64,
+) -> Result<()> {
+    let mut own = serde_json::json!({
+        "architectures": ["BertModel"],
+        "layer_norm_eps": 1e-12,
+        "max_position_embeddings": shape.max_positions,
+        "model_type": "bert",
+        "pad_token_id": 0,
+        "position_embedding_type": "absolute",
+        "type_vocab_size": 2,
+    });
+    if let (Some(class), Some(own)) = (tokenizer_class, own.as_object_mut()) {
+        own.insert("tokenizer_class".into(), serde_json::Value::from(class));
+    }
+    write_config(dir, shape, vocab_size, own)?;
     write_weights(dir, shape, vocab_size, (shape.max_positions, 2), seed)
 }
 

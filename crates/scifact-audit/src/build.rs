@@ -46,21 +46,7 @@ pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
     )?;
     let progress = StageProgress::new();
     let corpus = crate::corpus::Corpus::chosen(args.profile, &args.dataset)?;
-    let (archive, digest_policy) = corpus.archive(
-        args.archive.as_deref(),
-        &args.work_dir,
-        args.accept_archive_digest.as_deref(),
-        &progress,
-    )?;
-    let (embedder, _) = open_embedder(&corpus.model_args(&args.model_args)?)?;
-    let options = corpus.build_options(
-        archive,
-        digest_policy,
-        args.work_dir.clone(),
-        out.clone(),
-        args.text_policy.kind(embedder.as_ref()),
-        args.fixture_format.format(),
-    );
+    let (embedder, options) = prepare(args, &corpus, out.clone(), &progress)?;
     let summary = build_fixture(&options, embedder.as_ref(), &progress)
         .with_context(|| format!("building {} from {}", out.display(), options.archive.display()))?;
     let fixture = out;
@@ -85,6 +71,32 @@ pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
     Ok(std::process::ExitCode::SUCCESS)
 }
 
+/// What a build and a build shard both start from: the archive (fetched if need be), the embedder, and the
+/// options its flags give (`out`, the fixture to write; a shard writes none).
+fn prepare(
+    args: &BuildArgs,
+    corpus: &crate::corpus::Corpus,
+    out: PathBuf,
+    progress: &StageProgress,
+) -> anyhow::Result<(Box<dyn embedding::Embedder>, scifact_eval::BuildOptions)> {
+    let (archive, digest_policy) = corpus.archive(
+        args.archive.as_deref(),
+        &args.work_dir,
+        args.accept_archive_digest.as_deref(),
+        progress,
+    )?;
+    let (embedder, _) = open_embedder(&corpus.model_args(&args.model_args)?)?;
+    let options = corpus.build_options(
+        archive,
+        digest_policy,
+        args.work_dir.clone(),
+        out,
+        args.text_policy.kind(embedder.as_ref()),
+        args.fixture_format.format(),
+    );
+    Ok((embedder, options))
+}
+
 /// `build --shard`: embeds one slice into its own cache, locking only that shard's directory, so that every
 /// shard of an array can run at once on one work directory (on shared storage).
 fn run_shard(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
@@ -101,21 +113,7 @@ fn run_shard(args: &BuildArgs) -> anyhow::Result<std::process::ExitCode> {
         crate::guard::OnStop::AtDurablePoint,
     )?;
     let progress = StageProgress::new();
-    let (archive, digest_policy) = corpus.archive(
-        args.archive.as_deref(),
-        &args.work_dir,
-        args.accept_archive_digest.as_deref(),
-        &progress,
-    )?;
-    let (embedder, _) = open_embedder(&corpus.model_args(&args.model_args)?)?;
-    let options = corpus.build_options(
-        archive,
-        digest_policy,
-        args.work_dir.clone(),
-        PathBuf::new(),
-        args.text_policy.kind(embedder.as_ref()),
-        args.fixture_format.format(),
-    );
+    let (embedder, options) = prepare(args, &corpus, PathBuf::new(), &progress)?;
     let summary = scifact_eval::build_shard(&options, shard, embedder.as_ref(), &progress)
         .with_context(|| format!("embedding shard {shard} of {}", options.archive.display()))?;
     let mut out = std::io::stdout().lock();

@@ -454,21 +454,27 @@ fn a_fused_list_that_does_not_follow_from_its_candidates() {
     );
 }
 
+/// Halves the last document's vector, which no run retrieves: every ranking still holds, only re-embedding sees
+/// it. Returns its position.
+fn halve_the_last_document_vector(f: &Forgery) -> usize {
+    let mut bytes = f.bytes("vectors.f32");
+    let metadata = f.json("fixture-metadata.json");
+    let dims = metadata["vectors"]["dims"].as_u64().unwrap() as usize;
+    let last = metadata["vectors"]["documents"].as_u64().unwrap() as usize - 1;
+    for value in bytes[last * dims * 4..(last + 1) * dims * 4].chunks_exact_mut(4) {
+        let halved = f32::from_le_bytes([value[0], value[1], value[2], value[3]]) * 0.5;
+        value.copy_from_slice(&halved.to_le_bytes());
+    }
+    f.set_bytes("vectors.f32", &bytes);
+    f.edit_json("fixture-metadata.json", |m| m["vectors"]["sha256"] = Value::from(sha256(&bytes)));
+    last
+}
+
 #[test]
 fn a_document_vector_the_model_does_not_give() {
     caught_with(
         |f| {
-            // Halve a document vector that no run retrieves: every ranking still holds, only re-embedding sees it.
-            let mut bytes = f.bytes("vectors.f32");
-            let metadata = f.json("fixture-metadata.json");
-            let dims = metadata["vectors"]["dims"].as_u64().unwrap() as usize;
-            let last = metadata["vectors"]["documents"].as_u64().unwrap() as usize - 1;
-            for value in bytes[last * dims * 4..(last + 1) * dims * 4].chunks_exact_mut(4) {
-                let halved = f32::from_le_bytes([value[0], value[1], value[2], value[3]]) * 0.5;
-                value.copy_from_slice(&halved.to_le_bytes());
-            }
-            f.set_bytes("vectors.f32", &bytes);
-            f.edit_json("fixture-metadata.json", |m| m["vectors"]["sha256"] = Value::from(sha256(&bytes)));
+            halve_the_last_document_vector(f);
         },
         "embedding.values",
         "not the declared model's vector",
@@ -1177,16 +1183,8 @@ fn sharded_re_embedding_gives_the_unsharded_verdict_and_names_every_wrong_slice(
 
     // A bundle whose last document vector is not the model's: the slice holding it names it, the merge fails.
     let forgery = Forgery::of(bundle);
-    let mut bytes = forgery.bytes("vectors.f32");
+    let last = halve_the_last_document_vector(&forgery);
     let metadata = forgery.json("fixture-metadata.json");
-    let dims = metadata["vectors"]["dims"].as_u64().unwrap() as usize;
-    let last = metadata["vectors"]["documents"].as_u64().unwrap() as usize - 1;
-    for value in bytes[last * dims * 4..(last + 1) * dims * 4].chunks_exact_mut(4) {
-        let halved = f32::from_le_bytes([value[0], value[1], value[2], value[3]]) * 0.5;
-        value.copy_from_slice(&halved.to_le_bytes());
-    }
-    forgery.set_bytes("vectors.f32", &bytes);
-    forgery.edit_json("fixture-metadata.json", |m| m["vectors"]["sha256"] = Value::from(sha256(&bytes)));
     forgery.repair_and_sign(&base().secret_key);
     let doctored: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("doctored/{i}.json"))).collect();
     let mut said = Vec::new();

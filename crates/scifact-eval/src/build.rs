@@ -97,12 +97,34 @@ struct Item {
     key: String,
 }
 
-/// One role's texts: its prompt and, by position, each semantic text and id.
+/// One role's texts: its prompt and, by position, each semantic text (made again from the corpus under the
+/// policy when it is embedded) and id.
 struct Texts<'a> {
     role: Role,
     prefix: &'a str,
-    semantic: &'a dyn Fn(usize) -> String,
-    id: &'a dyn Fn(usize) -> &'a str,
+    corpus: &'a crate::beir::BeirCorpus,
+    policy: TextPolicyKind,
+}
+
+impl<'a> Texts<'a> {
+    /// The semantic text at `i`.
+    fn semantic(&self, i: usize) -> String {
+        match self.role {
+            Role::Document => {
+                let document = &self.corpus.documents[i];
+                self.policy.document(&document.title, &document.text).0
+            }
+            Role::Query => self.policy.query(&self.corpus.test_queries[i].text).0,
+        }
+    }
+
+    /// The BEIR id at `i`.
+    fn id(&self, i: usize) -> &'a str {
+        match self.role {
+            Role::Document => &self.corpus.documents[i].id,
+            Role::Query => &self.corpus.test_queries[i].id,
+        }
+    }
 }
 
 fn role_name(role: Role) -> &'static str {
@@ -259,18 +281,8 @@ pub fn build_shard(
     let (documents, queries) = shard.slice(read.documents.len(), read.queries.len(), options.batch_size);
     let embed = Embed { embedder, policy, batch_size: options.batch_size };
     let corpus = &read.corpus;
-    let document_text = |i: usize| policy.document(&corpus.documents[i].title, &corpus.documents[i].text).0;
-    let query_text = |i: usize| policy.query(&corpus.test_queries[i].text).0;
-    let document_ids = |i: usize| corpus.documents[i].id.as_str();
-    let query_ids = |i: usize| corpus.test_queries[i].id.as_str();
-    let document_role = Texts {
-        role: Role::Document,
-        prefix: &read.document_prefix,
-        semantic: &document_text,
-        id: &document_ids,
-    };
-    let query_role =
-        Texts { role: Role::Query, prefix: &read.query_prefix, semantic: &query_text, id: &query_ids };
+    let document_role = Texts { role: Role::Document, prefix: &read.document_prefix, corpus, policy };
+    let query_role = Texts { role: Role::Query, prefix: &read.query_prefix, corpus, policy };
     embed_all(&mut cache, &embed, &document_role, &read.documents, documents.clone(), progress)?;
     embed_all(&mut cache, &embed, &query_role, &read.queries, queries.clone(), progress)?;
     let embedded = cache.len() - before;
@@ -437,14 +449,8 @@ pub fn build_fixture(
     } = read;
     let before = report.loaded;
     let embed = Embed { embedder, policy, batch_size: options.batch_size };
-    let document_text = |i: usize| policy.document(&corpus.documents[i].title, &corpus.documents[i].text).0;
-    let query_text = |i: usize| policy.query(&corpus.test_queries[i].text).0;
-    let document_ids = |i: usize| corpus.documents[i].id.as_str();
-    let query_ids = |i: usize| corpus.test_queries[i].id.as_str();
-    let document_role =
-        Texts { role: Role::Document, prefix: &document_prefix, semantic: &document_text, id: &document_ids };
-    let query_role =
-        Texts { role: Role::Query, prefix: &query_prefix, semantic: &query_text, id: &query_ids };
+    let document_role = Texts { role: Role::Document, prefix: &document_prefix, corpus: &corpus, policy };
+    let query_role = Texts { role: Role::Query, prefix: &query_prefix, corpus: &corpus, policy };
     embed_all(&mut cache, &embed, &document_role, &documents, 0..documents.len(), progress)?;
     embed_all(&mut cache, &embed, &query_role, &queries, 0..queries.len(), progress)?;
     let embedded = cache.len() - before;
@@ -686,7 +692,7 @@ fn held<'c>(cache: &'c EmbeddingCache, texts: &Texts<'_>, items: &[Item]) -> Res
         .map(|(i, item)| {
             cache.get(texts.role, &item.key).ok_or_else(|| Error::InvalidVector {
                 role: role_name(texts.role),
-                id: (texts.id)(i).to_owned(),
+                id: texts.id(i).to_owned(),
                 reason: "missing from the cache after embedding".into(),
             })
         })
@@ -757,7 +763,7 @@ fn embed_all(
         if missing.is_empty() {
             continue;
         }
-        let semantic: Vec<String> = chunk.iter().map(|&i| (texts.semantic)(i)).collect();
+        let semantic: Vec<String> = chunk.iter().map(|&i| texts.semantic(i)).collect();
         let embeddings = match embed.policy {
             TextPolicyKind::Contract => {
                 let prompts: Vec<String> = semantic.iter().map(|s| format!("{}{s}", texts.prefix)).collect();
@@ -776,7 +782,7 @@ fn embed_all(
             }
             check_vector(&embedding.vector, dims).map_err(|reason| Error::InvalidVector {
                 role: role_name(role),
-                id: (texts.id)(i).to_owned(),
+                id: texts.id(i).to_owned(),
                 reason,
             })?;
             batch.push(CachedVector {
