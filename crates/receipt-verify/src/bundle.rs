@@ -747,20 +747,15 @@ fn shard_slice(
         .clone()
         .map(|i| if i < documents { (true, i) } else { (false, i - documents) })
         .collect();
-    let compared = rayon::ThreadPoolBuilder::new()
-        .num_threads(std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .build()
-        .map_err(|e| e.to_string())?
-        .install(|| {
-            crate::recompute::embedding::compare(
-                &embedder,
-                policy,
-                &texts,
-                &vectors,
-                &targets,
-                &check.embedding.progress,
-            )
-        });
+    // Nothing else runs beside a slice's re-embedding: it takes the global pool, as wide as the machine.
+    let compared = crate::recompute::embedding::compare(
+        &embedder,
+        policy,
+        &texts,
+        &vectors,
+        &targets,
+        &check.embedding.progress,
+    );
     result.finding = match compared {
         Ok(()) => crate::shard::Finding::Equal,
         Err(reason) if reason.starts_with("re-embedding failed") => crate::shard::Finding::Failed(reason),

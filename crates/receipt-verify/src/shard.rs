@@ -188,7 +188,14 @@ pub(crate) fn merge(
         if &result.model != identity {
             return Err(of("re-embedded with another model identity than the fixture declares".into()));
         }
-        if (result.documents, result.queries) != (documents, queries) || slice.index >= slice.count {
+        // More slices than texts is refused: naming the slices a gap falls in walks them one by one.
+        if slice.index >= slice.count || slice.count > total.max(1) {
+            return Err(of(format!(
+                "not one of at most {} slices of the bundle's {total} texts",
+                total.max(1)
+            )));
+        }
+        if (result.documents, result.queries) != (documents, queries) {
             return Err(of(format!(
                 "counts {} documents and {} queries, the bundle {documents} and {queries}",
                 result.documents, result.queries
@@ -277,6 +284,30 @@ fn missing(gap: Range<usize>, documents: usize, covered: &[(Range<usize>, &str, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_of_more_slices_than_texts_is_refused_at_once() {
+        let identity = serde_json::json!({"model": "m"});
+        let result = ShardResult {
+            schema: SHARD_SCHEMA.into(),
+            bundle_manifest_sha256: "sha256:b".into(),
+            verifier_sha256: "sha256:v".into(),
+            model: identity.clone(),
+            slice: Slice { index: 0, count: usize::MAX },
+            documents: 3,
+            queries: 2,
+            texts: 0..0,
+            ran: None,
+            finding: Finding::Equal,
+        };
+        let shards = ShardResults {
+            results: vec![("r.json".into(), Ok(result))],
+            verifier_sha256: "sha256:v".into(),
+            of_several_bundles: false,
+        };
+        let refused = merge(&shards, Some("sha256:b"), &identity, 3, 2).unwrap_err();
+        assert!(refused.contains("not one of at most 5 slices"), "{refused}");
+    }
 
     #[test]
     fn slices_tile_the_texts() {
