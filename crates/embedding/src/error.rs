@@ -65,6 +65,10 @@ pub enum Error {
         /// What is wrong with the vector.
         reason: String,
     },
+    /// The device asked for cannot run the forward pass (no driver, no GPU, no NVRTC, out of memory), or a
+    /// launch on it failed.
+    #[error("GPU: {0}")]
+    Device(String),
     /// No Ollama server answered at the configured host.
     #[error("no Ollama server at {host} ({reason}); start it with `ollama serve` or set OLLAMA_HOST")]
     OllamaUnavailable {

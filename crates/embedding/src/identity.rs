@@ -93,20 +93,29 @@ pub trait Embedder {
 /// # Errors
 /// A description of the problem when the vector is empty, non-finite or zero.
 pub(crate) fn normalize(vector: &mut [f32]) -> std::result::Result<(), String> {
+    normalizable(vector)?;
+    let norm = vector.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+    // sentence-transformers divides by max(norm, 1e-12) in f32.
+    let norm = (norm as f32).max(1e-12);
+    for x in vector.iter_mut() {
+        *x /= norm;
+    }
+    Ok(())
+}
+
+/// Whether [`normalize`] can normalise `vector`: not empty, every component finite, not zero.
+///
+/// # Errors
+/// As [`normalize`]'s.
+pub(crate) fn normalizable(vector: &[f32]) -> std::result::Result<(), String> {
     if vector.is_empty() {
         return Err("empty vector".into());
     }
     if let Some(index) = vector.iter().position(|x| !x.is_finite()) {
         return Err(format!("component {index} is {}", vector[index]));
     }
-    let norm = vector.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
-    if norm == 0.0 {
+    if vector.iter().all(|x| *x == 0.0) {
         return Err("zero vector".into());
-    }
-    // sentence-transformers divides by max(norm, 1e-12) in f32.
-    let norm = (norm as f32).max(1e-12);
-    for x in vector.iter_mut() {
-        *x /= norm;
     }
     Ok(())
 }

@@ -17,6 +17,7 @@ mod allocator;
 mod bert;
 mod checkpoint;
 mod error;
+pub mod gpu;
 mod identity;
 mod model_dir;
 mod ollama;
@@ -37,8 +38,9 @@ pub use crate::ollama::{
     DEFAULT_OLLAMA_HOST, DEFAULT_OLLAMA_MODEL, Ollama, SHORTENED_PROMPT_LENGTHS, normalize_host,
 };
 pub use crate::role::Role;
+pub use crate::gpu::{Device, DeviceRequest};
 pub use crate::sentence_bert::{
-    ALL_MINILM_L6_V2, ALL_MINILM_L6_V2_FILES, ALL_MINILM_L6_V2_WEIGHTS_SHA256, MAX_TOKENS, MODEL_FILES,
+    ALL_MINILM_L6_V2, DeviceChoice, ALL_MINILM_L6_V2_FILES, ALL_MINILM_L6_V2_WEIGHTS_SHA256, MAX_TOKENS, MODEL_FILES,
     SentenceBert, WeightPin, find_model_dir, is_model_dir,
 };
 

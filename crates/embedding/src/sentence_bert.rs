@@ -16,7 +16,8 @@ use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStr
 use crate::bert::{BACKEND, BACKEND_VERSION, Bert, Buffers, Kernels};
 use crate::checkpoint::{Checkpoint, Pooling};
 use crate::error::{Error, Result};
-use crate::identity::{Embedder, EmbedderIdentity, Embedding, normalize};
+use crate::gpu::{Device, DeviceError, DeviceRequest, GpuModel};
+use crate::identity::{Embedder, EmbedderIdentity, Embedding, normalizable, normalize};
 use crate::sha256_hex;
 
 /// The model name recorded in identities.
@@ -49,15 +50,42 @@ pub enum WeightPin {
     Unpinned,
 }
 
-/// A BERT sentence embedder on this crate's CPU forward pass.
+/// The most device memory one GPU batch takes (its activations): larger batches are no faster, and a batch's
+/// work stays short enough to show progress.
+const GPU_BATCH_BYTES: usize = 4 << 30;
+
+/// A BERT sentence embedder on this crate's forward pass (the CPU's, or the same operations on a GPU).
 pub struct SentenceBert {
     model: Bert,
-    checkpoint: Checkpoint,
-    weights: Vec<u8>,
+    pub(crate) checkpoint: Checkpoint,
+    pub(crate) weights: Vec<u8>,
     tokenizer: Tokenizer,
     identity: EmbedderIdentity,
     digests: crate::registry::Digests,
     batch_size: usize,
+    /// The forward pass on a GPU (or the emulator), when one was asked for and found.
+    pub(crate) gpu: Option<Gpu>,
+}
+
+/// A model on a GPU, and which.
+pub(crate) struct Gpu {
+    model: GpuModel,
+    device: Device,
+}
+
+impl Gpu {
+    pub(crate) fn new(model: GpuModel, device: Device) -> Gpu {
+        Gpu { model, device }
+    }
+}
+
+/// The device [`SentenceBert::use_device`] chose, and, when `auto` found no usable GPU, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceChoice {
+    /// Where the forward pass runs now.
+    pub device: Device,
+    /// Why `auto` runs on the CPU: the GPU that was looked for and what was missing.
+    pub no_gpu: Option<String>,
 }
 
 /// Every file that shapes a checkpoint's vectors, by name, with its hex sha256.
@@ -175,7 +203,7 @@ impl SentenceBert {
             return Err(invalid(dir, format!("is not {model}: {reason}")));
         }
         let identity = identity(model, &checkpoint, &weights_sha256, &tokenizer_sha256, all_minilm);
-        Ok(SentenceBert { model: bert, checkpoint, weights, tokenizer, identity, digests, batch_size: 64 })
+        Ok(SentenceBert { model: bert, checkpoint, weights, tokenizer, identity, digests, batch_size: 64, gpu: None })
     }
 
     /// The digest (lowercase hex sha256) of every file that shapes this checkpoint's vectors, by file name.
@@ -229,9 +257,39 @@ impl SentenceBert {
         Ok(())
     }
 
-    /// The kernels the forward pass runs on.
+    /// The kernels the CPU forward pass runs on.
     pub fn kernels(&self) -> Kernels {
         self.model.kernels()
+    }
+
+    /// Runs the forward pass on the device `request` asks for: the CPU, an NVIDIA GPU (`cuda`; `auto` when one
+    /// is usable) or the GPU kernels under the emulator. The vectors are the same bits on each; only speed
+    /// differs.
+    ///
+    /// # Errors
+    /// [`Error::Device`] when `cuda` finds no usable GPU (what is missing named), or the weights cannot be put
+    /// on it.
+    pub fn use_device(&mut self, request: DeviceRequest) -> Result<DeviceChoice> {
+        let (opened, no_gpu) = crate::gpu::open(request)?;
+        self.gpu = match opened {
+            None => None,
+            Some(opened) => {
+                let weights = crate::bert::Weights::read(self.checkpoint.config.clone(), &self.weights)
+                    .map_err(|reason| invalid(Path::new("model.safetensors"), reason))?;
+                let model = GpuModel::upload(opened.backend, &weights)
+                    .map_err(|error| Error::Device(format!("putting the weights on {}: {error}", opened.device.describe())))?;
+                Some(Gpu::new(model, opened.device))
+            }
+        };
+        Ok(DeviceChoice { device: self.device(), no_gpu })
+    }
+
+    /// Where the forward pass runs.
+    pub fn device(&self) -> Device {
+        match &self.gpu {
+            Some(gpu) => gpu.device.clone(),
+            None => Device::Cpu(self.kernels()),
+        }
     }
 
     /// What the checkpoint declares.
@@ -321,27 +379,94 @@ impl SentenceBert {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&index| (std::cmp::Reverse(encoded[index].len()), index));
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
-        let mut buffers = Buffers::default();
-        for chunk in order.chunks(self.batch_size) {
-            let batch: Vec<&[u32]> = chunk.iter().map(|&index| encoded[index].as_slice()).collect();
-            let pooled = self.model.pooled(&batch, &mut buffers, self.checkpoint.pooling, skip)?;
-            for (&index, vector) in chunk.iter().zip(pooled) {
-                vectors[index] = Some(vector);
+        // On a GPU each text comes back pooled and, when the checkpoint normalises, normalised there too.
+        let mut normalized: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
+        match &self.gpu {
+            None => {
+                let mut buffers = Buffers::default();
+                for chunk in order.chunks(self.batch_size) {
+                    let batch: Vec<&[u32]> = chunk.iter().map(|&index| encoded[index].as_slice()).collect();
+                    let pooled = self.model.pooled(&batch, &mut buffers, self.checkpoint.pooling, skip)?;
+                    for (&index, vector) in chunk.iter().zip(pooled) {
+                        vectors[index] = Some(vector);
+                    }
+                    done(chunk.len());
+                }
             }
-            done(chunk.len());
+            Some(gpu) => self.embed_on(gpu, &encoded, &order, skip, (&mut vectors, &mut normalized), done)?,
         }
         vectors
             .into_iter()
+            .zip(normalized)
             .zip(encoded)
             .enumerate()
-            .map(|(index, (vector, ids))| {
+            .map(|(index, ((vector, normalized), ids))| {
                 let mut vector = vector.unwrap_or_default();
                 if self.checkpoint.normalize {
-                    normalize(&mut vector).map_err(|reason| Error::InvalidEmbedding { index, reason })?;
+                    match normalized {
+                        Some(normalized) => {
+                            normalizable(&vector).map_err(|reason| Error::InvalidEmbedding { index, reason })?;
+                            vector = normalized;
+                        }
+                        None => {
+                            normalize(&mut vector).map_err(|reason| Error::InvalidEmbedding { index, reason })?
+                        }
+                    }
                 }
                 Ok(Embedding { vector, tokens: ids.len(), shortened_to: None })
             })
             .collect()
+    }
+
+    /// The GPU's share of [`SentenceBert::embed_skipping`]: batches of `order` (longest first) as large as a
+    /// share of the GPU's free memory allows, each batch halved when the GPU runs out of memory mid-run.
+    fn embed_on(
+        &self,
+        gpu: &Gpu,
+        encoded: &[Vec<u32>],
+        order: &[usize],
+        skip: usize,
+        (vectors, normalized): (&mut [Option<Vec<f32>>], &mut [Option<Vec<f32>>]),
+        done: &(dyn Fn(usize) + Sync),
+    ) -> Result<()> {
+        let device_error = |error: DeviceError| Error::Device(format!("{}: {error}", gpu.device.describe()));
+        let lengths: Vec<usize> = order.iter().map(|&index| encoded[index].len()).collect();
+        let free = gpu.model.free_memory().map_err(device_error)?;
+        let mut budget = (free / 4 * 3).min(GPU_BATCH_BYTES);
+        let mut at = 0;
+        while at < order.len() {
+            let take = gpu.model.batch_within(&lengths[at..], budget);
+            let chunk = &order[at..at + take];
+            let batch: Vec<&[u32]> = chunk.iter().map(|&index| encoded[index].as_slice()).collect();
+            self.checkpoint.config.check(&batch)?;
+            match gpu.model.pooled(&batch, self.checkpoint.pooling, skip, self.checkpoint.normalize) {
+                Ok(pooled) => {
+                    let mut fresh = pooled.normalized.map(|n| n.into_iter().map(Some).collect::<Vec<_>>());
+                    for (slot, (&index, vector)) in chunk.iter().zip(pooled.pooled).enumerate() {
+                        vectors[index] = Some(vector);
+                        if let Some(fresh) = fresh.as_mut() {
+                            normalized[index] = fresh[slot].take();
+                        }
+                    }
+                    at += take;
+                    done(take);
+                }
+                Err(DeviceError::OutOfMemory { .. }) if take > 1 => {
+                    budget = gpu.model.batch_bytes(&lengths[at..at + take / 2]);
+                }
+                Err(DeviceError::OutOfMemory { bytes }) => {
+                    return Err(Error::Device(format!(
+                        "{}: out of memory for one text of {} tokens ({} more wanted, {} free)",
+                        gpu.device.describe(),
+                        lengths[at],
+                        crate::gpu::human_bytes(bytes as u64),
+                        crate::gpu::human_bytes(gpu.model.free_memory().unwrap_or(0) as u64),
+                    )));
+                }
+                Err(error) => return Err(device_error(error)),
+            }
+        }
+        Ok(())
     }
 }
 

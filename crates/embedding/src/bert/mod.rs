@@ -10,6 +10,8 @@
 mod gemm;
 mod ops;
 
+pub(crate) use ops::{erf, exp, gelu_one};
+
 use rayon::prelude::*;
 use serde::Deserialize;
 
@@ -130,11 +132,35 @@ impl Config {
         if self.is_bert() { 0 } else { self.pad_token_id + 1 }
     }
 
+    /// The row of the position table each token of a sequence takes.
+    pub(crate) fn positions(&self, ids: &[u32]) -> impl Iterator<Item = usize> + use<> {
+        let offset = self.position_offset();
+        (0..ids.len()).map(move |index| offset + index)
+    }
+
+    /// Refuses a batch the tables cannot embed: an empty sequence, one longer than the position table, or a
+    /// token id outside the vocabulary.
+    pub(crate) fn check(&self, batch: &[&[u32]]) -> Result<()> {
+        for ids in batch {
+            if ids.is_empty() || ids.len() > self.max_sequence() {
+                return Err(Error::Tokenizer(format!(
+                    "a sequence of {} tokens does not fit 1..={} positions",
+                    ids.len(),
+                    self.max_sequence()
+                )));
+            }
+            if let Some(id) = ids.iter().find(|id| **id as usize >= self.vocab_size) {
+                return Err(Error::Tokenizer(format!("token id {id} is outside the vocabulary")));
+            }
+        }
+        Ok(())
+    }
+
     fn is_bert(&self) -> bool {
         self.model_type == "bert"
     }
 
-    fn is_mpnet(&self) -> bool {
+    pub(crate) fn is_mpnet(&self) -> bool {
         self.model_type == "mpnet"
     }
 
@@ -144,13 +170,46 @@ impl Config {
     }
 }
 
-struct Norm {
-    gamma: Vec<f32>,
-    beta: Vec<f32>,
+pub(crate) struct Norm {
+    pub(crate) gamma: Vec<f32>,
+    pub(crate) beta: Vec<f32>,
+}
+
+/// A linear layer as the checkpoint stores it: `weight` n rows of k, `bias` n.
+pub(crate) struct Linear {
+    pub(crate) weight: Vec<f32>,
+    pub(crate) bias: Vec<f32>,
+    pub(crate) n: usize,
+    pub(crate) k: usize,
+}
+
+/// One block's weights, unpacked.
+pub(crate) struct LayerWeights {
+    /// Query, key and value in one (3 × hidden outputs), the query rows scaled by 1/√head_dim.
+    pub(crate) qkv: Linear,
+    pub(crate) output: Linear,
+    pub(crate) attention_norm: Norm,
+    pub(crate) intermediate: Linear,
+    pub(crate) down: Linear,
+    pub(crate) output_norm: Norm,
+}
+
+/// The encoder's weights as read from the checkpoint, before any kernel's packing: what the CPU packs
+/// ([`Bert`]) and a GPU uploads (`gpu::GpuModel`), so that both start from the same values.
+pub(crate) struct Weights {
+    pub(crate) config: Config,
+    pub(crate) eps: f32,
+    pub(crate) words: Vec<f32>,
+    pub(crate) positions: Vec<f32>,
+    /// Row 0 of the token-type table (zeros for MPNet, which has none).
+    pub(crate) token_type: Vec<f32>,
+    pub(crate) embedding_norm: Norm,
+    pub(crate) layers: Vec<LayerWeights>,
+    /// MPNet's relative-position bias, `[bucket][head]`; empty for BERT and XLM-RoBERTa.
+    pub(crate) relative_bias: Vec<f32>,
 }
 
 struct Layer {
-    /// Query, key and value in one (3 × hidden outputs), the query rows scaled by 1/√head_dim.
     qkv: gemm::Packed,
     output: gemm::Packed,
     attention_norm: Norm,
@@ -166,11 +225,9 @@ pub(crate) struct Bert {
     eps: f32,
     words: Vec<f32>,
     positions: Vec<f32>,
-    /// Row 0 of the token-type table (zeros for MPNet, which has none).
     token_type: Vec<f32>,
     embedding_norm: Norm,
     layers: Vec<Layer>,
-    /// MPNet's relative-position bias, `[bucket][head]`; empty for BERT and XLM-RoBERTa.
     relative_bias: Vec<f32>,
 }
 
@@ -205,9 +262,9 @@ impl Tensors<'_> {
     }
 }
 
-impl Bert {
-    /// Loads the weights of `config`'s shape from safetensors `bytes`, packed for `kernels`.
-    pub(crate) fn load(config: Config, bytes: &[u8], kernels: Kernels) -> std::result::Result<Bert, String> {
+impl Weights {
+    /// Reads the weights of `config`'s shape from safetensors `bytes`.
+    pub(crate) fn read(config: Config, bytes: &[u8]) -> std::result::Result<Weights, String> {
         let (h, i) = (config.hidden_size, config.intermediate_size);
         if config.hidden_act != "gelu" {
             // The tanh approximation is measurably not the model's GELU (cosine 0.9999972 vs 1 - 1e-12).
@@ -265,36 +322,70 @@ impl Bert {
                 weight.extend(w.iter().map(|x| x * factor));
                 bias.extend(b.iter().map(|x| x * factor));
             }
-            let packed = |name: &str, n: usize, k: usize| -> std::result::Result<gemm::Packed, String> {
-                let w = tensors.get(&at(&format!("{name}.weight")), &[n, k])?;
-                let b = tensors.get(&at(&format!("{name}.bias")), &[n])?;
-                Ok(gemm::Packed::new(&w, &b, n, k, kernels))
+            let linear = |name: &str, n: usize, k: usize| -> std::result::Result<Linear, String> {
+                let weight = tensors.get(&at(&format!("{name}.weight")), &[n, k])?;
+                let bias = tensors.get(&at(&format!("{name}.bias")), &[n])?;
+                Ok(Linear { weight, bias, n, k })
             };
             let (output, attention_norm) = if mpnet {
                 ("attention.attn.o", "attention.LayerNorm")
             } else {
                 ("attention.output.dense", "attention.output.LayerNorm")
             };
-            layers.push(Layer {
-                qkv: gemm::Packed::new(&weight, &bias, 3 * h, h, kernels),
-                output: packed(output, h, h)?,
+            layers.push(LayerWeights {
+                qkv: Linear { weight, bias, n: 3 * h, k: h },
+                output: linear(output, h, h)?,
                 attention_norm: tensors.norm(&at(attention_norm), h)?,
-                intermediate: packed("intermediate.dense", i, h)?,
-                down: packed("output.dense", h, i)?,
+                intermediate: linear("intermediate.dense", i, h)?,
+                down: linear("output.dense", h, i)?,
                 output_norm: tensors.norm(&at("output.LayerNorm"), h)?,
             });
         }
-        Ok(Bert {
+        Ok(Weights {
             words,
             positions,
             token_type,
             embedding_norm,
             eps: config.layer_norm_eps as f32,
             config,
-            kernels,
             layers,
             relative_bias,
         })
+    }
+}
+
+impl Bert {
+    /// Loads the weights of `config`'s shape from safetensors `bytes`, packed for `kernels`.
+    pub(crate) fn load(config: Config, bytes: &[u8], kernels: Kernels) -> std::result::Result<Bert, String> {
+        Ok(Bert::pack(Weights::read(config, bytes)?, kernels))
+    }
+
+    /// `weights` packed for `kernels`.
+    pub(crate) fn pack(weights: Weights, kernels: Kernels) -> Bert {
+        let pack = |linear: &Linear| gemm::Packed::new(&linear.weight, &linear.bias, linear.n, linear.k, kernels);
+        let layers = weights
+            .layers
+            .into_iter()
+            .map(|layer| Layer {
+                qkv: pack(&layer.qkv),
+                output: pack(&layer.output),
+                attention_norm: layer.attention_norm,
+                intermediate: pack(&layer.intermediate),
+                down: pack(&layer.down),
+                output_norm: layer.output_norm,
+            })
+            .collect();
+        Bert {
+            config: weights.config,
+            kernels,
+            eps: weights.eps,
+            words: weights.words,
+            positions: weights.positions,
+            token_type: weights.token_type,
+            embedding_norm: weights.embedding_norm,
+            layers,
+            relative_bias: weights.relative_bias,
+        }
     }
 
     /// The kernels the weights are packed for.
@@ -319,27 +410,14 @@ impl Bert {
         skip: usize,
     ) -> Result<Vec<Vec<f32>>> {
         let h = self.config.hidden_size;
-        for ids in batch {
-            if ids.is_empty() || ids.len() > self.config.max_sequence() {
-                return Err(Error::Tokenizer(format!(
-                    "a sequence of {} tokens does not fit 1..={} positions",
-                    ids.len(),
-                    self.config.max_sequence()
-                )));
-            }
-            if let Some(id) = ids.iter().find(|id| **id as usize >= self.config.vocab_size) {
-                return Err(Error::Tokenizer(format!("token id {id} is outside the vocabulary")));
-            }
-        }
+        self.config.check(batch)?;
         let lengths: Vec<usize> = batch.iter().map(|ids| ids.len()).collect();
         let tokens: usize = lengths.iter().sum();
         let mut x = vec![0.0f32; tokens * h];
-        let offset = self.config.position_offset();
-        for (row, (position, id)) in
-            x.chunks_exact_mut(h).zip(batch.iter().flat_map(|ids| ids.iter().enumerate()))
-        {
+        let places = batch.iter().flat_map(|ids| self.config.positions(ids));
+        for ((row, id), position) in x.chunks_exact_mut(h).zip(batch.iter().flat_map(|ids| ids.iter())).zip(places) {
             let word = &self.words[*id as usize * h..(*id as usize + 1) * h];
-            let place = &self.positions[(offset + position) * h..(offset + position + 1) * h];
+            let place = &self.positions[position * h..(position + 1) * h];
             for (((value, w), p), t) in row.iter_mut().zip(word).zip(place).zip(&self.token_type) {
                 *value = (*w + *p) + *t;
             }

@@ -67,7 +67,7 @@ fn fold_halves(partial: [f32; 16], pair: impl Fn(f32, f32) -> f32) -> f32 {
 /// `e^x` to within 2 ulp for x in [-87, 88] (clamped outside): Cephes' reduction `x = n ln 2 + r` and its
 /// degree-6 polynomial, every step an explicit multiply, add or fused multiply-add.
 #[inline(always)]
-fn exp(x: f32) -> f32 {
+pub(crate) fn exp(x: f32) -> f32 {
     let x = x.clamp(-87.0, 88.0);
     let n = (x * LOG2E + 0.5).floor();
     let r = n.mul_add(-LN2_HI, x);
@@ -88,7 +88,7 @@ fn exp(x: f32) -> f32 {
 /// `erf(x)` within 4e-7 absolute (3e-7 at worst, near |x| = 3.9; 1e-7 below |x| = 3): Eigen's rational
 /// approximation on [-4, 4], where erf is within 2e-8 of ±1.
 #[inline(always)]
-fn erf(x: f32) -> f32 {
+pub(crate) fn erf(x: f32) -> f32 {
     let x = x.clamp(-4.0, 4.0);
     let x2 = x * x;
     let mut p = -2.726_142_3e-10f32;
@@ -128,6 +128,13 @@ fn gelu_body(values: &mut [f32]) {
     for x in values {
         *x = *x * 0.5 * (1.0 + erf(*x * std::f32::consts::FRAC_1_SQRT_2));
     }
+}
+
+/// The GELU of one value, as [`gelu`] computes each.
+pub(crate) fn gelu_one(x: f32) -> f32 {
+    let mut value = [x];
+    gelu_body(&mut value);
+    value[0]
 }
 
 /// Softmax of each row of `scores` over its first `width` values, in place. Rows are `stride` apart, a

@@ -1,0 +1,447 @@
+//! The encoder's forward pass on a device ([`Backend`]), step for step the CPU's (`bert::Bert::pooled`): the
+//! embeddings and their norm; per layer the query/key/value product, each sequence's attention per head (scores,
+//! MPNet's bias, softmax, context), the output product with the residual and norm, the feed-forward product with
+//! GELU, the down product with the residual and norm; then pooling and normalisation. The kernels keep the CPU's
+//! order of operations, so every vector is the CPU's bits, whatever the batch.
+
+use std::sync::Arc;
+
+use super::backend::{Backend, Buffer, DeviceError, Fields, Kernel};
+use crate::bert::{Config, Linear, Norm, Weights};
+use crate::checkpoint::Pooling;
+
+/// The most texts one batch holds, however much memory there is: the work of a batch stays in the tens of
+/// milliseconds, so progress is seen and an interruption costs little.
+const MAX_TEXTS: usize = 2048;
+/// The most problems (or rows of blocks) one launch takes: CUDA's limit on a grid's y and z.
+const MAX_GRID: usize = 65_535;
+
+struct DeviceLinear {
+    /// The weight transposed: k rows of n.
+    weight: Buffer,
+    bias: Buffer,
+    n: usize,
+}
+
+struct DeviceNorm {
+    gamma: Buffer,
+    beta: Buffer,
+}
+
+struct DeviceLayer {
+    qkv: DeviceLinear,
+    output: DeviceLinear,
+    attention_norm: DeviceNorm,
+    intermediate: DeviceLinear,
+    down: DeviceLinear,
+    output_norm: DeviceNorm,
+}
+
+/// An encoder's weights on a device.
+pub(crate) struct GpuModel {
+    backend: Arc<dyn Backend>,
+    config: Config,
+    eps: f32,
+    words: Buffer,
+    positions: Buffer,
+    token_type: Buffer,
+    embedding_norm: DeviceNorm,
+    layers: Vec<DeviceLayer>,
+    relative_bias: Option<Buffer>,
+}
+
+/// What one batch gives back: each text's pooled vector, and its normalised one when asked for.
+pub(crate) struct Pooled {
+    pub(crate) pooled: Vec<Vec<f32>>,
+    pub(crate) normalized: Option<Vec<Vec<f32>>>,
+}
+
+fn upload_linear(backend: &Arc<dyn Backend>, linear: &Linear) -> Result<DeviceLinear, DeviceError> {
+    let (n, k) = (linear.n, linear.k);
+    let mut transposed = vec![0.0f32; n * k];
+    for (row, weights) in linear.weight.chunks_exact(k).enumerate() {
+        for (column, w) in weights.iter().enumerate() {
+            transposed[column * n + row] = *w;
+        }
+    }
+    Ok(DeviceLinear {
+        weight: Buffer::with_f32(backend, &transposed)?,
+        bias: Buffer::with_f32(backend, &linear.bias)?,
+        n,
+    })
+}
+
+fn upload_norm(backend: &Arc<dyn Backend>, norm: &Norm) -> Result<DeviceNorm, DeviceError> {
+    Ok(DeviceNorm { gamma: Buffer::with_f32(backend, &norm.gamma)?, beta: Buffer::with_f32(backend, &norm.beta)? })
+}
+
+/// A whole number of blocks of `per` covering `count`, as a grid dimension.
+fn blocks(count: usize, per: usize) -> Result<u32, DeviceError> {
+    u32::try_from(count.div_ceil(per)).map_err(|_| DeviceError::Failed(format!("{count} is too many for one launch")))
+}
+
+/// The activations of one batch.
+struct Activations {
+    tokens: usize,
+    x: Buffer,
+    qkv: Buffer,
+    context: Buffer,
+    projected: Buffer,
+    intermediate: Buffer,
+    scores: Buffer,
+    tables: Buffer,
+}
+
+/// One batch's shape: where each sequence's rows and each head's scores are, and the launch tables.
+struct Plan {
+    lengths: Vec<usize>,
+    tokens: usize,
+    /// Elements of the score buffer.
+    score_elements: usize,
+    /// The byte tables uploaded once per batch, and where each starts (bytes).
+    tables: Vec<u8>,
+    linear_at: [usize; 4],
+    scores_at: usize,
+    context_at: usize,
+    softmax_at: usize,
+    pool_at: usize,
+    problems: usize,
+}
+
+/// Each linear layer's shape as (n, k), in the order of `Plan::linear_at`: qkv, output, intermediate, down.
+fn linear_shapes(config: &Config) -> [(usize, usize); 4] {
+    let (h, i) = (config.hidden_size, config.intermediate_size);
+    [(3 * h, h), (h, h), (i, h), (h, i)]
+}
+
+impl GpuModel {
+    /// Uploads `weights` to `backend`.
+    pub(crate) fn upload(backend: Arc<dyn Backend>, weights: &Weights) -> Result<GpuModel, DeviceError> {
+        let b = &backend;
+        let mut layers = Vec::with_capacity(weights.layers.len());
+        for layer in &weights.layers {
+            layers.push(DeviceLayer {
+                qkv: upload_linear(b, &layer.qkv)?,
+                output: upload_linear(b, &layer.output)?,
+                attention_norm: upload_norm(b, &layer.attention_norm)?,
+                intermediate: upload_linear(b, &layer.intermediate)?,
+                down: upload_linear(b, &layer.down)?,
+                output_norm: upload_norm(b, &layer.output_norm)?,
+            });
+        }
+        Ok(GpuModel {
+            words: Buffer::with_f32(b, &weights.words)?,
+            positions: Buffer::with_f32(b, &weights.positions)?,
+            token_type: Buffer::with_f32(b, &weights.token_type)?,
+            embedding_norm: upload_norm(b, &weights.embedding_norm)?,
+            relative_bias: if weights.relative_bias.is_empty() {
+                None
+            } else {
+                Some(Buffer::with_f32(b, &weights.relative_bias)?)
+            },
+            layers,
+            config: weights.config.clone(),
+            eps: weights.eps,
+            backend,
+        })
+    }
+
+    /// The device memory a batch of sequences of `lengths` takes, in bytes (activations, scores and tables).
+    pub(crate) fn batch_bytes(&self, lengths: &[usize]) -> usize {
+        let (h, i, heads) = (self.config.hidden_size, self.config.intermediate_size, self.config.num_attention_heads);
+        let tokens: usize = lengths.iter().sum();
+        let squares: usize = lengths.iter().map(|l| l * l).sum();
+        let problems = lengths.len() * heads;
+        4 * tokens * (7 * h + i) // x, qkv, context, projected, intermediate
+            + 8 * tokens // ids, positions
+            + 4 * heads * squares
+            + 2 * 48 * problems + 24 * problems + 16 * lengths.len() + 4 * 48
+            + 8 * lengths.len() * h // pooled, normalised
+    }
+
+    /// How many texts of `lengths` (the batch's order) the next batch takes within `budget` bytes: at least one.
+    pub(crate) fn batch_within(&self, lengths: &[usize], budget: usize) -> usize {
+        let mut take = 1;
+        while take < lengths.len() && take < MAX_TEXTS && self.batch_bytes(&lengths[..=take]) <= budget {
+            take += 1;
+        }
+        take
+    }
+
+    /// The device memory free now.
+    pub(crate) fn free_memory(&self) -> Result<usize, DeviceError> {
+        self.backend.free_memory()
+    }
+
+    fn plan(&self, batch: &[&[u32]], pooling: Pooling, skip: usize) -> Plan {
+        let (h, heads) = (self.config.hidden_size, self.config.num_attention_heads);
+        let head_dim = h / heads;
+        let lengths: Vec<usize> = batch.iter().map(|ids| ids.len()).collect();
+        let mut starts = Vec::with_capacity(lengths.len());
+        let mut tokens = 0;
+        for len in &lengths {
+            starts.push(tokens);
+            tokens += len;
+        }
+        let mut tables = Vec::new();
+        let mut linear_at = [0; 4];
+        for (at, (n, k)) in linear_at.iter_mut().zip(linear_shapes(&self.config)) {
+            *at = tables.len();
+            tables.extend(problem(0, 0, 0, (tokens, n, k), (k, n, n)));
+        }
+        // Scores: for each sequence and head, len × len, with the head's queries and keys read in place.
+        let mut score_offsets = Vec::with_capacity(lengths.len() * heads);
+        let mut score_elements = 0;
+        for len in &lengths {
+            for _ in 0..heads {
+                score_offsets.push(score_elements);
+                score_elements += len * len;
+            }
+        }
+        let scores_at = tables.len();
+        let context_at_rows: Vec<(usize, usize, usize, usize)> = lengths
+            .iter()
+            .zip(&starts)
+            .flat_map(|(len, start)| (0..heads).map(move |head| (*len, *start, head, 0)))
+            .collect();
+        for (index, (len, start, head, _)) in context_at_rows.iter().enumerate() {
+            let row = start * 3 * h;
+            tables.extend(problem(
+                row + head * head_dim,
+                row + h + head * head_dim,
+                score_offsets[index],
+                (*len, *len, head_dim),
+                (3 * h, 3 * h, *len),
+            ));
+        }
+        let context_at = tables.len();
+        for (index, (len, start, head, _)) in context_at_rows.iter().enumerate() {
+            tables.extend(problem(
+                score_offsets[index],
+                start * 3 * h + 2 * h + head * head_dim,
+                start * h + head * head_dim,
+                (*len, head_dim, *len),
+                (*len, 3 * h, h),
+            ));
+        }
+        let softmax_at = tables.len();
+        for (index, (len, _, head, _)) in context_at_rows.iter().enumerate() {
+            tables.extend(
+                Fields::new()
+                    .i64(score_offsets[index] as i64)
+                    .i32(*len as i32)
+                    .i32(*len as i32)
+                    .i32(*head as i32)
+                    .i32(0)
+                    .bytes(),
+            );
+        }
+        let pool_at = tables.len();
+        for (len, start) in lengths.iter().zip(&starts) {
+            // The rows after a prompt's `skip`, or all of them when that would leave none (mod.rs's pool).
+            let (first, count) = if skip < *len { (start + skip, len - skip) } else { (*start, *len) };
+            let count = if pooling == Pooling::Cls { 1 } else { count };
+            tables.extend(Fields::new().i64(first as i64).i32(count as i32).i32(0).bytes());
+        }
+        Plan {
+            problems: context_at_rows.len(),
+            lengths,
+            tokens,
+            score_elements,
+            tables,
+            linear_at,
+            scores_at,
+            context_at,
+            softmax_at,
+            pool_at,
+        }
+    }
+
+    /// The pooled vectors of `batch` (token ids, already checked against the tables), normalised too when
+    /// `normalize`.
+    pub(crate) fn pooled(
+        &self,
+        batch: &[&[u32]],
+        pooling: Pooling,
+        skip: usize,
+        normalize: bool,
+    ) -> Result<Pooled, DeviceError> {
+        let b = &self.backend;
+        let (h, i) = (self.config.hidden_size, self.config.intermediate_size);
+        let plan = self.plan(batch, pooling, skip);
+        let ids: Vec<u32> = batch.iter().flat_map(|ids| ids.iter().copied()).collect();
+        let places: Vec<u32> =
+            batch.iter().flat_map(|ids| self.config.positions(ids)).map(|p| p as u32).collect();
+        let tokens = plan.tokens;
+        let ids = Buffer::with_u32(b, &ids)?;
+        let places = Buffer::with_u32(b, &places)?;
+        let work = Activations {
+            tokens,
+            x: Buffer::new(b, 4 * tokens * h)?,
+            qkv: Buffer::new(b, 12 * tokens * h)?,
+            context: Buffer::new(b, 4 * tokens * h)?,
+            projected: Buffer::new(b, 4 * tokens * h)?,
+            intermediate: Buffer::new(b, 4 * tokens * i)?,
+            scores: Buffer::new(b, 4 * plan.score_elements)?,
+            tables: Buffer::with_bytes(b, &plan.tables)?,
+        };
+
+        let elements = tokens * h;
+        let arguments = Fields::new()
+            .pointer(ids.address())
+            .pointer(places.address())
+            .pointer(self.words.address())
+            .pointer(self.positions.address())
+            .pointer(self.token_type.address())
+            .pointer(work.x.address())
+            .i64(elements as i64)
+            .i32(h as i32)
+            .i32(0)
+            .bytes();
+        b.launch(Kernel::EmbedTokens, [blocks(elements, 256)?, 1, 1], [256, 1, 1], &arguments)?;
+        self.norm(&work.x, None, &self.embedding_norm, tokens)?;
+
+        for layer in &self.layers {
+            self.linear(&work, plan.linear_at[0], &work.x, &layer.qkv, &work.qkv, false)?;
+            self.attention(&work, &plan)?;
+            self.linear(&work, plan.linear_at[1], &work.context, &layer.output, &work.projected, false)?;
+            self.norm(&work.projected, Some(&work.x), &layer.attention_norm, tokens)?;
+            self.linear(&work, plan.linear_at[2], &work.projected, &layer.intermediate, &work.intermediate, true)?;
+            self.linear(&work, plan.linear_at[3], &work.intermediate, &layer.down, &work.x, false)?;
+            self.norm(&work.x, Some(&work.projected), &layer.output_norm, tokens)?;
+        }
+
+        let count = plan.lengths.len();
+        let pooled = Buffer::new(b, 4 * count * h)?;
+        let mode = match pooling {
+            Pooling::Cls => 0,
+            Pooling::Mean => 1,
+            Pooling::Max => 2,
+        };
+        let arguments = Fields::new()
+            .pointer(work.x.address())
+            .pointer(pooled.address())
+            .pointer(work.tables.address() + plan.pool_at as u64)
+            .i32(count as i32)
+            .i32(h as i32)
+            .i32(mode)
+            .i32(0)
+            .bytes();
+        b.launch(Kernel::Pool, [blocks(count, 1)?, 1, 1], [128, 1, 1], &arguments)?;
+        let vectors = |buffer: &Buffer| -> Result<Vec<Vec<f32>>, DeviceError> {
+            Ok(buffer.read_f32(count * h)?.chunks_exact(h).map(<[f32]>::to_vec).collect())
+        };
+        let normalized = if normalize {
+            let normalized = Buffer::new(b, 4 * count * h)?;
+            let arguments = Fields::new()
+                .pointer(pooled.address())
+                .pointer(normalized.address())
+                .i32(count as i32)
+                .i32(h as i32)
+                .bytes();
+            b.launch(Kernel::Normalize, [blocks(count, 128)?, 1, 1], [128, 1, 1], &arguments)?;
+            Some(vectors(&normalized)?)
+        } else {
+            None
+        };
+        Ok(Pooled { pooled: vectors(&pooled)?, normalized })
+    }
+
+    /// `out = input · weightᵀ + bias` (then GELU when `gelu`) over every token row.
+    fn linear(
+        &self,
+        work: &Activations,
+        table: usize,
+        input: &Buffer,
+        linear: &DeviceLinear,
+        out: &Buffer,
+        gelu: bool,
+    ) -> Result<(), DeviceError> {
+        let tokens = work.tokens;
+        let arguments = Fields::new()
+            .pointer(input.address())
+            .pointer(linear.weight.address())
+            .pointer(linear.bias.address())
+            .pointer(out.address())
+            .pointer(work.tables.address() + table as u64)
+            .i32(i32::from(gelu))
+            .i32(0)
+            .bytes();
+        let grid = [blocks(linear.n, 128)?, blocks(tokens, 128)?, 1];
+        if grid[1] as usize > MAX_GRID {
+            return Err(DeviceError::Failed(format!("{tokens} token rows are too many for one launch")));
+        }
+        self.backend.launch(Kernel::GemmWide, grid, [256, 1, 1], &arguments)
+    }
+
+    /// Every sequence's attention, every head: scores, MPNet's bias and softmax, context.
+    fn attention(&self, work: &Activations, plan: &Plan) -> Result<(), DeviceError> {
+        let heads = self.config.num_attention_heads;
+        let head_dim = self.config.hidden_size / heads;
+        let longest = plan.lengths.iter().copied().max().unwrap_or(0);
+        for first in (0..plan.problems).step_by(MAX_GRID) {
+            let count = (plan.problems - first).min(MAX_GRID);
+            let longest_here = plan.lengths[first / heads..(first + count).div_ceil(heads)].iter().copied().max().unwrap_or(longest);
+            let scores = Fields::new()
+                .pointer(work.qkv.address())
+                .pointer(work.qkv.address())
+                .pointer(0)
+                .pointer(work.scores.address())
+                .pointer(work.tables.address() + (plan.scores_at + 48 * first) as u64)
+                .i32(0)
+                .i32(0)
+                .bytes();
+            let side = blocks(longest_here, 64)?;
+            self.backend.launch(Kernel::GemmScores, [side, side, count as u32], [256, 1, 1], &scores)?;
+            let softmax = Fields::new()
+                .pointer(work.scores.address())
+                .pointer(work.tables.address() + (plan.softmax_at + 24 * first) as u64)
+                .pointer(self.relative_bias.as_ref().map_or(0, Buffer::address))
+                .i32(heads as i32)
+                .i32(0)
+                .bytes();
+            self.backend.launch(Kernel::SoftmaxRows, [blocks(longest_here, 8)?, count as u32, 1], [16, 8, 1], &softmax)?;
+            let context = Fields::new()
+                .pointer(work.scores.address())
+                .pointer(work.qkv.address())
+                .pointer(0)
+                .pointer(work.context.address())
+                .pointer(work.tables.address() + (plan.context_at + 48 * first) as u64)
+                .i32(0)
+                .i32(0)
+                .bytes();
+            let grid = [blocks(head_dim, 32)?, blocks(longest_here, 64)?, count as u32];
+            self.backend.launch(Kernel::GemmContext, grid, [128, 1, 1], &context)?;
+        }
+        Ok(())
+    }
+
+    /// Layer norm of `rows` rows of `x`, after adding `residual`'s rows when given.
+    fn norm(&self, x: &Buffer, residual: Option<&Buffer>, norm: &DeviceNorm, rows: usize) -> Result<(), DeviceError> {
+        let arguments = Fields::new()
+            .pointer(x.address())
+            .pointer(residual.map_or(0, Buffer::address))
+            .pointer(norm.gamma.address())
+            .pointer(norm.beta.address())
+            .i64(rows as i64)
+            .i32(self.config.hidden_size as i32)
+            .f32(self.eps)
+            .bytes();
+        self.backend.launch(Kernel::LayerNorm, [blocks(rows, 8)?, 1, 1], [16, 8, 1], &arguments)
+    }
+}
+
+/// A product's table row: offsets of a, b and c (elements), its (m, n, k) and its (lda, ldb, ldc).
+pub(crate) fn problem(a: usize, b: usize, c: usize, (m, n, k): (usize, usize, usize), (lda, ldb, ldc): (usize, usize, usize)) -> Vec<u8> {
+    Fields::new()
+        .i64(a as i64)
+        .i64(b as i64)
+        .i64(c as i64)
+        .i32(m as i32)
+        .i32(n as i32)
+        .i32(k as i32)
+        .i32(lda as i32)
+        .i32(ldb as i32)
+        .i32(ldc as i32)
+        .bytes()
+}

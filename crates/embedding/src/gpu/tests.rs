@@ -1,0 +1,215 @@
+//! The GPU kernels held to the CPU path without a GPU: kernels.cu compiled as host C++ and run under the launch
+//! emulator, through the same forward pass a CUDA device runs, must give every vector's bits, for every parity
+//! checkpoint and for ragged shapes; and the same source with its products' k order reversed must not.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::emulator::{Emulator, Variant};
+use super::{Backend, Device, DeviceRequest, GpuModel};
+use crate::testing::{BertShape, Encoder, PARITY_TEXTS, parity_checkpoints, write_sentence_transformers};
+use crate::{Embedder, Role, SentenceBert, WeightPin};
+
+fn checkpoints_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/checkpoints")
+}
+
+impl SentenceBert {
+    /// Runs the forward pass on an emulator of `variant` with `capacity` bytes of memory, which reports
+    /// `reported` bytes free (more than it has, to make a batch run out of memory mid-run).
+    fn use_emulator(&mut self, variant: Variant, capacity: usize, reported: Option<usize>) -> Arc<Emulator> {
+        let emulator = Arc::new(Emulator::new(variant, capacity).reporting(reported));
+        let backend: Arc<dyn Backend> = Arc::clone(&emulator) as Arc<dyn Backend>;
+        let weights = crate::bert::Weights::read(self.checkpoint.config.clone(), &self.weights).unwrap();
+        let model = GpuModel::upload(backend, &weights).unwrap();
+        self.gpu = Some(super::super::sentence_bert::Gpu::new(model, Device::Emulated));
+        emulator
+    }
+}
+
+/// Every text in both roles, with the prompt the checkpoint declares for each: each vector's bits.
+fn vectors(model: &SentenceBert, texts: &[&str]) -> Vec<Vec<u32>> {
+    [Role::Query, Role::Document]
+        .into_iter()
+        .flat_map(|role| model.embed_prompted(model.declared_prompt(role).as_str(), texts, &|_| {}).unwrap())
+        .map(|embedding| embedding.vector.iter().map(|x| x.to_bits()).collect())
+        .collect()
+}
+
+fn load(dir: &std::path::Path, name: &str) -> SentenceBert {
+    SentenceBert::load(dir, name, WeightPin::Unpinned).unwrap()
+}
+
+#[test]
+fn the_emulated_kernels_give_the_cpus_bits_for_every_parity_checkpoint() {
+    let mut compared = 0;
+    for (name, _, _, _) in parity_checkpoints() {
+        let mut model = load(&checkpoints_dir().join(name), name);
+        let cpu = vectors(&model, &PARITY_TEXTS);
+        let choice = model.use_device(DeviceRequest::Emulated).unwrap();
+        assert_eq!(choice.device, Device::Emulated);
+        assert_eq!(vectors(&model, &PARITY_TEXTS), cpu, "{name}: the emulated GPU kernels differ from the CPU");
+        compared += cpu.len();
+    }
+    assert_eq!(compared, parity_checkpoints().len() * 2 * PARITY_TEXTS.len());
+}
+
+/// Each parity checkpoint's declarations on a ragged shape: hidden 40 in 5 heads of 8 (no width a multiple of the
+/// tiles), a feed-forward of 72, and texts from 1 to about 280 tokens, so that products end inside tiles of
+/// every kernel and attention rows run past 256 keys (MPNet's buckets to their far end).
+fn ragged() -> Vec<(String, BertShape, u64, crate::testing::SentenceLayout)> {
+    parity_checkpoints()
+        .into_iter()
+        .map(|(name, mut shape, seed, mut layout)| {
+            shape.hidden = 40;
+            shape.heads = 5;
+            shape.intermediate = 72;
+            shape.max_positions = 300;
+            layout.max_seq_length = 290;
+            for key in ["word_embedding_dimension", "embedding_dimension"] {
+                if let Some(dimension) = layout.pooling.get_mut(key) {
+                    *dimension = serde_json::Value::from(40);
+                }
+            }
+            (format!("{name} (ragged)"), shape, seed + 1, layout)
+        })
+        .collect()
+}
+
+/// Texts of `words` drawn in a fixed order, of lengths from 0 to about 280 words.
+fn ragged_texts(words: &[String]) -> Vec<String> {
+    let lengths = [0usize, 1, 2, 7, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 200, 255, 280];
+    lengths
+        .iter()
+        .enumerate()
+        .map(|(t, n)| (0..*n).map(|i| words[(i * 7 + t * 3) % words.len()].as_str()).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[test]
+fn the_emulated_kernels_give_the_cpus_bits_on_ragged_shapes_of_every_encoder() {
+    let mut encoders = Vec::new();
+    for (name, shape, seed, layout) in ragged() {
+        let dir = tempfile::tempdir().unwrap();
+        write_sentence_transformers(dir.path(), &shape, seed, &layout).unwrap();
+        let texts = ragged_texts(&shape.words);
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut model = load(dir.path(), &name);
+        let cpu = vectors(&model, &texts);
+        model.use_device(DeviceRequest::Emulated).unwrap();
+        assert_eq!(vectors(&model, &texts), cpu, "{name}: the emulated GPU kernels differ from the CPU");
+        encoders.push(shape.encoder);
+    }
+    for encoder in [Encoder::Bert, Encoder::XlmRoberta, Encoder::Mpnet, Encoder::BertSentencePiece] {
+        assert!(encoders.contains(&encoder), "{encoder:?} was not tried");
+    }
+}
+
+/// The test above, its kernels' k order reversed: it must fail, or it could not catch a reordered kernel.
+#[test]
+fn a_kernel_that_takes_k_in_another_order_gives_other_bits() {
+    let mut caught = Vec::new();
+    for (name, _, _, _) in parity_checkpoints() {
+        let mut model = load(&checkpoints_dir().join(name), name);
+        let cpu = vectors(&model, &PARITY_TEXTS);
+        let _ = model.use_emulator(Variant::Broken, super::emulator::DEFAULT_CAPACITY, None);
+        let broken = vectors(&model, &PARITY_TEXTS);
+        let differing = cpu.iter().zip(&broken).filter(|(a, b)| a != b).count();
+        caught.push((name, differing));
+    }
+    assert!(
+        caught.iter().all(|(_, differing)| *differing > 0),
+        "the reordered kernels went unnoticed for some checkpoint: {caught:?}"
+    );
+    let broken = super::check::check_on(
+        Arc::new(Emulator::new(Variant::Broken, super::emulator::DEFAULT_CAPACITY)),
+        "broken".into(),
+        false,
+    )
+    .unwrap();
+    assert!(!broken.exact(), "the kernel check passed reordered kernels: {broken:?}");
+}
+
+#[test]
+fn the_emulated_kernels_pass_the_kernel_check() {
+    let check = super::check_kernels(DeviceRequest::Emulated, false).unwrap();
+    assert!(check.scalar_inputs > 800_000, "{}", check.scalar_inputs);
+    assert!(check.exact(), "{check:?}");
+    assert!(check.products.iter().any(|p| p.shape == [129, 130, 131]));
+}
+
+/// A GPU with little memory embeds in smaller batches, and one that runs out mid-run halves its batch: the
+/// same bits either way; a text that cannot fit at all is an error that says so.
+#[test]
+fn small_or_exhausted_gpu_memory_changes_batches_never_bits() {
+    let (name, shape, seed, layout) = ragged().remove(1);
+    let dir = tempfile::tempdir().unwrap();
+    write_sentence_transformers(dir.path(), &shape, seed, &layout).unwrap();
+    let texts = ragged_texts(&shape.words);
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let mut model = load(dir.path(), &name);
+    let cpu = vectors(&model, &texts);
+    // The device memory the weights take: the capacities below are that and a little more.
+    let weights = {
+        let backend: Arc<dyn Backend> = Arc::new(Emulator::new(Variant::Exact, 1 << 30));
+        let read = crate::bert::Weights::read(model.checkpoint.config.clone(), &model.weights).unwrap();
+        let _model = GpuModel::upload(Arc::clone(&backend), &read).unwrap();
+        (1 << 30) - backend.free_memory().unwrap()
+    };
+    let batches = std::sync::atomic::AtomicUsize::new(0);
+    let _ = model.use_emulator(Variant::Exact, weights + 4_000_000, None);
+    let small: Vec<Vec<u32>> = model
+        .embed_prompted("", &texts, &|_| {
+            batches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .unwrap()
+        .into_iter()
+        .map(|e| e.vector.iter().map(|x| x.to_bits()).collect())
+        .collect();
+    assert!(batches.into_inner() > 1, "a small memory must split the texts into batches");
+    model.gpu = None;
+    let cpu_one_role: Vec<Vec<u32>> = model
+        .embed_prompted("", &texts, &|_| {})
+        .unwrap()
+        .into_iter()
+        .map(|e| e.vector.iter().map(|x| x.to_bits()).collect())
+        .collect();
+    assert_eq!(small, cpu_one_role);
+
+    // Reports ten times the memory it has: the first batch runs out of memory and is halved until it fits.
+    let overstating = model.use_emulator(Variant::Exact, weights + 4_000_000, Some(10 * (weights + 4_000_000)));
+    assert_eq!(vectors(&model, &texts), cpu);
+    assert!(overstating.refused.load(std::sync::atomic::Ordering::SeqCst) > 0, "no batch ran out of memory");
+
+    // Room for the weights and little else: the longest text alone does not fit.
+    let _ = model.use_emulator(Variant::Exact, weights + 20_000, None);
+    let error = model.embed_prompted("", &texts, &|_| {}).unwrap_err().to_string();
+    assert!(error.contains("out of memory for one text of 290 tokens"), "{error}");
+}
+
+/// Without a GPU, `cuda` is an error naming what is missing and `auto` runs on the CPU saying why; with one,
+/// both run on it.
+#[test]
+fn cuda_without_a_gpu_is_an_error_naming_what_is_missing_and_auto_falls_back() {
+    let name = "mean-two-prompts";
+    let mut model = load(&checkpoints_dir().join(name), name);
+    let auto = model.use_device(DeviceRequest::Auto).unwrap();
+    match model.use_device(DeviceRequest::Cuda) {
+        Ok(choice) => {
+            assert_eq!(choice.device.kind(), "cuda");
+            assert_eq!(auto.device.kind(), "cuda");
+        }
+        Err(error) => {
+            let error = error.to_string();
+            assert!(
+                ["no NVIDIA driver", "sees no GPU", "did not start", "NVRTC"].iter().any(|what| error.contains(what)),
+                "{error}"
+            );
+            assert_eq!(auto.device.kind(), "cpu");
+            assert!(auto.no_gpu.is_some_and(|why| !why.is_empty()));
+            // The model still embeds, on the CPU.
+            assert_eq!(model.device().kind(), "cpu");
+            assert_eq!(model.embed(&["risk"]).unwrap().len(), 1);
+        }
+    }
+}
