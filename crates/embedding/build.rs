@@ -7,11 +7,10 @@
 
 fn main() {
     let dir = "src/gpu/emulator";
-    for source in ["src/gpu/kernels.cu"]
-        .into_iter()
-        .map(str::to_owned)
-        .chain(["prelude.h", "runtime.h", "runtime.cpp", "kernels.cpp", "exact.cpp", "broken.cpp"].map(|f| format!("{dir}/{f}")))
-    {
+    for source in ["src/gpu/kernels.cu"].into_iter().map(str::to_owned).chain(
+        ["prelude.h", "runtime.h", "runtime.cpp", "kernels.cpp", "exact.cpp", "broken.cpp"]
+            .map(|f| format!("{dir}/{f}")),
+    ) {
         println!("cargo::rerun-if-changed={source}");
     }
     cc::Build::new()

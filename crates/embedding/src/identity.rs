@@ -76,6 +76,11 @@ pub trait Embedder {
         false
     }
 
+    /// Whether the forward pass runs on a GPU (or its emulator), which wants larger batches than the CPU.
+    fn on_gpu(&self) -> bool {
+        false
+    }
+
     /// Embeds each text with `prompt` before it, as the model's own prompts are used: by default the prompt
     /// is simply part of the text; a model whose pooling leaves its prompt out does so.
     ///

@@ -33,15 +33,15 @@ pub use crate::allocator::{keep_freed_memory_for_reuse, return_freed_memory};
 pub use crate::bert::{BACKEND, BACKEND_VERSION, Kernels, SIMD_CAP_VAR};
 pub use crate::checkpoint::{Checkpoint, DEFAULT_MAX_TOKENS, Pooling};
 pub use crate::error::{Error, Result};
+pub use crate::gpu::{Device, DeviceRequest};
 pub use crate::identity::{Embedder, EmbedderIdentity, Embedding};
 pub use crate::ollama::{
     DEFAULT_OLLAMA_HOST, DEFAULT_OLLAMA_MODEL, Ollama, SHORTENED_PROMPT_LENGTHS, normalize_host,
 };
 pub use crate::role::Role;
-pub use crate::gpu::{Device, DeviceRequest};
 pub use crate::sentence_bert::{
-    ALL_MINILM_L6_V2, DeviceChoice, ALL_MINILM_L6_V2_FILES, ALL_MINILM_L6_V2_WEIGHTS_SHA256, MAX_TOKENS, MODEL_FILES,
-    SentenceBert, WeightPin, find_model_dir, is_model_dir,
+    ALL_MINILM_L6_V2, ALL_MINILM_L6_V2_FILES, ALL_MINILM_L6_V2_WEIGHTS_SHA256, DeviceChoice, MAX_TOKENS,
+    MODEL_FILES, SentenceBert, WeightPin, find_model_dir, is_model_dir,
 };
 
 /// Lowercase hex sha256 of `bytes`.

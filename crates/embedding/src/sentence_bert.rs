@@ -67,6 +67,9 @@ pub struct SentenceBert {
     pub(crate) gpu: Option<Gpu>,
 }
 
+/// A text's vector, once embedded.
+type Slot = Option<Vec<f32>>;
+
 /// A model on a GPU, and which.
 pub(crate) struct Gpu {
     model: GpuModel,
@@ -203,7 +206,16 @@ impl SentenceBert {
             return Err(invalid(dir, format!("is not {model}: {reason}")));
         }
         let identity = identity(model, &checkpoint, &weights_sha256, &tokenizer_sha256, all_minilm);
-        Ok(SentenceBert { model: bert, checkpoint, weights, tokenizer, identity, digests, batch_size: 64, gpu: None })
+        Ok(SentenceBert {
+            model: bert,
+            checkpoint,
+            weights,
+            tokenizer,
+            identity,
+            digests,
+            batch_size: 64,
+            gpu: None,
+        })
     }
 
     /// The digest (lowercase hex sha256) of every file that shapes this checkpoint's vectors, by file name.
@@ -276,8 +288,9 @@ impl SentenceBert {
             Some(opened) => {
                 let weights = crate::bert::Weights::read(self.checkpoint.config.clone(), &self.weights)
                     .map_err(|reason| invalid(Path::new("model.safetensors"), reason))?;
-                let model = GpuModel::upload(opened.backend, &weights)
-                    .map_err(|error| Error::Device(format!("putting the weights on {}: {error}", opened.device.describe())))?;
+                let model = GpuModel::upload(opened.backend, &weights).map_err(|error| {
+                    Error::Device(format!("putting the weights on {}: {error}", opened.device.describe()))
+                })?;
                 Some(Gpu::new(model, opened.device))
             }
         };
@@ -405,12 +418,12 @@ impl SentenceBert {
                 if self.checkpoint.normalize {
                     match normalized {
                         Some(normalized) => {
-                            normalizable(&vector).map_err(|reason| Error::InvalidEmbedding { index, reason })?;
+                            normalizable(&vector)
+                                .map_err(|reason| Error::InvalidEmbedding { index, reason })?;
                             vector = normalized;
                         }
-                        None => {
-                            normalize(&mut vector).map_err(|reason| Error::InvalidEmbedding { index, reason })?
-                        }
+                        None => normalize(&mut vector)
+                            .map_err(|reason| Error::InvalidEmbedding { index, reason })?,
                     }
                 }
                 Ok(Embedding { vector, tokens: ids.len(), shortened_to: None })
@@ -426,7 +439,7 @@ impl SentenceBert {
         encoded: &[Vec<u32>],
         order: &[usize],
         skip: usize,
-        (vectors, normalized): (&mut [Option<Vec<f32>>], &mut [Option<Vec<f32>>]),
+        (vectors, normalized): (&mut [Slot], &mut [Slot]),
         done: &(dyn Fn(usize) + Sync),
     ) -> Result<()> {
         let device_error = |error: DeviceError| Error::Device(format!("{}: {error}", gpu.device.describe()));
@@ -491,6 +504,10 @@ impl Embedder for SentenceBert {
 
     fn embed_prompted(&self, prompt: &str, texts: &[&str]) -> Result<Vec<Embedding>> {
         SentenceBert::embed_prompted(self, prompt, texts, &|_| {})
+    }
+
+    fn on_gpu(&self) -> bool {
+        self.gpu.is_some()
     }
 }
 

@@ -89,6 +89,7 @@ fn main() {
                     sample,
                     seed: round as u64,
                     progress: receipt_verify::EmbeddingProgress::default(),
+                    device: embedding::DeviceRequest::Cpu,
                 },
                 allow_legacy_signature: false,
                 limits: BUNDLE_LIMITS,

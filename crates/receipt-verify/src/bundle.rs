@@ -739,7 +739,7 @@ fn shard_slice(
     }
     let policy = crate::texts::Policy::of(&view.metadata)?;
     let model_dir = check.embedding.model_dir.as_deref().ok_or("no model directory (pass --model-dir)")?;
-    let embedder = crate::recompute::embedding::load(&identity, model_dir)?;
+    let embedder = crate::recompute::embedding::load(&identity, model_dir, check.embedding.device)?;
     result.ran = Some(crate::recompute::embedding::Ran::of(&embedder));
     result.texts = result.slice.range(documents + queries);
     let targets: Vec<(bool, usize)> = result

@@ -43,6 +43,7 @@ pub(crate) fn embedding_check(model_dir: Option<PathBuf>, args: &EmbeddingArgs) 
         sample: args.embedding_sample,
         seed: args.seed.unwrap_or_else(receipt_verify::fresh_seed),
         progress: crate::progress::reembedding(),
+        device: args.device.request(),
     }
 }
 

@@ -174,6 +174,26 @@ pub(crate) enum Command {
     /// that bundle's rankings and judgements, each dataset of forums the unweighted mean of its forums, and the
     /// mean over datasets. The verdict is the weakest of all these checks'; exit 1 when one fails.
     VerifySuite(VerifySuiteArgs),
+    /// Say where the model would run: which GPU, driver and compiler, or why none is usable. With --check, hold
+    /// the device's kernels to the CPU's definitions (exp, erf and GELU at every step of a sweep; products of
+    /// ragged shapes element by element): every value must be the CPU's bits.
+    Device(DeviceArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct DeviceArgs {
+    /// The device to look for (`auto`: a usable NVIDIA GPU, else the CPU)
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(crate) device: DeviceArg,
+    /// Run the kernels on it and compare every value with the CPU's (exit 1 when one differs)
+    #[arg(long)]
+    pub(crate) check: bool,
+    /// With --check, also time the linear layers' product on all-MiniLM-L6-v2's shapes (TFLOP/s)
+    #[arg(long, requires = "check")]
+    pub(crate) throughput: bool,
+    /// Print JSON instead of sentences
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// Which embedder runs the model.
@@ -184,6 +204,33 @@ pub(crate) enum EmbedderKind {
     Minilm,
     /// A local Ollama server (`OLLAMA_HOST`, default 127.0.0.1:11434).
     Ollama,
+}
+
+/// Where the forward pass runs. Every device gives the same bits: a fixture or a verification made on one is
+/// the one made on any other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DeviceArg {
+    /// An NVIDIA GPU when one is usable (driver, GPU and NVRTC found at run time), else the CPU; says which on
+    /// stderr.
+    Auto,
+    /// The CPU.
+    Cpu,
+    /// An NVIDIA GPU; an error naming what is missing (driver, GPU, NVRTC, memory) when none is usable.
+    Cuda,
+    /// The GPU kernels run on the CPU under a launch emulator: slow; shows the kernels give the CPU's bits
+    /// where there is no GPU.
+    Emulated,
+}
+
+impl DeviceArg {
+    pub(crate) fn request(self) -> embedding::DeviceRequest {
+        match self {
+            DeviceArg::Auto => embedding::DeviceRequest::Auto,
+            DeviceArg::Cpu => embedding::DeviceRequest::Cpu,
+            DeviceArg::Cuda => embedding::DeviceRequest::Cuda,
+            DeviceArg::Emulated => embedding::DeviceRequest::Emulated,
+        }
+    }
 }
 
 /// The role whose prefix is added before embedding.
@@ -237,9 +284,14 @@ pub(crate) struct ModelArgs {
     /// Accept a BERT checkpoint with this weights sha256 (hex) instead of all-MiniLM-L6-v2's published one
     #[arg(long, value_name = "HEX")]
     pub(crate) weights_sha256: Option<String>,
-    /// Texts run through the model together (the vectors do not depend on it; speed and memory do)
+    /// Texts run through the model together on the CPU (the vectors do not depend on it; speed and memory do).
+    /// A GPU sizes its batches from its free memory
     #[arg(long, default_value_t = 64)]
     pub(crate) batch_size: usize,
+    /// Where the model runs: `auto` (a usable NVIDIA GPU, else the CPU), `cpu`, `cuda`, or `emulated` (the GPU
+    /// kernels on the CPU, slowly). The vectors are the same bits on each
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(crate) device: DeviceArg,
 }
 
 #[derive(Debug, clap::Args)]
@@ -512,6 +564,10 @@ pub(crate) struct EmbeddingArgs {
     /// Draw the sample with this seed instead of fresh randomness (to replay a draw someone printed)
     #[arg(long, value_name = "N")]
     pub(crate) seed: Option<u64>,
+    /// Where the model re-embeds: `auto` (a usable NVIDIA GPU, else the CPU), `cpu`, `cuda` or `emulated`. The
+    /// verdict never depends on it: every device gives the same bits
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(crate) device: DeviceArg,
 }
 
 fn parse_sample(text: &str) -> Result<receipt_verify::Sample, String> {

@@ -10,6 +10,8 @@ use crate::model::open_embedder;
 
 /// Lines read, embedded and written per step, so output streams and memory stays flat.
 const CHUNK: usize = 256;
+/// The same on a GPU, whose batches are larger.
+const GPU_CHUNK: usize = 4096;
 
 pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
     let role = args.role.map(|role| match role {
@@ -49,8 +51,13 @@ pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let mut texts: Vec<String> = Vec::with_capacity(CHUNK);
+    let chunk = if embedder.on_gpu() { GPU_CHUNK } else { CHUNK };
+    let mut texts: Vec<String> = Vec::with_capacity(chunk);
+    let started = std::time::Instant::now();
+    let modelled = std::cell::Cell::new(std::time::Duration::ZERO);
+    let count = std::cell::Cell::new(0usize);
     let flush = |texts: &mut Vec<String>, out: &mut BufWriter<_>| -> anyhow::Result<()> {
+        let start = std::time::Instant::now();
         let embedded = match &model_prompt {
             Some(prompt) => {
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -63,6 +70,8 @@ pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
                 embedder.embed(&refs)?
             }
         };
+        modelled.set(modelled.get() + start.elapsed());
+        count.set(count.get() + embedded.len());
         for embedding in embedded {
             // Widened to f64, as in the fixture: parsing the printed value and narrowing gives the exact f32.
             let vector: Vec<f64> = embedding.vector.iter().map(|x| f64::from(*x)).collect();
@@ -79,7 +88,7 @@ pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
             format!("stdin line {} is not a JSON string (expected one JSON string per line)", index + 1)
         })?;
         texts.push(text);
-        if texts.len() == CHUNK {
+        if texts.len() == chunk {
             flush(&mut texts, &mut out)?;
         }
     }
@@ -88,5 +97,15 @@ pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
     }
     out.flush().context("writing stdout")?;
     progress.finish_and_clear();
+    let (count, model_seconds) = (count.get(), modelled.get().as_secs_f64());
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!(
+            "embedded {count} texts in {model_seconds:.3} s in the model (tokenising and the forward pass, the \
+             model loaded: {:.0} texts/s), {:.3} s in all with reading and writing",
+            count as f64 / model_seconds.max(1e-9),
+            started.elapsed().as_secs_f64()
+        );
+    }
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -263,6 +263,7 @@ pub(crate) fn run_one(
                     receipt_verify::Sample::All => crate::progress::reembedding(),
                     receipt_verify::Sample::Documents(_) => receipt_verify::EmbeddingProgress::default(),
                 },
+                device: args.model_args.device.request(),
             },
         };
         let verified = receipt_verify::verify(&options)?;

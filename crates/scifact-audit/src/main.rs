@@ -7,6 +7,7 @@ mod compare;
 mod compare_suite;
 mod corpus;
 mod datasets;
+mod device;
 mod embed;
 mod eval;
 mod export;
@@ -91,5 +92,6 @@ fn run() -> anyhow::Result<ExitCode> {
         cli::Command::VerifyReproduction(args) => audit::verify_reproduction(&args),
         cli::Command::Compare(args) => compare::run(&args),
         cli::Command::VerifyComparison(args) => compare::verify(&args),
+        cli::Command::Device(args) => device::run(&args),
     }
 }

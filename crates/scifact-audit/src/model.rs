@@ -5,12 +5,18 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use embedding::{Embedder, Ollama, SentenceBert, WeightPin};
 
-use crate::cli::{EmbedderKind, ModelArgs};
+use crate::cli::{DeviceArg, EmbedderKind, ModelArgs};
 
 /// The embedder, and the model directory it was loaded from (none for Ollama).
 pub(crate) fn open_embedder(args: &ModelArgs) -> anyhow::Result<(Box<dyn Embedder>, Option<PathBuf>)> {
     match args.embedder {
         EmbedderKind::Ollama => {
+            if matches!(args.device, DeviceArg::Cuda | DeviceArg::Emulated) {
+                bail!(
+                    "--device {} runs the in-process model; Ollama runs where its server runs",
+                    args.device.request().name()
+                );
+            }
             let model = args.model.as_deref().unwrap_or(embedding::DEFAULT_OLLAMA_MODEL);
             if !model.starts_with("all-minilm") {
                 bail!("unknown dimension for Ollama model {model:?}: only all-minilm is supported");
@@ -33,7 +39,8 @@ pub(crate) fn open_embedder(args: &ModelArgs) -> anyhow::Result<(Box<dyn Embedde
                     cache
                 }
             };
-            let model = open_checkpoint(args, &dir)?;
+            let mut model = open_checkpoint(args, &dir)?;
+            use_device(&mut model, args.device)?;
             Ok((Box::new(model), Some(dir)))
         }
     }
@@ -71,4 +78,22 @@ fn open_checkpoint(args: &ModelArgs, dir: &std::path::Path) -> anyhow::Result<Se
     let mut model = loaded.with_context(|| format!("loading the model from {}", dir.display()))?;
     model.set_batch_size(args.batch_size);
     Ok(model)
+}
+
+/// Moves `model` to the device `device` asks for, and says on stderr where it runs (and, when `auto` found no
+/// usable GPU, why).
+pub(crate) fn use_device(model: &mut SentenceBert, device: DeviceArg) -> anyhow::Result<()> {
+    let choice = model.use_device(device.request())?;
+    let no_gpu = choice
+        .no_gpu
+        .map(|why| format!("; no usable GPU: {}", why.split("; ").next().unwrap_or(&why)))
+        .unwrap_or_default();
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("device: {}{no_gpu}", choice.device.describe());
+    }
+    if choice.device.kind() != "cpu" {
+        scifact_eval::note_embedding_device(choice.device.describe());
+    }
+    Ok(())
 }

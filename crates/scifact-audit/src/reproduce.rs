@@ -81,6 +81,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
             sample: receipt_verify::Sample::All,
             seed: receipt_verify::fresh_seed(),
             progress: receipt_verify::EmbeddingProgress::default(),
+            device: embedding::DeviceRequest::Cpu,
         },
         allow_legacy_signature: false,
         limits: BUNDLE_LIMITS,

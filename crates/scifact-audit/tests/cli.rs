@@ -14,6 +14,7 @@ mod audit;
 mod checks;
 mod compare;
 mod crash;
+mod device;
 mod doctored;
 mod edges;
 mod forge;

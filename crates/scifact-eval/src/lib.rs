@@ -65,7 +65,7 @@ pub use crate::fixture::{
 pub use crate::journal::{Attempt, JOURNAL_SCHEMA, Journal};
 pub use crate::loaded::{Documents, LoadedDocument, LoadedFixture, LoadedQuery};
 pub use crate::metrics::{LatencySummary, QueryMetrics, latency_summary, mean_metrics, query_metrics};
-pub use crate::provenance::{DirtyFile, ExecutableIdentity, GitState, HostIdentity};
+pub use crate::provenance::{DirtyFile, ExecutableIdentity, GitState, HostIdentity, note_embedding_device};
 pub use crate::run::{
     ALL_MODES, FinishedRun, MAX_FIXTURE_BYTES, RECEIPT_CHAIN_SEED, RunOptions, RunReport, RunSummary,
     aggregate_file_name, api_name, capabilities, claim_boundary, config_digest, config_label, file_prefix,

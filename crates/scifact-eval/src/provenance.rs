@@ -203,6 +203,22 @@ pub struct HostIdentity {
     pub machine_id_sha256: Option<String>,
     /// Field name to why it is missing.
     pub unavailable: BTreeMap<String, String>,
+    /// The GPU (or the emulator of its kernels) this process's embedder ran on, as the embedder described it;
+    /// absent when it ran on the CPU, so a CPU run's receipts keep their shape. Attested: every device gives the
+    /// same bits, and verification never depends on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_device: Option<String>,
+}
+
+/// The device [`note_embedding_device`] recorded for this process.
+static EMBEDDING_DEVICE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Records that this process's embedder runs on `device` (a GPU, described): every [`HostIdentity`] read after
+/// it says so.
+pub fn note_embedding_device(device: String) {
+    if let Ok(mut noted) = EMBEDDING_DEVICE.lock() {
+        *noted = Some(device);
+    }
 }
 
 impl HostIdentity {
@@ -258,6 +274,7 @@ impl HostIdentity {
             cpu_brand: with_kernel_cap(cpu_brand, semantic_memory::SimdCap::from_env().ok().flatten()),
             physical_cores,
             logical_cores: std::thread::available_parallelism().map_or(0, usize::from),
+            embedding_device: EMBEDDING_DEVICE.lock().ok().and_then(|noted| noted.clone()),
             memory_bytes,
             machine_id_sha256: machine_id.map(|id| format!("sha256:{}", sha256_hex(id.as_bytes()))),
             unavailable,

@@ -362,7 +362,8 @@ impl Bert {
 
     /// `weights` packed for `kernels`.
     pub(crate) fn pack(weights: Weights, kernels: Kernels) -> Bert {
-        let pack = |linear: &Linear| gemm::Packed::new(&linear.weight, &linear.bias, linear.n, linear.k, kernels);
+        let pack =
+            |linear: &Linear| gemm::Packed::new(&linear.weight, &linear.bias, linear.n, linear.k, kernels);
         let layers = weights
             .layers
             .into_iter()
@@ -415,7 +416,9 @@ impl Bert {
         let tokens: usize = lengths.iter().sum();
         let mut x = vec![0.0f32; tokens * h];
         let places = batch.iter().flat_map(|ids| self.config.positions(ids));
-        for ((row, id), position) in x.chunks_exact_mut(h).zip(batch.iter().flat_map(|ids| ids.iter())).zip(places) {
+        for ((row, id), position) in
+            x.chunks_exact_mut(h).zip(batch.iter().flat_map(|ids| ids.iter())).zip(places)
+        {
             let word = &self.words[*id as usize * h..(*id as usize + 1) * h];
             let place = &self.positions[position * h..(position + 1) * h];
             for (((value, w), p), t) in row.iter_mut().zip(word).zip(place).zip(&self.token_type) {

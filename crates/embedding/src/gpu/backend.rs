@@ -30,6 +30,7 @@ pub(crate) enum Kernel {
     EmbedTokens,
     LayerNorm,
     GemmWide,
+    GemmWide2,
     GemmScores,
     GemmContext,
     SoftmaxRows,
@@ -40,10 +41,11 @@ pub(crate) enum Kernel {
 
 impl Kernel {
     /// Every kernel, in the order the CUDA module looks them up.
-    pub(crate) const ALL: [Kernel; 9] = [
+    pub(crate) const ALL: [Kernel; 10] = [
         Kernel::EmbedTokens,
         Kernel::LayerNorm,
         Kernel::GemmWide,
+        Kernel::GemmWide2,
         Kernel::GemmScores,
         Kernel::GemmContext,
         Kernel::SoftmaxRows,
@@ -58,6 +60,7 @@ impl Kernel {
             Kernel::EmbedTokens => "embed_tokens",
             Kernel::LayerNorm => "layer_norm",
             Kernel::GemmWide => "gemm_wide",
+            Kernel::GemmWide2 => "gemm_wide2",
             Kernel::GemmScores => "gemm_scores",
             Kernel::GemmContext => "gemm_context",
             Kernel::SoftmaxRows => "softmax_rows",
@@ -71,7 +74,11 @@ impl Kernel {
     pub(crate) fn argument_bytes(self) -> usize {
         match self {
             Kernel::EmbedTokens => 64,
-            Kernel::LayerNorm | Kernel::GemmWide | Kernel::GemmScores | Kernel::GemmContext => 48,
+            Kernel::LayerNorm
+            | Kernel::GemmWide
+            | Kernel::GemmWide2
+            | Kernel::GemmScores
+            | Kernel::GemmContext => 48,
             Kernel::SoftmaxRows => 32,
             Kernel::Pool | Kernel::ProbeOps => 40,
             Kernel::Normalize => 24,
@@ -90,7 +97,13 @@ pub(crate) trait Backend: Send + Sync {
     /// Copies `target.len()` bytes from `address` (likewise).
     fn download(&self, address: u64, target: &mut [u8]) -> Result<(), DeviceError>;
     /// Runs `kernel` over `grid` blocks of `block` threads with `arguments` (its struct's bytes), and waits for it.
-    fn launch(&self, kernel: Kernel, grid: [u32; 3], block: [u32; 3], arguments: &[u8]) -> Result<(), DeviceError>;
+    fn launch(
+        &self,
+        kernel: Kernel,
+        grid: [u32; 3],
+        block: [u32; 3],
+        arguments: &[u8],
+    ) -> Result<(), DeviceError>;
     /// The device memory free now, in bytes.
     fn free_memory(&self) -> Result<usize, DeviceError>;
 }
@@ -136,7 +149,10 @@ impl Buffer {
     /// The first `count` f32 values.
     pub(crate) fn read_f32(&self, count: usize) -> Result<Vec<f32>, DeviceError> {
         if 4 * count > self.bytes {
-            return Err(DeviceError::Failed(format!("read of {count} floats from a buffer of {} bytes", self.bytes)));
+            return Err(DeviceError::Failed(format!(
+                "read of {count} floats from a buffer of {} bytes",
+                self.bytes
+            )));
         }
         let mut bytes = vec![0u8; 4 * count];
         self.backend.download(self.address, &mut bytes)?;

@@ -49,6 +49,8 @@ pub struct ProductCheck {
 /// One product shape's speed.
 #[derive(Debug, Clone, Serialize)]
 pub struct Throughput {
+    /// The kernel.
+    pub kernel: &'static str,
     /// Rows, columns and depth.
     pub shape: [usize; 3],
     /// Trillions of floating-point operations a second (2·m·n·k per product), the best of several runs.
@@ -114,29 +116,39 @@ pub fn check_kernels(request: DeviceRequest, throughput: bool) -> Result<KernelC
 pub(crate) fn check_on(backend: Arc<dyn Backend>, device: String, throughput: bool) -> Result<KernelCheck> {
     let (scalar_inputs, scalar_differing) = check_scalars(&backend).map_err(failed)?;
     let mut products = Vec::new();
-    for (m, n, k) in [(1, 8, 3), (5, 40, 17), (13, 96, 32), (100, 33, 64), (129, 130, 131), (257, 384, 384), (64, 1536, 384)] {
-        products.push(check_product(&backend, (m, n, k)).map_err(failed)?);
+    for kernel in WIDE {
+        for (m, n, k) in [
+            (1, 8, 3),
+            (5, 40, 17),
+            (13, 96, 32),
+            (100, 33, 64),
+            (129, 130, 131),
+            (257, 384, 384),
+            (64, 1536, 384),
+        ] {
+            products.push(check_product(&backend, kernel, (m, n, k)).map_err(failed)?);
+        }
     }
     let mut speeds = Vec::new();
     if throughput {
-        for (m, n, k) in [(49_152, 1536, 384), (49_152, 384, 1536), (49_152, 1152, 384)] {
-            speeds.push(measure(&backend, (m, n, k)).map_err(failed)?);
+        for kernel in WIDE {
+            for (m, n, k) in [(49_152, 1536, 384), (49_152, 384, 1536), (49_152, 1152, 384)] {
+                speeds.push(measure(&backend, kernel, (m, n, k)).map_err(failed)?);
+            }
         }
     }
-    Ok(KernelCheck {
-        device,
-        scalar_inputs,
-        scalar_differing,
-        products,
-        throughput: speeds,
-    })
+    Ok(KernelCheck { device, scalar_inputs, scalar_differing, products, throughput: speeds })
 }
 
 fn check_scalars(backend: &Arc<dyn Backend>) -> std::result::Result<(usize, usize), DeviceError> {
     let inputs = scalar_inputs();
     let count = inputs.len();
     let input = Buffer::with_f32(backend, &inputs)?;
-    let outputs = [Buffer::new(backend, 4 * count)?, Buffer::new(backend, 4 * count)?, Buffer::new(backend, 4 * count)?];
+    let outputs = [
+        Buffer::new(backend, 4 * count)?,
+        Buffer::new(backend, 4 * count)?,
+        Buffer::new(backend, 4 * count)?,
+    ];
     let arguments = Fields::new()
         .pointer(input.address())
         .pointer(outputs[0].address())
@@ -158,7 +170,14 @@ fn check_scalars(backend: &Arc<dyn Backend>) -> std::result::Result<(usize, usiz
     Ok((count, differing))
 }
 
-fn check_product(backend: &Arc<dyn Backend>, (m, n, k): (usize, usize, usize)) -> std::result::Result<ProductCheck, DeviceError> {
+/// The linear layers' products: one source, two register budgets.
+const WIDE: [Kernel; 2] = [Kernel::GemmWide, Kernel::GemmWide2];
+
+fn check_product(
+    backend: &Arc<dyn Backend>,
+    kernel: Kernel,
+    (m, n, k): (usize, usize, usize),
+) -> std::result::Result<ProductCheck, DeviceError> {
     let a = random(m * k, 1);
     let w = random(n * k, 2);
     let bias = random(n, 3);
@@ -183,7 +202,7 @@ fn check_product(backend: &Arc<dyn Backend>, (m, n, k): (usize, usize, usize)) -
         .i32(0)
         .i32(0)
         .bytes();
-    backend.launch(Kernel::GemmWide, [n.div_ceil(128) as u32, m.div_ceil(128) as u32, 1], [256, 1, 1], &arguments)?;
+    backend.launch(kernel, [n.div_ceil(128) as u32, m.div_ceil(128) as u32, 1], [256, 1, 1], &arguments)?;
     let got = out.read_f32(m * n)?;
     let mut differing = 0;
     for row in 0..m {
@@ -197,10 +216,14 @@ fn check_product(backend: &Arc<dyn Backend>, (m, n, k): (usize, usize, usize)) -
             }
         }
     }
-    Ok(ProductCheck { kernel: Kernel::GemmWide.name(), shape: [m, n, k], differing })
+    Ok(ProductCheck { kernel: kernel.name(), shape: [m, n, k], differing })
 }
 
-fn measure(backend: &Arc<dyn Backend>, (m, n, k): (usize, usize, usize)) -> std::result::Result<Throughput, DeviceError> {
+fn measure(
+    backend: &Arc<dyn Backend>,
+    kernel: Kernel,
+    (m, n, k): (usize, usize, usize),
+) -> std::result::Result<Throughput, DeviceError> {
     let a = Buffer::with_f32(backend, &random(m * k, 4))?;
     let w = Buffer::with_f32(backend, &random(n * k, 5))?;
     let bias = Buffer::with_f32(backend, &random(n, 6))?;
@@ -216,12 +239,12 @@ fn measure(backend: &Arc<dyn Backend>, (m, n, k): (usize, usize, usize)) -> std:
         .i32(0)
         .bytes();
     let grid = [n.div_ceil(128) as u32, m.div_ceil(128) as u32, 1];
-    backend.launch(Kernel::GemmWide, grid, [256, 1, 1], &arguments)?;
+    backend.launch(kernel, grid, [256, 1, 1], &arguments)?;
     let mut best = f64::INFINITY;
     for _ in 0..10 {
         let start = Instant::now();
-        backend.launch(Kernel::GemmWide, grid, [256, 1, 1], &arguments)?;
+        backend.launch(kernel, grid, [256, 1, 1], &arguments)?;
         best = best.min(start.elapsed().as_secs_f64());
     }
-    Ok(Throughput { shape: [m, n, k], tflops: 2.0 * (m * n * k) as f64 / best / 1e12 })
+    Ok(Throughput { kernel: kernel.name(), shape: [m, n, k], tflops: 2.0 * (m * n * k) as f64 / best / 1e12 })
 }

@@ -41,7 +41,7 @@ const CUDA_PRELUDE: &str = "typedef unsigned int u32;\n\
 typedef long long i64;\n\
 #define SCIFACT_DEVICE static __device__ __forceinline__\n\
 #define SCIFACT_KERNEL extern \"C\" __global__\n\
-#define SCIFACT_BOUNDS(n) __launch_bounds__(n)\n";
+#define SCIFACT_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)\n";
 
 /// kernels.cu as NVRTC compiles it.
 pub(crate) fn source() -> String {
@@ -114,7 +114,11 @@ fn open_first(candidates: &[String]) -> Result<(Library, String), String> {
         // SAFETY: loading a CUDA library runs its initialisers, which have no preconditions of ours.
         match unsafe { Library::new(candidate.as_str()) } {
             Ok(library) => return Ok((library, candidate.clone())),
-            Err(error) => tried.push(format!("{candidate} ({error})")),
+            Err(error) => {
+                let detail =
+                    std::error::Error::source(&error).map_or_else(|| error.to_string(), ToString::to_string);
+                tried.push(format!("{candidate} ({detail})"));
+            }
         }
     }
     Err(tried.join("; "))
@@ -143,7 +147,6 @@ fn nvrtc_candidates() -> Vec<String> {
 /// NVRTC, loaded.
 pub(crate) struct Compiler {
     nvrtc: Nvrtc,
-    path: String,
 }
 
 /// What NVRTC made of the kernels.
@@ -166,15 +169,15 @@ impl Compiler {
             .map_err(|tried| format!("no NVRTC library (the CUDA runtime compiler) could be loaded: tried {tried}; set {NVRTC_VAR} to its path"))?;
         // SAFETY: a library that loads under these names is NVRTC, whose functions have these signatures.
         let nvrtc = unsafe { Nvrtc::load(library, &path)? };
-        Ok(Compiler { nvrtc, path })
+        Ok(Compiler { nvrtc })
     }
 
-    /// NVRTC's version and where it was loaded from.
+    /// NVRTC's version.
     pub(crate) fn describe(&self) -> String {
         let (mut major, mut minor) = (0, 0);
         // SAFETY: two valid out-pointers.
         unsafe { (self.nvrtc.version)(&mut major, &mut minor) };
-        format!("NVRTC {major}.{minor} ({})", self.path)
+        format!("NVRTC {major}.{minor}")
     }
 
     fn check(&self, result: NvrtcResult, what: &str) -> Result<(), String> {
@@ -182,7 +185,8 @@ impl Compiler {
             return Ok(());
         }
         // SAFETY: nvrtcGetErrorString returns a static string for any code.
-        let text = unsafe { CStr::from_ptr((self.nvrtc.error_string)(result)) }.to_string_lossy().into_owned();
+        let text =
+            unsafe { CStr::from_ptr((self.nvrtc.error_string)(result)) }.to_string_lossy().into_owned();
         Err(format!("{what}: {text}"))
     }
 
@@ -190,7 +194,13 @@ impl Compiler {
     ///
     /// # Errors
     /// NVRTC's message and log.
-    pub(crate) fn compile(&self, source: &str, major: i32, minor: i32, ptx: bool) -> Result<Compiled, String> {
+    pub(crate) fn compile(
+        &self,
+        source: &str,
+        major: i32,
+        minor: i32,
+        ptx: bool,
+    ) -> Result<Compiled, String> {
         let architecture =
             format!("--gpu-architecture={}_{major}{minor}", if ptx { "compute" } else { "sm" });
         let source = CString::new(source).map_err(|e| e.to_string())?;
@@ -198,7 +208,14 @@ impl Compiler {
         let mut program: NvrtcProgram = std::ptr::null_mut();
         // SAFETY: valid out-pointer, NUL-terminated source and name, no headers.
         let created = unsafe {
-            (self.nvrtc.create)(&mut program, source.as_ptr(), name.as_ptr(), 0, std::ptr::null(), std::ptr::null())
+            (self.nvrtc.create)(
+                &mut program,
+                source.as_ptr(),
+                name.as_ptr(),
+                0,
+                std::ptr::null(),
+                std::ptr::null(),
+            )
         };
         self.check(created, "nvrtcCreateProgram")?;
         let result = self.compile_program(program, &architecture, ptx);
@@ -207,7 +224,12 @@ impl Compiler {
         result.map(|(image, is_ptx)| Compiled { image, is_ptx, architecture })
     }
 
-    fn compile_program(&self, program: NvrtcProgram, architecture: &str, ptx: bool) -> Result<(Vec<u8>, bool), String> {
+    fn compile_program(
+        &self,
+        program: NvrtcProgram,
+        architecture: &str,
+        ptx: bool,
+    ) -> Result<(Vec<u8>, bool), String> {
         let options: Vec<CString> = std::iter::once(architecture)
             .chain(NVRTC_OPTIONS)
             .map(|o| CString::new(o).map_err(|e| e.to_string()))
@@ -220,7 +242,11 @@ impl Compiler {
             self.check(compiled, &format!("NVRTC could not compile the kernels ({architecture})"))
                 .map_err(|e| format!("{e}\n{log}"))?;
         }
-        let (size_of, get) = if ptx { (self.nvrtc.ptx_size, self.nvrtc.ptx) } else { (self.nvrtc.cubin_size, self.nvrtc.cubin) };
+        let (size_of, get) = if ptx {
+            (self.nvrtc.ptx_size, self.nvrtc.ptx)
+        } else {
+            (self.nvrtc.cubin_size, self.nvrtc.cubin)
+        };
         let mut size = 0usize;
         // SAFETY: `program` is compiled; valid out-pointer.
         self.check(unsafe { size_of(program, &mut size) }, "reading the compiled size")?;
@@ -268,7 +294,11 @@ impl Cuda {
         // SAFETY: libcuda's functions have these signatures.
         let driver = unsafe { Driver::load(library, &path)? };
         let check = |result: CuResult, what: &str| -> Result<(), String> {
-            if result == CUDA_SUCCESS { Ok(()) } else { Err(format!("{what}: {}", error_name(&driver, result))) }
+            if result == CUDA_SUCCESS {
+                Ok(())
+            } else {
+                Err(format!("{what}: {}", error_name(&driver, result)))
+            }
         };
         // SAFETY: every call below passes valid out-pointers and handles the driver returned.
         unsafe {
@@ -284,8 +314,14 @@ impl Cuda {
             check((driver.device_name)(name.as_mut_ptr(), name.len() as c_int, device), "cuDeviceGetName")?;
             let name = CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned();
             let (mut major, mut minor) = (0, 0);
-            check((driver.device_attribute)(&mut major, ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), "compute capability")?;
-            check((driver.device_attribute)(&mut minor, ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), "compute capability")?;
+            check(
+                (driver.device_attribute)(&mut major, ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+                "compute capability",
+            )?;
+            check(
+                (driver.device_attribute)(&mut minor, ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+                "compute capability",
+            )?;
             let mut version = 0;
             check((driver.driver_version)(&mut version), "cuDriverGetVersion")?;
             let mut context: CuContext = std::ptr::null_mut();
@@ -303,7 +339,10 @@ impl Cuda {
                     .map_err(|ptx_error| format!("{cubin_error}\nand as PTX: {ptx_error}"))?,
             };
             let mut module: CuModule = std::ptr::null_mut();
-            check((driver.module_load)(&mut module, compiled.image.as_ptr().cast()), "loading the compiled kernels")?;
+            check(
+                (driver.module_load)(&mut module, compiled.image.as_ptr().cast()),
+                "loading the compiled kernels",
+            )?;
             let mut functions = Vec::new();
             for kernel in Kernel::ALL {
                 let symbol = CString::new(kernel.name()).map_err(|e| e.to_string())?;
@@ -312,12 +351,18 @@ impl Cuda {
                 functions.push((kernel, function));
             }
             let description = format!(
-                "{name} (sm_{major}{minor}, driver {}.{}, {}, {}{})",
+                "{name} (sm_{major}{minor}, driver {}.{}, {}{})",
                 version / 1000,
                 version % 1000 / 10,
                 compiler.describe(),
-                compiled.architecture.trim_start_matches("--gpu-architecture="),
-                if compiled.is_ptx { " PTX" } else { "" },
+                if compiled.is_ptx {
+                    format!(
+                        ", kernels as PTX for {}",
+                        compiled.architecture.trim_start_matches("--gpu-architecture=")
+                    )
+                } else {
+                    String::new()
+                },
             );
             Ok(Cuda { driver, context, functions, description })
         }
@@ -374,18 +419,34 @@ impl Backend for Cuda {
     fn upload(&self, address: u64, source: &[u8]) -> Result<(), DeviceError> {
         self.current()?;
         // SAFETY: `address` is an allocation of at least `source.len()` bytes (Buffer's contract).
-        self.call(unsafe { (self.driver.copy_to_device)(address, source.as_ptr().cast(), source.len()) }, "cuMemcpyHtoD")
+        self.call(
+            unsafe { (self.driver.copy_to_device)(address, source.as_ptr().cast(), source.len()) },
+            "cuMemcpyHtoD",
+        )
     }
 
     fn download(&self, address: u64, target: &mut [u8]) -> Result<(), DeviceError> {
         self.current()?;
         // SAFETY: as in `upload`.
-        self.call(unsafe { (self.driver.copy_to_host)(target.as_mut_ptr().cast(), address, target.len()) }, "cuMemcpyDtoH")
+        self.call(
+            unsafe { (self.driver.copy_to_host)(target.as_mut_ptr().cast(), address, target.len()) },
+            "cuMemcpyDtoH",
+        )
     }
 
-    fn launch(&self, kernel: Kernel, grid: [u32; 3], block: [u32; 3], arguments: &[u8]) -> Result<(), DeviceError> {
+    fn launch(
+        &self,
+        kernel: Kernel,
+        grid: [u32; 3],
+        block: [u32; 3],
+        arguments: &[u8],
+    ) -> Result<(), DeviceError> {
         if arguments.len() != kernel.argument_bytes() {
-            return Err(DeviceError::Failed(format!("{} takes {} bytes of arguments", kernel.name(), kernel.argument_bytes())));
+            return Err(DeviceError::Failed(format!(
+                "{} takes {} bytes of arguments",
+                kernel.name(),
+                kernel.argument_bytes()
+            )));
         }
         self.current()?;
         let function = self
@@ -396,15 +457,30 @@ impl Backend for Cuda {
             .ok_or_else(|| DeviceError::Failed(format!("no kernel {}", kernel.name())))?;
         let mut aligned = vec![0u64; arguments.len().div_ceil(8)];
         // SAFETY: `aligned` holds at least `arguments.len()` bytes.
-        unsafe { std::ptr::copy_nonoverlapping(arguments.as_ptr(), aligned.as_mut_ptr().cast::<u8>(), arguments.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                arguments.as_ptr(),
+                aligned.as_mut_ptr().cast::<u8>(),
+                arguments.len(),
+            )
+        };
         let mut parameters = [aligned.as_mut_ptr().cast::<c_void>()];
         // SAFETY: the function takes one struct of this size, which `parameters[0]` points to; the launch
         // completes (synchronize) before `aligned` is dropped.
         unsafe {
             self.call(
                 (self.driver.launch_kernel)(
-                    function, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0,
-                    std::ptr::null_mut(), parameters.as_mut_ptr(), std::ptr::null_mut(),
+                    function,
+                    grid[0],
+                    grid[1],
+                    grid[2],
+                    block[0],
+                    block[1],
+                    block[2],
+                    0,
+                    std::ptr::null_mut(),
+                    parameters.as_mut_ptr(),
+                    std::ptr::null_mut(),
                 ),
                 kernel.name(),
             )?;

@@ -11,8 +11,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::backend::{Backend, DeviceError, Kernel};
 
 unsafe extern "C" {
-    fn scifact_emulate_exact(name: *const c_char, params: *const c_void, grid: *const u32, block: *const u32)
-    -> c_int;
+    fn scifact_emulate_exact(
+        name: *const c_char,
+        params: *const c_void,
+        grid: *const u32,
+        block: *const u32,
+    ) -> c_int;
     #[cfg(test)]
     fn scifact_emulate_broken(
         name: *const c_char,
@@ -54,7 +58,14 @@ pub const EMULATED_MEMORY_VAR: &str = "SCIFACT_AUDIT_EMULATED_GPU_MEMORY";
 
 impl Emulator {
     pub(crate) fn new(variant: Variant, capacity: usize) -> Emulator {
-        Emulator { variant, capacity, allocations: Mutex::new(HashMap::new()), used: AtomicUsize::new(0), reported: None, refused: AtomicUsize::new(0) }
+        Emulator {
+            variant,
+            capacity,
+            allocations: Mutex::new(HashMap::new()),
+            used: AtomicUsize::new(0),
+            reported: None,
+            refused: AtomicUsize::new(0),
+        }
     }
 
     /// The emulator, reporting `reported` bytes free whatever it has (`None`: the truth).
@@ -110,7 +121,10 @@ impl Backend for Emulator {
             return Err(DeviceError::OutOfMemory { bytes });
         }
         let address = pointer as u64;
-        self.allocations.lock().map_err(|_| DeviceError::Failed("allocation table poisoned".into()))?.insert(address, layout);
+        self.allocations
+            .lock()
+            .map_err(|_| DeviceError::Failed("allocation table poisoned".into()))?
+            .insert(address, layout);
         Ok(address)
     }
 
@@ -135,7 +149,13 @@ impl Backend for Emulator {
         Ok(())
     }
 
-    fn launch(&self, kernel: Kernel, grid: [u32; 3], block: [u32; 3], arguments: &[u8]) -> Result<(), DeviceError> {
+    fn launch(
+        &self,
+        kernel: Kernel,
+        grid: [u32; 3],
+        block: [u32; 3],
+        arguments: &[u8],
+    ) -> Result<(), DeviceError> {
         if arguments.len() != kernel.argument_bytes() {
             return Err(DeviceError::Failed(format!(
                 "{} takes {} bytes of arguments, not {}",
@@ -149,7 +169,11 @@ impl Backend for Emulator {
         let mut aligned = vec![0u64; arguments.len().div_ceil(8)];
         // SAFETY: `aligned` holds at least `arguments.len()` bytes.
         unsafe {
-            std::ptr::copy_nonoverlapping(arguments.as_ptr(), aligned.as_mut_ptr().cast::<u8>(), arguments.len())
+            std::ptr::copy_nonoverlapping(
+                arguments.as_ptr(),
+                aligned.as_mut_ptr().cast::<u8>(),
+                arguments.len(),
+            )
         };
         let params = aligned.as_ptr().cast::<c_void>();
         // SAFETY: the arguments are the kernel's struct (size checked above), whose pointers the forward pass
@@ -158,7 +182,9 @@ impl Backend for Emulator {
             match self.variant {
                 Variant::Exact => scifact_emulate_exact(name.as_ptr(), params, grid.as_ptr(), block.as_ptr()),
                 #[cfg(test)]
-                Variant::Broken => scifact_emulate_broken(name.as_ptr(), params, grid.as_ptr(), block.as_ptr()),
+                Variant::Broken => {
+                    scifact_emulate_broken(name.as_ptr(), params, grid.as_ptr(), block.as_ptr())
+                }
             }
         };
         match status {
@@ -168,7 +194,9 @@ impl Backend for Emulator {
                 "{}: threads of one block reached different numbers of barriers",
                 kernel.name()
             ))),
-            _ => Err(DeviceError::Failed(format!("{}: launch of {grid:?} x {block:?} refused", kernel.name()))),
+            _ => {
+                Err(DeviceError::Failed(format!("{}: launch of {grid:?} x {block:?} refused", kernel.name())))
+            }
         }
     }
 

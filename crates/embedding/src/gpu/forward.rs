@@ -37,9 +37,21 @@ struct DeviceLayer {
     output_norm: DeviceNorm,
 }
 
+/// The variable that picks the linear layers' product kernel (`wide`, the default, or `wide2`): the same
+/// operations in the same order, one with a register budget for two blocks per multiprocessor. For measuring.
+pub const GEMM_VAR: &str = "SCIFACT_AUDIT_GPU_GEMM";
+
+/// The variable that, set, has the GPU forward pass time every kernel and print the totals when the model is
+/// dropped: to see where a GPU's time goes.
+pub const PROFILE_VAR: &str = "SCIFACT_AUDIT_GPU_PROFILE";
+
 /// An encoder's weights on a device.
 pub(crate) struct GpuModel {
     backend: Arc<dyn Backend>,
+    /// The linear layers' product kernel ([`GEMM_VAR`]).
+    wide: Kernel,
+    /// Per kernel, its launches and their wall time, when [`PROFILE_VAR`] is set.
+    profile: Option<std::sync::Mutex<Vec<(Kernel, usize, f64)>>>,
     config: Config,
     eps: f32,
     words: Buffer,
@@ -72,12 +84,16 @@ fn upload_linear(backend: &Arc<dyn Backend>, linear: &Linear) -> Result<DeviceLi
 }
 
 fn upload_norm(backend: &Arc<dyn Backend>, norm: &Norm) -> Result<DeviceNorm, DeviceError> {
-    Ok(DeviceNorm { gamma: Buffer::with_f32(backend, &norm.gamma)?, beta: Buffer::with_f32(backend, &norm.beta)? })
+    Ok(DeviceNorm {
+        gamma: Buffer::with_f32(backend, &norm.gamma)?,
+        beta: Buffer::with_f32(backend, &norm.beta)?,
+    })
 }
 
 /// A whole number of blocks of `per` covering `count`, as a grid dimension.
 fn blocks(count: usize, per: usize) -> Result<u32, DeviceError> {
-    u32::try_from(count.div_ceil(per)).map_err(|_| DeviceError::Failed(format!("{count} is too many for one launch")))
+    u32::try_from(count.div_ceil(per))
+        .map_err(|_| DeviceError::Failed(format!("{count} is too many for one launch")))
 }
 
 /// The activations of one batch.
@@ -143,12 +159,18 @@ impl GpuModel {
             config: weights.config.clone(),
             eps: weights.eps,
             backend,
+            wide: match std::env::var(GEMM_VAR).as_deref() {
+                Ok("wide2") => Kernel::GemmWide2,
+                _ => Kernel::GemmWide,
+            },
+            profile: std::env::var_os(PROFILE_VAR).map(|_| std::sync::Mutex::new(Vec::new())),
         })
     }
 
     /// The device memory a batch of sequences of `lengths` takes, in bytes (activations, scores and tables).
     pub(crate) fn batch_bytes(&self, lengths: &[usize]) -> usize {
-        let (h, i, heads) = (self.config.hidden_size, self.config.intermediate_size, self.config.num_attention_heads);
+        let (h, i, heads) =
+            (self.config.hidden_size, self.config.intermediate_size, self.config.num_attention_heads);
         let tokens: usize = lengths.iter().sum();
         let squares: usize = lengths.iter().map(|l| l * l).sum();
         let problems = lengths.len() * heads;
@@ -298,7 +320,7 @@ impl GpuModel {
             .i32(h as i32)
             .i32(0)
             .bytes();
-        b.launch(Kernel::EmbedTokens, [blocks(elements, 256)?, 1, 1], [256, 1, 1], &arguments)?;
+        self.launch(Kernel::EmbedTokens, [blocks(elements, 256)?, 1, 1], [256, 1, 1], &arguments)?;
         self.norm(&work.x, None, &self.embedding_norm, tokens)?;
 
         for layer in &self.layers {
@@ -306,7 +328,14 @@ impl GpuModel {
             self.attention(&work, &plan)?;
             self.linear(&work, plan.linear_at[1], &work.context, &layer.output, &work.projected, false)?;
             self.norm(&work.projected, Some(&work.x), &layer.attention_norm, tokens)?;
-            self.linear(&work, plan.linear_at[2], &work.projected, &layer.intermediate, &work.intermediate, true)?;
+            self.linear(
+                &work,
+                plan.linear_at[2],
+                &work.projected,
+                &layer.intermediate,
+                &work.intermediate,
+                true,
+            )?;
             self.linear(&work, plan.linear_at[3], &work.intermediate, &layer.down, &work.x, false)?;
             self.norm(&work.x, Some(&work.projected), &layer.output_norm, tokens)?;
         }
@@ -327,7 +356,7 @@ impl GpuModel {
             .i32(mode)
             .i32(0)
             .bytes();
-        b.launch(Kernel::Pool, [blocks(count, 1)?, 1, 1], [128, 1, 1], &arguments)?;
+        self.launch(Kernel::Pool, [blocks(count, 1)?, 1, 1], [128, 1, 1], &arguments)?;
         let vectors = |buffer: &Buffer| -> Result<Vec<Vec<f32>>, DeviceError> {
             Ok(buffer.read_f32(count * h)?.chunks_exact(h).map(<[f32]>::to_vec).collect())
         };
@@ -339,12 +368,38 @@ impl GpuModel {
                 .i32(count as i32)
                 .i32(h as i32)
                 .bytes();
-            b.launch(Kernel::Normalize, [blocks(count, 128)?, 1, 1], [128, 1, 1], &arguments)?;
+            self.launch(Kernel::Normalize, [blocks(count, 128)?, 1, 1], [128, 1, 1], &arguments)?;
             Some(vectors(&normalized)?)
         } else {
             None
         };
         Ok(Pooled { pooled: vectors(&pooled)?, normalized })
+    }
+
+    /// Launches `kernel`, timing it when profiling.
+    fn launch(
+        &self,
+        kernel: Kernel,
+        grid: [u32; 3],
+        block: [u32; 3],
+        arguments: &[u8],
+    ) -> Result<(), DeviceError> {
+        let Some(profile) = &self.profile else {
+            return self.backend.launch(kernel, grid, block, arguments);
+        };
+        let start = std::time::Instant::now();
+        self.backend.launch(kernel, grid, block, arguments)?;
+        let seconds = start.elapsed().as_secs_f64();
+        if let Ok(mut profile) = profile.lock() {
+            match profile.iter_mut().find(|(k, _, _)| *k == kernel) {
+                Some(entry) => {
+                    entry.1 += 1;
+                    entry.2 += seconds;
+                }
+                None => profile.push((kernel, 1, seconds)),
+            }
+        }
+        Ok(())
     }
 
     /// `out = input · weightᵀ + bias` (then GELU when `gelu`) over every token row.
@@ -371,7 +426,7 @@ impl GpuModel {
         if grid[1] as usize > MAX_GRID {
             return Err(DeviceError::Failed(format!("{tokens} token rows are too many for one launch")));
         }
-        self.backend.launch(Kernel::GemmWide, grid, [256, 1, 1], &arguments)
+        self.launch(self.wide, grid, [256, 1, 1], &arguments)
     }
 
     /// Every sequence's attention, every head: scores, MPNet's bias and softmax, context.
@@ -381,7 +436,11 @@ impl GpuModel {
         let longest = plan.lengths.iter().copied().max().unwrap_or(0);
         for first in (0..plan.problems).step_by(MAX_GRID) {
             let count = (plan.problems - first).min(MAX_GRID);
-            let longest_here = plan.lengths[first / heads..(first + count).div_ceil(heads)].iter().copied().max().unwrap_or(longest);
+            let longest_here = plan.lengths[first / heads..(first + count).div_ceil(heads)]
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(longest);
             let scores = Fields::new()
                 .pointer(work.qkv.address())
                 .pointer(work.qkv.address())
@@ -392,7 +451,7 @@ impl GpuModel {
                 .i32(0)
                 .bytes();
             let side = blocks(longest_here, 64)?;
-            self.backend.launch(Kernel::GemmScores, [side, side, count as u32], [256, 1, 1], &scores)?;
+            self.launch(Kernel::GemmScores, [side, side, count as u32], [256, 1, 1], &scores)?;
             let softmax = Fields::new()
                 .pointer(work.scores.address())
                 .pointer(work.tables.address() + (plan.softmax_at + 24 * first) as u64)
@@ -400,7 +459,12 @@ impl GpuModel {
                 .i32(heads as i32)
                 .i32(0)
                 .bytes();
-            self.backend.launch(Kernel::SoftmaxRows, [blocks(longest_here, 8)?, count as u32, 1], [16, 8, 1], &softmax)?;
+            self.launch(
+                Kernel::SoftmaxRows,
+                [blocks(longest_here, 8)?, count as u32, 1],
+                [16, 8, 1],
+                &softmax,
+            )?;
             let context = Fields::new()
                 .pointer(work.scores.address())
                 .pointer(work.qkv.address())
@@ -411,13 +475,19 @@ impl GpuModel {
                 .i32(0)
                 .bytes();
             let grid = [blocks(head_dim, 32)?, blocks(longest_here, 64)?, count as u32];
-            self.backend.launch(Kernel::GemmContext, grid, [128, 1, 1], &context)?;
+            self.launch(Kernel::GemmContext, grid, [128, 1, 1], &context)?;
         }
         Ok(())
     }
 
     /// Layer norm of `rows` rows of `x`, after adding `residual`'s rows when given.
-    fn norm(&self, x: &Buffer, residual: Option<&Buffer>, norm: &DeviceNorm, rows: usize) -> Result<(), DeviceError> {
+    fn norm(
+        &self,
+        x: &Buffer,
+        residual: Option<&Buffer>,
+        norm: &DeviceNorm,
+        rows: usize,
+    ) -> Result<(), DeviceError> {
         let arguments = Fields::new()
             .pointer(x.address())
             .pointer(residual.map_or(0, Buffer::address))
@@ -427,12 +497,18 @@ impl GpuModel {
             .i32(self.config.hidden_size as i32)
             .f32(self.eps)
             .bytes();
-        self.backend.launch(Kernel::LayerNorm, [blocks(rows, 8)?, 1, 1], [16, 8, 1], &arguments)
+        self.launch(Kernel::LayerNorm, [blocks(rows, 8)?, 1, 1], [16, 8, 1], &arguments)
     }
 }
 
 /// A product's table row: offsets of a, b and c (elements), its (m, n, k) and its (lda, ldb, ldc).
-pub(crate) fn problem(a: usize, b: usize, c: usize, (m, n, k): (usize, usize, usize), (lda, ldb, ldc): (usize, usize, usize)) -> Vec<u8> {
+pub(crate) fn problem(
+    a: usize,
+    b: usize,
+    c: usize,
+    (m, n, k): (usize, usize, usize),
+    (lda, ldb, ldc): (usize, usize, usize),
+) -> Vec<u8> {
     Fields::new()
         .i64(a as i64)
         .i64(b as i64)
@@ -444,4 +520,19 @@ pub(crate) fn problem(a: usize, b: usize, c: usize, (m, n, k): (usize, usize, us
         .i32(ldb as i32)
         .i32(ldc as i32)
         .bytes()
+}
+
+impl Drop for GpuModel {
+    fn drop(&mut self) {
+        let Some(profile) = self.profile.as_ref().and_then(|p| p.lock().ok()) else { return };
+        let total: f64 = profile.iter().map(|(_, _, s)| s).sum();
+        #[allow(clippy::print_stderr)]
+        for (kernel, launches, seconds) in profile.iter() {
+            eprintln!(
+                "{PROFILE_VAR}: {:<13} {launches:>7} launches {seconds:>9.3} s {:>5.1} %",
+                kernel.name(),
+                100.0 * seconds / total.max(1e-12)
+            );
+        }
+    }
 }

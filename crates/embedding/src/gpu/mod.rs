@@ -22,6 +22,7 @@ use std::sync::Arc;
 pub use check::{KernelCheck, check_kernels};
 pub use cuda::NVRTC_VAR;
 pub use emulator::EMULATED_MEMORY_VAR;
+pub use forward::{GEMM_VAR, PROFILE_VAR};
 
 pub(crate) use backend::{Backend, DeviceError};
 pub(crate) use forward::GpuModel;
@@ -86,6 +87,16 @@ impl Device {
     }
 }
 
+/// The device `request` finds (without loading a model), and, when `auto` finds no usable GPU, why: where a
+/// model would run.
+///
+/// # Errors
+/// As [`SentenceBert::use_device`](crate::SentenceBert::use_device).
+pub fn find(request: DeviceRequest) -> crate::Result<(Device, Option<String>)> {
+    let (opened, no_gpu) = open(request)?;
+    Ok((opened.map_or_else(|| Device::Cpu(crate::Kernels::best()), |o| o.device), no_gpu))
+}
+
 /// A device to run the GPU forward pass on, opened.
 pub(crate) struct Opened {
     pub(crate) backend: Arc<dyn Backend>,
@@ -108,7 +119,8 @@ pub(crate) fn open(request: DeviceRequest) -> crate::Result<(Option<Opened>, Opt
             Ok((Some(Opened { backend, device: Device::Emulated }), None))
         }
         DeviceRequest::Cuda => {
-            let cuda = cuda::Cuda::open().map_err(|reason| crate::Error::Device(format!("--device cuda: {reason}")))?;
+            let cuda = cuda::Cuda::open()
+                .map_err(|reason| crate::Error::Device(format!("--device cuda: {reason}")))?;
             let device = Device::Cuda(cuda.describe().to_owned());
             Ok((Some(Opened { backend: Arc::new(cuda), device }), None))
         }

@@ -48,7 +48,11 @@ fn the_emulated_kernels_give_the_cpus_bits_for_every_parity_checkpoint() {
         let cpu = vectors(&model, &PARITY_TEXTS);
         let choice = model.use_device(DeviceRequest::Emulated).unwrap();
         assert_eq!(choice.device, Device::Emulated);
-        assert_eq!(vectors(&model, &PARITY_TEXTS), cpu, "{name}: the emulated GPU kernels differ from the CPU");
+        assert_eq!(
+            vectors(&model, &PARITY_TEXTS),
+            cpu,
+            "{name}: the emulated GPU kernels differ from the CPU"
+        );
         compared += cpu.len();
     }
     assert_eq!(compared, parity_checkpoints().len() * 2 * PARITY_TEXTS.len());
@@ -82,7 +86,9 @@ fn ragged_texts(words: &[String]) -> Vec<String> {
     lengths
         .iter()
         .enumerate()
-        .map(|(t, n)| (0..*n).map(|i| words[(i * 7 + t * 3) % words.len()].as_str()).collect::<Vec<_>>().join(" "))
+        .map(|(t, n)| {
+            (0..*n).map(|i| words[(i * 7 + t * 3) % words.len()].as_str()).collect::<Vec<_>>().join(" ")
+        })
         .collect()
 }
 
@@ -177,7 +183,8 @@ fn small_or_exhausted_gpu_memory_changes_batches_never_bits() {
     assert_eq!(small, cpu_one_role);
 
     // Reports ten times the memory it has: the first batch runs out of memory and is halved until it fits.
-    let overstating = model.use_emulator(Variant::Exact, weights + 4_000_000, Some(10 * (weights + 4_000_000)));
+    let overstating =
+        model.use_emulator(Variant::Exact, weights + 4_000_000, Some(10 * (weights + 4_000_000)));
     assert_eq!(vectors(&model, &texts), cpu);
     assert!(overstating.refused.load(std::sync::atomic::Ordering::SeqCst) > 0, "no batch ran out of memory");
 
@@ -202,7 +209,9 @@ fn cuda_without_a_gpu_is_an_error_naming_what_is_missing_and_auto_falls_back() {
         Err(error) => {
             let error = error.to_string();
             assert!(
-                ["no NVIDIA driver", "sees no GPU", "did not start", "NVRTC"].iter().any(|what| error.contains(what)),
+                ["no NVIDIA driver", "sees no GPU", "did not start", "NVRTC"]
+                    .iter()
+                    .any(|what| error.contains(what)),
                 "{error}"
             );
             assert_eq!(auto.device.kind(), "cpu");
@@ -212,4 +221,48 @@ fn cuda_without_a_gpu_is_an_error_naming_what_is_missing_and_auto_falls_back() {
             assert_eq!(model.embed(&["risk"]).unwrap().len(), 1);
         }
     }
+}
+
+/// The kernels compile with NVRTC as the CUDA backend compiles them (for Hopper, the GPU the check script runs
+/// on, and for the oldest architecture CUDA 13 builds), and the PTX holds no operation that rounds otherwise
+/// than IEEE says: every float add, multiply, divide and square root `.rn`, no approximation, no flush to zero,
+/// and no fused multiply-add but the source's own.
+#[test]
+#[ignore = "needs SCIFACT_AUDIT_NVRTC (libnvrtc.so of CUDA 12 or 13; CI installs the nvidia-cuda-nvrtc wheel)"]
+#[allow(clippy::print_stderr)]
+fn the_kernels_compile_with_nvrtc_to_ieee_operations_only() {
+    let compiler = super::cuda::Compiler::load().unwrap();
+    let source = super::cuda::source();
+    for (major, minor) in [(9, 0), (7, 5)] {
+        let cubin = compiler.compile(&source, major, minor, false).unwrap();
+        assert!(!cubin.is_ptx && cubin.image.starts_with(b"\x7fELF"), "sm_{major}{minor}: not a cubin");
+        let ptx = compiler.compile(&source, major, minor, true).unwrap();
+        let text = String::from_utf8_lossy(&ptx.image).into_owned();
+        for kernel in super::backend::Kernel::ALL {
+            assert!(text.contains(&format!(".entry {}(", kernel.name())), "no entry {}", kernel.name());
+        }
+        let mut fused = 0;
+        for line in text.lines().map(str::trim) {
+            let op = line.split_whitespace().next().unwrap_or("");
+            for forbidden in
+                [".approx", ".ftz", ".full", "ex2.", "lg2.", "rsqrt", "rcp.", "sin.", "cos.", "tanh."]
+            {
+                assert!(!op.contains(forbidden), "sm_{major}{minor}: {line}");
+            }
+            let float = op.ends_with(".f32") || op.ends_with(".f64");
+            let arithmetic = ["add.", "sub.", "mul.", "div.", "sqrt."].iter().any(|a| op.starts_with(a));
+            if float && arithmetic {
+                assert!(
+                    op.contains(".rn."),
+                    "sm_{major}{minor}: float arithmetic without IEEE rounding: {line}"
+                );
+            }
+            if float && (op.starts_with("fma.") || op.starts_with("mad.")) {
+                assert!(op.starts_with("fma.rn.f32"), "sm_{major}{minor}: {line}");
+                fused += 1;
+            }
+        }
+        assert!(fused > 0, "sm_{major}{minor}: no fma at all");
+    }
+    eprintln!("{}", compiler.describe());
 }

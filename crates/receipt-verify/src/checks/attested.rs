@@ -55,12 +55,15 @@ fn host_identity(run: &Run) -> Result<String, String> {
         }
     }
     Ok(format!(
-        "recorded host: {} {} / {} / {} logical cores / {} bytes",
+        "recorded host: {} {} / {} / {} logical cores / {} bytes{}",
         host["os"].as_str().unwrap_or(""),
         host["kernel"].as_str().unwrap_or(""),
         host["cpu_brand"].as_str().unwrap_or(""),
         host["logical_cores"],
         host["memory_bytes"],
+        host["embedding_device"]
+            .as_str()
+            .map_or_else(String::new, |device| format!(" / embedder on {device}")),
     ))
 }
 

@@ -44,6 +44,8 @@ pub struct EmbeddingCheck {
     pub progress: EmbeddingProgress,
     /// The re-embedding taken from shard results (`--embedding-shards`) instead of made here.
     pub shards: Option<crate::shard::ShardResults>,
+    /// Where the model re-embeds (every device gives the same bits: the verdict never depends on it).
+    pub device: embedding::DeviceRequest,
 }
 
 /// What the readers hand to [`run_all`].

@@ -575,7 +575,7 @@ fn fused(
 pub(crate) fn embedding(inputs: &Inputs<'_>) -> Report {
     let mut report = Report::default();
     let scope = "global";
-    let EmbeddingCheck { model_dir, sample, seed, progress, shards } = inputs.embedding;
+    let EmbeddingCheck { model_dir, sample, seed, progress, shards, device } = inputs.embedding;
     let (vectors, texts, view) = match (inputs.vectors, inputs.texts, inputs.fixture) {
         (Input::Read { content: v, .. }, Input::Read { content: t, .. }, Input::Read { content: f, .. }) => {
             (v, t, f)
@@ -654,7 +654,15 @@ pub(crate) fn embedding(inputs: &Inputs<'_>) -> Report {
     };
     // One vector per text, or the comparison would index past the vectors.
     let result = consistent_vectors(vectors, texts.documents.len(), texts.queries.len()).and_then(|()| {
-        crate::recompute::embedding::recheck(identity, policy, model_dir, texts, vectors, &chosen, progress)
+        crate::recompute::embedding::recheck(
+            identity,
+            policy,
+            (model_dir, *device),
+            texts,
+            vectors,
+            &chosen,
+            progress,
+        )
     });
     if extent.sampled() {
         report.sampled(

@@ -129,13 +129,13 @@ pub(crate) fn extent(chosen: usize, texts: &Texts, seed: u64) -> EmbeddingExtent
 pub(crate) fn recheck(
     identity: &Value,
     policy: Policy,
-    model_dir: &Path,
+    (model_dir, device): (&Path, embedding::DeviceRequest),
     texts: &Texts,
     vectors: &Vectors,
     chosen: &[usize],
     progress: &EmbeddingProgress,
 ) -> Result<String, String> {
-    let embedder = load(identity, model_dir)?;
+    let embedder = load(identity, model_dir, device)?;
     // (which, index): documents by their index, then every query.
     let targets: Vec<(bool, usize)> =
         chosen.iter().map(|&d| (true, d)).chain((0..texts.queries.len()).map(|q| (false, q))).collect();
@@ -160,7 +160,11 @@ impl Ran {
         Ran {
             backend: embedder.identity().backend.clone(),
             backend_version: embedder.identity().backend_version.clone(),
-            kernels: format!("{:?}", embedder.kernels()),
+            kernels: match embedder.device() {
+                embedding::Device::Cpu(kernels) => format!("{kernels:?}"),
+                embedding::Device::Cuda(gpu) => format!("cuda {gpu}"),
+                embedding::Device::Emulated => "emulated GPU".to_owned(),
+            },
         }
     }
 
@@ -185,7 +189,11 @@ impl Ran {
 ///
 /// # Errors
 /// Why the model could not be loaded, or how it differs from the declared one.
-pub(crate) fn load(identity: &Value, model_dir: &Path) -> Result<SentenceBert, String> {
+pub(crate) fn load(
+    identity: &Value,
+    model_dir: &Path,
+    device: embedding::DeviceRequest,
+) -> Result<SentenceBert, String> {
     let model = identity["model"].as_str().unwrap_or("");
     let weights = identity["weights_sha256"].as_str().unwrap_or("").trim_start_matches("sha256:").to_owned();
     // Loaded under its digest, not the declared name: the name is judged from the reader's bytes below, so a
@@ -219,6 +227,8 @@ pub(crate) fn load(identity: &Value, model_dir: &Path) -> Result<SentenceBert, S
             model_dir.display()
         ));
     }
+    let mut embedder = embedder;
+    embedder.use_device(device).map_err(|e| e.to_string())?;
     Ok(embedder)
 }
 

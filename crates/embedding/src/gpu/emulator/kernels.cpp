@@ -28,7 +28,7 @@ struct Entry {
 };
 
 const Entry TABLE[] = {
-    ENTRY(embed_tokens), ENTRY(layer_norm), ENTRY(gemm_wide), ENTRY(gemm_scores), ENTRY(gemm_context),
+    ENTRY(embed_tokens), ENTRY(layer_norm), ENTRY(gemm_wide), ENTRY(gemm_wide2), ENTRY(gemm_scores), ENTRY(gemm_context),
     ENTRY(softmax_rows), ENTRY(pool),       ENTRY(normalize), ENTRY(probe_ops),
 };
 

@@ -44,7 +44,7 @@ struct alignas(16) float4 {
 #define __align__(n) __attribute__((aligned(n)))
 #define SCIFACT_DEVICE static inline
 #define SCIFACT_KERNEL static
-#define SCIFACT_BOUNDS(n)
+#define SCIFACT_BOUNDS(threads, blocks)
 
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
