@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The GPU check (docs/performance.md, "On a GPU"): on a machine with an NVIDIA GPU, run from the repository root
+# with the files scripts/gpu-prepare.sh put in .device/ (a release binary, scifact.zip, all-MiniLM-L6-v2's files
+# but its weights). Finds NVRTC (the toolkit's, or the one pip installed beside PyTorch) for the binary, names the
+# GPU, and runs scripts/gpu-check.py, which writes $OUT/gpu-check.json (and .log). Exit 0 only when every step
+# passed. Arguments go to gpu-check.py (`--steps kernels,parity` for a part; `--device emulated --quick` rehearses
+# it without a GPU).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export OUT="${OUT:-$PWD/gpu-check-out}"
+mkdir -p "$OUT"
+if [ -z "${SCIFACT_AUDIT_NVRTC:-}" ]; then
+  SCIFACT_AUDIT_NVRTC="$(find /usr/local /opt /usr/lib /usr/lib64 -name 'libnvrtc.so.1[0-9]*' \
+    -not -name '*builtins*' 2>/dev/null | sort | tail -n 1)"
+  export SCIFACT_AUDIT_NVRTC
+fi
+echo "NVRTC: ${SCIFACT_AUDIT_NVRTC:-none found}"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+exec python3 scripts/gpu-check.py "$@"
