@@ -71,6 +71,13 @@ pub fn keygen(secret_key: &Path, public_key: &Path, password: Option<String>) ->
     let public_box = pair.pk.to_box().map_err(minisign_error)?;
     safe_fs::write_new(secret_key, secret_box.to_string().as_bytes()).map_err(Error::file)?;
     safe_fs::write_new(public_key, public_box.to_string().as_bytes()).map_err(Error::file)?;
+    // The public key is meant to be read by anyone; the secret key stays private to its owner.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(public_key, std::fs::Permissions::from_mode(0o644))
+            .map_err(|source| Error::file(safe_fs::Error::Io { path: public_key.to_path_buf(), source }))?;
+    }
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 //! report a person can read, and exit code 1 when a check failed.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -19,6 +19,22 @@ use crate::cli::{
 
 pub(crate) fn password() -> Option<String> {
     std::env::var("MINISIGN_PASSWORD").ok().filter(|p| !p.is_empty())
+}
+
+/// The first line of a password file (without its line ending).
+pub(crate) fn password_from_file(path: &Path) -> anyhow::Result<String> {
+    let bytes = safe_fs::read_regular(path, 64 * 1024)
+        .with_context(|| format!("--password-file {}", path.display()))?;
+    let text =
+        String::from_utf8(bytes).with_context(|| format!("--password-file {}: not UTF-8", path.display()))?;
+    let line = text.lines().next().unwrap_or("").to_owned();
+    anyhow::ensure!(!line.is_empty(), "--password-file {}: the first line is empty", path.display());
+    Ok(line)
+}
+
+/// A password asked on the terminal, with the terminal's echo off (as minisign and ssh-keygen ask).
+pub(crate) fn ask_password(prompt: &str) -> anyhow::Result<String> {
+    rpassword::prompt_password(prompt).context("reading the password from the terminal")
 }
 
 /// Prints the report (its summary, or `verification.json`'s JSON with `--json`) and maps it to the exit code:
@@ -134,21 +150,47 @@ pub(crate) fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(crate) fn keygen(args: &KeygenArgs) -> anyhow::Result<ExitCode> {
-    let password =
-        if args.without_password { None } else { Some(password().map_or_else(prompt_password, Ok)?) };
+    let password = match (&args.password_file, args.without_password) {
+        (_, true) => None,
+        (Some(file), false) => Some(password_from_file(file)?),
+        (None, false) => Some(password().map_or_else(new_password, Ok)?),
+    };
     receipt_verify::keygen(&args.secret_key, &args.public_key, password)?;
+    let mut out = std::io::stdout().lock();
     writeln!(
-        std::io::stdout().lock(),
-        "wrote {} and {}",
+        out,
+        "wrote {} (secret: keep it private) and {} (public: publish it)",
         args.secret_key.display(),
         args.public_key.display()
     )?;
+    if let Some(tree) = work_tree_of(&args.secret_key) {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "warning: the secret key {} is inside the git work tree {}: keep it out of every commit (this \
+                 repository's .gitignore ignores *.key; another's may not), or keep it outside the checkout",
+                args.secret_key.display(),
+                tree.display()
+            );
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-fn prompt_password() -> anyhow::Result<String> {
-    let first = prompt_line("Password for the new secret key: ")?;
-    let second = prompt_line("Password again: ")?;
+/// The git work tree holding `path`, if any: the nearest directory above it with a `.git`.
+fn work_tree_of(path: &Path) -> Option<PathBuf> {
+    let absolute = std::path::absolute(path).ok()?;
+    absolute.ancestors().skip(1).find(|dir| dir.join(".git").exists()).map(Path::to_path_buf)
+}
+
+/// A new key's password: asked twice on the terminal without echo, or read as two lines of stdin when stdin is
+/// not a terminal (scripts).
+fn new_password() -> anyhow::Result<String> {
+    let (first, second) = if std::io::stdin().is_terminal() {
+        (ask_password("Password for the new secret key: ")?, ask_password("Password again: ")?)
+    } else {
+        (prompt_line("Password for the new secret key: ")?, prompt_line("Password again: ")?)
+    };
     anyhow::ensure!(first == second, "the passwords differ");
     anyhow::ensure!(!first.is_empty(), "empty password: use --without-password for an unencrypted key");
     Ok(first)
@@ -212,7 +254,15 @@ pub(crate) fn sign(args: &SignArgs) -> anyhow::Result<ExitCode> {
             path.display()
         );
     }
-    let key = receipt_verify::load_secret_key(&args.secret_key, password())?;
+    let password = match &args.password_file {
+        Some(file) => Some(password_from_file(file)?),
+        None if receipt_verify::secret_key_is_encrypted(&args.secret_key)? => match password() {
+            Some(password) => Some(password),
+            None => Some(ask_password(&format!("Password for {}: ", args.secret_key.display()))?),
+        },
+        None => None,
+    };
+    let key = receipt_verify::load_secret_key(&args.secret_key, password)?;
     let signature = receipt_verify::sign_bytes(&key, &manifest)?;
     let mut out = std::io::stdout().lock();
     if let Some(old) = existing {

@@ -495,9 +495,12 @@ pub(crate) struct EvalArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) archive_dir: Option<PathBuf>,
     /// Sign the pre-registration (at once, before any calibration query) and the bundle with this minisign
-    /// secret key (password from $MINISIGN_PASSWORD or a prompt)
+    /// secret key (its password from --password-file, $MINISIGN_PASSWORD, or asked on the terminal without echo)
     #[arg(long, value_name = "FILE")]
     pub(crate) secret_key: Option<PathBuf>,
+    /// The secret key's password, the first line of this file (for scripts)
+    #[arg(long, value_name = "FILE", requires = "secret_key")]
+    pub(crate) password_file: Option<PathBuf>,
     /// The search space to pre-register and select from on calibration (schema scifact-audit-search-space-v1:
     /// named trials, each the SearchConfig fields it sets over the baseline, the baseline first)
     /// [default: the built-in configs/search-space.json, 32 trials]
@@ -608,12 +611,16 @@ pub(crate) struct KeygenArgs {
     /// Where to write the secret key (never overwritten)
     #[arg(long, value_name = "FILE")]
     pub(crate) secret_key: PathBuf,
-    /// Where to write the public key (never overwritten)
+    /// Where to write the public key (never overwritten; readable by everyone: it is meant to be published)
     #[arg(long, value_name = "FILE")]
     pub(crate) public_key: PathBuf,
     /// Store the secret key unencrypted
-    #[arg(long)]
+    #[arg(long, conflicts_with = "password_file")]
     pub(crate) without_password: bool,
+    /// The new key's password, the first line of this file (for scripts; without it the password is asked
+    /// twice on the terminal, without echo, or read as two lines of stdin when stdin is not a terminal)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) password_file: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -662,6 +669,10 @@ pub(crate) struct SignArgs {
     /// A minisign secret key file
     #[arg(long, value_name = "FILE")]
     pub(crate) secret_key: PathBuf,
+    /// The secret key's password, the first line of this file (else $MINISIGN_PASSWORD, else asked on the
+    /// terminal without echo)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) password_file: Option<PathBuf>,
     /// Replace an existing signature; the old one is kept beside it as manifest.json.minisig.replaced-<unix
     /// time>, and verify-bundle discloses it
     #[arg(long)]

@@ -68,7 +68,11 @@ pub(crate) struct Signer {
 
 pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let plan = crate::corpus::Corpus::planned(args.profile, &args.dataset)?;
-    let signer = args.secret_key.as_deref().map(load_signer).transpose()?;
+    let signer = args
+        .secret_key
+        .as_deref()
+        .map(|key| load_signer_with(key, args.password_file.as_deref()))
+        .transpose()?;
     match plan.as_slice() {
         [one] if one.group.is_none() && args.archive_dir.is_none() => {
             let target =
@@ -307,16 +311,22 @@ pub(crate) fn run_one(
 /// Reads the secret key now, asking for its password now if it is encrypted and `MINISIGN_PASSWORD` is not
 /// set: a wrong password or an unreadable key must not surface after an hour of work.
 pub(crate) fn load_signer(path: &Path) -> anyhow::Result<Signer> {
+    load_signer_with(path, None)
+}
+
+/// [`load_signer`], the password from `password_file` when one is given.
+pub(crate) fn load_signer_with(path: &Path, password_file: Option<&Path>) -> anyhow::Result<Signer> {
     let encrypted = receipt_verify::secret_key_is_encrypted(path)
         .with_context(|| format!("--secret-key {}", path.display()))?;
     let password = match (encrypted, crate::audit::password()) {
         (false, _) => None,
+        (true, _) if let Some(file) = password_file => Some(crate::audit::password_from_file(file)?),
         (true, Some(password)) => Some(password),
         (true, None) if std::io::stdin().is_terminal() => {
-            Some(crate::audit::prompt_line(&format!("Password for {}: ", path.display()))?)
+            Some(crate::audit::ask_password(&format!("Password for {}: ", path.display()))?)
         }
         (true, None) => bail!(
-            "--secret-key {} is encrypted: set MINISIGN_PASSWORD (stdin is not a terminal to ask on)",
+            "--secret-key {} is encrypted: pass --password-file or set MINISIGN_PASSWORD (stdin is not a terminal to ask on)",
             path.display()
         ),
     };

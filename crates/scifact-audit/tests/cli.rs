@@ -21,6 +21,7 @@ mod forge;
 mod forger;
 mod formats;
 mod hostile;
+mod keys;
 mod models;
 mod quirks;
 mod registered;
