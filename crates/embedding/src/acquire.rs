@@ -51,6 +51,22 @@ pub fn model_cache_dir() -> Option<PathBuf> {
 /// # Errors
 /// [`Error::Download`] for a network failure, an HTTP error or a digest mismatch; [`Error::Io`].
 pub fn download_pinned(base_url: &str, files: &[PinnedFile], dest: &Path) -> Result<()> {
+    // The directories this call creates, deepest first: removed again when the download leaves them empty.
+    let fresh: Vec<PathBuf> =
+        dest.ancestors().take_while(|dir| dir.symlink_metadata().is_err()).map(Path::to_path_buf).collect();
+    let result = download_into(base_url, files, dest);
+    if result.is_err() {
+        for dir in &fresh {
+            // Only an empty directory goes; the first that is not ends it.
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
+    }
+    result
+}
+
+fn download_into(base_url: &str, files: &[PinnedFile], dest: &Path) -> Result<()> {
     std::fs::create_dir_all(dest).map_err(|source| Error::Io { path: dest.to_path_buf(), source })?;
     let client = reqwest::blocking::Client::builder()
         .connect_timeout(Duration::from_secs(15))

@@ -79,3 +79,18 @@ fn the_real_model_is_pinned_by_the_digests_of_its_files() {
         assert_eq!(sha256(&bytes), file.sha256, "{}", path.display());
     }
 }
+
+/// A download that fails leaves no empty cache directory behind it (a later look for the cache must not find
+/// one), and never removes a directory that was there before it.
+#[test]
+fn a_failed_download_leaves_no_directory_it_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache").join("scifact-audit").join("all-MiniLM-L6-v2");
+    assert!(download_pinned("http://127.0.0.1:9", &pins(), &cache).is_err());
+    assert!(!dir.path().join("cache").exists(), "the failed download left its directories");
+    assert!(dir.path().exists());
+    // A directory that existed stays, empty or not.
+    std::fs::create_dir(dir.path().join("kept")).unwrap();
+    assert!(download_pinned("http://127.0.0.1:9", &pins(), &dir.path().join("kept")).is_err());
+    assert!(dir.path().join("kept").is_dir());
+}

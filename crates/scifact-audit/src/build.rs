@@ -27,7 +27,13 @@ pub(crate) fn acquire_archive(
             let dest = work_dir.join("scifact.zip");
             let policy =
                 fetch_archive(SCIFACT_URL, &dest, SCIFACT_PUBLISHED_MD5, accept_archive_digest, progress)
-                    .context("no --archive or SCIFACT_ARCHIVE given, so the archive was downloaded")?;
+                    .with_context(|| {
+                        format!(
+                            "no --archive or SCIFACT_ARCHIVE given, and BEIR's {SCIFACT_URL} could not be fetched or \
+                             admitted; pass --archive ZIP (or set SCIFACT_ARCHIVE) with a copy of scifact.zip (BEIR's \
+                             file has md5 {SCIFACT_PUBLISHED_MD5}; any other copy is evaluated, its digests recorded)"
+                        )
+                    })?;
             (dest, policy)
         }
     })

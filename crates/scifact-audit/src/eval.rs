@@ -73,6 +73,10 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(|key| load_signer_with(key, args.password_file.as_deref()))
         .transpose()?;
+    #[allow(clippy::print_stderr)]
+    for note in early_notes(args, &plan) {
+        eprintln!("note: {note}");
+    }
     match plan.as_slice() {
         [one] if one.group.is_none() && args.archive_dir.is_none() => {
             let target =
@@ -81,6 +85,47 @@ pub(crate) fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         }
         _ => crate::suite::run(args, &plan, signer.as_ref()),
     }
+}
+
+/// What a person should hear before the first long stage rather than after it: a real evaluation whose
+/// pre-registration will stay unsigned, and a source tree that makes the bundle not publishable.
+fn early_notes(args: &EvalArgs, plan: &[crate::corpus::Planned]) -> Vec<String> {
+    let mut notes = Vec::new();
+    let tiny = plan.iter().all(|one| matches!(one.corpus, crate::corpus::Corpus::Tiny));
+    if args.secret_key.is_none() && !tiny {
+        notes.push(
+            "no --secret-key: the pre-registration is written unsigned before calibration and stays unsigned (a \
+             key given on a later rerun signs the bundle, not the pre-registration's time); to sign it, stop now, \
+             make a key (`scifact-audit keygen`) and pass --secret-key"
+                .to_owned(),
+        );
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+    let git = scifact_eval::GitState::of(&cwd);
+    if !git.available {
+        notes.push(format!(
+            "{} is not in a git checkout ({}): the runs will record no source state, and the bundle will be `not \
+             publishable` (git.clean); run from a clean checkout of the source this executable was built from",
+            cwd.display(),
+            git.unavailable.as_deref().unwrap_or("no repository")
+        ));
+    } else if !git.clean {
+        notes.push(format!(
+            "the work tree {} has {} changed and {} untracked files: the bundle will be `not publishable` \
+             (git.clean); commit or stash them first for a publishable one",
+            git.workdir.as_deref().unwrap_or("."),
+            git.dirty.len(),
+            git.untracked.len()
+        ));
+    } else if let (Some(head), revision) = (git.head.as_deref(), BUILD_REVISION)
+        && !revision.starts_with(head)
+    {
+        notes.push(format!(
+            "this executable was built from {revision}, the work tree is at {head}: the bundle will be `not \
+             publishable` (git.clean); rebuild from this checkout"
+        ));
+    }
+    notes
 }
 
 /// What one evaluation reads and where it works.

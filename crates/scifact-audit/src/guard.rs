@@ -11,6 +11,23 @@ use crate::cli::LockArgs;
 /// The held locks; dropping them releases the directories.
 pub(crate) struct Guard {
     _locks: Vec<DirLock>,
+    /// The directories this guard created: removed again when nothing but the lock was written there.
+    fresh: Vec<PathBuf>,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        for dir in &self.fresh {
+            let names: Vec<_> = match std::fs::read_dir(dir) {
+                Ok(entries) => entries.filter_map(Result::ok).map(|entry| entry.file_name()).collect(),
+                Err(_) => continue,
+            };
+            if names.iter().all(|name| name == safe_fs::LOCK_FILE) {
+                let _ = std::fs::remove_file(dir.join(safe_fs::LOCK_FILE));
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+    }
 }
 
 /// Whether a stop signal waits for the next durable point (long work with halt points), or ends the process at
@@ -34,7 +51,11 @@ pub(crate) fn writing(
     on_stop: OnStop,
 ) -> anyhow::Result<Guard> {
     let mut sorted: Vec<PathBuf> = Vec::new();
+    let mut fresh = Vec::new();
     for dir in created {
+        if dir.symlink_metadata().is_err() {
+            fresh.push(dir.to_path_buf());
+        }
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     for dir in created.iter().chain(existing) {
@@ -60,7 +81,7 @@ pub(crate) fn writing(
         };
         locks.push(safe_fs::lock_dir(dir, &purpose, contention, &waiting)?);
     }
-    Ok(Guard { _locks: locks })
+    Ok(Guard { _locks: locks, fresh })
 }
 
 /// Said on the way out after a stop signal, at a durable point.

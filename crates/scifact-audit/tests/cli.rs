@@ -17,6 +17,7 @@ mod crash;
 mod device;
 mod doctored;
 mod edges;
+mod first_hour;
 mod forge;
 mod forger;
 mod formats;
