@@ -43,6 +43,11 @@ pub const COMPARISON_DRAWS: &str = "SplitMix64 (state += 0x9E3779B97F4A7C15; z =
 
 const SCOPE: &str = "comparison";
 
+/// What `verify-comparison` recomputes, said in its summary in place of a bundle verdict's meaning.
+pub(crate) const COMPARISON_SCOPE: &str = "the statement's signature and subjects were checked, and every matched \
+    run's delta, interval, p-value and verdict recomputed from the two bundles' rows (compare.html re-rendered); \
+    neither bundle was verified here and no vector was re-embedded: run verify-bundle on each for that";
+
 /// The page beside a statement: `compare.html`, or `compare-<x>.html` beside a carried `comparison-<x>.json`.
 fn page_beside(statement: &Path) -> std::path::PathBuf {
     let name = statement.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -493,7 +498,7 @@ pub(crate) fn verify_comparison_bytes(
     bytes: &[u8],
     key: &VerifyingKey,
 ) -> (Report, Option<String>) {
-    let mut report = Report::default();
+    let mut report = Report { scope: Some(COMPARISON_SCOPE), ..Report::default() };
     let signed = crate::sign::verify_statement(statement, bytes, key, "comparison").map(|evidence| {
         format!("{evidence}. A signature shows who compared, not that the comparison is right")
     });

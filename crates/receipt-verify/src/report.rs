@@ -152,6 +152,10 @@ pub struct Report {
     /// How many vectors the embedding check re-embedded (`None` when it did not run).
     #[serde(skip)]
     pub embedding: Option<EmbeddingExtent>,
+    /// What the command behind this report recomputed, when it is not a bundle's whole verification (a
+    /// comparison, a reproduction): the summary says this, not what a bundle's verdict means.
+    #[serde(skip)]
+    pub scope: Option<&'static str>,
 }
 
 /// How many of the evidence's vectors were re-embedded and compared bit for bit, and, when only a sample of
@@ -409,7 +413,14 @@ impl Report {
         if let Some(extent) = &self.embedding {
             let _ = writeln!(out, "  embeddings: {}", extent.sentence());
         }
-        let _ = writeln!(out, "  {}", verdict.meaning());
+        match (self.scope, verdict) {
+            (Some(scope), Verdict::Verified | Verdict::Sampled | Verdict::Publishable) => {
+                let _ = writeln!(out, "  {scope}");
+            }
+            _ => {
+                let _ = writeln!(out, "  {}", verdict.meaning());
+            }
+        }
         for (status, heading) in [
             (Status::Fail, "failed:"),
             (

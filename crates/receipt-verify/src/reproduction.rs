@@ -41,7 +41,14 @@ type Outcome = std::result::Result<String, String>;
 /// [`Error::File`] when the statement cannot be read as a regular file within its cap. A bundle whose
 /// files are not those its manifest lists fails `reproduction.subject`.
 pub fn verify_reproduction(bundle_dir: &Path, statement: &Path, key: &VerifyingKey) -> Result<Report> {
-    let mut report = Report::default();
+    let mut report = Report {
+        scope: Some(
+            "the statement's signature and subject were checked, what it says of the original held to the bundle \
+             run by run, its tolerances to the published ones and its verdict to its own numbers; the reproduced \
+             runs were not re-executed here and no vector was re-embedded: `reproduce` does that",
+        ),
+        ..Report::default()
+    };
     let bytes = safe_fs::read_regular(statement, MAX_STATEMENT_BYTES).map_err(Error::file)?;
     let signed = crate::sign::verify_statement(statement, &bytes, key, "reproduction");
     let failed = signed.is_err();

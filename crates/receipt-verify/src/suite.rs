@@ -170,7 +170,7 @@ pub fn verify_suite_comparison(
     key: &crate::sign::VerifyingKey,
 ) -> crate::Result<Report> {
     let scope = "suite-comparison";
-    let mut report = Report::default();
+    let mut report = Report { scope: Some(crate::comparison::COMPARISON_SCOPE), ..Report::default() };
     let bytes = safe_fs::read_regular(statement, MAX_SUITE_BYTES).map_err(crate::Error::file)?;
     let signed = crate::sign::verify_statement(statement, &bytes, key, "suite-comparison");
     let failed = signed.is_err();

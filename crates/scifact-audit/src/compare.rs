@@ -274,6 +274,15 @@ pub(crate) fn verify(args: &VerifyComparisonArgs) -> anyhow::Result<ExitCode> {
         serde_json::to_writer_pretty(&mut out, &receipt_verify::Verification::of(&report))?;
         writeln!(out)?;
     } else {
+        // The comparison's answer, as the verdict check found it to follow from the numbers.
+        let answer = report
+            .checks
+            .iter()
+            .find(|check| check.name.ends_with(".verdict") && check.status == receipt_verify::Status::Pass)
+            .and_then(|check| check.evidence.split(':').next());
+        if let Some(answer) = answer {
+            writeln!(out, "answer: {} (the candidate against the baseline)", terminal_safe(answer))?;
+        }
         write!(out, "{}", report.summary())?;
     }
     Ok(if report.passed() { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -182,6 +182,29 @@ fn a_bundle_against_itself_is_identical_and_the_reverse_of_a_gain_is_regressed()
     let (code, text, statement) = compare(&p.standard, &p.standard, &p.work.join("same"), &[]);
     assert_eq!((code, statement["predicate"]["verdict"].as_str()), (Some(0), Some("identical")), "{text}");
     assert!(text.contains("all 40 runs compared: identical rankings and score bits"), "{text}");
+    // Its check prints the answer, and says what it recomputed and nothing more.
+    let output = scifact_audit(
+        &[
+            "verify-comparison",
+            "--baseline",
+            p.standard.to_str().unwrap(),
+            "--candidate",
+            p.standard.to_str().unwrap(),
+            "--statement",
+            p.work.join("same/comparison.json").to_str().unwrap(),
+            "--public-key",
+            pair().public.to_str().unwrap(),
+        ],
+        "",
+    );
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{summary}");
+    assert!(summary.starts_with("answer: identical "), "{summary}");
+    assert!(
+        !summary.contains("every vector re-embedded"),
+        "claims more than a comparison's check does: {summary}"
+    );
+    assert!(summary.contains("no vector was re-embedded"), "{summary}");
     let (code, text, statement) = compare(&p.standard, &p.selects_nothing, &p.work.join("reverse"), &[]);
     assert_eq!(statement["predicate"]["verdict"], "regressed", "{text}");
     assert_eq!(code, Some(1), "regressed fails the gate");

@@ -113,6 +113,19 @@ fn a_bundle_reproduces_exactly_here_and_each_forged_statement_fails_its_check() 
     assert_eq!(failed(&clean), Vec::<&str>::new());
     assert_eq!(clean.len(), 6, "{clean:?}");
     assert!(clean.contains(&("reproduction.measurements".to_owned(), "attested".to_owned())), "{clean:?}");
+    // Its summary says what this check recomputed, and no more.
+    let args = [
+        "verify-reproduction",
+        "--bundle-dir",
+        path_str(&e.bundle),
+        "--statement",
+        path_str(&statement),
+        "--public-key",
+        path_str(&e.public),
+    ];
+    let summary = String::from_utf8_lossy(&scifact_audit(&args, "").stdout).into_owned();
+    assert!(!summary.contains("every vector re-embedded"), "claims more than the check does: {summary}");
+    assert!(summary.contains("the reproduced runs were not re-executed here"), "{summary}");
 
     // A statement about another bundle: the same statement, a bundle whose manifest differs.
     let other = work.with_file_name("other-bundle");
