@@ -10,15 +10,38 @@ fn main() {
     let revision = std::env::var("SCIFACT_AUDIT_BUILD_REVISION").ok().filter(|v| !v.is_empty());
     let revision = revision.unwrap_or_else(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        for watched in [".git/HEAD", ".git/index"] {
+        // What the revision depends on: the commit (HEAD and the refs) and the tracked files' contents. Not
+        // `.git/index`, which a mere `git status` rewrites (every such call cost a rebuild).
+        for watched in [".git/HEAD", ".git/refs", ".git/packed-refs"] {
             let path = root.join(watched);
             if path.exists() {
                 println!("cargo::rerun-if-changed={}", path.display());
             }
         }
+        for tracked in tracked_top_level(&root) {
+            println!("cargo::rerun-if-changed={}", root.join(tracked).display());
+        }
         git_revision(&root).unwrap_or_else(|| "unknown".to_owned())
     });
     println!("cargo::rustc-env=SCIFACT_AUDIT_BUILD_REVISION={revision}");
+}
+
+/// The top-level files and directories git tracks (a directory is watched whole: a change to any file in it
+/// reruns this script, which asks git whether the tree is dirty).
+fn tracked_top_level(root: &Path) -> Vec<String> {
+    let Ok(output) = Command::new("git").arg("-C").arg(root).args(["ls-files", "-z"]).output() else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = output
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|path| !path.is_empty())
+        .filter_map(|path| std::str::from_utf8(path).ok())
+        .map(|path| path.split('/').next().unwrap_or(path).to_owned())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 fn git_revision(root: &Path) -> Option<String> {
