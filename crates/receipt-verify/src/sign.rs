@@ -195,6 +195,15 @@ fn parse_public_key(text: &str) -> std::result::Result<VerifyingKey, String> {
         Err(two) => strict_lines(text, 1, "the public key file").map_err(|_| two)?.remove(0),
     };
     let decoded = decode_base64(&encoded).ok_or("the public key is not canonical base64")?;
+    // A minisign secret key box (ours or the CLI's) is 158 bytes: "Ed", a KDF and checksum algorithm, then the
+    // key. Named as what it is, since passing the wrong file of a pair is the usual mistake.
+    if decoded.len() == 158 && &decoded[..2] == b"Ed" {
+        return Err(
+            "this is a secret key, not a public key: pass the public key file (keygen's --public-key, *.pub); \
+             never hand the secret key to a verifier"
+                .into(),
+        );
+    }
     if decoded.len() != 42 || &decoded[..2] != b"Ed" {
         return Err(format!(
             "the public key decodes to {} bytes, not an Ed25519 minisign key (42)",

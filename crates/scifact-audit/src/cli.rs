@@ -30,24 +30,8 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Embed texts read from stdin, one JSON string per line; write one `{"vector": [...], "tokens": N}` per
-    /// line to stdout. The way to re-check any vector of a fixture by hand.
-    Embed(EmbedArgs),
-    /// Build the embedded corpus fixture from a dataset's archive (SciFact by default, --dataset NAME for
-    /// another of BEIR's, --dataset-archive ZIP for any in BEIR's layout): zip safety checks, the dataset's
-    /// shape gate (its registry counts; SciFact 5,183 documents and 300 queries), the archive's sha256 and md5
-    /// recorded (BEIR's file only when the md5 is BEIR's), the semantic texts by the declared text policy (by
-    /// default the contract's, cut to 700 characters), embeddings through a resumable fsync'd cache, the model
-    /// named by the digests of its files. Exits 0 only when a complete fixture was written; rerun the same
-    /// command to resume.
-    Build(BuildArgs),
-    /// Run the evaluation: build or resume the store from the fixture, run the chosen modes over the chosen
-    /// split, and write `<dataset>-<mode>-<split>.jsonl` (one row per query, with its search receipt) and
-    /// `<dataset>-<mode>-<split>.aggregate.json` (metrics plus every binding) into the output directory.
-    /// Calibration is for diagnosis and configuration choice; run held-out once, after freezing; `all` only
-    /// after held-out. Never overwrites a receipt. Interrupted, the same command resumes: modes already
-    /// complete are kept, a mode cut short continues from its journal without asking anything twice.
-    Run(RunArgs),
+    /// Run the whole evaluation in one command and write a signed, checkable bundle.
+    ///
     /// The whole evaluation in one command, on SciFact or any dataset chosen with --dataset / --dataset-archive
     /// (several: a suite): build (or reuse) the fixture; pre-register the baseline, the search
     /// space, the selection rule and the statistics plan (preregistration.json, signed at once with a key);
@@ -62,87 +46,8 @@ pub(crate) enum Command {
     /// asked again or lost, and the aggregates disclose every interrupted attempt. A new executable or fixture
     /// starts a fresh store. Ends with the held-out metrics beside what they do not establish.
     Eval(EvalArgs),
-    /// Independently validate aggregates: recompute every metric, the split, the row hash and count, result
-    /// agreement and statistics; check query, qrels and corpus identity against the fixture and the
-    /// executable and mapping hashes when those files remain. Exits 1 and lists the failed checks on any
-    /// mismatch.
-    Validate(ValidateArgs),
-    /// Verify every aggregate in a directory: the validator, then every ranking of every query recomputed (a
-    /// full scan of the fixture's vectors, this verifier's own FTS5 index of its texts, fusion from both), every
-    /// receipt digest, the exactness policy, the effective configuration, every query and document re-embedded
-    /// and required bit for bit (--embedding-sample N: N documents only), the live database and mapping, the
-    /// selection and its statistics. Writes verification.json (and report.html, drawn from the recomputed
-    /// numbers) there.
+    /// Verify a bundle offline, trusting no one: every number recomputed, every vector re-embedded.
     ///
-    /// Each check says what it rests on: recomputed, sampled, attested (the signer's word: git state, host,
-    /// latency, times) or not checked (an input is missing). The verdict is `verified` when every number a
-    /// reader sees was recomputed and every vector re-embedded, `sampled` when only some document vectors were
-    /// (the chance that a forgery passes is printed), `publishable` when some numbers rest on the signer, `not
-    /// publishable` short of a gate (a dirty tree), `failed` when a check failed (exit 1).
-    Verify(VerifyArgs),
-    /// Write, beside every aggregate in a directory, its TREC run file (`qid Q0 docid rank score tag`),
-    /// ir_metadata (PRIMAD) YAML and SLSA provenance (an in-toto Statement), and the test qrels
-    /// (`<dataset>-<split>.qrels`), for trec_eval, pytrec_eval, ranx, ir-measures and supply-chain tools. A score whose f32 rounding is not below the line before it is written as the f32 just under that, so tools that sort
-    /// by score keep the library's order; `verify` and `verify-bundle` check every line against the rows.
-    /// `eval` does this itself before verifying.
-    Export(ExportArgs),
-    /// List the BEIR datasets as their own files state them: BEIR's download and md5, the evaluation split,
-    /// exact corpus and query counts, the grades the qrels hold (lines per grade), the quirks BEIR's rules
-    /// handle, and CQADupStack's twelve forums. Which of them this build evaluates is said at the end.
-    Datasets(DatasetsArgs),
-    /// Generate a minisign key pair (encrypted with $MINISIGN_PASSWORD or a prompted password, unless
-    /// --without-password).
-    Keygen(KeygenArgs),
-    /// Copy a verified run into a bundle directory (rows, aggregates, mapping, fixture metadata without any
-    /// text, effective configuration, verification report) with an in-toto manifest.json. The bundle is made
-    /// in a private staging directory and renamed into place, so it appears complete or not at all.
-    Bundle(BundleArgs),
-    /// Sign a bundle's manifest.json with a minisign secret key (ours or the minisign CLI's; password from
-    /// $MINISIGN_PASSWORD or a prompt), writing manifest.json.minisig. An existing signature is never replaced
-    /// unless --replace-signature is given, and then it is kept beside the new one, where verify-bundle
-    /// discloses it.
-    Sign(SignArgs),
-    /// Re-execute a bundle's evaluation here and state whether its numbers reproduce.
-    ///
-    /// Verifies the bundle first (one that does not verify is refused). Requires the archive and the model
-    /// to have the bundle's digests (a mismatch is a named refusal, exit 2), rebuilds the fixture and the
-    /// store in --work-dir, reruns every split, mode and configuration the bundle holds under its effective
-    /// configurations, and compares query by query: identical rankings and score bits, Kendall's tau over
-    /// the union of the top 10 and rank-biased overlap (repro_eval's KTU and RBO), score and metric deltas,
-    /// RMSE, and for each pre-registered comparison the effect ratio and delta relative improvement. Writes
-    /// --work-dir/reproduction.json, an in-toto Statement about the bundle's manifest.json (signed with
-    /// --secret-key), with a verdict: reproduced_exactly, reproduced_within_tolerance or not_reproduced (exit
-    /// 1), and why.
-    ///
-    /// What differs legitimately across machines: latency, always (it is not compared). Embeddings, scores and
-    /// rankings do not: the forward pass gives a text the same bits on AVX-512, AVX2 and portable kernels, so
-    /// this code reproduces exactly on any x86-64 machine. The tolerances stated in the file are for another
-    /// build or implementation of the same contract: scores within 1e-5, every metric's mean within 0.005 (less
-    /// than one swapped pair in one of 200 queries can do), at least 95% of rankings identical per run, effect
-    /// ratios within 0.1 of 1.
-    Reproduce(ReproduceArgs),
-    /// Check a reproduction statement against its bundle: signature, subject (this bundle's manifest), the
-    /// original's numbers, the stated tolerances (the published ones) and the verdict they imply.
-    VerifyReproduction(VerifyReproductionArgs),
-    /// Is the candidate identical to, no worse than, or better than the baseline? A signed, checkable answer.
-    ///
-    /// Verifies both bundles first (one that does not verify is refused, named), and refuses a pair whose
-    /// corpus, judgements, split or query ids differ. Matches every run present in both (mode, split and
-    /// configuration role: the frozen baseline, the selected configuration, or a trial by digest; `--match mode`
-    /// pairs runs by mode and split alone) and compares query by query: identical rankings and score bits, the
-    /// per-query deltas of all nine metrics with paired bootstrap intervals, a two-sided paired sign-flip test
-    /// and a one-sided non-inferiority test at --margin on nDCG@10, Holm across the runs compared. A verdict per
-    /// run and overall: identical, improved, non_inferior, inconclusive or regressed, with the reasons.
-    ///
-    /// Writes --out/comparison.json (an in-toto Statement about both manifests, the plan and every number;
-    /// signed with --secret-key) and --out/compare.html (drawn by the verifier from its own re-derivation).
-    /// Exit 0 only for identical, improved or non_inferior: usable as a gate. The draws are SplitMix64 as the
-    /// selection statistics define them, so `verify-comparison` makes the same ones.
-    Compare(CompareArgs),
-    /// Check a comparison statement against its two bundles, re-deriving every number with the verifier's own
-    /// metrics and statistics: signature, subject (these two manifests), plan, every run's deltas, intervals
-    /// and p-values, the verdicts, and compare.html beside the statement byte for byte.
-    VerifyComparison(VerifyComparisonArgs),
     /// Verify a bundle offline, trusting no one: not the code that made it, nor the person who signed it.
     ///
     /// A signature proves who made the claim, not that it is true, so every number a reader sees is recomputed
@@ -168,16 +73,147 @@ pub(crate) enum Command {
     /// every check works on the bytes that were hashed. Every JSON document must be I-JSON (no duplicate key,
     /// lone surrogate or out-of-range number). Text from the bundle is escaped before it is printed.
     VerifyBundle(VerifyBundleArgs),
+    /// Make a minisign key pair for signing bundles (the password is asked without echo).
+    ///
+    /// Generate a minisign key pair (encrypted with $MINISIGN_PASSWORD or a prompted password, unless
+    /// --without-password).
+    Keygen(KeygenArgs),
+    /// Is the candidate identical to, no worse than, or better than the baseline? A signed, checkable answer.
+    ///
+    /// Is the candidate identical to, no worse than, or better than the baseline? A signed, checkable answer.
+    ///
+    /// Verifies both bundles first (one that does not verify is refused, named), and refuses a pair whose
+    /// corpus, judgements, split or query ids differ. Matches every run present in both (mode, split and
+    /// configuration role: the frozen baseline, the selected configuration, or a trial by digest; `--match mode`
+    /// pairs runs by mode and split alone) and compares query by query: identical rankings and score bits, the
+    /// per-query deltas of all nine metrics with paired bootstrap intervals, a two-sided paired sign-flip test
+    /// and a one-sided non-inferiority test at --margin on nDCG@10, Holm across the runs compared. A verdict per
+    /// run and overall: identical, improved, non_inferior, inconclusive or regressed, with the reasons.
+    ///
+    /// Writes --out/comparison.json (an in-toto Statement about both manifests, the plan and every number;
+    /// signed with --secret-key) and --out/compare.html (drawn by the verifier from its own re-derivation).
+    /// Exit 0 only for identical, improved or non_inferior: usable as a gate. The draws are SplitMix64 as the
+    /// selection statistics define them, so `verify-comparison` makes the same ones.
+    Compare(CompareArgs),
+    /// Check a comparison statement against its two bundles, every number re-derived.
+    ///
+    /// Check a comparison statement against its two bundles, re-deriving every number with the verifier's own
+    /// metrics and statistics: signature, subject (these two manifests), plan, every run's deltas, intervals
+    /// and p-values, the verdicts, and compare.html beside the statement byte for byte.
+    VerifyComparison(VerifyComparisonArgs),
+    /// Re-execute a bundle's evaluation here and state whether its numbers reproduce.
+    ///
+    /// Re-execute a bundle's evaluation here and state whether its numbers reproduce.
+    ///
+    /// Verifies the bundle first (one that does not verify is refused). Requires the archive and the model
+    /// to have the bundle's digests (a mismatch is a named refusal, exit 2), rebuilds the fixture and the
+    /// store in --work-dir, reruns every split, mode and configuration the bundle holds under its effective
+    /// configurations, and compares query by query: identical rankings and score bits, Kendall's tau over
+    /// the union of the top 10 and rank-biased overlap (repro_eval's KTU and RBO), score and metric deltas,
+    /// RMSE, and for each pre-registered comparison the effect ratio and delta relative improvement. Writes
+    /// --work-dir/reproduction.json, an in-toto Statement about the bundle's manifest.json (signed with
+    /// --secret-key), with a verdict: reproduced_exactly, reproduced_within_tolerance or not_reproduced (exit
+    /// 1), and why.
+    ///
+    /// What differs legitimately across machines: latency, always (it is not compared). Embeddings, scores and
+    /// rankings do not: the forward pass gives a text the same bits on AVX-512, AVX2 and portable kernels, so
+    /// this code reproduces exactly on any x86-64 machine. The tolerances stated in the file are for another
+    /// build or implementation of the same contract: scores within 1e-5, every metric's mean within 0.005 (less
+    /// than one swapped pair in one of 200 queries can do), at least 95% of rankings identical per run, effect
+    /// ratios within 0.1 of 1.
+    Reproduce(ReproduceArgs),
+    /// Check a reproduction statement against its bundle.
+    ///
+    /// Check a reproduction statement against its bundle: signature, subject (this bundle's manifest), the
+    /// original's numbers, the stated tolerances (the published ones) and the verdict they imply.
+    VerifyReproduction(VerifyReproductionArgs),
+    /// Check a suite of bundles (several datasets, or a dataset's forums) and its table.
+    ///
     /// Check a suite (`eval --dataset a,b,c`, or a dataset of forums): `suite.json`'s signature, then every
     /// bundle it names, verified as verify-bundle verifies one (with --archive-dir, where each bundle's archive
     /// is the zip whose sha256 it records, and --model-dir), its manifest digest, every cell recomputed from
     /// that bundle's rankings and judgements, each dataset of forums the unweighted mean of its forums, and the
     /// mean over datasets. The verdict is the weakest of all these checks'; exit 1 when one fails.
     VerifySuite(VerifySuiteArgs),
+    /// List the BEIR datasets as their own files state them, and which this build evaluates.
+    ///
+    /// List the BEIR datasets as their own files state them: BEIR's download and md5, the evaluation split,
+    /// exact corpus and query counts, the grades the qrels hold (lines per grade), the quirks BEIR's rules
+    /// handle, and CQADupStack's twelve forums. Which of them this build evaluates is said at the end.
+    Datasets(DatasetsArgs),
+    /// Say where the model would run (CPU, or which GPU), and check that its kernels give the CPU's bits.
+    ///
     /// Say where the model would run: which GPU, driver and compiler, or why none is usable. With --check, hold
     /// the device's kernels to the CPU's definitions (exp, erf and GELU at every step of a sweep; products of
     /// ragged shapes element by element): every value must be the CPU's bits.
     Device(DeviceArgs),
+    /// Build the embedded corpus fixture from a dataset's archive (resumable; shardable with --shard).
+    ///
+    /// Build the embedded corpus fixture from a dataset's archive (SciFact by default, --dataset NAME for
+    /// another of BEIR's, --dataset-archive ZIP for any in BEIR's layout): zip safety checks, the dataset's
+    /// shape gate (its registry counts; SciFact 5,183 documents and 300 queries), the archive's sha256 and md5
+    /// recorded (BEIR's file only when the md5 is BEIR's), the semantic texts by the declared text policy (by
+    /// default the contract's, cut to 700 characters), embeddings through a resumable fsync'd cache, the model
+    /// named by the digests of its files. Exits 0 only when a complete fixture was written; rerun the same
+    /// command to resume.
+    Build(BuildArgs),
+    /// Run modes over a split of a fixture, writing rows and aggregate receipts (resumable).
+    ///
+    /// Run the evaluation: build or resume the store from the fixture, run the chosen modes over the chosen
+    /// split, and write `<dataset>-<mode>-<split>.jsonl` (one row per query, with its search receipt) and
+    /// `<dataset>-<mode>-<split>.aggregate.json` (metrics plus every binding) into the output directory.
+    /// Calibration is for diagnosis and configuration choice; run held-out once, after freezing; `all` only
+    /// after held-out. Never overwrites a receipt. Interrupted, the same command resumes: modes already
+    /// complete are kept, a mode cut short continues from its journal without asking anything twice.
+    Run(RunArgs),
+    /// Embed texts from stdin (one JSON string per line) and print one vector per line.
+    ///
+    /// Embed texts read from stdin, one JSON string per line; write one `{"vector": [...], "tokens": N}` per
+    /// line to stdout. The way to re-check any vector of a fixture by hand.
+    Embed(EmbedArgs),
+    /// Validate aggregates: every metric, the split, row hashes, identities.
+    ///
+    /// Independently validate aggregates: recompute every metric, the split, the row hash and count, result
+    /// agreement and statistics; check query, qrels and corpus identity against the fixture and the
+    /// executable and mapping hashes when those files remain. Exits 1 and lists the failed checks on any
+    /// mismatch.
+    Validate(ValidateArgs),
+    /// Verify the runs of an output directory, as verify-bundle verifies a bundle.
+    ///
+    /// Verify every aggregate in a directory: the validator, then every ranking of every query recomputed (a
+    /// full scan of the fixture's vectors, this verifier's own FTS5 index of its texts, fusion from both), every
+    /// receipt digest, the exactness policy, the effective configuration, every query and document re-embedded
+    /// and required bit for bit (--embedding-sample N: N documents only), the live database and mapping, the
+    /// selection and its statistics. Writes verification.json (and report.html, drawn from the recomputed
+    /// numbers) there.
+    ///
+    /// Each check says what it rests on: recomputed, sampled, attested (the signer's word: git state, host,
+    /// latency, times) or not checked (an input is missing). The verdict is `verified` when every number a
+    /// reader sees was recomputed and every vector re-embedded, `sampled` when only some document vectors were
+    /// (the chance that a forgery passes is printed), `publishable` when some numbers rest on the signer, `not
+    /// publishable` short of a gate (a dirty tree), `failed` when a check failed (exit 1).
+    Verify(VerifyArgs),
+    /// Write TREC runs, qrels, ir_metadata and SLSA provenance beside the aggregates.
+    ///
+    /// Write, beside every aggregate in a directory, its TREC run file (`qid Q0 docid rank score tag`),
+    /// ir_metadata (PRIMAD) YAML and SLSA provenance (an in-toto Statement), and the test qrels
+    /// (`<dataset>-<split>.qrels`), for trec_eval, pytrec_eval, ranx, ir-measures and supply-chain tools. A score whose f32 rounding is not below the line before it is written as the f32 just under that, so tools that sort
+    /// by score keep the library's order; `verify` and `verify-bundle` check every line against the rows.
+    /// `eval` does this itself before verifying.
+    Export(ExportArgs),
+    /// Copy a verified run into a bundle directory with an in-toto manifest.
+    ///
+    /// Copy a verified run into a bundle directory (rows, aggregates, mapping, fixture metadata without any
+    /// text, effective configuration, verification report) with an in-toto manifest.json. The bundle is made
+    /// in a private staging directory and renamed into place, so it appears complete or not at all.
+    Bundle(BundleArgs),
+    /// Sign a bundle's manifest.json with a minisign secret key.
+    ///
+    /// Sign a bundle's manifest.json with a minisign secret key (ours or the minisign CLI's; password from
+    /// $MINISIGN_PASSWORD or a prompt), writing manifest.json.minisig. An existing signature is never replaced
+    /// unless --replace-signature is given, and then it is kept beside the new one, where verify-bundle
+    /// discloses it.
+    Sign(SignArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -276,7 +312,7 @@ pub(crate) struct ModelArgs {
     pub(crate) embedder: EmbedderKind,
     /// A known checkpoint by name (configs/models.json: all-MiniLM-L6-v2, the default, and the others it lists),
     /// held to the published digest of every file that shapes its vectors (with --model-dir, the directory must
-    /// hold exactly it), or with --embedder ollama the Ollama model [default: all-minilm:latest]. Without
+    /// hold exactly it), or with --embedder ollama the Ollama model (then all-minilm:latest by default). Without
     /// --model, a --model-dir checkpoint is named by the registry when its digests are an entry's, else by its
     /// weights' digest
     #[arg(long, value_name = "NAME")]
@@ -289,7 +325,9 @@ pub(crate) struct ModelArgs {
     #[arg(long, default_value_t = 64)]
     pub(crate) batch_size: usize,
     /// Where the model runs: `auto` (a usable NVIDIA GPU, else the CPU), `cpu`, `cuda`, or `emulated` (the GPU
-    /// kernels on the CPU, slowly). The vectors are the same bits on each
+    /// kernels on the CPU, slowly)
+    ///
+    /// The vectors are the same bits on each
     #[arg(long, value_enum, default_value = "auto")]
     pub(crate) device: DeviceArg,
 }
@@ -366,53 +404,57 @@ impl FixtureFormatArg {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct BuildArgs {
-    /// The fixture file to write (atomically; only a complete fixture is ever written). Not with --shard
-    #[arg(long, value_name = "FIXTURE", required_unless_present = "shard", conflicts_with = "shard")]
-    pub(crate) out: Option<PathBuf>,
-    /// Embed only slice I of N (from 0) of the texts, into its own resumable cache under
-    /// <work-dir>/shards/, and write no fixture. `auto` takes I and N from a Slurm job array
-    /// (SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT); `auto/N` takes I from Slurm or a Kubernetes Indexed Job
-    /// (JOB_COMPLETION_INDEX). Once every shard is done, the same command without --shard (and with --out)
-    /// reads their vectors and writes the fixture an unsharded build writes, byte for byte
-    #[arg(long, value_name = "I/N|auto|auto/N")]
-    pub(crate) shard: Option<String>,
     /// Directory for the resumable embedding cache (and a downloaded archive)
     #[arg(long, value_name = "DIR")]
     pub(crate) work_dir: PathBuf,
+    /// The fixture file to write (atomically; only a complete fixture is ever written). Not with --shard
+    #[arg(long, value_name = "FIXTURE", required_unless_present = "shard", conflicts_with = "shard")]
+    pub(crate) out: Option<PathBuf>,
     /// The BEIR SciFact zip [default: $SCIFACT_ARCHIVE, else a download from BEIR]
-    #[arg(long, value_name = "ZIP")]
+    #[arg(long, value_name = "ZIP", help_heading = "Dataset")]
     pub(crate) archive: Option<PathBuf>,
     /// Admit a downloaded archive whose md5 differs from BEIR's published one, if its sha256 is this
-    #[arg(long, value_name = "sha256:HEX")]
+    #[arg(long, value_name = "sha256:HEX", help_heading = "Dataset")]
     pub(crate) accept_archive_digest: Option<String>,
     /// Which corpus
-    #[arg(long, value_enum, default_value = "scifact")]
+    #[arg(long, value_enum, default_value = "scifact", help_heading = "Dataset")]
     pub(crate) profile: CorpusArg,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Dataset")]
     pub(crate) dataset: DatasetArgs,
     /// How texts are built and prompted: `model` (the checkpoint's own prompts, the text as
     /// sentence-transformers and MTEB build it), `contract` (the evaluation contract's), or `auto` (the
     /// default): the checkpoint's own when --model-dir is a sentence-transformers checkpoint other than
     /// all-MiniLM-L6-v2, the contract's otherwise
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, value_enum, default_value = "auto", help_heading = "Model")]
     pub(crate) text_policy: TextPolicyArg,
-    /// The fixture's layout: `v1`, one JSON document; `v2`, a JSON file beside the documents as JSON lines and
-    /// the vectors as binary f32, streamed, for corpora one document cannot hold; `auto`, v1 up to 100,000
-    /// documents and v2 above
-    #[arg(long, value_enum, default_value = "auto")]
-    pub(crate) fixture_format: FixtureFormatArg,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Model")]
     pub(crate) model_args: ModelArgs,
-    #[command(flatten)]
+    /// Embed only slice I of N (from 0) of the texts, into its own resumable cache under <work-dir>/shards/, and
+    /// write no fixture
+    ///
+    /// `auto` takes I and N from a Slurm job array (SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT); `auto/N` takes I
+    /// from Slurm or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX). Once every shard is done, the same command
+    /// without --shard (and with --out) reads their vectors and writes the fixture an unsharded build writes, byte
+    /// for byte
+    #[arg(long, value_name = "I/N|auto|auto/N", help_heading = "Scale")]
+    pub(crate) shard: Option<String>,
+    /// The fixture's layout: `auto` (v1 up to 100,000 documents, v2 above), `v1` or `v2`
+    ///
+    /// `v1` is one JSON document; `v2` a JSON file beside the documents as JSON lines and the vectors as binary
+    /// f32, streamed, for corpora one document cannot hold
+    #[arg(long, value_enum, default_value = "auto", help_heading = "Scale")]
+    pub(crate) fixture_format: FixtureFormatArg,
+    #[command(flatten, next_help_heading = "Locking")]
     pub(crate) lock: LockArgs,
 }
 
 /// Which BEIR dataset, when it is not SciFact.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct DatasetArgs {
-    /// Another BEIR dataset of the registry (`scifact-audit datasets`): downloaded from BEIR and checked
-    /// against its md5, or given with --archive; its counts are the shape gate, its split is scored and its
-    /// published rows are set beside the runs
+    /// Another BEIR dataset of the registry (`scifact-audit datasets`): downloaded from BEIR and checked against
+    /// its md5, or given with --archive
+    ///
+    /// Its counts are the shape gate, its split is scored and its published rows are set beside the runs
     #[arg(long, value_name = "NAME", conflicts_with = "dataset_archive")]
     pub(crate) dataset: Option<String>,
     /// Any zip in BEIR's layout (NAME/corpus.jsonl, NAME/queries.jsonl, NAME/qrels/<split>.tsv; forums as
@@ -424,8 +466,10 @@ pub(crate) struct DatasetArgs {
     /// The qrels split of a --dataset-archive to score: test, dev or train
     #[arg(long, value_name = "SPLIT", requires = "dataset_archive")]
     pub(crate) qrels_split: Option<String>,
-    /// Download a --dataset's zip from URL/<name>.zip instead of BEIR's server; it must still have BEIR's md5
-    /// (or the digest --accept-archive-digest names), and the fixture records BEIR's URL
+    /// Download a --dataset's zip from URL/<name>.zip instead of BEIR's server
+    ///
+    /// It must still have BEIR's md5 (or the digest --accept-archive-digest names), and the fixture records BEIR's
+    /// URL
     #[arg(long, value_name = "URL", requires = "dataset")]
     pub(crate) beir_mirror: Option<String>,
 }
@@ -519,14 +563,16 @@ pub(crate) struct EvalArgs {
     /// fixture's identity and every bundle
     #[arg(long, value_enum, default_value = "auto")]
     pub(crate) text_policy: TextPolicyArg,
-    /// The fixture's layout: `v1`, one JSON document; `v2`, a JSON file beside the documents as JSON lines and
-    /// the vectors as binary f32, streamed, for corpora one document cannot hold; `auto`, v1 up to 100,000
-    /// documents and v2 above
+    /// The fixture's layout: `auto` (v1 up to 100,000 documents, v2 above), `v1` or `v2`
+    ///
+    /// `v1` is one JSON document; `v2` a JSON file beside the documents as JSON lines and the vectors as binary
+    /// f32, streamed, for corpora one document cannot hold
     #[arg(long, value_enum, default_value = "auto")]
     pub(crate) fixture_format: FixtureFormatArg,
-    /// Document vectors the verify stage re-embeds (every query is re-embedded always), or `all`. This is the
-    /// signer's own check, so a sample is the default: it is stated as one (verdict `sampled`, with the chance a
-    /// forgery passes) and never stands in for a reader's `verify-bundle`, which re-embeds every vector
+    /// Document vectors the verify stage re-embeds (every query is re-embedded always), or `all`
+    ///
+    /// This is the signer's own check, so a sample is the default: it is stated as one (verdict `sampled`, with the
+    /// chance a forgery passes) and never stands in for a reader's `verify-bundle`, which re-embeds every vector
     #[arg(long, value_name = "N|all", default_value = "64", value_parser = parse_sample)]
     pub(crate) embedding_sample: receipt_verify::Sample,
     #[command(flatten)]
@@ -559,16 +605,18 @@ pub(crate) struct ReportArgs {
 /// How embeddings are re-checked.
 #[derive(Debug, clap::Args)]
 pub(crate) struct EmbeddingArgs {
-    /// Re-embed only N documents, drawn at random, instead of all of them (every query is re-embedded
-    /// always). For a quick look, or a corpus too large to re-embed here: the verdict is then `sampled`, never
-    /// `verified`, and states the chance that forged vectors pass such a sample
+    /// Re-embed only N documents, drawn at random, instead of all of them (every query is re-embedded always)
+    ///
+    /// For a quick look, or a corpus too large to re-embed here: the verdict is then `sampled`, never `verified`,
+    /// and states the chance that forged vectors pass such a sample
     #[arg(long, value_name = "N|all", default_value = "all", value_parser = parse_sample)]
     pub(crate) embedding_sample: receipt_verify::Sample,
     /// Draw the sample with this seed instead of fresh randomness (to replay a draw someone printed)
     #[arg(long, value_name = "N")]
     pub(crate) seed: Option<u64>,
-    /// Where the model re-embeds: `auto` (a usable NVIDIA GPU, else the CPU), `cpu`, `cuda` or `emulated`. The
-    /// verdict never depends on it: every device gives the same bits
+    /// Where the model re-embeds: `auto` (a usable NVIDIA GPU, else the CPU), `cpu`, `cuda` or `emulated`
+    ///
+    /// The verdict never depends on it: every device gives the same bits
     #[arg(long, value_enum, default_value = "auto")]
     pub(crate) device: DeviceArg,
 }
@@ -718,9 +766,11 @@ pub(crate) struct CompareArgs {
     /// The candidate signer's public key, when another key signed it
     #[arg(long, value_name = "FILE")]
     pub(crate) candidate_public_key: Option<PathBuf>,
-    /// The non-inferiority margin on nDCG@10. The default, 0.01, is two of 200 held-out queries losing their only
-    /// relevant document from rank 1 to below rank 10 (each costs 0.005): a quarter of the smallest improvement the
-    /// selection reported significant (+0.033), well inside a held-out mean's 95% half-width (about 0.05)
+    /// The non-inferiority margin on nDCG@10
+    ///
+    /// The default, 0.01, is two of 200 held-out queries losing their only relevant document from rank 1 to below
+    /// rank 10 (each costs 0.005): a quarter of the smallest improvement the selection reported significant
+    /// (+0.033), well inside a held-out mean's 95% half-width (about 0.05)
     #[arg(long, value_name = "M", default_value_t = scifact_eval::comparison::DEFAULT_MARGIN)]
     pub(crate) margin: f64,
     /// Make the comparison about the candidate's runs rather than its manifest, so that a bundle of the same
@@ -757,8 +807,9 @@ pub(crate) struct VerifyComparisonArgs {
     /// The candidate bundle the statement names (the candidate suite, for a suite-comparison.json)
     #[arg(long, value_name = "DIR")]
     pub(crate) candidate: PathBuf,
-    /// The comparison statement (its signature is read from FILE.minisig, compare.html from beside it). A
-    /// suite-comparison.json is checked against the two suites: every dataset's comparison.json beside it is
+    /// The comparison statement (its signature is read from FILE.minisig, compare.html from beside it)
+    ///
+    /// A suite-comparison.json is checked against the two suites: every dataset's comparison.json beside it is
     /// verified, and the overall verdict re-derived
     #[arg(long, value_name = "FILE")]
     pub(crate) statement: PathBuf,
@@ -800,8 +851,8 @@ pub(crate) struct VerifyBundleArgs {
     /// FTS5 index from it and recomputes every lexical score and candidate list
     #[arg(long, value_name = "ZIP")]
     pub(crate) archive: Option<PathBuf>,
-    /// The model directory (all-MiniLM-L6-v2, the weights the bundle records): re-embeds texts drawn at random
-    /// from the archive and requires the bundle's vectors bit for bit
+    /// The model directory (the checkpoint the bundle records): re-embeds every text of the archive (or
+    /// --embedding-sample N documents and every query) and requires the bundle's vectors bit for bit
     #[arg(long, value_name = "DIR")]
     pub(crate) model_dir: Option<PathBuf>,
     #[command(flatten)]
@@ -822,8 +873,10 @@ pub(crate) struct VerifyBundleArgs {
     /// Accept a legacy (not prehashed) minisign signature; by default only prehashed ones verify
     #[arg(long)]
     pub(crate) allow_legacy_signature: bool,
-    /// The largest file of the bundle that is read into memory; a larger one fails the subjects check unread.
-    /// vectors.f32 is not held: it is copied to a private temp file as it is hashed (up to 64 GiB)
+    /// The largest file of the bundle that is read into memory
+    ///
+    /// A larger one fails the subjects check unread. vectors.f32 is not held: it is copied to a private temp file
+    /// as it is hashed (up to 64 GiB)
     #[arg(long, value_name = "BYTES", default_value_t = receipt_verify::BUNDLE_LIMITS.max_file_bytes)]
     pub(crate) max_file_bytes: u64,
     /// The most bytes read into memory from the bundle's files in all (vectors.f32 apart)
@@ -842,7 +895,8 @@ pub(crate) struct VerifySuiteArgs {
     /// The signer's minisign public key file (the suite's and every bundle's)
     #[arg(long, alias = "pubkey", value_name = "FILE")]
     pub(crate) public_key: PathBuf,
-    /// A directory of the public archives (any names): each bundle's is the zip whose sha256 it records.
+    /// A directory of the public archives (any names): each bundle's is the zip whose sha256 it records
+    ///
     /// Without it, lexical rankings and texts rest on the signer
     #[arg(long, value_name = "DIR")]
     pub(crate) archive_dir: Option<PathBuf>,

@@ -51,3 +51,32 @@ fn eval_with_no_inputs_names_the_flags_and_beirs_md5() {
     }
     assert!(!stderr.contains("was downloaded"), "{stderr}");
 }
+
+/// The command list reads in the order a user needs it, one short line each, and `-h` fits on a screen; the
+/// long explanations stay in `--help`.
+#[test]
+fn help_lists_commands_by_use_one_line_each_and_short_help_fits_a_screen() {
+    let help = scifact_audit_with(&["-h"], "", &[]);
+    let text = String::from_utf8_lossy(&help.stdout);
+    let commands: Vec<&str> = text
+        .lines()
+        .skip_while(|line| !line.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .collect();
+    let names: Vec<&str> = commands.iter().filter_map(|line| line.split_whitespace().next()).collect();
+    assert_eq!(&names[..3], ["eval", "verify-bundle", "keygen"], "{text}");
+    for line in &commands {
+        assert!(line.len() <= 130, "a command's line runs on: {line}");
+    }
+    for command in ["eval", "build", "verify-bundle"] {
+        let short = scifact_audit_with(&[command, "-h"], "", &[]);
+        let lines = String::from_utf8_lossy(&short.stdout).lines().count();
+        assert!(lines <= 60, "{command} -h is {lines} lines");
+    }
+    let build = String::from_utf8_lossy(&scifact_audit_with(&["build", "-h"], "", &[]).stdout).into_owned();
+    let options = build.find("Options:").unwrap();
+    assert!(build[options..].trim_start_matches("Options:").trim_start().starts_with("--work-dir"), "{build}");
+    let model = String::from_utf8_lossy(&scifact_audit_with(&["eval", "--help"], "", &[]).stdout).into_owned();
+    assert!(!model.contains("[default: all-minilm:latest]"), "an Ollama tag shown as the model's default");
+}

@@ -146,6 +146,15 @@ fn scripts_give_the_password_by_file_and_a_key_in_a_work_tree_is_warned_of() {
     );
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
 
+    // The secret key given where the public one belongs is named for what it is.
+    let output = scifact_audit(
+        &["verify-bundle", "--bundle-dir", path_str(&bundle), "--public-key", path_str(&secret)],
+        "",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("this is a secret key, not a public key"), "{stderr}");
+
     // Outside a work tree: no warning.
     let elsewhere = tempfile::tempdir().unwrap();
     let output = scifact_audit(
