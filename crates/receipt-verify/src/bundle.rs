@@ -1056,6 +1056,10 @@ fn signed_manifest(check: &BundleCheck, key: &VerifyingKey, report: &mut Report)
     });
     match outcome {
         Ok((manifest, evidence)) => {
+            report.notes.push(format!(
+                "signed by: key id {} (a signature shows who made the claim, not that it is true)",
+                key.id()
+            ));
             report.record("bundle", "signature", Ok(evidence));
             Some(manifest)
         }

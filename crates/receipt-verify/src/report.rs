@@ -440,18 +440,16 @@ impl Report {
             }
             let _ = writeln!(out, "{heading}");
             for (check, scopes) in group {
-                let scope = match (scopes.as_slice(), status) {
-                    ([one], _) => terminal_safe(one).into_owned(),
-                    (many, Status::Attested) => format!("{} scopes, the first", many.len()),
-                    (many, _) => format!("{} scopes", many.len()),
+                // One scope: `LABEL scope name: evidence`; the same finding in several: named once, with how many.
+                let (scope, name) = (terminal_safe(scopes[0]), terminal_safe(&check.name));
+                let at = match (scopes.len(), status) {
+                    (1, _) => format!("{scope} {name}"),
+                    (n, Status::Attested) => {
+                        format!("{name} (in each of {n} scopes; as the first records it)")
+                    }
+                    (n, _) => format!("{name} (in each of {n} scopes)"),
                 };
-                let _ = writeln!(
-                    out,
-                    "  {:<15} {scope} {}: {}",
-                    status.label(),
-                    terminal_safe(&check.name),
-                    terminal_safe(&check.evidence)
-                );
+                let _ = writeln!(out, "  {:<15} {at}: {}", status.label(), terminal_safe(&check.evidence));
             }
         }
         out
@@ -547,7 +545,7 @@ mod tests {
         }
         let summary = report.summary();
         assert_eq!(summary.lines().filter(|l| l.contains("git.clean")).count(), 1, "{summary}");
-        assert!(summary.contains("3 scopes, the first git.clean"), "{summary}");
+        assert!(summary.contains("git.clean (in each of 3 scopes; as the first records it)"), "{summary}");
         assert_eq!(summary.lines().filter(|l| l.contains("metrics")).count(), 3, "{summary}");
     }
 

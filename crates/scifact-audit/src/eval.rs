@@ -605,6 +605,14 @@ fn print_summary(
             "\npublished rows of {} (nDCG@10 over every test query; baseline runs; tolerance {}):",
             published.dataset, published.tolerance.ndcg_10
         )?;
+        if let (false, Some(beir)) = (published.archive.beir_file, published.archive.beir_md5.as_deref()) {
+            writeln!(
+                out,
+                "  note: the archive evaluated (md5 {}) is not BEIR's published file (md5 {beir}): no row is \
+                 comparable with it, whatever the numbers; evaluate BEIR's own file to compare",
+                published.archive.md5
+            )?;
+        }
         for row in &published.rows {
             writeln!(
                 out,
@@ -664,14 +672,18 @@ fn print_summary(
         }
     }
     for (label, name, evidence, scopes) in findings {
-        let scope = match scopes.as_slice() {
-            [one] => terminal_safe(one).into_owned(),
-            many if label == receipt_verify::Status::Attested.label() => {
-                format!("{} runs, the first", many.len())
+        let (name, evidence) = (terminal_safe(name), terminal_safe(evidence));
+        match scopes.as_slice() {
+            [one] => writeln!(out, "             {label} {} {name}: {evidence}", terminal_safe(one))?,
+            many if label == receipt_verify::Status::Attested.label() => writeln!(
+                out,
+                "             {label} {name} (in each of {} runs; as the first records it): {evidence}",
+                many.len()
+            )?,
+            many => {
+                writeln!(out, "             {label} {name} (in each of {} runs): {evidence}", many.len())?
             }
-            many => format!("{} runs", many.len()),
-        };
-        writeln!(out, "             {label} {scope} {}: {}", terminal_safe(name), terminal_safe(evidence))?;
+        }
     }
     if attempts.is_empty() {
         writeln!(out, "attempts     every run ran in one uninterrupted attempt")?;

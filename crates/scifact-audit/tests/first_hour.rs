@@ -76,7 +76,32 @@ fn help_lists_commands_by_use_one_line_each_and_short_help_fits_a_screen() {
     }
     let build = String::from_utf8_lossy(&scifact_audit_with(&["build", "-h"], "", &[]).stdout).into_owned();
     let options = build.find("Options:").unwrap();
-    assert!(build[options..].trim_start_matches("Options:").trim_start().starts_with("--work-dir"), "{build}");
-    let model = String::from_utf8_lossy(&scifact_audit_with(&["eval", "--help"], "", &[]).stdout).into_owned();
+    assert!(
+        build[options..].trim_start_matches("Options:").trim_start().starts_with("--work-dir"),
+        "{build}"
+    );
+    let model =
+        String::from_utf8_lossy(&scifact_audit_with(&["eval", "--help"], "", &[]).stdout).into_owned();
     assert!(!model.contains("[default: all-minilm:latest]"), "an Ollama tag shown as the model's default");
+}
+
+/// `verify-bundle` names the key that verified the signature, as attestations/README.md tells readers it does.
+#[test]
+fn verify_bundle_names_the_signing_key() {
+    let fixtures = crate::tiny::root().join("fixtures/tiny");
+    let public = std::fs::read_to_string(fixtures.join("expected.pub")).unwrap();
+    let id = public.lines().next().unwrap().rsplit(' ').next().unwrap().to_owned();
+    let output = scifact_audit_with(
+        &[
+            "verify-bundle",
+            "--bundle-dir",
+            path_str(&fixtures.join("expected")),
+            "--public-key",
+            path_str(&fixtures.join("expected.pub")),
+        ],
+        "",
+        &[],
+    );
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert!(summary.contains(&format!("signed by: key id {id}")), "{id}: {summary}");
 }

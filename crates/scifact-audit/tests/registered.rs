@@ -106,6 +106,14 @@ fn a_registered_dataset_runs_end_to_end_with_its_shape_and_published_rows() {
     let first_stage = stderr.lines().position(|l| l.contains("embedding") || l.contains("build"));
     assert!(note.is_some_and(|n| first_stage.is_none_or(|s| n < s)), "said at once: {stderr}");
     assert!(stderr.contains("BEIR's has md5 a89dba18a62ef92f7d323ec890a0d38d"), "{stderr}");
+    // And again in the final summary, beside the published rows it makes incomparable.
+    let summary = String::from_utf8_lossy(&eval.stdout);
+    assert!(
+        summary.contains(
+            "is not BEIR's published file (md5 a89dba18a62ef92f7d323ec890a0d38d): no row is comparable"
+        ),
+        "{summary}"
+    );
     let bundle = crate::tiny::only_bundle(&work);
     let metadata: Value =
         serde_json::from_slice(&std::fs::read(bundle.join("fixture-metadata.json")).unwrap()).unwrap();

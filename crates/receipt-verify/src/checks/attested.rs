@@ -55,12 +55,12 @@ fn host_identity(run: &Run) -> Result<String, String> {
         }
     }
     Ok(format!(
-        "recorded host: {} {} / {} / {} logical cores / {} bytes{}",
+        "recorded host: {} {} / {} / {} logical cores / {:.1} GiB of memory{}",
         host["os"].as_str().unwrap_or(""),
         host["kernel"].as_str().unwrap_or(""),
         host["cpu_brand"].as_str().unwrap_or(""),
         host["logical_cores"],
-        host["memory_bytes"],
+        host["memory_bytes"].as_f64().unwrap_or(0.0) / f64::from(1u32 << 30),
         host["embedding_device"]
             .as_str()
             .map_or_else(String::new, |device| format!(" / embedder on {device}")),
@@ -74,8 +74,8 @@ fn latency(run: &Run) -> Result<String, String> {
     let p95 = latency["p95"].as_f64().ok_or("latency_ms.p95 is not a number")?;
     let retrieval = metrics["retrieval_ms"]["p50"].as_f64();
     Ok(format!(
-        "whole-call p50 {p50} ms, p95 {p95} ms{} on {}: the signer's measurement, on the signer's machine",
-        retrieval.map_or_else(String::new, |r| format!(" (retrieval p50 {r} ms)")),
+        "whole-call p50 {p50:.3} ms, p95 {p95:.3} ms{} on {}: the signer's measurement, on the signer's machine",
+        retrieval.map_or_else(String::new, |r| format!(" (retrieval p50 {r:.3} ms)")),
         run.aggregate["host"]["cpu_brand"].as_str().unwrap_or("an unnamed CPU"),
     ))
 }
@@ -92,5 +92,9 @@ pub(crate) fn freeze_order(run: &Run, frozen: &Value) -> Result<String, String> 
             run.str_at("/split")
         ));
     }
-    Ok(format!("started at {started}, after the freeze at {frozen_at} (the signer's clock)"))
+    Ok(format!(
+        "started at {}, after the freeze at {} (the signer's clock)",
+        crate::time::rfc3339(started),
+        crate::time::rfc3339(frozen_at)
+    ))
 }

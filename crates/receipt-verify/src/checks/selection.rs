@@ -288,7 +288,10 @@ fn preregistration_timing(
             "signed on its own; the ledger (version 1) does not record when".to_owned()
         }
     };
-    Ok(format!("written at {created}, before every calibration run started (the signer's clock); {signed}"))
+    Ok(format!(
+        "written at {}, before every calibration run started (the signer's clock); {signed}",
+        crate::time::rfc3339(created)
+    ))
 }
 
 /// Every trial's ledger entry against its run: the declared trial, its aggregate and rows, and each metric
@@ -471,11 +474,18 @@ fn order(ledger: &Value, freeze: Option<&Value>, runs: &[Run]) -> Outcome {
     for run in runs.iter().filter(|r| r.str_at("/split") != "calibration") {
         let started = run.aggregate["started_unix"].as_u64().unwrap_or(0);
         if started < frozen {
-            return Err(format!("{} started at {started}, before the freeze ({frozen})", run.name));
+            return Err(format!(
+                "{} started at {}, before the freeze ({})",
+                run.name,
+                crate::time::rfc3339(started),
+                crate::time::rfc3339(frozen)
+            ));
         }
     }
     Ok(format!(
-        "trials before the decision ({decided}), the decision before the freeze ({frozen}), the freeze before held-out: the signer's clock"
+        "trials before the decision ({}), the decision before the freeze ({}), the freeze before held-out: the signer's clock",
+        crate::time::rfc3339(decided),
+        crate::time::rfc3339(frozen)
     ))
 }
 
