@@ -205,6 +205,13 @@ pub(crate) fn run_one(
     safe_fs::halt::point("eval.preregistered");
     let trials: Vec<SearchConfig> =
         preregistration.search_space.trials.iter().map(|trial| trial.config.clone()).collect();
+    stages.progress.name_trials(
+        preregistration
+            .search_space
+            .trials
+            .iter()
+            .filter_map(|trial| trial.label.clone().map(|label| (label, trial.name.clone()))),
+    );
     let baseline = SearchConfig::default();
     stages.time("calibration", |progress| {
         run_split(

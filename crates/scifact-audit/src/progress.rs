@@ -24,9 +24,25 @@ pub(crate) struct StageProgress {
     skipped: Arc<AtomicU64>,
     started: Cell<Instant>,
     last_line: Cell<Instant>,
+    /// Configuration labels (`c` and 12 hex digits) to the trial names a person knows them by.
+    trials: RefCell<Vec<(String, String)>>,
 }
 
 impl StageProgress {
+    /// Names the configurations a stage's runs are labelled with: a stage `hybrid calibration c1a2…` is said
+    /// as `hybrid calibration, trial NAME (c1a2…)`.
+    pub(crate) fn name_trials(&self, trials: impl IntoIterator<Item = (String, String)>) {
+        self.trials.borrow_mut().extend(trials);
+    }
+
+    /// `stage` with a trailing configuration label given its trial's name.
+    fn named(&self, stage: &str) -> String {
+        let trials = self.trials.borrow();
+        let named = stage.rsplit_once(' ').and_then(|(head, label)| {
+            trials.iter().find(|(l, _)| l == label).map(|(_, name)| format!("{head}, trial {name} ({label})"))
+        });
+        named.unwrap_or_else(|| stage.to_owned())
+    }
     pub(crate) fn new() -> Self {
         StageProgress {
             terminal: std::io::stderr().is_terminal(),
@@ -37,6 +53,7 @@ impl StageProgress {
             skipped: Arc::new(AtomicU64::new(0)),
             started: Cell::new(Instant::now()),
             last_line: Cell::new(Instant::now()),
+            trials: RefCell::new(Vec::new()),
         }
     }
 
@@ -57,10 +74,12 @@ impl StageProgress {
         }
         if fresh > 0 && elapsed > 0.0 {
             let rate = fresh as f64 / elapsed;
-            text.push_str(&format!(
-                ", {rate:.1}/s, about {} left",
-                human(total.saturating_sub(done) as f64 / rate)
-            ));
+            text.push_str(&format!(", {rate:.1}/s"));
+            // The first items are not the rest (the model warms up; texts come longest first): no time is
+            // promised before a twentieth is done.
+            if fresh * 20 >= total.saturating_sub(done - fresh) {
+                text.push_str(&format!(", about {} left", human(total.saturating_sub(done) as f64 / rate)));
+            }
         }
         say(&text);
         self.last_line.set(Instant::now());
@@ -101,6 +120,7 @@ fn human(seconds: f64) -> String {
 
 impl Progress for StageProgress {
     fn start(&self, stage: &str, total: u64) {
+        let stage = &self.named(stage);
         *self.stage.borrow_mut() = stage.to_owned();
         self.total.set(total);
         self.done.set(0);

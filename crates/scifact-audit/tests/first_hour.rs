@@ -105,3 +105,38 @@ fn verify_bundle_names_the_signing_key() {
     let summary = String::from_utf8_lossy(&output.stdout);
     assert!(summary.contains(&format!("signed by: key id {id}")), "{id}: {summary}");
 }
+
+/// Each calibration trial's progress names the trial, as the search space names it.
+#[test]
+fn each_trial_s_progress_names_the_trial() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let fixtures = crate::tiny::root().join("fixtures/tiny");
+    let output = scifact_audit_with(
+        &[
+            "eval",
+            "--profile",
+            "tiny",
+            "--work-dir",
+            path_str(&work),
+            "--archive",
+            path_str(&fixtures.join("scifact-tiny.zip")),
+            "--model-dir",
+            path_str(&fixtures.join("model")),
+            "--device",
+            "cpu",
+        ],
+        "",
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let mut trials: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("hybrid calibration, trial ") && line.ends_with(" to do"))
+        .collect();
+    assert_eq!(trials.len(), 31, "every trial but the baseline, each once: {stderr}");
+    trials.sort_unstable();
+    trials.dedup();
+    assert_eq!(trials.len(), 31, "each trial's line is its own");
+}

@@ -516,7 +516,9 @@ fn run_mode(
         });
     }
 
-    progress.start(&format!("{} {split}", mode.as_str()), selected.len() as u64);
+    // A configuration other than the baseline is named by its label, so that each trial's progress is its own.
+    let configuration = label.map(|label| format!(" {label}")).unwrap_or_default();
+    progress.start(&format!("{} {split}{configuration}", mode.as_str()), selected.len() as u64);
     progress.skip(answered.len() as u64);
     for id in selected {
         if answered.contains_key(id) {
