@@ -82,7 +82,7 @@ fn ragged() -> Vec<(String, BertShape, u64, crate::testing::SentenceLayout)> {
 
 /// Texts of `words` drawn in a fixed order, of lengths from 0 to about 280 words.
 fn ragged_texts(words: &[String]) -> Vec<String> {
-    let lengths = [0usize, 1, 2, 7, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 200, 255, 280];
+    let lengths = [0usize, 1, 7, 16, 17, 33, 64, 65, 129, 255, 280];
     lengths
         .iter()
         .enumerate()
@@ -101,9 +101,15 @@ fn the_emulated_kernels_give_the_cpus_bits_on_ragged_shapes_of_every_encoder() {
         let texts = ragged_texts(&shape.words);
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let mut model = load(dir.path(), &name);
-        let cpu = vectors(&model, &texts);
+        // One role: the shapes are what is tried here (the parity checkpoints try both roles' prompts).
+        let embed = |model: &SentenceBert| -> Vec<Vec<u32>> {
+            let prompt = model.declared_prompt(Role::Query);
+            let embedded = model.embed_prompted(prompt.as_str(), &texts, &|_| {}).unwrap();
+            embedded.into_iter().map(|e| e.vector.iter().map(|x| x.to_bits()).collect()).collect()
+        };
+        let cpu = embed(&model);
         model.use_device(DeviceRequest::Emulated).unwrap();
-        assert_eq!(vectors(&model, &texts), cpu, "{name}: the emulated GPU kernels differ from the CPU");
+        assert_eq!(embed(&model), cpu, "{name}: the emulated GPU kernels differ from the CPU");
         encoders.push(shape.encoder);
     }
     for encoder in [Encoder::Bert, Encoder::XlmRoberta, Encoder::Mpnet, Encoder::BertSentencePiece] {
