@@ -11,7 +11,7 @@ Run:        python3 scripts/bench-vector-peers.py --fixture <work>/fixture.json 
 Only the retrieval is compared (the peers return ids and scores, nothing more); the project's figures for
 the whole call, with its receipt hashed and stored durably, are printed beside them. The project's searches
 come back to back, as the peers' do. The output names the CPU: a figure is this machine's only.
-CI runs it on the tiny fixture with `--queries 50 --cargo-profile dev`, so that it keeps reading the bench's
+CI runs it on the tiny fixture with `--queries 50 --cargo-profile test`, so that it keeps reading the bench's
 output; the figures come from full runs.
 """
 import argparse, json, os, subprocess, sys, time
@@ -100,11 +100,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fixture", required=True)
     ap.add_argument("--queries", type=int, default=3000)
-    ap.add_argument("--cargo-profile", help="build the bench with this cargo profile (CI: dev); default: bench")
+    ap.add_argument("--cargo-profile", help="build the bench with this cargo profile; `test` runs it through "
+                    "`cargo test --workspace --bench`, reusing the test build (CI); default: bench")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    profile = ["--profile", a.cargo_profile] if a.cargo_profile else []
-    bench = subprocess.run(["cargo", "bench", "-q", *profile, "-p", "semantic-memory", "--bench", "search", "--",
+    if a.cargo_profile == "test":
+        command = ["cargo", "test", "-q", "--workspace", "--bench", "search", "--"]
+    else:
+        profile = ["--profile", a.cargo_profile] if a.cargo_profile else []
+        command = ["cargo", "bench", "-q", *profile, "-p", "semantic-memory", "--bench", "search", "--"]
+    bench = subprocess.run([*command,
                             "--fixture", os.path.abspath(a.fixture), "--queries", str(a.queries),
                             "--cadence", "back_to_back"],
                            cwd=root, capture_output=True, text=True)

@@ -254,6 +254,15 @@ pub fn verify_suite_comparison(
             );
             continue;
         }
+        // A bundle directory is a plain name inside its suite, as `verify_suite` requires: never a path out of it.
+        if let Some(odd) = [base, cand].into_iter().find(|dir| !is_plain_file_name(dir)) {
+            report.record(
+                dataset,
+                "comparison.dataset",
+                Err(format!("bundle directory {odd:?} is not a plain name")),
+            );
+            continue;
+        }
         let path = dir.join(named);
         // One read: the bytes hashed against the statement are the bytes verified and whose verdict is taken.
         let Ok(comparison_bytes) = crate::comparison::read_statement(&path) else {

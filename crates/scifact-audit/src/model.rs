@@ -51,8 +51,9 @@ pub(crate) fn open_embedder(args: &ModelArgs) -> anyhow::Result<(Box<dyn Embedde
 /// (`$SCIFACT_MODEL_DIR`, the cache) all-MiniLM-L6-v2, pinned.
 fn open_checkpoint(args: &ModelArgs, dir: &std::path::Path) -> anyhow::Result<SentenceBert> {
     let loaded = match (&args.weights_sha256, args.model.as_deref(), &args.model_dir) {
-        (Some(hex), _, _) => {
-            SentenceBert::load(dir, &format!("bert-sha256-{hex}"), WeightPin::Sha256(hex.clone()))
+        (Some(given), _, _) => {
+            let hex = weights_digest(given)?;
+            SentenceBert::load(dir, &format!("bert-sha256-{hex}"), WeightPin::Sha256(hex))
         }
         (None, Some(name), _) => {
             let Some(known) = embedding::registry::lookup(name)? else {
@@ -96,4 +97,32 @@ pub(crate) fn use_device(model: &mut SentenceBert, device: DeviceArg) -> anyhow:
         scifact_eval::note_embedding_device(choice.device.describe());
     }
     Ok(())
+}
+
+/// `--weights-sha256` as the one spelling every name uses: 64 lowercase hex digits (a `sha256:` prefix and upper
+/// case are accepted and normalised; anything else is refused, so a name never carries a digest the verifier
+/// would read as another).
+fn weights_digest(given: &str) -> anyhow::Result<String> {
+    let hex = given.trim();
+    let hex = hex.strip_prefix("sha256:").unwrap_or(hex).to_ascii_lowercase();
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        bail!(
+            "--weights-sha256 {given:?} is not a sha256 (64 hex digits, as `sha256sum model.safetensors` prints)"
+        );
+    }
+    Ok(hex)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_weights_digest_is_normalised_or_refused() {
+        let lower = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db";
+        assert_eq!(super::weights_digest(&lower.to_uppercase()).unwrap(), lower);
+        assert_eq!(super::weights_digest(&format!("sha256:{lower}")).unwrap(), lower);
+        assert_eq!(super::weights_digest(&format!(" {lower}\n")).unwrap(), lower);
+        for bad in ["", "53aa", &format!("{lower}00"), &lower.replace('a', "g")] {
+            assert!(super::weights_digest(bad).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -331,7 +331,16 @@ fn open_shards(
     let mut shards = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|source| Error::Io { path: dir.clone(), source })?;
-        let Some(shard) = entry.file_name().to_str().and_then(Shard::from_dir_name) else { continue };
+        let shard = match entry.file_name().to_str().and_then(Shard::from_dir_name) {
+            None => continue,
+            Some(Ok(shard)) => shard,
+            Some(Err(reason)) => {
+                return Err(Error::Shards {
+                    dir: dir.clone(),
+                    reason: format!("{reason}: remove {}", entry.path().display()),
+                });
+            }
+        };
         let path = entry.path().join(&file);
         if !path.exists() {
             continue;
@@ -374,9 +383,14 @@ fn refuse_incomplete_shards(
         return Ok(());
     }
     let counts: std::collections::BTreeSet<usize> = found.iter().map(|shard| shard.count).collect();
+    let batch = options.batch_size.max(1);
+    let chunks = documents.div_ceil(batch) + queries.div_ceil(batch);
     let mut short = Vec::new();
     for &count in &counts {
-        for index in 0..count {
+        // Only the slices that hold a chunk can lack a text: a merge never walks the empty ones of a large count.
+        let holding: std::collections::BTreeSet<usize> =
+            (0..chunks).map(|chunk| Shard::of_chunk(chunk, count, chunks).index).collect();
+        for index in holding {
             let shard = Shard { index, count };
             let (d, q) = shard.slice(documents, queries, options.batch_size);
             let size = d.len() + q.len();

@@ -72,7 +72,7 @@ pub use crate::run::{
     journal_file_name, rolling_digest, rows_file_name, run, run_configs, statistics,
 };
 pub use crate::schema::{AGGREGATE_SCHEMA, Aggregate, AttemptAnswers, AttemptsBinding, QueryRow, ROW_SCHEMA};
-pub use crate::shard::{Shard, ShardBinding, ShardError, shards_dir};
+pub use crate::shard::{MAX_SHARDS, Shard, ShardBinding, ShardError, shards_dir};
 pub use crate::split::{
     CALIBRATION_COUNT, Split, calibration_count, request_id, select, selected_ids_digest, split_algorithm,
     split_order,

@@ -203,3 +203,39 @@ fn shards_then_a_merge_write_the_unsharded_fixture_and_a_missing_shard_is_named(
         other => panic!("expected a cache binding error, got {other:?}"),
     }
 }
+
+/// A shard count past any a build makes (a mistyped `--shard 0/1000000000000`) leaves no directory a merge
+/// would walk slice by slice: the directory is refused by name, at once, and a large legitimate count is merged
+/// without walking its empty slices.
+#[test]
+fn a_shard_directory_of_an_impossible_count_is_refused_at_once() {
+    use scifact_eval::{MAX_SHARDS, Shard, build_shard, shards_dir};
+    let dir = tempfile::tempdir().unwrap();
+    let archive = mini_archive(dir.path());
+    let work = dir.path().join("work");
+    let out = dir.path().join("f.json");
+    let opts = options(&archive, &work, &out);
+    let stray = shards_dir(&work, &opts.profile.name, &opts.profile.split).join("0-of-1000000000000");
+    std::fs::create_dir_all(&stray).unwrap();
+    match build_fixture(&opts, &FakeEmbedder::new("fake"), &NoProgress) {
+        Err(Error::Shards { reason, .. }) => {
+            assert!(reason.contains("0-of-1000000000000 is no shard a build makes"), "{reason}");
+            assert!(reason.contains("remove"), "{reason}");
+        }
+        other => panic!("expected a shards error, got {other:?}"),
+    }
+    std::fs::remove_dir_all(&stray).unwrap();
+    // The largest count a build takes, with only its first slice done: the slices holding texts are named.
+    build_shard(&opts, Shard { index: 0, count: MAX_SHARDS }, &FakeEmbedder::new("fake"), &NoProgress)
+        .unwrap();
+    match build_fixture(&opts, &FakeEmbedder::new("fake"), &NoProgress) {
+        Err(Error::Shards { reason, .. }) => {
+            assert!(reason.contains("is absent"), "{reason}");
+            assert!(
+                !reason.contains(&format!("shard 1/{MAX_SHARDS} is absent")),
+                "an empty slice named: {reason}"
+            );
+        }
+        other => panic!("expected a shards error, got {other:?}"),
+    }
+}
