@@ -16,5 +16,6 @@ if [ -z "${SCIFACT_AUDIT_NVRTC:-}" ]; then
 fi
 echo "NVRTC: ${SCIFACT_AUDIT_NVRTC:-none found}"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+echo "libcuda: $(ldconfig -p 2>/dev/null | grep -m1 'libcuda.so.1' || ls /usr/local/nvidia/lib64/libcuda.so.1 2>/dev/null || echo 'not on the loader path')"
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
 exec python3 scripts/gpu-check.py "$@"

@@ -283,15 +283,17 @@ impl Checkpoint {
     }
 }
 
-/// The largest size of each kind config.json may declare: far above every model of this family (XLM-R's
-/// 250,002-token vocabulary, bge-m3's 8,194 positions, 24 layers of 1,024), so that a hostile or broken file is
-/// refused by name before anything of its size is allocated. The weights must then have these shapes.
+/// The largest size of each kind config.json may declare: above every model of this family (XLM-R's 250,002-token
+/// vocabulary, 24 layers of 1,024), so that a hostile or broken file is refused by name before anything of its
+/// size is allocated. The weights must then have these shapes. Positions are capped at bge-m3's 8,194 and two
+/// more: a sequence's attention scores are its length squared (8,192 tokens: 256 MiB a sequence on each thread),
+/// and 65,536 positions would have asked 16 GiB of each.
 const SIZE_CAPS: [(&str, usize); 6] = [
     ("hidden_size", 16_384),
     ("num_hidden_layers", 256),
     ("num_attention_heads", 1_024),
     ("intermediate_size", 65_536),
-    ("max_position_embeddings", 65_536),
+    ("max_position_embeddings", 8_196),
     ("vocab_size", 1 << 20),
 ];
 
@@ -317,6 +319,17 @@ fn check_sizes(path: &Path, config: &Config) -> Result<()> {
             format!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 config.hidden_size, config.num_attention_heads
+            ),
+        ));
+    }
+    // XLM-RoBERTa and MPNet count positions from after the padding index: an index past the tables (or one
+    // that wraps when one is added) would read another row or none.
+    if config.pad_token_id >= config.vocab_size || config.pad_token_id >= config.max_position_embeddings {
+        return Err(invalid(
+            path,
+            format!(
+                "pad_token_id {} is not below vocab_size {} and max_position_embeddings {}",
+                config.pad_token_id, config.vocab_size, config.max_position_embeddings
             ),
         ));
     }

@@ -216,6 +216,22 @@ fn what_cannot_be_run_exactly_is_refused_naming_the_file_and_the_field() {
         ),
         ("cls-normalize-instruction", "config.json", "\"bert\"", "\"mpnet\"", "model_type \"mpnet\""),
         ("cls-normalize-instruction", "config.json", "\"gelu\"", "\"gelu_new\"", "hidden_act \"gelu_new\""),
+        // A padding index that wraps when one is added, and a position table that would ask 16 GiB of attention
+        // scores a sequence: refused, never run.
+        (
+            "xlmr-mean-multilingual",
+            "config.json",
+            "\"pad_token_id\":1",
+            "\"pad_token_id\":18446744073709551615",
+            "pad_token_id 18446744073709551615 is not below vocab_size",
+        ),
+        (
+            "xlmr-mean-multilingual",
+            "config.json",
+            "\"max_position_embeddings\":66",
+            "\"max_position_embeddings\":65536",
+            "max_position_embeddings 65536 is not within 1..=8196",
+        ),
         (
             "max-short-lowercase",
             "config_sentence_transformers.json",

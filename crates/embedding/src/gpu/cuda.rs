@@ -289,7 +289,16 @@ impl Cuda {
     /// # Errors
     /// What is missing, in words: no driver, no GPU, no NVRTC, or a compilation that failed.
     pub(crate) fn open() -> Result<Cuda, String> {
-        let (library, path) = open_first(&["libcuda.so.1".to_owned(), "libcuda.so".to_owned()])
+        // The loader's path first; then where NVIDIA's container toolkit and Debian put the driver, for a process
+        // whose loader path leaves them out.
+        let candidates = [
+            "libcuda.so.1",
+            "libcuda.so",
+            "/usr/local/nvidia/lib64/libcuda.so.1",
+            "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+            "/usr/lib64/libcuda.so.1",
+        ];
+        let (library, path) = open_first(&candidates.map(str::to_owned))
             .map_err(|tried| format!("no NVIDIA driver: {tried}"))?;
         // SAFETY: libcuda's functions have these signatures.
         let driver = unsafe { Driver::load(library, &path)? };
