@@ -91,6 +91,8 @@ pub struct ShardResult {
 pub struct ShardResults {
     /// Each file's result, or why it could not be read.
     pub results: Vec<(String, Result<ShardResult, String>)>,
+    /// Each file's `sha256:` digest, by name (of the bytes read; absent for a file that could not be read).
+    pub digests: std::collections::BTreeMap<String, String>,
     /// `sha256:` of this verifier's executable, which every result must name.
     pub verifier_sha256: String,
     /// Results of several bundles (a suite's): each bundle takes those naming its manifest and ignores the
@@ -118,12 +120,16 @@ impl ShardResults {
                 files.push(path.clone());
             }
         }
+        let mut digests = std::collections::BTreeMap::new();
         let results = files
             .into_iter()
             .map(|path| {
                 let name = path.display().to_string();
                 let read = safe_fs::read_regular(&path, MAX_SHARD_BYTES)
                     .map_err(|e| e.to_string())
+                    .inspect(|bytes| {
+                        digests.insert(name.clone(), crate::canonical::sha256_tagged(bytes));
+                    })
                     .and_then(|bytes| crate::json::parse(&bytes).map_err(|e| format!("not strict JSON: {e}")))
                     .and_then(|value| {
                         serde_json::from_value::<ShardResult>(value)
@@ -132,7 +138,7 @@ impl ShardResults {
                 (name, read)
             })
             .collect();
-        Ok(ShardResults { results, verifier_sha256, of_several_bundles: false })
+        Ok(ShardResults { results, digests, verifier_sha256, of_several_bundles: false })
     }
 }
 
@@ -166,6 +172,7 @@ pub(crate) fn merge(
     }
     let mut covered: Vec<(Range<usize>, &str, Slice)> = Vec::new();
     let mut ran: Vec<&Ran> = Vec::new();
+    let mut sources: Vec<(Slice, String)> = Vec::new();
     for (name, result) in results {
         let result = result.as_ref().map_err(|reason| format!("{name}: {reason}"))?;
         let slice = result.slice;
@@ -218,6 +225,12 @@ pub(crate) fn merge(
         if let Some(r) = &result.ran {
             ran.push(r);
         }
+        let kernels = result
+            .ran
+            .as_ref()
+            .map_or_else(|| "kernels unstated".to_owned(), |r| format!("{} kernels", r.kernels));
+        let digest = shards.digests.get(name).map_or("no digest", String::as_str);
+        sources.push((slice, format!("slice {slice} {name} ({digest}, {kernels})")));
         covered.push((result.texts.clone(), name.as_str(), slice));
     }
     covered.sort_by_key(|(range, _, _)| (range.start, range.end));
@@ -234,12 +247,12 @@ pub(crate) fn merge(
             ));
         }
         if range.start > next {
-            return Err(missing(next..range.start, documents, &covered));
+            return Err(missing(next..range.start, (documents, total), &covered));
         }
         next = range.end;
     }
     if next < total {
-        return Err(missing(next..total, documents, &covered));
+        return Err(missing(next..total, (documents, total), &covered));
     }
     let Some(first) = ran.first() else { return Err("no shard result says what re-embedded".into()) };
     let mut kernels: Vec<&str> = ran.iter().map(|r| r.kernels.as_str()).collect();
@@ -250,17 +263,30 @@ pub(crate) fn merge(
         backend_version: first.backend_version.clone(),
         kernels: kernels.join(", "),
     };
-    Ok(merged.sentence(identity, documents, documents, queries))
+    sources.sort_by_key(|(slice, _)| slice.index);
+    let listed: Vec<String> = sources.into_iter().map(|(_, source)| source).collect();
+    Ok(format!(
+        "{}; taken from {} shard results, not re-embedded in this process: {}. A shard result is the verifying \
+         party's own unsigned intermediate: its bindings (this bundle, this executable, the declared model, the \
+         slice) catch a stale or foreign result, never one written by hand",
+        merged.sentence(identity, documents, documents, queries),
+        listed.len(),
+        listed.join("; ")
+    ))
 }
 
 fn or_none(digest: &str) -> &str {
     if digest.is_empty() { "none: it could not read one" } else { digest }
 }
 
-/// The error for texts no result covers, naming the slices that would have.
-fn missing(gap: Range<usize>, documents: usize, covered: &[(Range<usize>, &str, Slice)]) -> String {
+/// The error for texts no result covers, naming the slices that would have: the slices of the bundle's `total`
+/// texts (never of the largest end a result covers, which names a present slice when the last one is missing).
+fn missing(
+    gap: Range<usize>,
+    (documents, total): (usize, usize),
+    covered: &[(Range<usize>, &str, Slice)],
+) -> String {
     let count = covered.first().map_or(0, |(_, _, slice)| slice.count);
-    let total = covered.iter().map(|(range, _, _)| range.end).max().unwrap_or(0).max(gap.end);
     let absent: Vec<String> = (0..count)
         .map(|index| Slice { index, count })
         .filter(|slice| {
@@ -302,11 +328,40 @@ mod tests {
         };
         let shards = ShardResults {
             results: vec![("r.json".into(), Ok(result))],
+            digests: std::collections::BTreeMap::new(),
             verifier_sha256: "sha256:v".into(),
             of_several_bundles: false,
         };
         let refused = merge(&shards, Some("sha256:b"), &identity, 3, 2).unwrap_err();
         assert!(refused.contains("not one of at most 5 slices"), "{refused}");
+    }
+
+    /// With slices 1 and 3 of 4 missing from 10 texts, the first gap is slice 1 alone: recomputed against the
+    /// largest end covered (7), slice 2/4, which is there, was named too.
+    #[test]
+    fn the_missing_slice_named_is_the_missing_one() {
+        let identity = serde_json::json!({"model": "m"});
+        let result = |index: usize| ShardResult {
+            schema: SHARD_SCHEMA.into(),
+            bundle_manifest_sha256: "sha256:b".into(),
+            verifier_sha256: "sha256:v".into(),
+            model: identity.clone(),
+            slice: Slice { index, count: 4 },
+            documents: 6,
+            queries: 4,
+            texts: Slice { index, count: 4 }.range(10),
+            ran: None,
+            finding: Finding::Equal,
+        };
+        let shards = ShardResults {
+            results: vec![("a.json".into(), Ok(result(0))), ("c.json".into(), Ok(result(2)))],
+            digests: std::collections::BTreeMap::new(),
+            verifier_sha256: "sha256:v".into(),
+            of_several_bundles: false,
+        };
+        let refused = merge(&shards, Some("sha256:b"), &identity, 6, 4).unwrap_err();
+        assert!(refused.contains("texts 2..5"), "{refused}");
+        assert!(refused.ends_with("slice 1/4 is missing"), "{refused}");
     }
 
     #[test]

@@ -408,6 +408,33 @@ pub(crate) fn run_args<'a>(
     ]
 }
 
+/// A report whose re-embedding came from shard results, with what only such a report says taken out of each
+/// `embedding.values` evidence (the results it was taken from): what an unsharded report of the same bundle says.
+/// Also how many evidences named their shard results.
+pub(crate) fn unsharded(report: &serde_json::Value) -> (serde_json::Value, usize) {
+    let mut report = report.clone();
+    let mut named = 0;
+    let mut strip = |check: &mut serde_json::Value| {
+        if check["name"] == "embedding.values"
+            && let Some(evidence) = check["evidence"].as_str()
+            && let Some(at) = evidence.find("; taken from ")
+        {
+            let kept = evidence[..at].to_owned();
+            check["evidence"] = serde_json::Value::from(kept);
+            named += 1;
+        }
+    };
+    if let Some(checks) = report["checks"].as_array_mut() {
+        checks.iter_mut().for_each(&mut strip);
+    }
+    if let Some(notes) = report["notes"].as_array_mut() {
+        notes.retain(|note| {
+            !note.as_str().is_some_and(|note| note.starts_with("embeddings: taken from shard results"))
+        });
+    }
+    (report, named)
+}
+
 pub(crate) fn path_str(path: &Path) -> &str {
     path.to_str().unwrap()
 }

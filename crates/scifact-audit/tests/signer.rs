@@ -1150,12 +1150,24 @@ fn sharded_re_embedding_gives_the_unsharded_verdict_and_names_every_wrong_slice(
         ],
         "",
     );
-    // The directory of results, or the files: the report is the unsharded one, byte for byte.
+    // The directory of results, or the files: the report is the unsharded one, but for embedding.values'
+    // evidence, which says the re-embedding was taken from the 4 results, naming each with its digest.
     let by_dir = merged(bundle, &[&dir.path().join("shards")]);
     assert_eq!(by_dir.status.code(), Some(0), "{}", String::from_utf8_lossy(&by_dir.stderr));
-    assert_eq!(String::from_utf8_lossy(&by_dir.stdout), String::from_utf8_lossy(&whole.stdout));
+    let json = |output: &std::process::Output| serde_json::from_slice::<Value>(&output.stdout).unwrap();
+    let (without, named) = crate::unsharded(&json(&by_dir));
+    assert_eq!((without, named), (json(&whole), 1), "the sharded report, its shard sources taken out");
+    let evidence =
+        json(&by_dir)["checks"].as_array().unwrap().iter().find(|c| c["name"] == "embedding.values").unwrap()
+            ["evidence"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    assert!(evidence.contains("taken from 4 shard results, not re-embedded in this process"), "{evidence}");
+    assert!(evidence.contains("slice 3/4") && evidence.contains("sha256:"), "{evidence}");
+    assert!(evidence.contains("never one written by hand"), "{evidence}");
     let refs: Vec<&Path> = results.iter().map(PathBuf::as_path).collect();
-    assert_eq!(merged(bundle, &refs).stdout, whole.stdout);
+    assert_eq!(crate::unsharded(&json(&merged(bundle, &refs))).0, json(&whole));
 
     // A slice missing.
     let reason = embedding_failure(&merged(bundle, &[refs[0], refs[1], refs[3]]));

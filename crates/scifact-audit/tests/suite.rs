@@ -193,11 +193,14 @@ fn an_archive_of_forums_is_a_suite_whose_dataset_is_its_forums_mean_and_verify_s
         let output = scifact_audit(&args, "");
         (output.status.code(), serde_json::from_slice::<Value>(&output.stdout).unwrap())
     };
+    let (code, sharded_report) = sharded(&[&results]);
+    let (without, named) = crate::unsharded(&sharded_report);
     assert_eq!(
-        sharded(&[&results]),
+        (code, without),
         (Some(0), report.clone()),
-        "the sharded suite's report is the unsharded one"
+        "the sharded suite's report, its shard sources taken out"
     );
+    assert_eq!(named, 3, "each forum's embedding.values names the results it was taken from");
     std::fs::remove_file(results.join("1-1.json")).unwrap();
     let (code, short) = sharded(&[&results]);
     assert_eq!(code, Some(1));

@@ -627,6 +627,11 @@ pub(crate) fn embedding(inputs: &Inputs<'_>) -> Report {
                 texts.queries.len(),
             )
         });
+        report.notes.push(
+            "embeddings: taken from shard results (--embedding-shards), not re-embedded in this process; \
+             embedding.values names each result and what it rests on"
+                .to_owned(),
+        );
         report.record(scope, "embedding.values", result);
         report.embedding = Some(crate::recompute::embedding::extent(texts.documents.len(), texts, *seed));
         return report;
