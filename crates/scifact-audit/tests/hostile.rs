@@ -45,17 +45,29 @@ fn bounded(args: &[&str]) -> Bounded {
     }
     let started = Instant::now();
     let mut child = command.spawn().unwrap();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
+    // The pipes are read while the child runs: a child that writes more than a pipe holds would otherwise block
+    // on its write and read as a time-out.
+    let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
         }
         if started.elapsed() > TIME_BOUND {
             child.kill().unwrap();
             panic!("{args:?} ran past {TIME_BOUND:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
-    let output = child.wait_with_output().unwrap();
+    };
+    let output =
+        std::process::Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() };
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(
@@ -713,4 +725,21 @@ fn hostile_archives_dataset_directories_and_model_directories_end_with_a_named_e
     ]);
     assert_eq!(outcome.code, Some(0), "a cache snapshot: {}", outcome.stderr);
     assert!(out.exists());
+}
+
+/// The harness reads a child's pipes while it runs: a report larger than a pipe holds (64 KiB) comes back whole,
+/// instead of the child blocking on its write until the time bound reads it as a hang.
+#[test]
+fn the_harness_takes_more_output_than_a_pipe_holds() {
+    let attestations = crate::tiny::root().join("attestations");
+    let run = bounded(&[
+        "verify-bundle",
+        "--bundle-dir",
+        path_str(&attestations.join("scifact-fdfc890")),
+        "--public-key",
+        path_str(&attestations.join("scifact-audit-3.pub")),
+        "--json",
+    ]);
+    assert!(run.stdout.len() > 1 << 16, "{} bytes", run.stdout.len());
+    assert!(serde_json::from_str::<serde_json::Value>(&run.stdout).is_ok(), "{}", run.stderr);
 }
