@@ -527,6 +527,7 @@ fn identity(
     let pooling = match (checkpoint.pooling, checkpoint.include_prompt) {
         (Pooling::Mean, false) => "mean without the prompt's tokens".to_owned(),
         (Pooling::Max, false) => "max without the prompt's tokens".to_owned(),
+        (Pooling::Cls, false) => "cls, the first token after the prompt's".to_owned(),
         (pooling, _) => pooling.name().to_owned(),
     };
     EmbedderIdentity {

@@ -306,6 +306,9 @@ fn write_unigram(dir: &Path, shape: &BertShape) -> Result<usize> {
             pieces.push((character, -8.0));
         }
     }
+    // `<mask>` last, inside the vocabulary, as XLM-RoBERTa's own (250,001 of 250,002): transformers' tokenizer
+    // gives it the id after the pieces, which the embedding table must then hold.
+    pieces.push(("<mask>".to_owned(), 0.0));
     let vocab_size = pieces.len();
     let model = Unigram::from(pieces, Some(3), false).map_err(tokenizer_error)?;
     let mut tokenizer = Tokenizer::new(model);
@@ -313,7 +316,13 @@ fn write_unigram(dir: &Path, shape: &BertShape) -> Result<usize> {
     tokenizer.with_pre_tokenizer(Some(Metaspace::new('\u{2581}', PrependScheme::Always, true)));
     tokenizer.with_post_processor(Some(RobertaProcessing::new(("</s>".into(), 2), ("<s>".into(), 0))));
     tokenizer
-        .add_special_tokens(specials.map(|s| tokenizers::AddedToken::from(s, true)))
+        .add_special_tokens(
+            specials
+                .iter()
+                .chain(&["<mask>"])
+                .map(|s| tokenizers::AddedToken::from(*s, true))
+                .collect::<Vec<_>>(),
+        )
         .map_err(tokenizer_error)?;
     tokenizer.save(dir.join("tokenizer.json"), false).map_err(tokenizer_error)?;
     Ok(vocab_size)
@@ -423,14 +432,22 @@ pub fn write_sentence_transformers(
         "config_sentence_transformers.json",
         &serde_json::json!({"prompts": prompts, "default_prompt_name": null}),
     )?;
+    let path = dir.join("tokenizer.json");
+    let mut tokenizer = Tokenizer::from_file(&path).map_err(tokenizer_error)?;
     if layout.do_lower_case {
-        let path = dir.join("tokenizer.json");
-        let mut tokenizer = Tokenizer::from_file(&path).map_err(tokenizer_error)?;
         tokenizer
             .with_normalizer(Some(BertNormalizer::new(true, true, Some(false), false)))
             .map_err(tokenizer_error)?;
-        tokenizer.save(&path, false).map_err(tokenizer_error)?;
     }
+    // A published BERT tokenizer.json lists its specials as added tokens (all-MiniLM-L6-v2's does), so a text
+    // holding `[SEP]` literally is split to its id, as transformers splits it.
+    if shape.encoder == Encoder::Bert {
+        let specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
+        tokenizer
+            .add_special_tokens(specials.map(|s| tokenizers::AddedToken::from(s, true)))
+            .map_err(tokenizer_error)?;
+    }
+    tokenizer.save(&path, false).map_err(tokenizer_error)?;
     Ok(())
 }
 
@@ -454,6 +471,18 @@ pub fn parity_checkpoints() -> Vec<(&'static str, BertShape, u64, SentenceLayout
                 max_seq_length: 64,
                 do_lower_case: false,
                 prompts: prompts(&[("query", "search the document : ")]),
+            },
+        ),
+        (
+            "cls-prompt-left-out",
+            shape.clone(),
+            707,
+            SentenceLayout {
+                pooling: serde_json::json!({"word_embedding_dimension": TINY_HIDDEN, "pooling_mode": "cls", "include_prompt": false}),
+                normalize: true,
+                max_seq_length: 64,
+                do_lower_case: false,
+                prompts: prompts(&[("query", "search the document : "), ("document", "a document : ")]),
             },
         ),
         (
@@ -550,9 +579,10 @@ const MULTILINGUAL: &[&str] =
     &["café", "naïve", "élan", "Ελληνικά", "σας", "русский", "язык", "中文", "文本", "😀"];
 
 /// Texts the parity checkpoints embed: made-up sentences over their vocabulary, mixed case, a word outside it,
-/// one longer than every `max_seq_length`, one of a single word, and one of other scripts (accents, Greek,
-/// Cyrillic, CJK, an emoji, a word-final capital sigma).
-pub const PARITY_TEXTS: [&str; 7] = [
+/// one longer than every `max_seq_length`, one of a single word, one of other scripts (accents, Greek,
+/// Cyrillic, CJK, an emoji, a word-final capital sigma), and one holding every special token literally (`<pad>`
+/// is split to the padding id, whose position is not counted).
+pub const PARITY_TEXTS: [&str; 8] = [
     "vitamin and bone density",
     "The Effect of Sleep on Memory in Patients",
     "gene protein cell cells increase decrease risk disease effect of the a in and",
@@ -561,4 +591,5 @@ pub const PARITY_TEXTS: [&str; 7] = [
     "quasar protein",
     "memory",
     "Café naïve ÉLAN — Ελληνικά ΣΑΣ, русский язык; 中文文本 😀 ﬁne",
+    "gene <pad> protein </s> memory <s> risk <mask> [PAD] cell [SEP] effect [CLS] sleep",
 ];

@@ -132,10 +132,24 @@ impl Config {
         if self.is_bert() { 0 } else { self.pad_token_id + 1 }
     }
 
-    /// The row of the position table each token of a sequence takes.
-    pub(crate) fn positions(&self, ids: &[u32]) -> impl Iterator<Item = usize> + use<> {
-        let offset = self.position_offset();
-        (0..ids.len()).map(move |index| offset + index)
+    /// The row of the position table each token of a sequence takes: its index for BERT; for XLM-RoBERTa and
+    /// MPNet what transformers' `create_position_ids_from_input_ids` gives, the padding index plus the count of
+    /// non-padding tokens so far, and the padding index itself for a padding token (a text holding a literal
+    /// `<pad>` is split to it), so that no padding token moves the positions of those after it.
+    pub(crate) fn positions<'a>(&self, ids: &'a [u32]) -> impl Iterator<Item = usize> + use<'a> {
+        let (bert, pad) = (self.is_bert(), self.pad_token_id);
+        let mut counted = 0usize;
+        ids.iter().map(move |id| {
+            if bert {
+                counted += 1;
+                counted - 1
+            } else if *id as usize == pad {
+                pad
+            } else {
+                counted += 1;
+                pad + counted
+            }
+        })
     }
 
     /// Refuses a batch the tables cannot embed: an empty sequence, one longer than the position table, or a
@@ -587,7 +601,8 @@ fn pool(rows: &[f32], hidden: usize, pooling: crate::checkpoint::Pooling, skip: 
     let count = rows.len() / hidden;
     let kept = if skip < count { &rows[skip * hidden..] } else { rows };
     match pooling {
-        // sentence-transformers takes the first token its pooling mask keeps: `[CLS]`, unless a prompt is left out.
+        // sentence-transformers takes the first token its pooling mask keeps: `[CLS]`, unless a prompt is left
+        // out, then the first token after it (6.3's `argmax` of the mask; releases before it took token 0).
         Pooling::Cls => kept[..hidden].to_vec(),
         Pooling::Mean => {
             let mut sum = vec![0.0f32; hidden];
