@@ -24,5 +24,7 @@ mod write;
 
 pub use crate::error::{Error, Result};
 pub use crate::lock::{Contention, DirLock, LOCK_FILE, lock_dir};
-pub use crate::read::{Limits, hash_regular, open_regular_capped, read_regular, read_regular_in};
+pub use crate::read::{
+    Limits, follow_to_regular, hash_regular, open_regular_capped, read_regular, read_regular_in,
+};
 pub use crate::write::{AtomicWriter, publish_dir, staging_dir, write_atomically, write_new};

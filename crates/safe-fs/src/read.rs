@@ -19,6 +19,47 @@ pub struct Limits {
     pub max_total_bytes: u64,
 }
 
+/// The file a path a user gave stands for: the path itself, or, when it is a symbolic link (a plain `ln -s` to
+/// an archive on shared storage), the regular file the link leads to. A link to anything else (a FIFO, a device,
+/// a directory, nothing) is refused, naming what it leads to, so that the readers after it, which follow no link,
+/// are given a regular file's own path.
+///
+/// # Errors
+/// [`Error::NotFound`], [`Error::NotRegular`] naming what the link leads to, [`Error::Io`].
+pub fn follow_to_regular(path: &Path) -> Result<std::path::PathBuf> {
+    let meta = std::fs::symlink_metadata(path).map_err(|error| Error::io(path, error))?;
+    if !meta.file_type().is_symlink() {
+        return Ok(path.to_owned());
+    }
+    let target = std::fs::canonicalize(path).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => {
+            Error::NotRegular { path: path.to_owned(), kind: "link to nothing (its target does not exist)" }
+        }
+        _ => Error::io(path, error),
+    })?;
+    let target_meta = std::fs::metadata(&target).map_err(|error| Error::io(&target, error))?;
+    if !target_meta.is_file() {
+        return Err(Error::NotRegular { path: path.to_owned(), kind: link_kind(target_meta.file_type()) });
+    }
+    Ok(target)
+}
+
+/// What a link leads to, when it is not a regular file.
+fn link_kind(kind: FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        "link to a directory"
+    } else if kind.is_fifo() {
+        "link to a FIFO"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "link to a device"
+    } else if kind.is_socket() {
+        "link to a socket"
+    } else {
+        "link to something that is not a regular file"
+    }
+}
+
 /// Reads a whole regular file of at most `cap` bytes.
 ///
 /// # Errors

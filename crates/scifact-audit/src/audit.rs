@@ -285,7 +285,7 @@ pub(crate) fn verify_bundle(args: &VerifyBundleArgs) -> anyhow::Result<ExitCode>
         bundle_dir: args.bundle_dir.clone(),
         public_key: args.public_key.clone(),
         executable: args.executable.clone(),
-        archive: args.archive.clone(),
+        archive: args.archive.as_deref().map(crate::corpus::follow_archive).transpose()?,
         embedding,
         allow_legacy_signature: args.allow_legacy_signature,
         limits: safe_fs::Limits {

@@ -89,7 +89,7 @@ impl Corpus {
                 )
             }
             (_, Some(_), Some(_)) => bail!("--dataset and --dataset-archive name two datasets: give one"),
-            (_, None, Some(path)) => Corpus::unregistered(path, split.unwrap_or("test")),
+            (_, None, Some(path)) => Corpus::unregistered(&follow_archive(path)?, split.unwrap_or("test")),
             (_, _, None) if split.is_some() => {
                 bail!(
                     "--qrels-split is for --dataset-archive; a registered dataset is scored on its own split"
@@ -254,6 +254,8 @@ impl Corpus {
         accept_archive_digest: Option<&str>,
         progress: &StageProgress,
     ) -> anyhow::Result<(PathBuf, DigestPolicy)> {
+        let followed = archive.map(follow_archive).transpose()?;
+        let archive = followed.as_deref();
         match self {
             Corpus::Scifact => {
                 let (path, policy) = acquire_archive(archive, work_dir, accept_archive_digest, progress)?;
@@ -384,4 +386,15 @@ fn say_whose_archive(path: &Path, dataset: &str, beir_md5: Option<&str>) -> anyh
         )),
     }
     Ok(())
+}
+
+/// An archive a user names, with a symbolic link followed to what it leads to: a regular file (a zip on shared
+/// storage, linked into place) or, for `--dataset-archive`, a dataset directory. A link to anything else (a
+/// FIFO, a device, nothing) is refused, saying what it leads to; the readers after this follow no link.
+pub(crate) fn follow_archive(path: &Path) -> anyhow::Result<PathBuf> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
+    if is_link && std::fs::metadata(path).is_ok_and(|meta| meta.is_dir()) {
+        return std::fs::canonicalize(path).with_context(|| format!("the archive {}", path.display()));
+    }
+    safe_fs::follow_to_regular(path).with_context(|| format!("the archive {}", path.display()))
 }

@@ -743,3 +743,67 @@ fn the_harness_takes_more_output_than_a_pipe_holds() {
     assert!(run.stdout.len() > 1 << 16, "{} bytes", run.stdout.len());
     assert!(serde_json::from_str::<serde_json::Value>(&run.stdout).is_ok(), "{}", run.stderr);
 }
+
+/// An archive linked into place (`ln -s` to a zip on shared storage) is read through the link and gives the
+/// fixture the file itself gives; a link to a device is refused saying so; a dataset directory whose corpus is a
+/// link to a device says what it is, not that the corpus is absent.
+#[test]
+fn a_linked_archive_is_followed_to_its_file_and_a_link_to_anything_else_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = crate::tiny::root().join("fixtures/tiny");
+    let build = |archive: &Path, out: &str| {
+        bounded(&[
+            "build",
+            "--profile",
+            "tiny",
+            "--archive",
+            path_str(archive),
+            "--model-dir",
+            path_str(&fixtures.join("model")),
+            "--device",
+            "cpu",
+            "--out",
+            path_str(&dir.path().join(out)),
+            "--work-dir",
+            path_str(&dir.path().join(format!("{out}.work"))),
+        ])
+    };
+    let direct = build(&fixtures.join("scifact-tiny.zip"), "direct.json");
+    assert_eq!(direct.code, Some(0), "{}", direct.stderr);
+    let link = dir.path().join("scifact-tiny.zip");
+    std::os::unix::fs::symlink(fixtures.join("scifact-tiny.zip"), &link).unwrap();
+    let linked = build(&link, "linked.json");
+    assert_eq!(linked.code, Some(0), "{}", linked.stderr);
+    assert!(
+        std::fs::read(dir.path().join("linked.json")).unwrap()
+            == std::fs::read(dir.path().join("direct.json")).unwrap(),
+        "the linked archive's fixture is the file's, byte for byte"
+    );
+    let device = dir.path().join("device.zip");
+    std::os::unix::fs::symlink("/dev/zero", &device).unwrap();
+    let refused = build(&device, "device.json");
+    assert_eq!(refused.code, Some(2));
+    assert!(refused.stderr.contains("is a link to a device, not a regular file"), "{}", refused.stderr);
+
+    let dataset = dir.path().join("made-up");
+    std::fs::create_dir_all(dataset.join("qrels")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", dataset.join("corpus.jsonl")).unwrap();
+    std::fs::write(dataset.join("queries.jsonl"), "{\"_id\": \"q1\", \"text\": \"x\"}\n").unwrap();
+    std::fs::write(dataset.join("qrels/test.tsv"), "query-id\tcorpus-id\tscore\nq1\td1\t1\n").unwrap();
+    let run = bounded(&[
+        "build",
+        "--dataset-archive",
+        path_str(&dataset),
+        "--model-dir",
+        path_str(&fixtures.join("model")),
+        "--device",
+        "cpu",
+        "--out",
+        path_str(&dir.path().join("d.json")),
+        "--work-dir",
+        path_str(&dir.path().join("d.work")),
+    ]);
+    assert_eq!(run.code, Some(2));
+    assert!(run.stderr.contains("corpus.jsonl: is a link to a device"), "{}", run.stderr);
+    assert!(!run.stderr.contains("has no member"), "{}", run.stderr);
+}

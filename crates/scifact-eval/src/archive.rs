@@ -395,10 +395,25 @@ pub fn beir_folders(path: &Path) -> Result<Vec<String>> {
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_default();
-        if !path.join("corpus.jsonl").is_file() {
-            return Err(Error::MissingMember {
-                member: format!("{name}/corpus.jsonl (a dataset directory holds it)"),
-            });
+        let corpus = path.join("corpus.jsonl");
+        match std::fs::symlink_metadata(&corpus) {
+            Err(_) => {
+                return Err(Error::MissingMember {
+                    member: format!("{name}/corpus.jsonl (a dataset directory holds it)"),
+                });
+            }
+            // There, but not a regular file: said as what it is (a link to a device, a FIFO, …), never as absent.
+            Ok(meta) if !meta.is_file() => {
+                let what = match safe_fs::follow_to_regular(&corpus) {
+                    Err(error) => error.to_string(),
+                    Ok(_) => format!(
+                        "{}: is a symbolic link; a dataset directory's files are read only as regular files",
+                        corpus.display()
+                    ),
+                };
+                return Err(Error::UnsafeMember { member: format!("{name}/corpus.jsonl"), rule: what });
+            }
+            Ok(_) => {}
         }
         if !is_plain_name(&name) {
             return Err(Error::UnsafeMember {
