@@ -183,8 +183,8 @@ impl Dataset {
             .map_err(io_error)?
             .map_err(|reason| Error::Zip { path: path.to_path_buf(), reason })?;
         let mut seen = HashSet::new();
-        for name in names {
-            let name = String::from_utf8_lossy(&name).into_owned();
+        for name in &names {
+            let name = String::from_utf8_lossy(name).into_owned();
             if !seen.insert(name.clone()) {
                 return Err(refuse(&name, "duplicate member name".into()));
             }
@@ -193,6 +193,22 @@ impl Dataset {
         let zip_error =
             |error: zip::result::ZipError| Error::Zip { path: path.to_path_buf(), reason: error.to_string() };
         let mut archive = zip::ZipArchive::new(BufReader::new(file)).map_err(zip_error)?;
+        // What the zip reader reads must be the directory checked above: the same members, in the same order.
+        let read: Vec<Vec<u8>> = (0..archive.len())
+            .map(|index| archive.by_index_raw(index).map(|entry| entry.name_raw().to_vec()))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(zip_error)?;
+        if read != names {
+            return Err(Error::Zip {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "its central directory reads two ways ({} members by its end record, {} by the zip reader): \
+                     which members are read would not be the ones checked",
+                    names.len(),
+                    read.len()
+                ),
+            });
+        }
         let mut seen = HashSet::new();
         for index in 0..archive.len() {
             let entry = archive.by_index_raw(index).map_err(zip_error)?;
@@ -487,6 +503,14 @@ fn central_directory_names(file: &mut File, length: u64) -> std::io::Result<Resu
     let Some(end) = tail.windows(4).rposition(|w| w == b"PK\x05\x06") else {
         return Ok(Err("no end of central directory record".into()));
     };
+    // A second record (one planted in the other's comment, say) lets two readers take two directories.
+    if tail.windows(4).filter(|w| *w == b"PK\x05\x06").count() > 1 {
+        return Ok(Err(
+            "two end of central directory records (one inside the other's comment): which directory is read \
+             would depend on the reader"
+                .into(),
+        ));
+    }
     let (Some(mut entries), Some(mut size), Some(mut offset)) =
         (le(&tail, end + 10, 2), le(&tail, end + 12, 4), le(&tail, end + 16, 4))
     else {
@@ -655,6 +679,44 @@ mod tests {
         let locator = broken.len() - 22 - 20;
         broken[locator] = b'X';
         assert!(matches!(opened(&broken), Err(Error::Zip { .. })), "{:?}", opened(&broken).err());
+    }
+
+    /// An end record planted in the real one's comment, sending a reader that takes the last record to a
+    /// directory that lists the member once, while the real directory lists it twice: the two directories would
+    /// be checked and read apart, so the archive is refused.
+    #[test]
+    fn an_end_record_planted_in_the_comment_is_refused() {
+        let qrels: &[u8] = b"query-id\tcorpus-id\tscore\nq1\td1\t1\n";
+        let mut zip = handmade_zip(&[("d/qrels/test.tsv", qrels), ("d/qrels/test.tsv", b"x")], false);
+        let real_end = zip.len() - 22;
+        // A directory of the second entry alone (its local header is the second copy's).
+        let real_directory =
+            u32::from_le_bytes(zip[real_end + 16..real_end + 20].try_into().unwrap()) as usize;
+        let second_entry = zip[real_directory..real_end]
+            .windows(4)
+            .enumerate()
+            .filter(|(_, w)| *w == b"PK\x01\x02")
+            .nth(1)
+            .unwrap()
+            .0
+            + real_directory;
+        let planted_directory: Vec<u8> = zip[second_entry..real_end].to_vec();
+        let mut planted = planted_directory.clone();
+        let planted_start = zip.len() as u32;
+        planted.extend_from_slice(b"PK\x05\x06");
+        planted.extend_from_slice(&[0, 0, 0, 0, 1, 0, 1, 0]);
+        planted.extend_from_slice(&(planted_directory.len() as u32).to_le_bytes());
+        planted.extend_from_slice(&planted_start.to_le_bytes());
+        planted.extend_from_slice(&0u16.to_le_bytes());
+        let comment = planted.len() as u16;
+        zip[real_end + 20..real_end + 22].copy_from_slice(&comment.to_le_bytes());
+        zip.extend_from_slice(&planted);
+        match opened(&zip) {
+            Err(Error::Zip { reason, .. }) => {
+                assert!(reason.contains("two end of central directory records"), "{reason}")
+            }
+            other => panic!("expected the archive refused, got {:?}", other.err()),
+        }
     }
 
     #[test]
