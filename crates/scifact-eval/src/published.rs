@@ -78,6 +78,10 @@ pub struct PublishedRow {
     /// claimed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub differs_by_design: Option<String>,
+    /// The value's decimals as the registry writes it (0.6450 has four; its double prints 0.645): read from the
+    /// registry's text, never serialised.
+    #[serde(skip)]
+    pub decimals: Option<usize>,
 }
 
 /// The run a published row is compared with.
@@ -98,12 +102,40 @@ pub struct ComparesWith {
 /// # Errors
 /// When the built-in file does not parse (a build of a broken tree).
 pub fn registry() -> Result<Registry, String> {
-    let registry: Registry = serde_json::from_str(PUBLISHED_ROWS)
+    let mut registry: Registry = serde_json::from_str(PUBLISHED_ROWS)
         .map_err(|error| format!("configs/published-rows.json: {error}"))?;
     if registry.schema != PUBLISHED_ROWS_SCHEMA {
         return Err(format!("configs/published-rows.json: schema {:?}", registry.schema));
     }
+    let literals = value_literals(PUBLISHED_ROWS);
+    if literals.len() != registry.rows.len() {
+        return Err(format!(
+            "configs/published-rows.json: {} rows and {} values",
+            registry.rows.len(),
+            literals.len()
+        ));
+    }
+    for (row, literal) in registry.rows.iter_mut().zip(literals) {
+        row.decimals = Some(literal.split_once('.').map_or(0, |(_, fraction)| fraction.len()));
+    }
     Ok(registry)
+}
+
+/// The text of every `"value"` in the registry, in order: the number as its publisher wrote it.
+fn value_literals(text: &str) -> Vec<&str> {
+    let mut literals = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("\"value\"") {
+        rest = rest[at + "\"value\"".len()..].trim_start();
+        let Some(after) = rest.strip_prefix(':') else { continue };
+        let after = after.trim_start();
+        let end = after
+            .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
+            .unwrap_or(after.len());
+        literals.push(&after[..end]);
+        rest = &after[end..];
+    }
+    literals
 }
 
 /// One run of an evaluation as the comparison reads it: its mode, how its texts were made, its model, and
@@ -237,16 +269,18 @@ impl<'a> Scored<'a> {
     }
 }
 
-/// Decimals of a published value as written (the shortest text that reads back as it: 0.64508 has 5).
-fn decimals(value: f64) -> usize {
-    let text = value.to_string();
-    text.split_once('.').map_or(0, |(_, fraction)| fraction.len())
+/// Decimals of a published row's value as the registry writes it (0.6450 has four), else as its double prints.
+fn decimals(row: &PublishedRow) -> usize {
+    row.decimals.unwrap_or_else(|| {
+        let text = row.value.to_string();
+        text.split_once('.').map_or(0, |(_, fraction)| fraction.len())
+    })
 }
 
-/// Whether `measured`, rounded to `published`'s own decimals, is `published`.
-fn equal_at_precision(measured: f64, published: f64) -> bool {
-    let places = decimals(published);
-    format!("{measured:.places$}") == format!("{published:.places$}")
+/// Whether `measured`, rounded to the row's own decimals, is its value.
+fn equal_at_precision(measured: f64, row: &PublishedRow) -> bool {
+    let places = decimals(row);
+    format!("{measured:.places$}") == format!("{:.places$}", row.value)
 }
 
 /// Compares every published row of the dataset and split `scored` with the run made like it among `runs`;
@@ -300,13 +334,13 @@ pub fn compare(scored: Scored, runs: &[MeasuredRun]) -> Result<PublishedComparis
                 ),
             ),
             (None, Some(mismatch)) => ("not_comparable", format!("{mismatch}: not made the way the row was")),
-            (None, None) if within && equal_at_precision(measured.mean, row.value) => (
+            (None, None) if within && equal_at_precision(measured.mean, row) => (
                 "reproduced_at_published_precision",
                 format!(
                     "made the way the row was, and {:.*} at the published value's {} decimals",
-                    decimals(row.value),
+                    decimals(row),
                     measured.mean,
-                    decimals(row.value)
+                    decimals(row)
                 ),
             ),
             (None, None) if within => (
@@ -315,7 +349,7 @@ pub fn compare(scored: Scored, runs: &[MeasuredRun]) -> Result<PublishedComparis
                     "made the way the row was, and {:+.4} from it: not the published value at its {} decimals, \
                      within the declared {} (rounding and another implementation's floating point)",
                     difference.mean,
-                    decimals(row.value),
+                    decimals(row),
                     registry.tolerance.ndcg_10
                 ),
             ),
@@ -374,6 +408,21 @@ pub fn per_query_ndcg(rows_by_split: &[&[crate::schema::QueryRow]]) -> Vec<f64> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A value's decimals are the registry's text's: 0.6450 is four, though its double prints 0.645.
+    #[test]
+    fn a_published_value_keeps_the_decimals_it_was_written_with() {
+        let text = "{\"rows\": [{\"value\": 0.6450, \"x\": 1}, {\"value\":0.36542}]}";
+        assert_eq!(value_literals(text), ["0.6450", "0.36542"]);
+        let mut row = registry().unwrap().rows.remove(0);
+        (row.value, row.decimals) = (0.645, Some(4));
+        assert_eq!(decimals(&row), 4);
+        assert!(!equal_at_precision(0.6454, &row), "0.6454 is 0.645 at three decimals, not 0.6450 at four");
+        assert!(equal_at_precision(0.64504, &row));
+        row.decimals = None;
+        assert_eq!(decimals(&row), 3, "without the text, the double's digits");
+        assert!(registry().unwrap().rows.iter().all(|r| r.decimals.is_some()));
+    }
 
     const SCIFACT: Scored = Scored {
         dataset: "scifact",

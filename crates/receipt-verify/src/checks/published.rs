@@ -108,12 +108,17 @@ fn derive(
     let policy = metadata["text_policy"]["policy"].as_str().unwrap_or("contract");
     let model = metadata["embedding"]["model"].as_str().unwrap_or("");
     let stated_rows = stated["rows"].as_array().ok_or("published.json has no rows")?;
+    // Each value's decimals as the registry writes it (0.6450 has four), not as its double prints (0.645).
+    let literals = value_literals(PUBLISHED_ROWS);
+    let registry_rows = registry["rows"].as_array().map_or(&[][..], Vec::as_slice);
+    if literals.len() != registry_rows.len() {
+        return Err(format!("the registry has {} rows and {} values", registry_rows.len(), literals.len()));
+    }
     let mut expected_rows = Vec::new();
-    for row in registry["rows"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|row| registered && row["dataset"] == dataset && row["split"] == split)
+    for (row, literal) in registry_rows
+        .iter()
+        .zip(&literals)
+        .filter(|(row, _)| registered && row["dataset"] == dataset && row["split"] == split)
     {
         let mode = row["compares_with"]["mode"].as_str().unwrap_or("");
         // nDCG@10 of every test query of the frozen baseline's runs of the mode, by query id.
@@ -158,12 +163,12 @@ fn derive(
             )
         } else if difference.abs() <= tolerance && !asks_archive {
             ("reproduced", format!("made the way the row was; {difference:+.4} from it, within {tolerance}"))
-        } else if difference.abs() <= tolerance && same_at_places(measured.mean, published) {
+        } else if difference.abs() <= tolerance && same_at_places(measured.mean, published, places(literal)) {
             (
                 "reproduced_at_published_precision",
                 format!(
                     "made the way the row was; {difference:+.6} from it, the published value at its {} decimals",
-                    places(published)
+                    places(literal)
                 ),
             )
         } else if difference.abs() <= tolerance {
@@ -172,7 +177,7 @@ fn derive(
                 format!(
                     "made the way the row was; {difference:+.4} from it, not the published value at its {} \
                      decimals but within {tolerance}",
-                    places(published)
+                    places(literal)
                 ),
             )
         } else {
@@ -270,16 +275,35 @@ fn derive(
     ))
 }
 
-/// Decimals of a published value as the registry writes it (its shortest decimal text).
-fn places(value: f64) -> usize {
-    let text = format!("{value}");
-    text.find('.').map_or(0, |dot| text.len() - dot - 1)
+/// Decimals of a published value as the registry writes it: its literal's, trailing zeros counted.
+fn places(literal: &str) -> usize {
+    literal.find('.').map_or(0, |dot| literal.len() - dot - 1)
 }
 
-/// Whether `measured`, written with as many decimals as `published`, reads as `published`.
-fn same_at_places(measured: f64, published: f64) -> bool {
-    let n = places(published);
-    format!("{measured:.n$}") == format!("{published:.n$}")
+/// The text of every row's `"value"` in the registry, in order: the number as the publisher wrote it, which a
+/// double forgets (0.6450 reads back as 0.645).
+fn value_literals(registry: &str) -> Vec<&str> {
+    let mut literals = Vec::new();
+    let mut rest = registry;
+    while let Some(at) = rest.find("\"value\"") {
+        let after = rest[at + "\"value\"".len()..].trim_start();
+        let Some(after) = after.strip_prefix(':') else {
+            rest = &rest[at + 1..];
+            continue;
+        };
+        let after = after.trim_start();
+        let end = after
+            .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
+            .unwrap_or(after.len());
+        literals.push(&after[..end]);
+        rest = &after[end..];
+    }
+    literals
+}
+
+/// Whether `measured`, written with `places` decimals, reads as `published` written so.
+fn same_at_places(measured: f64, published: f64, places: usize) -> bool {
+    format!("{measured:.places$}") == format!("{published:.places$}")
 }
 
 #[cfg(test)]
@@ -288,10 +312,16 @@ mod tests {
 
     #[test]
     fn a_measured_mean_equals_a_published_value_only_at_its_own_decimals() {
-        assert_eq!((places(0.64508), places(0.5947), places(1.0)), (5, 4, 0));
-        assert!(same_at_places(0.645_084, 0.64508));
-        assert!(same_at_places(0.594_749, 0.5947));
-        assert!(!same_at_places(0.645_09, 0.64508), "one step at the fifth decimal");
-        assert!(!same_at_places(0.6451 + 0.0049, 0.6451), "within 0.005 is not equal");
+        assert_eq!((places("0.64508"), places("0.5947"), places("1"), places("0.6450")), (5, 4, 0, 4));
+        assert!(same_at_places(0.645_084, 0.64508, 5));
+        assert!(same_at_places(0.594_749, 0.5947, 4));
+        assert!(!same_at_places(0.645_09, 0.64508, 5), "one step at the fifth decimal");
+        assert!(!same_at_places(0.6451 + 0.0049, 0.6451, 4), "within 0.005 is not equal");
+        // 0.6450 is four decimals: 0.6454 is not it, though it is 0.645 at three.
+        assert!(!same_at_places(0.6454, 0.645, places("0.6450")));
+        assert!(same_at_places(0.64504, 0.645, places("0.6450")));
+        let text = "{\"rows\": [{\"value\": 0.6450, \"x\": 1}, {\"value\":0.36542}]}";
+        assert_eq!(value_literals(text), ["0.6450", "0.36542"]);
+        assert_eq!(value_literals(PUBLISHED_ROWS).len(), 76);
     }
 }
