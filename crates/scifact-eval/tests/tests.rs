@@ -6,6 +6,7 @@ mod fixture_gen;
 mod util;
 
 mod acquire;
+mod anserini;
 mod archive;
 mod beir;
 mod build;

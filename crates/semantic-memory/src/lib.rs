@@ -35,6 +35,7 @@ mod config;
 mod error;
 mod helper;
 mod lexical;
+pub mod lucene;
 mod receipt;
 mod search;
 mod simd;

@@ -1,0 +1,255 @@
+//! Lucene's `BM25Similarity` over the analyzer's terms, scored and ranked as Anserini's `SearchCollection -bm25`
+//! does: float32 arithmetic in Lucene's order, document lengths through Lucene's one-byte norm, ties broken by
+//! document id.
+
+use std::cmp::Ordering;
+
+use super::analyzer::analyze;
+
+/// `k1` of Anserini's BM25 flat (`-bm25` without `-bm25.k1`).
+pub const ANSERINI_K1: f32 = 0.9;
+/// `b` of Anserini's BM25 flat.
+pub const ANSERINI_B: f32 = 0.4;
+
+/// `SmallFloat.intToByte4`'s values stored exactly: 255 minus the codes `longToInt4(i32::MAX)` needs.
+const NUM_FREE_VALUES: u32 = 255 - long_to_int4(i32::MAX as u64);
+
+const fn long_to_int4(i: u64) -> u32 {
+    let bits = 64 - i.leading_zeros();
+    if bits < 4 {
+        return i as u32;
+    }
+    let shift = bits - 4;
+    (((i >> shift) as u32) & 0x07) | ((shift + 1) << 3)
+}
+
+const fn int4_to_long(i: u32) -> u64 {
+    let bits = (i & 0x07) as u64;
+    let shift = (i >> 3) as i64 - 1;
+    if shift == -1 { bits } else { (bits | 0x08) << shift }
+}
+
+/// `SmallFloat.intToByte4`: how Lucene stores a document's length in one byte (exact to 39, then 4 bits).
+fn int_to_byte4(length: u32) -> u8 {
+    if length < NUM_FREE_VALUES {
+        length as u8
+    } else {
+        (NUM_FREE_VALUES + long_to_int4(u64::from(length - NUM_FREE_VALUES))) as u8
+    }
+}
+
+/// `SmallFloat.byte4ToInt`: the length a stored byte stands for.
+fn byte4_to_int(byte: u8) -> u32 {
+    let i = u32::from(byte);
+    if i < NUM_FREE_VALUES {
+        i
+    } else {
+        (u64::from(NUM_FREE_VALUES) + int4_to_long(i - NUM_FREE_VALUES)).min(i32::MAX as u64) as u32
+    }
+}
+
+/// What Anserini's `BeirFlatCollection` indexes for a BEIR document: its title, a newline, its text.
+pub fn beir_flat_contents(title: &str, text: &str) -> String {
+    format!("{title}\n{text}")
+}
+
+/// Counts Lucene reports for the index (`IndexReaderUtils -stats`), and the average length it scores with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LuceneIndexStats {
+    /// Documents given to the index.
+    pub documents: usize,
+    /// Documents with at least one term: Lucene's `docCount`, the N of the idf.
+    pub doc_count: u64,
+    /// Distinct terms.
+    pub unique_terms: usize,
+    /// Terms over all documents (`sumTotalTermFreq`).
+    pub total_terms: u64,
+    /// The float32 bits of `avgdl = (float)(sumTotalTermFreq / docCount)`.
+    pub avgdl_bits: u32,
+}
+
+/// One ranked document: its position in the order documents were given, its id and Lucene's score.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LuceneHit {
+    /// Index of the document in the order [`LuceneBm25::build`] received it.
+    pub doc: usize,
+    /// The document's id.
+    pub id: String,
+    /// Lucene's float32 score.
+    pub score: f32,
+}
+
+/// An in-memory index that scores and ranks every query exactly as Anserini's BM25 flat does on a Lucene index
+/// of the same documents: the same terms, the same float32 score bits, the same order.
+#[derive(Debug)]
+pub struct LuceneBm25 {
+    ids: Vec<String>,
+    terms: foldhash::HashMap<String, u32>,
+    /// Per term: (document, term frequency), in document order.
+    postings: Vec<Vec<(u32, u32)>>,
+    /// Per document: its length as Lucene stores it.
+    norms: Vec<u8>,
+    doc_count: u64,
+    total_terms: u64,
+    avgdl: f32,
+    /// `1 / (k1 * ((1 - b) + b * length / avgdl))` for each stored length byte, as `BM25Similarity` caches it.
+    cache: [f32; 256],
+}
+
+impl LuceneBm25 {
+    /// Indexes `(id, contents)` pairs with Anserini's default English analyzer, scoring at `k1` and `b`
+    /// ([`ANSERINI_K1`], [`ANSERINI_B`] for BM25 flat).
+    pub fn build<'a>(docs: impl IntoIterator<Item = (&'a str, &'a str)>, k1: f32, b: f32) -> Self {
+        let mut index = LuceneBm25 {
+            ids: Vec::new(),
+            terms: foldhash::HashMap::default(),
+            postings: Vec::new(),
+            norms: Vec::new(),
+            doc_count: 0,
+            total_terms: 0,
+            avgdl: 0.0,
+            cache: [0.0; 256],
+        };
+        let mut counts: foldhash::HashMap<u32, u32> = foldhash::HashMap::default();
+        for (id, contents) in docs {
+            let doc = index.ids.len() as u32;
+            index.ids.push(id.to_owned());
+            let terms = analyze(contents);
+            counts.clear();
+            for term in &terms {
+                let next = index.postings.len() as u32;
+                let t = *index.terms.entry(term.clone()).or_insert(next);
+                if t == next {
+                    index.postings.push(Vec::new());
+                }
+                *counts.entry(t).or_insert(0) += 1;
+            }
+            let mut by_term: Vec<(u32, u32)> = counts.iter().map(|(&t, &n)| (t, n)).collect();
+            by_term.sort_unstable();
+            for (t, n) in by_term {
+                index.postings[t as usize].push((doc, n));
+            }
+            let length = u32::try_from(terms.len()).unwrap_or(u32::MAX);
+            index.norms.push(int_to_byte4(length));
+            if length > 0 {
+                index.doc_count += 1;
+                index.total_terms += u64::from(length);
+            }
+        }
+        index.avgdl = if index.doc_count == 0 {
+            0.0
+        } else {
+            (index.total_terms as f64 / index.doc_count as f64) as f32
+        };
+        for (i, slot) in index.cache.iter_mut().enumerate() {
+            let length = byte4_to_int(i as u8) as f32;
+            *slot = 1.0 / (k1 * ((1.0 - b) + b * length / index.avgdl));
+        }
+        index
+    }
+
+    /// Lucene's counts for this index.
+    pub fn stats(&self) -> LuceneIndexStats {
+        LuceneIndexStats {
+            documents: self.ids.len(),
+            doc_count: self.doc_count,
+            unique_terms: self.terms.len(),
+            total_terms: self.total_terms,
+            avgdl_bits: self.avgdl.to_bits(),
+        }
+    }
+
+    /// `BM25Similarity.idf`: computed in double, kept as float.
+    fn idf(&self, doc_freq: u64) -> f32 {
+        let n = self.doc_count as f64;
+        let df = doc_freq as f64;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln() as f32
+    }
+
+    /// The top `hits` documents for `query` by score descending, then id ascending (byte order), as
+    /// `SearchCollection -bm25 -hits N` ranks them; with `exclude_id` (its `-removeQuery`), a document with
+    /// that id is then dropped from them, so fewer than `hits` may remain.
+    pub fn search(&self, query: &str, hits: usize, exclude_id: Option<&str>) -> Vec<LuceneHit> {
+        // BagOfWordsQueryGenerator: one clause per distinct term, boosted by how often the query holds it.
+        let mut clauses: Vec<(u32, f32)> = Vec::new();
+        for term in analyze(query) {
+            if let Some(&t) = self.terms.get(&term) {
+                match clauses.iter_mut().find(|(c, _)| *c == t) {
+                    Some((_, boost)) => *boost += 1.0,
+                    None => clauses.push((t, 1.0)),
+                }
+            }
+        }
+        let mut sums = vec![0.0f64; self.ids.len()];
+        let mut touched: Vec<u32> = Vec::new();
+        for &(t, boost) in &clauses {
+            let postings = &self.postings[t as usize];
+            let weight = boost * self.idf(postings.len() as u64);
+            for &(doc, tf) in postings {
+                let norm_inverse = self.cache[usize::from(self.norms[doc as usize])];
+                let score = weight - weight / (1.0 + tf as f32 * norm_inverse);
+                let sum = &mut sums[doc as usize];
+                if *sum == 0.0 {
+                    touched.push(doc);
+                }
+                // Term scores are float32; their sum in double is exact while they lie within 2^29 of each
+                // other, so the order Lucene's scorers add them in cannot change the float32 result.
+                *sum += f64::from(score);
+            }
+        }
+        let mut ranked: Vec<(f32, u32)> = touched.iter().map(|&d| (sums[d as usize] as f32, d)).collect();
+        let order = |a: &(f32, u32), b: &(f32, u32)| -> Ordering {
+            b.0.total_cmp(&a.0).then_with(|| self.ids[a.1 as usize].cmp(&self.ids[b.1 as usize]))
+        };
+        if ranked.len() > hits && hits > 0 {
+            ranked.select_nth_unstable_by(hits - 1, order);
+        }
+        ranked.truncate(hits);
+        ranked.sort_unstable_by(order);
+        ranked
+            .into_iter()
+            .filter(|&(_, d)| exclude_id != Some(self.ids[d as usize].as_str()))
+            .map(|(score, d)| LuceneHit { doc: d as usize, id: self.ids[d as usize].clone(), score })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_are_stored_as_lucene_stores_them() {
+        assert_eq!(NUM_FREE_VALUES, 24);
+        for length in 0..40 {
+            assert_eq!(byte4_to_int(int_to_byte4(length)), length);
+        }
+        // Past 39 only four significant bits survive, truncated.
+        assert_eq!(byte4_to_int(int_to_byte4(40)), 40);
+        assert_eq!(byte4_to_int(int_to_byte4(41)), 40);
+        assert_eq!(byte4_to_int(int_to_byte4(161)), 152);
+        assert_eq!(byte4_to_int(255), 24 + (15 << 27));
+    }
+
+    #[test]
+    fn ranks_by_score_then_id_and_drops_the_querys_own_id() {
+        let docs = [("b", "apple banana"), ("a", "apple banana"), ("q1", "apple"), ("c", "cherry")];
+        let index = LuceneBm25::build(docs, ANSERINI_K1, ANSERINI_B);
+        let hits = index.search("apple", 10, None);
+        assert_eq!(hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(), ["q1", "a", "b"]);
+        assert_eq!(hits[1].score.to_bits(), hits[2].score.to_bits());
+        let without = index.search("apple", 10, Some("q1"));
+        assert_eq!(without.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        // The cut comes first: two hits asked, the query's own document among them, one left.
+        assert_eq!(index.search("apple", 2, Some("q1")).len(), 1);
+        assert!(index.search("the of", 10, None).is_empty());
+    }
+
+    #[test]
+    fn a_repeated_query_term_weighs_as_many_times() {
+        let index = LuceneBm25::build([("x", "apple pie"), ("y", "pie")], ANSERINI_K1, ANSERINI_B);
+        let once = index.search("apple", 1, None)[0].score;
+        let twice = index.search("apple apple", 1, None)[0].score;
+        assert_eq!(twice, 2.0 * once);
+    }
+}
