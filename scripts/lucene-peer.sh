@@ -38,19 +38,19 @@ def member(suffix):
     return z.read(names[0]).decode("utf-8")
 b64 = lambda s: base64.b64encode(s.encode("utf-8")).decode("ascii")
 with open(f"{work}/corpus/corpus.jsonl", "w", encoding="utf-8") as corpus, open(f"{work}/docs.tsv", "w") as docs:
-    for line in member("corpus.jsonl").splitlines():
+    for line in member("corpus.jsonl").split("\n"):
         if line.strip():
             d = json.loads(line)
             corpus.write(line + "\n")
             docs.write(f"{d['_id']}\t{b64(d.get('title', '') + chr(10) + d['text'])}\n")
 queries = {}
 with open(f"{work}/queries.tsv", "w") as out:
-    for line in member("queries.jsonl").splitlines():
+    for line in member("queries.jsonl").split("\n"):
         if line.strip():
             q = json.loads(line); queries[q["_id"]] = q["text"]
             out.write(f"{q['_id']}\t{b64(q['text'])}\n")
 judged = []
-for i, line in enumerate(member("qrels/test.tsv").splitlines()):
+for i, line in enumerate(member("qrels/test.tsv").split("\n")):
     if i and line.strip():
         q = line.split("\t")[0]
         if q not in judged: judged.append(q)
