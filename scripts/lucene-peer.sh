@@ -10,6 +10,8 @@
 #   run.tsv                       qid TAB docid TAB rank TAB score float bits, top 1000 per test query
 #   anserini.trec                 SearchCollection -bm25 -removeQuery -hits 1000's own run (printed scores)
 #   stats.txt                     the index's document and term counts
+#   index_seconds                 IndexCollection's wall time, one thread, JVM start included
+# With LUCENE_PEER_INDEX_ONLY=1 it stops after the index (OUT_DIR/work/index, OUT_DIR/work/queries.tsv).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 zip=$(readlink -f "$1"); mkdir -p "$2"; out=$(cd "$2" && pwd)
@@ -59,8 +61,11 @@ with open(f"{work}/topics.tsv", "w") as t, open(f"{work}/topics.anserini.tsv", "
         if q in judged:
             t.write(f"{q}\t{b64(queries[q])}\n"); a.write(f"{q}\t{queries[q]}\n")
 PY
+started=$(date +%s.%N)
 "$java" -cp "$jar" io.anserini.index.IndexCollection -collection BeirFlatCollection -input "$work/corpus" \
   -generator DefaultLuceneDocumentGenerator -index "$work/index" -threads 1 -storeRaw >"$work/index.log" 2>&1
+"$venv/bin/python" -c "print(round($(date +%s.%N) - $started, 3))" >"$out/index_seconds"    # the JVM's start included
+if [ "${LUCENE_PEER_INDEX_ONLY:-}" = 1 ]; then exit 0; fi       # scripts/bench-bm25-peers.py times the rest
 "$java" -cp "$jar" io.anserini.index.IndexReaderUtils -index "$work/index" -stats 2>/dev/null \
   | grep -E "documents|terms" >"$out/stats.txt" || true
 "${peer[@]}" analyze "$work/docs.tsv" "$out/docs.tokens"

@@ -3,7 +3,8 @@
 tests (scripts/lucene-peer.sh runs Anserini on it; crates/scifact-eval/tests/anserini.rs holds the port to it).
 Deterministic: the same bytes on every run (seeded, fixed member times).
 
-Usage: scripts/make-analyzer-corpus.py [OUT.zip]
+Usage: scripts/make-analyzer-corpus.py [OUT.zip] [--docs N]
+  --docs N   N generated documents instead of 1,200 (the benchmarks use 200,000); the fixed cases stay.
 """
 import json
 import random
@@ -52,10 +53,16 @@ def sentence(rng, n):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else "fixtures/lucene/analyzers.zip"
+    args = sys.argv[1:]
+    generated = 1200
+    if "--docs" in args:
+        at = args.index("--docs")
+        generated = int(args[at + 1])
+        del args[at:at + 2]
+    out = args[0] if args else "fixtures/lucene/analyzers.zip"
     rng = random.Random(57)
     docs = []
-    for i in range(1200):
+    for i in range(generated):
         docs.append({"_id": f"d{i}", "title": sentence(rng, rng.randrange(0, 6)), "text": sentence(rng, rng.randrange(0, 60))})
     # Every fragment alone, so each one's terms are compared by themselves.
     for i, fragment in enumerate(FRAGMENTS):

@@ -6,6 +6,10 @@
 //   analyze IN OUT                     IN: id TAB base64(UTF-8 text) per line; OUT: id TAB tokens (space separated)
 //   search INDEX TOPICS OUT HITS       TOPICS: id TAB base64(query) per line; OUT: qid TAB docid TAB rank TAB
 //                                      score as float bits (hex), as SearchCollection -bm25 -removeQuery ranks
+//   bench INDEX QUERIES ROUNDS OUT     per-query time of the same search (query built, top 1000, ids read), one
+//                                      thread, after a warm-up round; OUT: JSON p50/p95/mean/max in ms; and of
+//                                      Lucene's fastest path for the same query (top 1000 by score alone, block-max
+//                                      WAND, no ids read: not Anserini's ranking, whose ties need the ids)
 import java.io.*;
 import java.lang.reflect.*;
 import java.nio.charset.StandardCharsets;
@@ -26,6 +30,7 @@ public final class LucenePeer {
     switch (args[0]) {
       case "tables": tables(Paths.get(args[1])); break;
       case "analyze": analyze(Paths.get(args[1]), Paths.get(args[2])); break;
+      case "bench": bench(Paths.get(args[1]), Paths.get(args[2]), Integer.parseInt(args[3]), Paths.get(args[4])); break;
       case "search": search(Paths.get(args[1]), Paths.get(args[2]), Paths.get(args[3]), Integer.parseInt(args[4])); break;
       default: throw new IllegalArgumentException("unknown command " + args[0]);
     }
@@ -90,6 +95,57 @@ public final class LucenePeer {
         }
       }
     }
+  }
+
+  static void bench(Path index, Path topics, int rounds, Path out) throws Exception {
+    Analyzer analyzer = analyzer();
+    Class<?> gen = Class.forName("io.anserini.search.query.BagOfWordsQueryGenerator");
+    Object generator = gen.getConstructor().newInstance();
+    Method build = gen.getMethod("buildQuery", String.class, Analyzer.class, String.class);
+    List<String[]> queries = readPairs(topics);
+    List<Double> millis = new ArrayList<>();
+    List<Double> scoreOnly = new ArrayList<>();
+    long rows = 0;
+    try (DirectoryReader reader = DirectoryReader.open(FSDirectory.open(index))) {
+      IndexSearcher searcher = new IndexSearcher(reader);
+      searcher.setSimilarity(new BM25Similarity(0.9f, 0.4f));
+      Sort sort = new Sort(SortField.FIELD_SCORE, new SortField("id", SortField.Type.STRING_VAL));
+      for (int round = 0; round <= rounds; round++) {
+        for (String[] topic : queries) {
+          long started = System.nanoTime();
+          Query query = (Query) build.invoke(generator, "contents", analyzer, topic[1]);
+          TopDocs top = searcher.search(query, 1000, sort, true);
+          int kept = 0;
+          for (ScoreDoc sd : top.scoreDocs) {
+            if (!searcher.storedFields().document(sd.doc).get("id").equals(topic[0])) kept++;
+          }
+          long took = System.nanoTime() - started;
+          started = System.nanoTime();
+          Query fast = (Query) build.invoke(generator, "contents", analyzer, topic[1]);
+          searcher.search(fast, 1000);
+          long fastTook = System.nanoTime() - started;
+          if (round > 0) {   // round 0 warms the JIT
+            millis.add(took / 1e6);
+            scoreOnly.add(fastTook / 1e6);
+          }
+          if (round == 1) rows += kept;
+        }
+      }
+    }
+    String json = String.format(Locale.ROOT,
+        "{\"queries\": %d, \"rounds\": %d, \"ranked_rows\": %d, \"query_ms\": %s, \"query_ms_score_only\": %s}\n",
+        queries.size(), rounds, rows, summary(millis), summary(scoreOnly));
+    Files.write(out, json.getBytes(StandardCharsets.UTF_8));
+  }
+
+  static String summary(List<Double> millis) {
+    Collections.sort(millis);
+    double sum = 0;
+    for (double m : millis) sum += m;
+    java.util.function.DoubleFunction<Double> at =
+        p -> millis.get(Math.max(1, Math.min(millis.size(), (int) Math.ceil(millis.size() * p))) - 1);
+    return String.format(Locale.ROOT, "{\"p50\": %.6f, \"p95\": %.6f, \"mean\": %.6f, \"max\": %.6f}",
+        at.apply(0.5), at.apply(0.95), sum / millis.size(), at.apply(1.0));
   }
 
   static int[] field(Class<?> c, String name) throws Exception {

@@ -2,8 +2,6 @@
 //! does: float32 arithmetic in Lucene's order, document lengths through Lucene's one-byte norm, ties broken by
 //! document id.
 
-use std::cmp::Ordering;
-
 use super::analyzer::analyze;
 
 /// `k1` of Anserini's BM25 flat (`-bm25` without `-bm25.k1`).
@@ -84,9 +82,14 @@ pub struct LuceneHit {
 #[derive(Debug)]
 pub struct LuceneBm25 {
     ids: Vec<String>,
+    /// Per document: its id's position among all ids in byte order, so ties compare two integers.
+    id_rank: Vec<u32>,
     terms: foldhash::HashMap<String, u32>,
     /// Per term: (document, term frequency), in document order.
     postings: Vec<Vec<(u32, u32)>>,
+    /// Per term, beside its postings: each posting's score for a query holding the term once (boost 1), so a
+    /// search adds instead of dividing; a repeated term is scored again at its boost.
+    unit_scores: Vec<Vec<f32>>,
     /// Per document: its length as Lucene stores it.
     norms: Vec<u8>,
     doc_count: u64,
@@ -102,8 +105,10 @@ impl LuceneBm25 {
     pub fn build<'a>(docs: impl IntoIterator<Item = (&'a str, &'a str)>, k1: f32, b: f32) -> Self {
         let mut index = LuceneBm25 {
             ids: Vec::new(),
+            id_rank: Vec::new(),
             terms: foldhash::HashMap::default(),
             postings: Vec::new(),
+            unit_scores: Vec::new(),
             norms: Vec::new(),
             doc_count: 0,
             total_terms: 0,
@@ -145,7 +150,28 @@ impl LuceneBm25 {
             let length = byte4_to_int(i as u8) as f32;
             *slot = 1.0 / (k1 * ((1.0 - b) + b * length / index.avgdl));
         }
+        let mut by_id: Vec<u32> = (0..index.ids.len() as u32).collect();
+        by_id.sort_by(|&a, &b| index.ids[a as usize].cmp(&index.ids[b as usize]).then(a.cmp(&b)));
+        index.id_rank = vec![0; index.ids.len()];
+        for (rank, &doc) in by_id.iter().enumerate() {
+            index.id_rank[doc as usize] = rank as u32;
+        }
+        index.unit_scores = (0..index.postings.len()).map(|t| index.term_scores(t, 1.0)).collect();
         index
+    }
+
+    /// `BM25Scorer.score` for every posting of term `t` at `boost`: `w - w / (1 + tf * cache[norm])`, float32,
+    /// with `w = boost * idf`.
+    fn term_scores(&self, t: usize, boost: f32) -> Vec<f32> {
+        let postings = &self.postings[t];
+        let weight = boost * self.idf(postings.len() as u64);
+        postings
+            .iter()
+            .map(|&(doc, tf)| {
+                let norm_inverse = self.cache[usize::from(self.norms[doc as usize])];
+                weight - weight / (1.0 + tf as f32 * norm_inverse)
+            })
+            .collect()
     }
 
     /// Lucene's counts for this index.
@@ -181,15 +207,21 @@ impl LuceneBm25 {
             }
         }
         let mut sums = vec![0.0f64; self.ids.len()];
+        let postings: usize = clauses.iter().map(|&(t, _)| self.postings[t as usize].len()).sum();
+        // Few postings: remember which documents they reach. Many: reach every document's sum afterwards.
+        let sparse = postings < self.ids.len() / 8;
         let mut touched: Vec<u32> = Vec::new();
         for &(t, boost) in &clauses {
-            let postings = &self.postings[t as usize];
-            let weight = boost * self.idf(postings.len() as u64);
-            for &(doc, tf) in postings {
-                let norm_inverse = self.cache[usize::from(self.norms[doc as usize])];
-                let score = weight - weight / (1.0 + tf as f32 * norm_inverse);
+            let repeated;
+            let scores = if boost == 1.0 {
+                &self.unit_scores[t as usize]
+            } else {
+                repeated = self.term_scores(t as usize, boost);
+                &repeated
+            };
+            for (&(doc, _), &score) in self.postings[t as usize].iter().zip(scores) {
                 let sum = &mut sums[doc as usize];
-                if *sum == 0.0 {
+                if sparse && *sum == 0.0 {
                     touched.push(doc);
                 }
                 // Term scores are float32; their sum in double is exact while they lie within 2^29 of each
@@ -197,17 +229,23 @@ impl LuceneBm25 {
                 *sum += f64::from(score);
             }
         }
-        let mut ranked: Vec<(f32, u32)> = touched.iter().map(|&d| (sums[d as usize] as f32, d)).collect();
-        let order = |a: &(f32, u32), b: &(f32, u32)| -> Ordering {
-            b.0.total_cmp(&a.0).then_with(|| self.ids[a.1 as usize].cmp(&self.ids[b.1 as usize]))
+        if !sparse {
+            touched = (0..self.ids.len() as u32).filter(|&d| sums[d as usize] != 0.0).collect();
+        }
+        // Scores are positive, so their bits order as they do; the key sorts by score descending, then by id.
+        let key = |doc: u32| -> u64 {
+            let score = sums[doc as usize] as f32;
+            (u64::from(!score.to_bits()) << 32) | u64::from(self.id_rank[doc as usize])
         };
+        let mut ranked: Vec<(u64, u32)> = touched.iter().map(|&d| (key(d), d)).collect();
         if ranked.len() > hits && hits > 0 {
-            ranked.select_nth_unstable_by(hits - 1, order);
+            ranked.select_nth_unstable(hits - 1);
         }
         ranked.truncate(hits);
-        ranked.sort_unstable_by(order);
+        ranked.sort_unstable();
         ranked
             .into_iter()
+            .map(|(_, d)| (sums[d as usize] as f32, d))
             .filter(|&(_, d)| exclude_id != Some(self.ids[d as usize].as_str()))
             .map(|(score, d)| LuceneHit { doc: d as usize, id: self.ids[d as usize].clone(), score })
             .collect()

@@ -71,7 +71,7 @@ impl Stemmer {
     }
 
     fn double_c(&self, j: isize) -> bool {
-        j >= self.k0 + 1 && self.at(j) == self.at(j - 1) && self.cons(j)
+        j > self.k0 && self.at(j) == self.at(j - 1) && self.cons(j)
     }
 
     fn cvc(&self, i: isize) -> bool {
@@ -148,10 +148,11 @@ impl Stemmer {
     }
 
     fn step2(&mut self) {
-        if self.ends("y") && self.vowel_in_stem() {
-            if let Ok(k) = usize::try_from(self.k) {
-                self.b[k] = unit('i');
-            }
+        if self.ends("y")
+            && self.vowel_in_stem()
+            && let Ok(k) = usize::try_from(self.k)
+        {
+            self.b[k] = unit('i');
         }
     }
 
