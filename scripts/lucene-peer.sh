@@ -59,7 +59,10 @@ for i, line in enumerate(member("qrels/test.tsv").split("\n")):
 with open(f"{work}/topics.tsv", "w") as t, open(f"{work}/topics.anserini.tsv", "w", encoding="utf-8") as a:
     for q in queries:
         if q in judged:
-            t.write(f"{q}\t{b64(queries[q])}\n"); a.write(f"{q}\t{queries[q]}\n")
+            # SearchCollection's TsvString topics are one line each: tabs and line breaks (never inside a token)
+            # become spaces there; LucenePeer reads the exact text.
+            flat = queries[q].replace("\t", " ").replace("\r", " ").replace("\n", " ")
+            t.write(f"{q}\t{b64(queries[q])}\n"); a.write(f"{q}\t{flat}\n")
 PY
 started=$(date +%s.%N)
 "$java" -cp "$jar" io.anserini.index.IndexCollection -collection BeirFlatCollection -input "$work/corpus" \
@@ -71,8 +74,12 @@ if [ "${LUCENE_PEER_INDEX_ONLY:-}" = 1 ]; then exit 0; fi       # scripts/bench-
 "${peer[@]}" analyze "$work/docs.tsv" "$out/docs.tokens"
 "${peer[@]}" analyze "$work/queries.tsv" "$out/queries.tokens"
 "${peer[@]}" search "$work/index" "$work/topics.tsv" "$out/run.tsv" 1000
+rm -f "$out/anserini.trec"
 "$java" -cp "$jar" io.anserini.search.SearchCollection -index "$work/index" -topics "$work/topics.anserini.tsv" \
   -topicReader TsvString -output "$out/anserini.trec" -bm25 -removeQuery -hits 1000 >"$work/search.log" 2>&1
+if [ ! -s "$out/anserini.trec" ]; then
+  echo "lucene-peer: SearchCollection wrote no run; its log:" >&2; tail -5 "$work/search.log" >&2; exit 1
+fi
 "$venv/bin/python" - "$out" <<'PY'
 import struct, sys
 out = sys.argv[1]
