@@ -147,6 +147,14 @@ pub(crate) enum Command {
     /// the device's kernels to the CPU's definitions (exp, erf and GELU at every step of a sweep; products of
     /// ragged shapes element by element): every value must be the CPU's bits.
     Device(DeviceArgs),
+    /// Anserini's BM25 flat on a dataset: Pyserini's BEIR baseline run, score for score, without Java.
+    ///
+    /// Anserini's BM25 flat (Lucene 9.9.1's English analyzer and BM25, k1 0.9, b 0.4), the lexical baseline
+    /// BEIR papers cite, on SciFact, another BEIR dataset (--dataset) or any archive in BEIR's layout: writes the
+    /// TREC run `SearchCollection -bm25 -removeQuery -hits 1000` writes (the same documents, ranks and printed
+    /// scores; every score's bits are Lucene's) and prints nDCG@10 over the split's queries. It is no
+    /// evaluation: nothing is pre-registered, signed or bundled.
+    Bm25Flat(Bm25FlatArgs),
     /// Build the embedded corpus fixture from a dataset's archive (resumable; shardable with --shard).
     ///
     /// Build the embedded corpus fixture from a dataset's archive (SciFact by default, --dataset NAME for
@@ -446,6 +454,42 @@ pub(crate) struct BuildArgs {
     pub(crate) fixture_format: FixtureFormatArg,
     #[command(flatten, next_help_heading = "Locking")]
     pub(crate) lock: LockArgs,
+}
+
+/// `bm25-flat`'s flags.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct Bm25FlatArgs {
+    /// The TREC run to write (atomically)
+    #[arg(long, value_name = "RUN")]
+    pub(crate) out: PathBuf,
+    /// Hits per query before the query's own document is dropped (Anserini's -hits)
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub(crate) hits: u32,
+    /// The run's tag, its last column (`Anserini` makes the file Anserini's byte for byte)
+    #[arg(long, value_name = "TAG", default_value = "scifact-audit-bm25-flat", value_parser = run_tag)]
+    pub(crate) run_tag: String,
+    /// Where a downloaded archive is kept [default: the run's directory]
+    #[arg(long, value_name = "DIR")]
+    pub(crate) work_dir: Option<PathBuf>,
+    /// The dataset's zip [default: SciFact's $SCIFACT_ARCHIVE, else a download from BEIR]
+    #[arg(long, value_name = "ZIP", help_heading = "Dataset")]
+    pub(crate) archive: Option<PathBuf>,
+    /// Admit a downloaded archive whose md5 differs from BEIR's published one, if its sha256 is this
+    #[arg(long, value_name = "sha256:HEX", help_heading = "Dataset")]
+    pub(crate) accept_archive_digest: Option<String>,
+    /// Which corpus
+    #[arg(long, value_enum, default_value = "scifact", help_heading = "Dataset")]
+    pub(crate) profile: CorpusArg,
+    #[command(flatten, next_help_heading = "Dataset")]
+    pub(crate) dataset: DatasetArgs,
+}
+
+/// A TREC run tag: one field, so no whitespace, and printable.
+fn run_tag(tag: &str) -> Result<String, String> {
+    if tag.is_empty() || tag.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("a run tag is one non-empty field: no whitespace or control characters".into());
+    }
+    Ok(tag.to_owned())
 }
 
 /// Which BEIR dataset, when it is not SciFact.

@@ -1,6 +1,7 @@
 //! The `scifact-audit` driver: parses the command line, runs one subcommand, maps the outcome to an exit code.
 
 mod audit;
+mod bm25_flat;
 mod build;
 mod cli;
 mod compare;
@@ -93,5 +94,6 @@ fn run() -> anyhow::Result<ExitCode> {
         cli::Command::Compare(args) => compare::run(&args),
         cli::Command::VerifyComparison(args) => compare::verify(&args),
         cli::Command::Device(args) => device::run(&args),
+        cli::Command::Bm25Flat(args) => bm25_flat::run(&args),
     }
 }

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use embedding::{Embedder, Role};
 
 use crate::archive::{Dataset, hex, sha256_hex};
-use crate::beir::{Profile, QRELS_SPLITS, assemble, parse_corpus_from, parse_qrels_from, parse_queries_from};
+use crate::beir::{
+    BeirCorpus, Profile, QRELS_SPLITS, assemble, parse_corpus_from, parse_qrels_from, parse_queries_from,
+};
 use crate::cache::{CachedVector, EmbeddingCache, Held};
 use crate::error::{Error, Result};
 use crate::fixture::{
@@ -164,32 +166,41 @@ struct Read {
     query_prefix: String,
 }
 
-/// Reads and checks the archive, and makes each text's digests under the text policy.
-fn read(options: &BuildOptions, embedder: &dyn Embedder) -> Result<Read> {
-    let prefix = &options.profile.name;
+/// Reads a BEIR dataset, a zip or a dataset directory, as `profile` says it is laid out and shaped: every member
+/// checked and streamed (one line held at a time), the corpus assembled and gated; with the digests read.
+///
+/// # Errors
+/// As [`Dataset::open_archive`], [`Dataset::stream`], the parsers and [`assemble`].
+pub fn read_corpus(archive: &Path, profile: &Profile) -> Result<(BeirCorpus, crate::DatasetDigests)> {
+    let prefix = &profile.name;
     let corpus_member = format!("{prefix}/corpus.jsonl");
     let queries_member = format!("{prefix}/queries.jsonl");
-    let split = &options.profile.split;
+    let split = &profile.split;
     let qrels_member = format!("{prefix}/qrels/{split}.tsv");
     let allowed: Vec<String> = std::iter::once(prefix)
-        .chain(&options.profile.siblings)
+        .chain(&profile.siblings)
         .flat_map(|folder| beir_members(folder))
         .chain(parent_folders(prefix))
         .filter(|name| *name != qrels_member)
         .collect();
     let wanted = [corpus_member.as_str(), queries_member.as_str(), qrels_member.as_str()];
     let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
-    let mut dataset = if options.archive.is_dir() {
-        Dataset::open_directory(&options.archive, prefix)
+    let mut dataset = if archive.is_dir() {
+        Dataset::open_directory(archive, prefix)
     } else {
-        Dataset::open_archive(&options.archive, &wanted, &allowed)?
+        Dataset::open_archive(archive, &wanted, &allowed)?
     };
     // Every member streams, one line held at a time under the line cap (msmarco's corpus is 3.2 GB).
     let documents = dataset.stream(&corpus_member, |reader| parse_corpus_from(&corpus_member, reader))?;
     let queries = dataset.stream(&queries_member, |reader| parse_queries_from(&queries_member, reader))?;
     let qrels = dataset.stream(&qrels_member, |reader| parse_qrels_from(&qrels_member, reader))?;
-    let corpus = assemble(&options.profile, documents, queries, qrels)?;
-    let digests = dataset.finish();
+    let corpus = assemble(profile, documents, queries, qrels)?;
+    Ok((corpus, dataset.finish()))
+}
+
+/// Reads and checks the archive, and makes each text's digests under the text policy.
+fn read(options: &BuildOptions, embedder: &dyn Embedder) -> Result<Read> {
+    let (corpus, digests) = read_corpus(&options.archive, &options.profile)?;
     let source = SourceMetadata {
         url: options.url.clone(),
         archive_file: file_name(&options.archive),

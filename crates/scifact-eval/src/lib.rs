@@ -52,6 +52,7 @@ pub use crate::beir::{
 };
 pub use crate::build::{
     BuildOptions, BuildSummary, NoProgress, Progress, SCIFACT_URL, ShardSummary, build_fixture, build_shard,
+    read_corpus,
 };
 pub use crate::cache::{
     CACHE_FORMAT, CacheReport, CachedVector, EmbeddingCache, Held, cache_file_name, cache_file_name_for,

@@ -175,6 +175,17 @@ fn the_analyzer_corpus_digests_are_anserinis_own() {
             "{file}: Anserini's output is not the committed one"
         );
     }
+    let run = std::fs::read(dir.join("anserini.trec")).unwrap();
+    let mut lines: Vec<&[u8]> = run.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+    lines.sort();
+    let sorted: Vec<u8> =
+        lines.iter().flat_map(|l| l.iter().copied().chain(std::iter::once(b'\n'))).collect();
+    let digest: String = Sha256::digest(&sorted).iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(
+        digest,
+        committed["anserini.trec, lines sorted"].as_str().unwrap(),
+        "SearchCollection's run is not the committed one"
+    );
     assert_same_as_peer(&port(&read(&repo("fixtures/lucene/analyzers.zip"), "analyzers")), &dir);
 }
 
