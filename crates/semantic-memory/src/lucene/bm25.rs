@@ -2,7 +2,17 @@
 //! does: float32 arithmetic in Lucene's order, document lengths through Lucene's one-byte norm, ties broken by
 //! document id.
 
+use sha2::{Digest, Sha256};
+
 use super::analyzer::analyze;
+use super::receipt::{
+    ANALYZER, LUCENE_RECEIPT_SCHEMA, LuceneIndexEvidence, LuceneQueryEvidence, LuceneReceipt,
+    LuceneReceiptHit, LuceneScoring,
+};
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// `k1` of Anserini's BM25 flat (`-bm25` without `-bm25.k1`).
 pub const ANSERINI_K1: f32 = 0.9;
@@ -44,6 +54,18 @@ fn byte4_to_int(byte: u8) -> u32 {
     } else {
         (u64::from(NUM_FREE_VALUES) + int4_to_long(i - NUM_FREE_VALUES)).min(i32::MAX as u64) as u32
     }
+}
+
+/// `BagOfWordsQueryGenerator`'s clauses: each distinct term of the query in order, with how often it appears.
+fn query_terms(query: &str) -> Vec<(String, u32)> {
+    let mut terms: Vec<(String, u32)> = Vec::new();
+    for term in analyze(query) {
+        match terms.iter_mut().find(|(t, _)| *t == term) {
+            Some((_, n)) => *n += 1,
+            None => terms.push((term, 1)),
+        }
+    }
+    terms
 }
 
 /// What Anserini's `BeirFlatCollection` indexes for a BEIR document: its title, a newline, its text.
@@ -97,6 +119,10 @@ pub struct LuceneBm25 {
     avgdl: f32,
     /// `1 / (k1 * ((1 - b) + b * length / avgdl))` for each stored length byte, as `BM25Similarity` caches it.
     cache: [f32; 256],
+    k1: f32,
+    b: f32,
+    /// See [`LuceneIndexEvidence::contents_sha256`].
+    contents_sha256: String,
 }
 
 impl LuceneBm25 {
@@ -114,11 +140,19 @@ impl LuceneBm25 {
             total_terms: 0,
             avgdl: 0.0,
             cache: [0.0; 256],
+            k1,
+            b,
+            contents_sha256: String::new(),
         };
+        let mut contents_digest = Sha256::new();
         let mut counts: foldhash::HashMap<u32, u32> = foldhash::HashMap::default();
         for (id, contents) in docs {
             let doc = index.ids.len() as u32;
             index.ids.push(id.to_owned());
+            for part in [id, contents] {
+                contents_digest.update((part.len() as u64).to_le_bytes());
+                contents_digest.update(part.as_bytes());
+            }
             let terms = analyze(contents);
             counts.clear();
             for term in &terms {
@@ -141,6 +175,7 @@ impl LuceneBm25 {
                 index.total_terms += u64::from(length);
             }
         }
+        index.contents_sha256 = format!("sha256:{}", hex(&contents_digest.finalize()));
         index.avgdl = if index.doc_count == 0 {
             0.0
         } else {
@@ -196,16 +231,62 @@ impl LuceneBm25 {
     /// `SearchCollection -bm25 -hits N` ranks them; with `exclude_id` (its `-removeQuery`), a document with
     /// that id is then dropped from them, so fewer than `hits` may remain.
     pub fn search(&self, query: &str, hits: usize, exclude_id: Option<&str>) -> Vec<LuceneHit> {
-        // BagOfWordsQueryGenerator: one clause per distinct term, boosted by how often the query holds it.
-        let mut clauses: Vec<(u32, f32)> = Vec::new();
-        for term in analyze(query) {
-            if let Some(&t) = self.terms.get(&term) {
-                match clauses.iter_mut().find(|(c, _)| *c == t) {
-                    Some((_, boost)) => *boost += 1.0,
-                    None => clauses.push((t, 1.0)),
-                }
-            }
-        }
+        self.search_terms(&query_terms(query), hits, exclude_id)
+    }
+
+    /// [`LuceneBm25::search`], with the receipt that records it under `request_id`.
+    pub fn search_with_receipt(
+        &self,
+        request_id: &str,
+        query: &str,
+        hits: usize,
+        exclude_id: Option<&str>,
+    ) -> (Vec<LuceneHit>, LuceneReceipt) {
+        let terms = query_terms(query);
+        let found = self.search_terms(&terms, hits, exclude_id);
+        let stats = self.stats();
+        let mut receipt = LuceneReceipt {
+            schema: LUCENE_RECEIPT_SCHEMA.to_owned(),
+            library: format!("semantic-memory {}", env!("CARGO_PKG_VERSION")),
+            request_id: request_id.to_owned(),
+            scoring: LuceneScoring {
+                analyzer: ANALYZER.to_owned(),
+                similarity: "Lucene BM25Similarity (float32, w - w / (1 + tf / (k1 ((1 - b) + b len / avgdl))), \
+                             w = boost idf, len Lucene's one-byte norm); a document's term scores summed in double"
+                    .to_owned(),
+                k1: self.k1,
+                b: self.b,
+                ranking: "score descending, then id ascending (UTF-8 bytes); excluded_id dropped after the cut"
+                    .to_owned(),
+            },
+            index: LuceneIndexEvidence {
+                documents: stats.documents,
+                doc_count: stats.doc_count,
+                unique_terms: stats.unique_terms,
+                total_terms: stats.total_terms,
+                avgdl_bits: format!("{:08x}", stats.avgdl_bits),
+                contents_sha256: self.contents_sha256.clone(),
+            },
+            query: LuceneQueryEvidence {
+                text_sha256: format!("sha256:{}", hex(&Sha256::digest(query.as_bytes()))),
+                terms,
+                hits_requested: hits,
+                excluded_id: exclude_id.map(str::to_owned),
+            },
+            hits: found
+                .iter()
+                .enumerate()
+                .map(|(i, hit)| LuceneReceiptHit { rank: i + 1, id: hit.id.clone(), score: f64::from(hit.score) })
+                .collect(),
+            digest: String::new(),
+        };
+        receipt.digest = receipt.compute_digest().unwrap_or_default();
+        (found, receipt)
+    }
+
+    fn search_terms(&self, terms: &[(String, u32)], hits: usize, exclude_id: Option<&str>) -> Vec<LuceneHit> {
+        let clauses: Vec<(u32, f32)> =
+            terms.iter().filter_map(|(term, n)| self.terms.get(term).map(|&t| (t, *n as f32))).collect();
         let mut sums = vec![0.0f64; self.ids.len()];
         let postings: usize = clauses.iter().map(|&(t, _)| self.postings[t as usize].len()).sum();
         // Few postings: remember which documents they reach. Many: reach every document's sum afterwards.
@@ -281,6 +362,41 @@ mod tests {
         // The cut comes first: two hits asked, the query's own document among them, one left.
         assert_eq!(index.search("apple", 2, Some("q1")).len(), 1);
         assert!(index.search("the of", 10, None).is_empty());
+    }
+
+    #[test]
+    fn a_receipt_records_the_search_and_its_digest_catches_any_change() {
+        let docs =
+            [("b", "apple banana"), ("a", "apple banana"), ("q1", "Apples and pears"), ("c", "cherry")];
+        let index = LuceneBm25::build(docs, ANSERINI_K1, ANSERINI_B);
+        let (hits, receipt) = index.search_with_receipt("r1", "apple apple pie", 10, Some("q1"));
+        assert_eq!(hits, index.search("apple apple pie", 10, Some("q1")));
+        assert_eq!(receipt.schema, LUCENE_RECEIPT_SCHEMA);
+        assert!(receipt.digest_is_valid());
+        assert_eq!(receipt.query.terms, [("appl".to_owned(), 2), ("pie".to_owned(), 1)]);
+        assert_eq!(receipt.query.excluded_id.as_deref(), Some("q1"));
+        assert_eq!(receipt.index.documents, 4);
+        assert_eq!(receipt.index.avgdl_bits, format!("{:08x}", index.stats().avgdl_bits));
+        let ranked: Vec<(usize, &str, f64)> =
+            receipt.hits.iter().map(|h| (h.rank, h.id.as_str(), h.score)).collect();
+        assert_eq!(ranked, [(1, "a", f64::from(hits[0].score)), (2, "b", f64::from(hits[1].score))]);
+        // Through JSON and back, every score is the same float32.
+        let back: LuceneReceipt = serde_json::from_str(&serde_json::to_string(&receipt).unwrap()).unwrap();
+        assert_eq!(back, receipt);
+        assert!(back.hits.iter().zip(&hits).all(|(r, h)| (r.score as f32).to_bits() == h.score.to_bits()));
+        let mut forged = receipt.clone();
+        forged.hits[1].score = f64::from(f32::from_bits(hits[1].score.to_bits() + 1));
+        assert!(!forged.digest_is_valid());
+        // Another corpus, even one id's text changed, is another index.
+        let other = LuceneBm25::build(
+            [("b", "apple banana"), ("a", "apple bananas"), ("q1", "Apples and pears"), ("c", "cherry")],
+            ANSERINI_K1,
+            ANSERINI_B,
+        );
+        let (_, elsewhere) = other.search_with_receipt("r1", "apple apple pie", 10, Some("q1"));
+        assert_ne!(elsewhere.index.contents_sha256, receipt.index.contents_sha256);
+        let (_, again) = index.search_with_receipt("r1", "apple apple pie", 10, Some("q1"));
+        assert_eq!(again, receipt, "the same search, the same receipt");
     }
 
     #[test]

@@ -5,11 +5,12 @@
 //! lowercase mapping and Lucene's English stop words (`configs/lucene-tables.rs`, generated from the very classes the peer
 //! runs, by `scripts/lucene-peer.sh`), its Porter stemmer, its one-byte document lengths and its float32
 //! scoring. `scripts/lucene-peer.sh` runs Anserini itself on a BEIR archive, and the tests that need it compare
-//! every term and every score's bits.
+//! every term and every score's bits. A search can return a [`LuceneReceipt`], as the store's searches do.
 
 mod analyzer;
 mod bm25;
 mod porter;
+mod receipt;
 mod standard_tokenizer;
 /// Lucene's tokenizer automaton, Java's lowercase map and Lucene's stop words: `configs/lucene-tables.rs`,
 /// generated, data that the verifier's own implementation includes too.
@@ -21,3 +22,7 @@ mod tables {
 
 pub use analyzer::analyze;
 pub use bm25::{ANSERINI_B, ANSERINI_K1, LuceneBm25, LuceneHit, LuceneIndexStats, beir_flat_contents};
+pub use receipt::{
+    ANALYZER, LUCENE_RECEIPT_SCHEMA, LuceneIndexEvidence, LuceneQueryEvidence, LuceneReceipt,
+    LuceneReceiptHit, LuceneScoring,
+};
