@@ -8,7 +8,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::Context;
-use scifact_eval::{mean_metrics, query_metrics, read_corpus};
+use scifact_eval::{Progress, mean_metrics, query_metrics, read_corpus};
 use semantic_memory::lucene::{ANSERINI_B, ANSERINI_K1, LuceneBm25, LuceneHit, beir_flat_contents};
 
 use crate::cli::Bm25FlatArgs;
@@ -53,15 +53,17 @@ pub(crate) fn run(args: &Bm25FlatArgs) -> anyhow::Result<std::process::ExitCode>
     let (beir, _) = read_corpus(&archive, &profile)
         .with_context(|| format!("reading {} as {}", archive.display(), profile.name))?;
 
-    progress.note(&format!("indexing {} documents", beir.documents.len()));
     let started = std::time::Instant::now();
     let contents: Vec<String> =
         beir.documents.iter().map(|d| beir_flat_contents(&d.title, &d.text)).collect();
-    let index = LuceneBm25::build(
+    progress.start("indexing", beir.documents.len() as u64);
+    let index = LuceneBm25::build_reporting(
         beir.documents.iter().zip(&contents).map(|(d, c)| (d.id.as_str(), c.as_str())),
         ANSERINI_K1,
         ANSERINI_B,
+        &|documents| progress.advance(documents as u64),
     );
+    progress.finish();
     let indexed = started.elapsed();
 
     let mut judged: std::collections::BTreeMap<&str, std::collections::BTreeMap<String, i64>> =

@@ -56,6 +56,45 @@ fn byte4_to_int(byte: u8) -> u32 {
     }
 }
 
+/// Documents analyzed per block: in parallel within it, merged in order after it, so memory follows a block.
+const BLOCK: usize = 8192;
+
+/// A document's distinct terms with their counts, and its length (its terms, stop words not counted).
+fn term_counts(contents: &str) -> (Vec<(String, u32)>, u32) {
+    let mut terms = analyze(contents);
+    let length = u32::try_from(terms.len()).unwrap_or(u32::MAX);
+    terms.sort_unstable();
+    let mut counts: Vec<(String, u32)> = Vec::new();
+    for term in terms {
+        match counts.last_mut() {
+            Some((last, n)) if *last == term => *n += 1,
+            _ => counts.push((term, 1)),
+        }
+    }
+    (counts, length)
+}
+
+/// [`term_counts`] of every document of `block`, in order, on up to `threads` threads.
+fn analyze_block(block: &[(&str, &str)], threads: usize) -> Vec<(Vec<(String, u32)>, u32)> {
+    if threads <= 1 || block.len() < 256 {
+        return block.iter().map(|(_, contents)| term_counts(contents)).collect();
+    }
+    let per_thread = block.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = block
+            .chunks(per_thread)
+            .map(|chunk| scope.spawn(move || chunk.iter().map(|(_, c)| term_counts(c)).collect::<Vec<_>>()))
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| match worker.join() {
+                Ok(counts) => counts,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    })
+}
+
 /// `BagOfWordsQueryGenerator`'s clauses: each distinct term of the query in order, with how often it appears.
 fn query_terms(query: &str) -> Vec<(String, u32)> {
     let mut terms: Vec<(String, u32)> = Vec::new();
@@ -129,6 +168,17 @@ impl LuceneBm25 {
     /// Indexes `(id, contents)` pairs with Anserini's default English analyzer, scoring at `k1` and `b`
     /// ([`ANSERINI_K1`], [`ANSERINI_B`] for BM25 flat).
     pub fn build<'a>(docs: impl IntoIterator<Item = (&'a str, &'a str)>, k1: f32, b: f32) -> Self {
+        Self::build_reporting(docs, k1, b, &|_| {})
+    }
+
+    /// [`LuceneBm25::build`], calling `progress` with the number of documents indexed after each block of them.
+    /// Blocks are analyzed on every core and merged in document order, so the index is the same on any machine.
+    pub fn build_reporting<'a>(
+        docs: impl IntoIterator<Item = (&'a str, &'a str)>,
+        k1: f32,
+        b: f32,
+        progress: &dyn Fn(usize),
+    ) -> Self {
         let mut index = LuceneBm25 {
             ids: Vec::new(),
             id_rank: Vec::new(),
@@ -145,35 +195,37 @@ impl LuceneBm25 {
             contents_sha256: String::new(),
         };
         let mut contents_digest = Sha256::new();
-        let mut counts: foldhash::HashMap<u32, u32> = foldhash::HashMap::default();
-        for (id, contents) in docs {
-            let doc = index.ids.len() as u32;
-            index.ids.push(id.to_owned());
-            for part in [id, contents] {
-                contents_digest.update((part.len() as u64).to_le_bytes());
-                contents_digest.update(part.as_bytes());
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut docs = docs.into_iter();
+        loop {
+            let block: Vec<(&str, &str)> = docs.by_ref().take(BLOCK).collect();
+            if block.is_empty() {
+                break;
             }
-            let terms = analyze(contents);
-            counts.clear();
-            for term in &terms {
-                let next = index.postings.len() as u32;
-                let t = *index.terms.entry(term.clone()).or_insert(next);
-                if t == next {
-                    index.postings.push(Vec::new());
+            for (id, contents) in &block {
+                for part in [id, contents] {
+                    contents_digest.update((part.len() as u64).to_le_bytes());
+                    contents_digest.update(part.as_bytes());
                 }
-                *counts.entry(t).or_insert(0) += 1;
             }
-            let mut by_term: Vec<(u32, u32)> = counts.iter().map(|(&t, &n)| (t, n)).collect();
-            by_term.sort_unstable();
-            for (t, n) in by_term {
-                index.postings[t as usize].push((doc, n));
+            for ((id, _), (counts, length)) in block.iter().zip(analyze_block(&block, threads)) {
+                let doc = index.ids.len() as u32;
+                index.ids.push((*id).to_owned());
+                for (term, n) in counts {
+                    let next = index.postings.len() as u32;
+                    let t = *index.terms.entry(term).or_insert(next);
+                    if t == next {
+                        index.postings.push(Vec::new());
+                    }
+                    index.postings[t as usize].push((doc, n));
+                }
+                index.norms.push(int_to_byte4(length));
+                if length > 0 {
+                    index.doc_count += 1;
+                    index.total_terms += u64::from(length);
+                }
             }
-            let length = u32::try_from(terms.len()).unwrap_or(u32::MAX);
-            index.norms.push(int_to_byte4(length));
-            if length > 0 {
-                index.doc_count += 1;
-                index.total_terms += u64::from(length);
-            }
+            progress(block.len());
         }
         index.contents_sha256 = format!("sha256:{}", hex(&contents_digest.finalize()));
         index.avgdl = if index.doc_count == 0 {
@@ -397,6 +449,28 @@ mod tests {
         assert_ne!(elsewhere.index.contents_sha256, receipt.index.contents_sha256);
         let (_, again) = index.search_with_receipt("r1", "apple apple pie", 10, Some("q1"));
         assert_eq!(again, receipt, "the same search, the same receipt");
+    }
+
+    #[test]
+    fn blocks_analyzed_in_parallel_give_the_sequential_terms_and_progress_counts_every_document() {
+        let texts: Vec<String> = (0..1000)
+            .map(|i| format!("Doc {i}: the cells' {} runs of O'Neil's 3.14 apples", i % 7))
+            .collect();
+        let block: Vec<(&str, &str)> = texts.iter().map(|t| ("id", t.as_str())).collect();
+        assert_eq!(analyze_block(&block, 4), analyze_block(&block, 1));
+        let ids: Vec<String> = (0..2 * BLOCK + 5).map(|i| format!("d{i}")).collect();
+        let done = std::cell::Cell::new(0);
+        let index = LuceneBm25::build_reporting(
+            ids.iter().map(|id| (id.as_str(), "apple pie")),
+            ANSERINI_K1,
+            ANSERINI_B,
+            &|n| done.set(done.get() + n),
+        );
+        assert_eq!(done.get(), ids.len());
+        assert_eq!(index.stats().documents, ids.len());
+        // Every document ties; the first hits are the smallest ids in byte order.
+        let hits = index.search("pie", 3, None);
+        assert_eq!(hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(), ["d0", "d1", "d10"]);
     }
 
     #[test]
