@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 pub const MODEL_REGISTRY: &str = include_str!("../../../configs/models.json");
 
 /// The schema the registry file declares.
-const SCHEMA: &str = "scifact-audit-model-registry-v1";
+const SCHEMA: &str = "scifact-audit-model-registry-v2";
 
 /// One checkpoint known by name.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -24,6 +24,22 @@ pub struct KnownModel {
     pub revision: String,
     /// File name (as in the checkpoint directory) to lowercase hex sha256.
     pub files: BTreeMap<String, String>,
+    /// What the checkpoint's vectors must be made with where the registry pins no digest of the files that
+    /// say it (bge's pooling, window and normalization): a checkpoint read otherwise is not this model.
+    #[serde(default)]
+    pub requires: Option<Requires>,
+}
+
+/// How a registry model's vectors are made, in the words of its [`crate::EmbedderIdentity`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requires {
+    /// The identity's `pooling` (`cls`, `mean`, ...).
+    pub pooling: String,
+    /// The identity's `max_tokens`.
+    pub max_tokens: usize,
+    /// The identity's `normalization` (`l2` or `none`).
+    pub normalization: String,
 }
 
 #[derive(Deserialize)]
@@ -87,12 +103,39 @@ pub fn mismatch(model: &KnownModel, digests: &Digests) -> Option<String> {
         .map(|file| format!("the checkpoint's digests do not include {file}"))
 }
 
-/// The registry name whose files `digests` match, if any.
+/// Why a checkpoint read as `identity` says is not `model`, whose registry entry requires another pooling, window
+/// or normalization; `None` when it requires nothing or `identity` meets it.
+pub fn unmet(model: &KnownModel, identity: &crate::EmbedderIdentity) -> Option<String> {
+    let required = model.requires.as_ref()?;
+    let differs = |what: &str, has: String, needs: String| {
+        (has != needs).then(|| {
+            format!(
+                "its {what} is {has}, {} requires {needs} (its own sentence-transformers files say so; \
+                 without them a checkpoint is read with the defaults)",
+                model.name
+            )
+        })
+    };
+    differs("pooling", identity.pooling.clone(), required.pooling.clone())
+        .or_else(|| {
+            differs(
+                "window",
+                format!("{} tokens", identity.max_tokens),
+                format!("{} tokens", required.max_tokens),
+            )
+        })
+        .or_else(|| differs("normalization", identity.normalization.clone(), required.normalization.clone()))
+}
+
+/// The registry name whose files `digests` match and whose requirements `identity` meets, if any.
 ///
 /// # Errors
 /// As [`known_models`].
-pub fn name_of(digests: &Digests) -> Result<Option<String>> {
-    Ok(known_models()?.into_iter().find(|model| mismatch(model, digests).is_none()).map(|model| model.name))
+pub fn name_of(digests: &Digests, identity: &crate::EmbedderIdentity) -> Result<Option<String>> {
+    Ok(known_models()?
+        .into_iter()
+        .find(|model| mismatch(model, digests).is_none() && unmet(model, identity).is_none())
+        .map(|model| model.name))
 }
 
 /// The name of a checkpoint no registry entry matches: its weights' digest.
@@ -106,6 +149,25 @@ mod tests {
 
     fn minilm() -> KnownModel {
         lookup("all-MiniLM-L6-v2").unwrap().unwrap()
+    }
+
+    /// An identity as a checkpoint read with `pooling`, `max_tokens` and `normalization` has.
+    fn read_as(pooling: &str, max_tokens: usize, normalization: &str) -> crate::EmbedderIdentity {
+        crate::EmbedderIdentity {
+            model: "bert-sha256-00".into(),
+            dims: 384,
+            weights_sha256: None,
+            tokenizer_sha256: None,
+            max_tokens,
+            pooling: pooling.into(),
+            normalization: normalization.into(),
+            backend: crate::BACKEND.into(),
+            backend_version: "0".into(),
+            overlong_policy: format!("truncate to {max_tokens} tokens"),
+            files: None,
+            prompts: None,
+            lower_case: None,
+        }
     }
 
     #[test]
@@ -143,7 +205,10 @@ mod tests {
         let model = minilm();
         let all = model.files.clone();
         assert_eq!(mismatch(&model, &all), None);
-        assert_eq!(name_of(&all).unwrap().as_deref(), Some(crate::ALL_MINILM_L6_V2));
+        assert_eq!(
+            name_of(&all, &read_as("mean", 256, "l2")).unwrap().as_deref(),
+            Some(crate::ALL_MINILM_L6_V2)
+        );
         // A subset that holds weights and tokenizer is still the model (a directory without the optional
         // sentence-transformers files).
         let core: Digests = all
@@ -155,7 +220,7 @@ mod tests {
         let mut other_weights = all.clone();
         other_weights.insert("model.safetensors".into(), "0".repeat(64));
         assert!(mismatch(&model, &other_weights).unwrap().contains("model.safetensors has sha256 000"));
-        assert_eq!(name_of(&other_weights).unwrap(), None);
+        assert_eq!(name_of(&other_weights, &read_as("mean", 256, "l2")).unwrap(), None);
         let mut other_config = all.clone();
         other_config.insert("sentence_bert_config.json".into(), "1".repeat(64));
         assert!(mismatch(&model, &other_config).unwrap().contains("sentence_bert_config.json"));
@@ -165,6 +230,30 @@ mod tests {
         let mut no_tokenizer = all;
         no_tokenizer.remove("tokenizer.json");
         assert!(mismatch(&model, &no_tokenizer).unwrap().contains("tokenizer.json"));
+    }
+
+    /// bge's entry pins three files; a directory of just those is read with the defaults (mean pooling, 256
+    /// tokens) and must not be called bge, whose own files say CLS pooling, 512 tokens, normalized.
+    #[test]
+    fn a_bge_name_needs_bges_pooling_window_and_normalization() {
+        for name in ["BAAI/bge-small-en-v1.5", "BAAI/bge-base-en-v1.5"] {
+            let bge = lookup(name).unwrap().unwrap();
+            let three_files = bge.files.clone();
+            assert_eq!(mismatch(&bge, &three_files), None);
+            let as_published = read_as("cls", 512, "l2");
+            assert_eq!(unmet(&bge, &as_published), None);
+            assert_eq!(name_of(&three_files, &as_published).unwrap().as_deref(), Some(name));
+            for (read, what) in [
+                (read_as("mean", 256, "l2"), "its pooling is mean"),
+                (read_as("cls", 256, "l2"), "its window is 256 tokens"),
+                (read_as("cls", 512, "none"), "its normalization is none"),
+            ] {
+                let reason = unmet(&bge, &read).unwrap();
+                assert!(reason.contains(what) && reason.contains(name), "{reason}");
+                assert_eq!(name_of(&three_files, &read).unwrap(), None, "{what}");
+            }
+        }
+        assert_eq!(unmet(&minilm(), &read_as("cls", 512, "none")), None, "MiniLM is pinned by its files");
     }
 
     #[test]

@@ -199,13 +199,14 @@ impl SentenceBert {
         let bert = Bert::load(checkpoint.config.clone(), &weights, Kernels::best())
             .map_err(|error| invalid(&weights_path, error))?;
         let digests = digests_of(&checkpoint, &weights_sha256, &tokenizer_sha256);
-        // A registry name is a claim about these bytes: it is refused beside any other.
+        let identity = identity(model, &checkpoint, &weights_sha256, &tokenizer_sha256, all_minilm);
+        // A registry name is a claim about these bytes and how they are read: it is refused beside any other.
         if let Some(known) = crate::registry::known_models()?.into_iter().find(|known| known.name == model)
             && let Some(reason) = crate::registry::mismatch(&known, &digests)
+                .or_else(|| crate::registry::unmet(&known, &identity))
         {
             return Err(invalid(dir, format!("is not {model}: {reason}")));
         }
-        let identity = identity(model, &checkpoint, &weights_sha256, &tokenizer_sha256, all_minilm);
         Ok(SentenceBert {
             model: bert,
             checkpoint,
@@ -246,7 +247,7 @@ impl SentenceBert {
         let name = crate::registry::digest_name(&digest);
         let pin = WeightPin::Sha256(digest.clone());
         let mut model = SentenceBert::from_weights(dir, &model_dir, (weights, digest), &name, pin)?;
-        if let Some(name) = crate::registry::name_of(&model.digests)? {
+        if let Some(name) = crate::registry::name_of(&model.digests, &model.identity)? {
             model.identity.model = name;
         }
         Ok(model)

@@ -15,16 +15,18 @@ const DATASETS: &str = include_str!("../../../configs/beir-datasets.json");
 /// The prefix of a checkpoint named by its weights' digest.
 pub(crate) const DIGEST_NAME_PREFIX: &str = "bert-sha256-";
 
-/// A checkpoint the registry names: file to lowercase hex sha256.
+/// A checkpoint the registry names: file to lowercase hex sha256, and what its vectors must be made with where
+/// no digest pins it (`requires`: the identity's `pooling`, `max_tokens`, `normalization`).
 struct Known {
     name: String,
     files: BTreeMap<String, String>,
+    requires: Option<Value>,
 }
 
 fn known() -> Result<Vec<Known>, String> {
     let registry: Value =
         serde_json::from_str(MODELS).map_err(|e| format!("configs/models.json as built in: {e}"))?;
-    if registry["schema"] != "scifact-audit-model-registry-v1" {
+    if registry["schema"] != "scifact-audit-model-registry-v2" {
         return Err(format!("configs/models.json has schema {}", registry["schema"]));
     }
     registry["models"]
@@ -45,7 +47,17 @@ fn known() -> Result<Vec<Known>, String> {
                         .ok_or_else(|| format!("{name}: {file}: not a sha256"))
                 })
                 .collect::<Result<_, String>>()?;
-            Ok(Known { name, files })
+            let requires = model.get("requires").cloned();
+            if let Some(requires) = &requires {
+                let fields: Vec<&str> =
+                    requires.as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
+                if fields != ["max_tokens", "normalization", "pooling"] {
+                    return Err(format!(
+                        "{name}: requires {requires}: not pooling, max_tokens and normalization"
+                    ));
+                }
+            }
+            Ok(Known { name, files, requires })
         })
         .collect()
 }
@@ -85,6 +97,25 @@ fn mismatch(known: &Known, digests: &BTreeMap<String, String>) -> Option<String>
             known.name
         )),
     })
+}
+
+/// Why an embedding `identity` is not read the way the registry entry `name` requires, if it is not (and the
+/// entry requires anything).
+pub(crate) fn unmet_requirement(name: &str, identity: &Value) -> Result<Option<String>, String> {
+    let known = known()?;
+    let Some(requires) = known.iter().find(|k| k.name == name).and_then(|k| k.requires.as_ref()) else {
+        return Ok(None);
+    };
+    for field in ["pooling", "max_tokens", "normalization"] {
+        if identity[field] != requires[field] {
+            return Ok(Some(format!(
+                "the bundle names the model {name}, whose registry entry requires {field} {}, but its identity \
+                 records {}: read that way, the checkpoint is not {name}",
+                requires[field], identity[field]
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// What a model name says of these digests: `Ok(evidence)` when `name` is a registry name whose every file
@@ -192,6 +223,26 @@ mod tests {
             .into_iter()
             .map(|(f, d)| (f.to_owned(), d.to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn a_bge_name_holds_only_read_as_bge() {
+        let read = |pooling: &str, max_tokens: usize, normalization: &str| serde_json::json!({"pooling": pooling, "max_tokens": max_tokens, "normalization": normalization});
+        let bge = "BAAI/bge-small-en-v1.5";
+        assert_eq!(unmet_requirement(bge, &read("cls", 512, "l2")).unwrap(), None);
+        for (identity, field) in [
+            (read("mean", 512, "l2"), "pooling"),
+            (read("cls", 256, "l2"), "max_tokens"),
+            (read("cls", 512, "none"), "normalization"),
+        ] {
+            let reason = unmet_requirement(bge, &identity).unwrap().unwrap();
+            assert!(reason.contains(&format!("requires {field}")), "{reason}");
+        }
+        // MiniLM is held to its files, not to a reading.
+        assert_eq!(
+            unmet_requirement("sentence-transformers/all-MiniLM-L6-v2", &read("cls", 1, "none")).unwrap(),
+            None
+        );
     }
 
     #[test]

@@ -973,6 +973,27 @@ fn a_model_named_as_another_registry_checkpoint() {
     caught(|f| rename_model(f, "BAAI/bge-base-en-v1.5"), "model.identity", "the name is not these bytes'");
 }
 
+/// bge's name beside bge's own weights and tokenizer digests, but read as another checkpoint (the identity's
+/// pooling, window and normalization are not bge's): the name is refused by what it requires, not its digests.
+#[test]
+fn a_model_named_bge_beside_its_digests_but_read_otherwise() {
+    let bge = |f: &Forgery| {
+        rename_model(f, "BAAI/bge-base-en-v1.5");
+        let weights = "sha256:c7c1988aae201f80cf91a5dbbd5866409503b89dcaba877ca6dba7dd0a5167d7";
+        let tokenizer = "sha256:d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66";
+        let redigest = |e: &mut Value| {
+            e["weights_sha256"] = Value::from(weights);
+            e["tokenizer_sha256"] = Value::from(tokenizer);
+            e["files"] = Value::Null;
+        };
+        f.edit_json("fixture-metadata.json", |m| redigest(&mut m["metadata"]["embedding"]));
+        for aggregate in f.aggregates() {
+            f.edit_json(&aggregate, |a| redigest(&mut a["embedding"]));
+        }
+    };
+    caught(bge, "model.identity", "whose registry entry requires pooling \"cls\"");
+}
+
 #[test]
 fn a_model_named_by_hand() {
     caught(|f| rename_model(f, "my-finetuned-minilm"), "model.identity", "neither a registry name");

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::registries::{archive_standing, declared_digests, judge_name};
+use crate::registries::{archive_standing, declared_digests, judge_name, unmet_requirement};
 use crate::report::Report;
 
 /// `model.identity`: the fixture's model name against the digests it declares and the registry.
@@ -25,7 +25,13 @@ pub(crate) fn model(metadata: &Value, report: &mut Report) {
         );
         return;
     }
-    let result = judge_name(name, &declared_digests(identity));
+    let result =
+        judge_name(name, &declared_digests(identity)).and_then(|evidence| {
+            match unmet_requirement(name, identity)? {
+                None => Ok(evidence),
+                Some(reason) => Err(reason),
+            }
+        });
     if let Ok(evidence) = &result {
         report.notes.push(format!("model: {name}, {evidence}"));
     }
