@@ -34,6 +34,17 @@ fn printed_scores(hits: &[LuceneHit]) -> Vec<f32> {
     printed
 }
 
+/// trec_eval's `recall_k` of one query: the relevant documents (grade at least 1) within the first `k`, over all
+/// its relevant documents; 0 when it has none.
+fn recall_at(ranked: &[String], judged: &std::collections::BTreeMap<String, i64>, k: usize) -> f64 {
+    let relevant = judged.values().filter(|&&grade| grade >= 1).count();
+    if relevant == 0 {
+        return 0.0;
+    }
+    let found = ranked.iter().take(k).filter(|id| judged.get(*id).is_some_and(|&grade| grade >= 1)).count();
+    found as f64 / relevant as f64
+}
+
 /// Runs the command.
 pub(crate) fn run(args: &Bm25FlatArgs) -> anyhow::Result<std::process::ExitCode> {
     let progress = StageProgress::new();
@@ -78,6 +89,8 @@ pub(crate) fn run(args: &Bm25FlatArgs) -> anyhow::Result<std::process::ExitCode>
     let mut run = String::new();
     let mut rows = 0usize;
     let mut per_query = Vec::with_capacity(queries.len());
+    let (mut recall_100, mut recall_1000) = (0.0, 0.0);
+    let none = std::collections::BTreeMap::new();
     for query in &queries {
         // The printed scores are adjusted over the 1,000 hits, the query's own document among them; it is
         // dropped afterwards (-removeQuery), as Anserini does.
@@ -90,7 +103,10 @@ pub(crate) fn run(args: &Bm25FlatArgs) -> anyhow::Result<std::process::ExitCode>
             ranked.push(hit.id.clone());
         }
         rows += ranked.len();
-        per_query.push(query_metrics(&ranked, judged.get(query.id.as_str()).unwrap_or(&Default::default())));
+        let judgements = judged.get(query.id.as_str()).unwrap_or(&none);
+        recall_100 += recall_at(&ranked, judgements, 100);
+        recall_1000 += recall_at(&ranked, judgements, 1000);
+        per_query.push(query_metrics(&ranked, judgements));
     }
     let searched = started.elapsed();
     safe_fs::write_atomically(&args.out, run.as_bytes())
@@ -120,10 +136,13 @@ pub(crate) fn run(args: &Bm25FlatArgs) -> anyhow::Result<std::process::ExitCode>
         args.hits,
         searched.as_secs_f64()
     )?;
+    let n = queries.len().max(1) as f64;
     writeln!(
         out,
-        "nDCG@10      {:.4}   recall@10 {:.4}   (trec_eval's definitions, over every query)",
-        means.ndcg_10, means.recall_10
+        "nDCG@10      {:.4}   recall@100 {:.4}   recall@1000 {:.4}   (trec_eval's definitions, over every query)",
+        means.ndcg_10,
+        recall_100 / n,
+        recall_1000 / n
     )?;
     writeln!(out, "run          {} (TREC, Anserini's printed scores)", args.out.display())?;
     Ok(std::process::ExitCode::SUCCESS)
@@ -135,6 +154,16 @@ mod tests {
 
     fn hit(score: f32) -> LuceneHit {
         LuceneHit { doc: 0, id: String::new(), score }
+    }
+
+    #[test]
+    fn recall_counts_relevant_documents_within_the_cut_over_all_relevant_ones() {
+        let judged: std::collections::BTreeMap<String, i64> =
+            [("a", 1), ("b", 2), ("c", 0), ("d", 1)].into_iter().map(|(d, g)| (d.to_owned(), g)).collect();
+        let ranked: Vec<String> = ["c", "a", "x", "b"].into_iter().map(str::to_owned).collect();
+        assert_eq!(recall_at(&ranked, &judged, 2), 1.0 / 3.0);
+        assert_eq!(recall_at(&ranked, &judged, 100), 2.0 / 3.0);
+        assert_eq!(recall_at(&ranked, &Default::default(), 100), 0.0);
     }
 
     #[test]
