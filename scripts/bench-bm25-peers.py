@@ -10,6 +10,7 @@ which this script runs on the same directory unless --no-port.
 Usage: scripts/bench-bm25-peers.py ARCHIVE.zip [--rounds N] [--no-port] [--out target/bench/bm25-peers.json]
 """
 import json
+import math
 import os
 import resource
 import statistics
@@ -29,7 +30,7 @@ def arg(name, default=None):
 
 def summary(ms):
     ms = sorted(ms)
-    pick = lambda p: ms[max(1, min(len(ms), -(-len(ms) * p // 1).__int__())) - 1]
+    pick = lambda p: ms[max(1, min(len(ms), math.ceil(len(ms) * p))) - 1]   # nearest rank
     return {"p50": pick(0.5), "p95": pick(0.95), "mean": statistics.fmean(ms), "max": ms[-1]}
 
 

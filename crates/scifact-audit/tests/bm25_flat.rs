@@ -12,6 +12,15 @@ fn repo(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(relative)
 }
 
+/// `bm25-flat` on the analyzer corpus, writing `out`, with `extra` flags.
+fn on_analyzer_corpus(out: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let archive = repo("fixtures/lucene/analyzers.zip");
+    let mut args =
+        vec!["bm25-flat", "--dataset-archive", archive.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    scifact_audit(&args, "")
+}
+
 fn sorted_lines(path: &std::path::Path) -> Vec<u8> {
     let text = std::fs::read(path).unwrap();
     let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
@@ -23,19 +32,7 @@ fn sorted_lines(path: &std::path::Path) -> Vec<u8> {
 fn the_analyzer_corpus_run_is_anserinis_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run.trec");
-    let archive = repo("fixtures/lucene/analyzers.zip");
-    let out = scifact_audit(
-        &[
-            "bm25-flat",
-            "--dataset-archive",
-            archive.to_str().unwrap(),
-            "--out",
-            run.to_str().unwrap(),
-            "--run-tag",
-            "Anserini",
-        ],
-        "",
-    );
+    let out = on_analyzer_corpus(&run, &["--run-tag", "Anserini"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("65 of the test split"), "{stdout}");
@@ -47,16 +44,7 @@ fn the_analyzer_corpus_run_is_anserinis_byte_for_byte() {
     assert_eq!(digest, committed["anserini.trec, lines sorted"].as_str().unwrap());
     // The default tag is the project's own; the rest of every line is the same.
     let default_run = dir.path().join("default.trec");
-    let again = scifact_audit(
-        &[
-            "bm25-flat",
-            "--dataset-archive",
-            archive.to_str().unwrap(),
-            "--out",
-            default_run.to_str().unwrap(),
-        ],
-        "",
-    );
+    let again = on_analyzer_corpus(&default_run, &[]);
     assert!(again.status.success());
     let ours = std::fs::read_to_string(&default_run).unwrap();
     let anserini = std::fs::read_to_string(&run).unwrap();
@@ -66,44 +54,18 @@ fn the_analyzer_corpus_run_is_anserinis_byte_for_byte() {
 #[test]
 fn bad_flags_and_places_are_refused_by_name_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
-    let archive = repo("fixtures/lucene/analyzers.zip");
     let run = dir.path().join("run.trec");
-    let refused = scifact_audit(
-        &[
-            "bm25-flat",
-            "--dataset-archive",
-            archive.to_str().unwrap(),
-            "--out",
-            run.to_str().unwrap(),
-            "--run-tag",
-            "two words",
-        ],
-        "",
-    );
+    let refused = on_analyzer_corpus(&run, &["--run-tag", "two words"]);
     assert!(!refused.status.success());
     assert!(
         String::from_utf8_lossy(&refused.stderr).contains("run tag"),
         "{}",
         String::from_utf8_lossy(&refused.stderr)
     );
-    let zero = scifact_audit(
-        &[
-            "bm25-flat",
-            "--dataset-archive",
-            archive.to_str().unwrap(),
-            "--out",
-            run.to_str().unwrap(),
-            "--hits",
-            "0",
-        ],
-        "",
-    );
+    let zero = on_analyzer_corpus(&run, &["--hits", "0"]);
     assert!(!zero.status.success());
     let missing = dir.path().join("no/such/dir/run.trec");
-    let unwritable = scifact_audit(
-        &["bm25-flat", "--dataset-archive", archive.to_str().unwrap(), "--out", missing.to_str().unwrap()],
-        "",
-    );
+    let unwritable = on_analyzer_corpus(&missing, &[]);
     assert!(!unwritable.status.success());
     assert!(String::from_utf8_lossy(&unwritable.stderr).contains("no/such/dir/run.trec"));
     let not_beir = dir.path().join("notes.zip");

@@ -14,12 +14,11 @@ use std::path::{Path, PathBuf};
 
 use scifact_eval::{
     Document, Qrel, Query, mean_metrics, parse_corpus, parse_qrels, parse_queries, query_metrics,
-    read_archive,
+    read_archive, sha256_hex,
 };
 use semantic_memory::lucene::{
     ANSERINI_B, ANSERINI_K1, LuceneBm25, LuceneIndexStats, analyze, beir_flat_contents,
 };
-use sha2::{Digest, Sha256};
 
 fn peer_dir(dataset: &str) -> PathBuf {
     PathBuf::from(
@@ -135,10 +134,6 @@ fn assert_same_as_peer(ours: &Outputs, dir: &Path) {
     assert_eq!(ours.stats.total_terms, count("total terms:"));
 }
 
-fn sha256(text: &str) -> String {
-    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// `fixtures/lucene/analyzers.anserini.json`: the digests of Anserini's three files for the analyzer corpus.
 fn committed_digests() -> serde_json::Value {
     let path = repo("fixtures/lucene/analyzers.anserini.json");
@@ -153,7 +148,7 @@ fn the_analyzer_corpus_is_analyzed_and_ranked_as_anserini_did() {
         [("docs.tokens", &ours.docs_tokens), ("queries.tokens", &ours.queries_tokens), ("run.tsv", &ours.run)]
     {
         assert_eq!(
-            sha256(mine),
+            sha256_hex(mine.as_bytes()),
             committed[file].as_str().unwrap(),
             "{file}: run scripts/lucene-peer.sh on fixtures/lucene/analyzers.zip to see where"
         );
@@ -170,7 +165,7 @@ fn the_analyzer_corpus_digests_are_anserinis_own() {
     for file in ["docs.tokens", "queries.tokens", "run.tsv"] {
         let theirs = std::fs::read_to_string(dir.join(file)).unwrap();
         assert_eq!(
-            sha256(&theirs),
+            sha256_hex(theirs.as_bytes()),
             committed[file].as_str().unwrap(),
             "{file}: Anserini's output is not the committed one"
         );
@@ -180,7 +175,7 @@ fn the_analyzer_corpus_digests_are_anserinis_own() {
     lines.sort();
     let sorted: Vec<u8> =
         lines.iter().flat_map(|l| l.iter().copied().chain(std::iter::once(b'\n'))).collect();
-    let digest: String = Sha256::digest(&sorted).iter().map(|b| format!("{b:02x}")).collect();
+    let digest = sha256_hex(&sorted);
     assert_eq!(
         digest,
         committed["anserini.trec, lines sorted"].as_str().unwrap(),

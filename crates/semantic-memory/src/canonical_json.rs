@@ -47,9 +47,13 @@ pub fn sha256_digest(bytes: &[u8]) -> String {
 
 /// Returns the lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for byte in hash.iter() {
+    hex(&Sha256::digest(bytes))
+}
+
+/// `bytes` (a digest, whole or streamed) in lowercase hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    let mut hex = String::with_capacity(2 * bytes.len());
+    for byte in bytes {
         hex.push(char::from(HEX[usize::from(byte >> 4)]));
         hex.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }

@@ -4,15 +4,13 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::canonical_json::{hex, sha256_digest};
+
 use super::analyzer::analyze;
 use super::receipt::{
     ANALYZER, LUCENE_RECEIPT_SCHEMA, LuceneIndexEvidence, LuceneQueryEvidence, LuceneReceipt,
     LuceneReceiptHit, LuceneScoring,
 };
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// `k1` of Anserini's BM25 flat (`-bm25` without `-bm25.k1`).
 pub const ANSERINI_K1: f32 = 0.9;
@@ -320,7 +318,7 @@ impl LuceneBm25 {
                 contents_sha256: self.contents_sha256.clone(),
             },
             query: LuceneQueryEvidence {
-                text_sha256: format!("sha256:{}", hex(&Sha256::digest(query.as_bytes()))),
+                text_sha256: sha256_digest(query.as_bytes()),
                 terms,
                 hits_requested: hits,
                 excluded_id: exclude_id.map(str::to_owned),
