@@ -29,6 +29,30 @@ pub enum LexicalBackendKind {
     /// The in-memory inverted index over FTS5's own tokens: the same BM25 scores and rankings as `bm25()`,
     /// exact top-k by windowed MaxScore, k1 and b configurable.
     MemoryBm25,
+    /// Lucene's BM25 over Anserini's English analyzer ([`crate::lucene`]), in memory: the scores and order of
+    /// Anserini's BM25 flat at k1 0.9 and b 0.4 (any k1 and b accepted), ties as
+    /// [`SearchConfig::lexical_ties`] says. Not FTS5's tokens or scores.
+    LuceneBm25,
+}
+
+/// How a lexical list orders facts of equal score.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LexicalTies {
+    /// Ascending fact id (insertion order): every backend's rule, and Lucene's own.
+    #[default]
+    FactId,
+    /// The string at this key of each fact's metadata object, in byte order, as Anserini orders equal scores by
+    /// document id; only for [`LexicalBackendKind::LuceneBm25`], and every fact must have it.
+    MetadataKey(String),
+}
+
+impl LexicalTies {
+    /// Returns true for [`LexicalTies::FactId`] (left out of serialized configurations, so that
+    /// configurations made before ties could be chosen keep their bytes and digests).
+    pub fn is_fact_id(&self) -> bool {
+        *self == LexicalTies::FactId
+    }
 }
 
 /// Recency weighting. The store keeps no fact timestamps, so only `Off` is accepted.
@@ -133,6 +157,9 @@ pub struct SearchConfig {
     pub bm25_k1: f64,
     /// BM25 length normalisation. Default 0.75, FTS5's fixed value.
     pub bm25_b: f64,
+    /// How the lexical list orders facts of equal score. Default by fact id, not written out.
+    #[serde(default, skip_serializing_if = "LexicalTies::is_fact_id")]
+    pub lexical_ties: LexicalTies,
     /// How hybrid search fuses its two lists. Default reciprocal rank fusion, which is not written out (so
     /// the baseline's serialized form, digest and receipts are those of configurations without this field).
     #[serde(default, skip_serializing_if = "Fusion::is_rrf")]
@@ -158,6 +185,7 @@ impl Default for SearchConfig {
             lexical_backend: LexicalBackendKind::MemoryBm25,
             bm25_k1: FTS5_K1,
             bm25_b: FTS5_B,
+            lexical_ties: LexicalTies::FactId,
             fusion: Fusion::Rrf,
         }
     }
@@ -173,10 +201,24 @@ pub const MAX_DEPTH: usize = 10_000;
 
 impl SearchConfig {
     /// Returns true when this is the frozen baseline: the default in every field except the choice between the
-    /// two exact lexical backends, which rank identically.
+    /// two exact FTS5-equal lexical backends, which rank identically.
     pub fn is_baseline(&self) -> bool {
         let lexical_backend = self.lexical_backend;
-        *self == SearchConfig { lexical_backend, ..SearchConfig::default() }
+        lexical_backend != LexicalBackendKind::LuceneBm25
+            && *self == SearchConfig { lexical_backend, ..SearchConfig::default() }
+    }
+
+    /// Anserini's BM25 flat in place of FTS5's BM25: [`LexicalBackendKind::LuceneBm25`] at k1 0.9 and b 0.4, ties
+    /// by the string at `tie_key` of each fact's metadata (a BEIR document id), everything else as `self`.
+    pub fn with_anserini_bm25(&self, tie_key: &str) -> SearchConfig {
+        SearchConfig {
+            lexical_backend: LexicalBackendKind::LuceneBm25,
+            // As typed in Anserini (0.9f, 0.4f): these f64s round to those float32s.
+            bm25_k1: 0.9,
+            bm25_b: 0.4,
+            lexical_ties: LexicalTies::MetadataKey(tie_key.to_owned()),
+            ..self.clone()
+        }
     }
 
     /// Checks that every field holds a value this library honours.
@@ -230,6 +272,18 @@ impl SearchConfig {
                 self.bm25_k1,
                 "FTS5's bm25() has fixed k1 = 1.2 and b = 0.75; use memory_bm25",
             );
+        }
+        if let LexicalTies::MetadataKey(key) = &self.lexical_ties {
+            if self.lexical_backend != LexicalBackendKind::LuceneBm25 {
+                return reject(
+                    "lexical_ties",
+                    &self.lexical_ties,
+                    "only lucene_bm25 orders ties by a metadata key; FTS5 and memory_bm25 order them by fact id",
+                );
+            }
+            if key.is_empty() || key.len() > 64 {
+                return reject("lexical_ties", &self.lexical_ties, "a metadata key has 1 to 64 bytes");
+            }
         }
         if self.sparse_weight != 0.0 {
             return reject("sparse_weight", self.sparse_weight, "the library has no native sparse retrieval");

@@ -79,6 +79,15 @@ pub enum Error {
         /// The request id that was used before.
         request_id: String,
     },
+    /// Ties were to be ordered by a metadata key (`SearchConfig::lexical_ties`) that a fact lacks or holds as
+    /// something other than a string.
+    #[error("fact {fact} has no string at metadata key {key:?}, by which this search orders ties")]
+    MissingTieKey {
+        /// The fact without it.
+        fact: crate::store::FactId,
+        /// The key.
+        key: String,
+    },
     /// `ExactnessProfile::RequireExact` was asked of a store with no exact vector backend.
     #[error("exact vector search was required but this store has no exact backend (exact_vectors is off)")]
     ExactBackendUnavailable,

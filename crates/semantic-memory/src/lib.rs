@@ -36,6 +36,7 @@ mod error;
 mod helper;
 mod lexical;
 pub mod lucene;
+mod lucene_facts;
 mod receipt;
 mod search;
 mod simd;
@@ -44,15 +45,15 @@ pub mod vector;
 
 pub use crate::bm25::LexicalIndexStats;
 pub use crate::config::{
-    DerivedVectorBackend, ExactnessProfile, FTS5_B, FTS5_K1, Fusion, LexicalBackendKind, MAX_DEPTH, Missing,
-    Normalization, Recency, SearchConfig,
+    DerivedVectorBackend, ExactnessProfile, FTS5_B, FTS5_K1, Fusion, LexicalBackendKind, LexicalTies,
+    MAX_DEPTH, Missing, Normalization, Recency, SearchConfig,
 };
 pub use crate::error::{Error, Result};
 pub use crate::helper::{helper_jobs_reclaimed, searches_in_sequence, set_parallel_search};
 pub use crate::lexical::FtsQuery;
 pub use crate::receipt::{
     ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, QueryEvidence,
-    RECEIPT_SCHEMA, SearchMode, SearchReceipt, StoreEvidence, VectorEvidence,
+    RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, SearchMode, SearchReceipt, StoreEvidence, VectorEvidence,
 };
 pub use crate::search::{SearchContext, SearchOutcome, SearchTiming};
 pub use crate::simd::{SIMD_CAP_VAR, SimdCap};

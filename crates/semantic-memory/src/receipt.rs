@@ -14,6 +14,11 @@ use crate::vector::HnswOptions;
 /// The receipt schema this build writes. A field change bumps it.
 pub const RECEIPT_SCHEMA: &str = "semantic-memory-search-receipt-v3";
 
+/// The schema of a receipt whose lexical list came from Lucene's BM25
+/// ([`LexicalBackendKind::LuceneBm25`]): v3's fields, with [`QueryEvidence::analyzed_terms`] in place of the FTS5
+/// expression and the configuration's `lexical_ties` when they are not by fact id.
+pub const RECEIPT_SCHEMA_ANALYZED: &str = "semantic-memory-search-receipt-v4";
+
 /// Which search API produced a receipt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -96,6 +101,10 @@ pub struct QueryEvidence {
     pub fts_expression_sha256: Option<String>,
     /// How many distinct tokens the expression ORs.
     pub fts_terms: Option<usize>,
+    /// Lucene's analyzer's terms of the text, each with how often it occurs, when Lucene's BM25 answered
+    /// (receipt v4); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analyzed_terms: Option<Vec<(String, u32)>>,
     /// `sha256:` of the query vector's little-endian f32 bytes, when a vector was given.
     pub vector_sha256: Option<String>,
 }
@@ -103,17 +112,18 @@ pub struct QueryEvidence {
 /// How the lexical list was produced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LexicalEvidence {
-    /// Backend that answered: `memory_bm25` or `fts5_bm25`.
+    /// Backend that answered: `memory_bm25`, `fts5_bm25` or `lucene_bm25`.
     pub backend: String,
     /// The backend the configuration asked for.
     pub requested: LexicalBackendKind,
-    /// Whether the answer equals FTS5 `bm25()`'s ranking and scores (true for both backends).
+    /// Whether the answer is its scorer's exact ranking and scores: FTS5 `bm25()`'s for `memory_bm25` and
+    /// `fts5_bm25`, Lucene's for `lucene_bm25` (true for all three).
     pub exact: bool,
     /// What the exactness claim rests on.
     pub exactness: String,
     /// Why FTS5 answered although the in-memory index was asked for, if it did.
     pub fallback_reason: Option<String>,
-    /// FTS5 tokenizer definition.
+    /// The FTS5 tokenizer definition, or Lucene's analyzer ([`crate::lucene::ANALYZER`]).
     pub tokenizer: String,
     /// BM25 parameters the backend applies.
     pub k1: f64,
@@ -173,7 +183,7 @@ pub struct StoreEvidence {
 /// The record of one search, returned to the caller and persisted in the store under its request id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchReceipt {
-    /// Always [`RECEIPT_SCHEMA`].
+    /// [`RECEIPT_SCHEMA`], or [`RECEIPT_SCHEMA_ANALYZED`] where Lucene's BM25 answered.
     pub schema: String,
     /// `semantic-memory <version>`.
     pub library: String,

@@ -13,9 +13,11 @@ use crate::config::{
 use crate::error::{Error, Result};
 use crate::helper;
 use crate::lexical::{Fts5, FtsQuery, LexicalBackend, Scope};
+use crate::lucene::{ANALYZER, query_terms};
+use crate::lucene_facts::{BuildError, Built, LuceneFacts};
 use crate::receipt::{
     ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, QueryEvidence,
-    RECEIPT_SCHEMA, SearchMode, SearchReceipt, StoreEvidence, VectorEvidence,
+    RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, SearchMode, SearchReceipt, StoreEvidence, VectorEvidence,
 };
 use crate::store::{FactId, FactStore, STORE_FORMAT, vector_to_blob};
 use crate::vector::{ScoredFact, VectorBackend, check_unit_vector};
@@ -80,9 +82,15 @@ const MEMORY_EXACTNESS: &str = "exact: an in-memory index of FTS5's own tokens (
                                 order, ties by fact id";
 const FTS5_EXACTNESS: &str = "exact: SQLite FTS5 bm25(), the reference scorer";
 
+const LUCENE_EXACTNESS: &str = "exact: Lucene 9.9.1's BM25Similarity in float32 over Anserini's analyzer, every \
+                                fact scored, a fact's term scores summed in double; the scores and order of \
+                                Anserini's BM25 flat over the same texts and ties";
+
 struct LexicalRun {
     candidates: Vec<ScoredFact>,
     evidence: LexicalEvidence,
+    /// The analyzer's terms with their counts, when Lucene's BM25 answered (it does not run the FTS5 expression).
+    analyzed_terms: Option<Vec<(String, u32)>>,
 }
 
 struct VectorRun {
@@ -158,13 +166,13 @@ impl FactStore {
     ) -> Result<SearchOutcome> {
         let started = self.begin(config, context)?;
         let fts = FtsQuery::from_text(query);
-        let run = self.lexical(&fts, config, context, config.top_k)?;
+        let run = self.lexical(query, &fts, config, context, config.top_k)?;
         let hits = component_hits(&run.candidates, |component| (Some(component), None));
-        let lexical = Some(run.evidence);
         let retrieval = started.elapsed();
-        let query = query_evidence(Some((query, &fts)), None);
+        let (query, expression) = query_evidence(Some((query, fts, run.analyzed_terms)), None);
+        let lexical = Some(run.evidence);
         let receipt = self.receipt(SearchMode::FtsOnly, config, context, query, lexical, None, hits);
-        self.finish(receipt, fts.expression, started, retrieval)
+        self.finish(receipt, expression, started, retrieval)
     }
 
     /// Vector search: inner product against unit-length `query_vector`, answered by the backend that
@@ -184,7 +192,7 @@ impl FactStore {
         let run = self.vector(query_vector, config.exactness, context, config.top_k)?;
         let hits = component_hits(&run.candidates, |component| (None, Some(component)));
         let retrieval = started.elapsed();
-        let query = query_evidence(None, Some(query_vector));
+        let (query, _) = query_evidence(None, Some(query_vector));
         let receipt =
             self.receipt(SearchMode::VectorOnly, config, context, query, None, Some(run.evidence), hits);
         self.finish(receipt, None, started, retrieval)
@@ -214,17 +222,18 @@ impl FactStore {
         let scope = self.scope(context);
         let (vector, lexical) = helper::join(
             || plan.run(query_vector, config.vector_candidates, &scope),
-            || self.lexical(&fts, config, context, config.lexical_candidates),
+            || self.lexical(query, &fts, config, context, config.lexical_candidates),
         );
         let (lexical, run) = (lexical?, vector?);
         let (hits, fusion) = fuse(&lexical.candidates, &run.candidates, config);
         let retrieval = started.elapsed();
-        let query = query_evidence(Some((query, &fts)), Some(query_vector));
+        let (query, expression) =
+            query_evidence(Some((query, fts, lexical.analyzed_terms)), Some(query_vector));
         let lexical = Some(lexical.evidence);
         let mut receipt =
             self.receipt(SearchMode::Hybrid, config, context, query, lexical, Some(run.evidence), hits);
         receipt.fusion = fusion;
-        self.finish(receipt, fts.expression, started, retrieval)
+        self.finish(receipt, expression, started, retrieval)
     }
 
     /// Reads back the receipt stored under `request_id`.
@@ -290,8 +299,25 @@ impl FactStore {
         Ok(self.bm25.get_or_init(|| built))
     }
 
+    /// The Lucene index for `config`'s ties, k1 and b, built now unless the last one built was for them.
+    fn lucene_index(&self, config: &SearchConfig) -> Result<std::sync::Arc<LuceneFacts>> {
+        let wanted =
+            Built { ties: config.lexical_ties.clone(), k1: config.bm25_k1 as f32, b: config.bm25_b as f32 };
+        if let Some(index) = self.lucene.borrow().as_ref().filter(|index| index.built == wanted) {
+            return Ok(index.clone());
+        }
+        let index =
+            std::sync::Arc::new(LuceneFacts::build(&self.conn, wanted).map_err(|error| match error {
+                BuildError::Sqlite(source) => self.sql_error(source),
+                BuildError::Store(error) => error,
+            })?);
+        *self.lucene.borrow_mut() = Some(index.clone());
+        Ok(index)
+    }
+
     fn lexical(
         &self,
+        text: &str,
         query: &FtsQuery,
         config: &SearchConfig,
         context: &SearchContext,
@@ -309,13 +335,25 @@ impl FactStore {
                 exact: true,
                 exactness: exactness.to_owned(),
                 fallback_reason,
-                tokenizer: FTS5_TOKENIZER.to_owned(),
+                tokenizer: if backend == "lucene_bm25" { ANALYZER } else { FTS5_TOKENIZER }.to_owned(),
                 k1: config.bm25_k1,
                 b: config.bm25_b,
                 limit,
                 returned,
             }
         };
+        if config.lexical_backend == LexicalBackendKind::LuceneBm25 {
+            let index = self.lucene_index(config)?;
+            let terms = query_terms(text);
+            let in_scope = self.scope_filter(context);
+            let candidates: Vec<ScoredFact> = index
+                .search(&terms, limit, &in_scope)
+                .into_iter()
+                .map(|(fact_id, score)| ScoredFact { fact_id, score: f64::from(score) })
+                .collect();
+            let evidence = evidence("lucene_bm25", LUCENE_EXACTNESS, None, candidates.len());
+            return Ok(LexicalRun { candidates, evidence, analyzed_terms: Some(terms) });
+        }
         let mut fallback_reason = None;
         if config.lexical_backend == LexicalBackendKind::MemoryBm25 {
             let index = self.bm25_index()?;
@@ -326,7 +364,7 @@ impl FactStore {
             match answer {
                 Ok(candidates) => {
                     let evidence = evidence("memory_bm25", MEMORY_EXACTNESS, None, candidates.len());
-                    return Ok(LexicalRun { candidates, evidence });
+                    return Ok(LexicalRun { candidates, evidence, analyzed_terms: None });
                 }
                 Err(NotExact(reason)) => {
                     if config.bm25_k1 != FTS5_K1 || config.bm25_b != FTS5_B {
@@ -343,7 +381,7 @@ impl FactStore {
         let candidates =
             Fts5.search(&self.conn, query, scope, limit).map_err(|source| self.sql_error(source))?;
         let evidence = evidence(Fts5.name(), FTS5_EXACTNESS, fallback_reason, candidates.len());
-        Ok(LexicalRun { candidates, evidence })
+        Ok(LexicalRun { candidates, evidence, analyzed_terms: None })
     }
 
     fn vector(
@@ -417,7 +455,8 @@ impl FactStore {
         hits: Vec<Hit>,
     ) -> SearchReceipt {
         SearchReceipt {
-            schema: RECEIPT_SCHEMA.to_owned(),
+            schema: if query.analyzed_terms.is_some() { RECEIPT_SCHEMA_ANALYZED } else { RECEIPT_SCHEMA }
+                .to_owned(),
             library: format!("semantic-memory {}", env!("CARGO_PKG_VERSION")),
             request_id: context.request_id.clone(),
             namespace: context.namespace.clone(),
@@ -479,15 +518,45 @@ impl FactStore {
 }
 
 /// Digests of what was asked: the text and its FTS5 expression, and the vector's bytes.
-fn query_evidence(text: Option<(&str, &FtsQuery)>, vector: Option<&[f32]>) -> QueryEvidence {
-    QueryEvidence {
-        text_sha256: text.map(|(text, _)| sha256_digest(text.as_bytes())),
-        fts_expression_sha256: text
-            .and_then(|(_, fts)| fts.expression.as_ref())
-            .map(|expression| sha256_digest(expression.as_bytes())),
-        fts_terms: text.map(|(_, fts)| fts.terms.len()),
-        vector_sha256: vector.map(|vector| sha256_digest(&vector_to_blob(vector))),
+/// What a receipt says was asked, and the FTS5 expression that ran. Where Lucene's analyzer answered (its
+/// `analyzed` terms given), the receipt records those terms instead of the FTS5 expression, which did not run.
+/// A query's text, its FTS5 expression, and Lucene's analyzed terms when Lucene answered.
+type AskedText<'a> = (&'a str, FtsQuery, Option<Vec<(String, u32)>>);
+
+fn query_evidence(
+    text: Option<AskedText<'_>>,
+    vector: Option<&[f32]>,
+) -> (QueryEvidence, Option<String>) {
+    let vector_sha256 = vector.map(|vector| sha256_digest(&vector_to_blob(vector)));
+    let Some((text, fts, analyzed)) = text else {
+        let evidence = QueryEvidence {
+            text_sha256: None,
+            fts_expression_sha256: None,
+            fts_terms: None,
+            analyzed_terms: None,
+            vector_sha256,
+        };
+        return (evidence, None);
+    };
+    let text_sha256 = Some(sha256_digest(text.as_bytes()));
+    if analyzed.is_some() {
+        let evidence = QueryEvidence {
+            text_sha256,
+            fts_expression_sha256: None,
+            fts_terms: None,
+            analyzed_terms: analyzed,
+            vector_sha256,
+        };
+        return (evidence, None);
     }
+    let evidence = QueryEvidence {
+        text_sha256,
+        fts_expression_sha256: fts.expression.as_ref().map(|expression| sha256_digest(expression.as_bytes())),
+        fts_terms: Some(fts.terms.len()),
+        analyzed_terms: None,
+        vector_sha256,
+    };
+    (evidence, fts.expression)
 }
 
 type Components = (Option<ComponentHit>, Option<ComponentHit>);

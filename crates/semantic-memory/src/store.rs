@@ -98,6 +98,9 @@ pub struct FactStore {
     pub(crate) interned: Interner,
     /// The in-memory BM25 index, built on first use and dropped whenever facts are inserted.
     pub(crate) bm25: std::cell::OnceCell<crate::bm25::MemoryBm25>,
+    /// The Lucene BM25 index, built on first use for the ties, k1 and b asked, and dropped whenever facts are
+    /// inserted.
+    pub(crate) lucene: std::cell::RefCell<Option<std::sync::Arc<crate::lucene_facts::LuceneFacts>>>,
     /// Which journal the database is in: rollback at rest, the write-ahead log while receipts are stored.
     journal: std::cell::Cell<Journal>,
 }
@@ -222,6 +225,7 @@ impl FactStore {
             tags: Vec::new(),
             interned: Interner::default(),
             bm25: std::cell::OnceCell::new(),
+            lucene: std::cell::RefCell::new(None),
             journal: std::cell::Cell::new(Journal::Rollback),
         };
         store.load_vectors()?;
@@ -349,6 +353,7 @@ impl FactStore {
     /// is rebuilt on the next open).
     pub fn insert_facts(&mut self, facts: &[NewFact<'_>]) -> Result<Vec<FactId>> {
         self.bm25 = std::cell::OnceCell::new();
+        self.lucene = std::cell::RefCell::new(None);
         for fact in facts {
             check_unit_vector(fact.vector, self.dims)?;
         }

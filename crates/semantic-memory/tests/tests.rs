@@ -8,6 +8,7 @@ mod bm25;
 mod excluded;
 mod fts;
 mod hybrid;
+mod lucene;
 mod receipts;
 mod store;
 mod vector;

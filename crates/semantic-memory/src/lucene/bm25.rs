@@ -93,8 +93,9 @@ fn analyze_block(block: &[(&str, &str)], threads: usize) -> Vec<(Vec<(String, u3
     })
 }
 
-/// `BagOfWordsQueryGenerator`'s clauses: each distinct term of the query in order, with how often it appears.
-fn query_terms(query: &str) -> Vec<(String, u32)> {
+/// `BagOfWordsQueryGenerator`'s clauses: each distinct term of the query in order, with how often it appears
+/// (a term repeated n times weighs n times).
+pub fn query_terms(query: &str) -> Vec<(String, u32)> {
     let mut terms: Vec<(String, u32)> = Vec::new();
     for term in analyze(query) {
         match terms.iter_mut().find(|(t, _)| *t == term) {
@@ -335,6 +336,16 @@ impl LuceneBm25 {
     }
 
     fn search_terms(&self, terms: &[(String, u32)], hits: usize, exclude_id: Option<&str>) -> Vec<LuceneHit> {
+        self.rank(terms, hits, &|_| true)
+            .into_iter()
+            .filter(|hit| exclude_id != Some(hit.id.as_str()))
+            .collect()
+    }
+
+    /// The top `hits` of the documents `keep` admits (by their position in build order) for the clauses
+    /// `terms` ([`query_terms`]), by score descending, then id: the best of the admitted documents, as if the
+    /// others were absent from the ranking (their statistics still count).
+    pub fn rank(&self, terms: &[(String, u32)], hits: usize, keep: &dyn Fn(usize) -> bool) -> Vec<LuceneHit> {
         let clauses: Vec<(u32, f32)> =
             terms.iter().filter_map(|(term, n)| self.terms.get(term).map(|&t| (t, *n as f32))).collect();
         let mut sums = vec![0.0f64; self.ids.len()];
@@ -368,7 +379,8 @@ impl LuceneBm25 {
             let score = sums[doc as usize] as f32;
             (u64::from(!score.to_bits()) << 32) | u64::from(self.id_rank[doc as usize])
         };
-        let mut ranked: Vec<(u64, u32)> = touched.iter().map(|&d| (key(d), d)).collect();
+        let mut ranked: Vec<(u64, u32)> =
+            touched.iter().filter(|&&d| keep(d as usize)).map(|&d| (key(d), d)).collect();
         if ranked.len() > hits && hits > 0 {
             ranked.select_nth_unstable(hits - 1);
         }
@@ -376,9 +388,11 @@ impl LuceneBm25 {
         ranked.sort_unstable();
         ranked
             .into_iter()
-            .map(|(_, d)| (sums[d as usize] as f32, d))
-            .filter(|&(_, d)| exclude_id != Some(self.ids[d as usize].as_str()))
-            .map(|(score, d)| LuceneHit { doc: d as usize, id: self.ids[d as usize].clone(), score })
+            .map(|(_, d)| LuceneHit {
+                doc: d as usize,
+                id: self.ids[d as usize].clone(),
+                score: sums[d as usize] as f32,
+            })
             .collect()
     }
 }

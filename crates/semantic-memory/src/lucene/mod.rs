@@ -21,7 +21,9 @@ mod tables {
 }
 
 pub use analyzer::analyze;
-pub use bm25::{ANSERINI_B, ANSERINI_K1, LuceneBm25, LuceneHit, LuceneIndexStats, beir_flat_contents};
+pub use bm25::{
+    ANSERINI_B, ANSERINI_K1, LuceneBm25, LuceneHit, LuceneIndexStats, beir_flat_contents, query_terms,
+};
 pub use receipt::{
     ANALYZER, LUCENE_RECEIPT_SCHEMA, LuceneIndexEvidence, LuceneQueryEvidence, LuceneReceipt,
     LuceneReceiptHit, LuceneScoring,
