@@ -27,10 +27,26 @@ pub fn frozen_baseline() -> Value {
     })
 }
 
-/// Returns true when `config` is the frozen baseline: equal to [`frozen_baseline`] except that the lexical
-/// backend may be either exact one (`fts5` or `memory_bm25`), and that configurations written before k1 and b
-/// were configurable may lack them.
+/// The frozen baseline with BM25 flat as its lexical scorer: Lucene's BM25 over Anserini's analyzer at k1 0.9
+/// and b 0.4, equal scores ordered by the BEIR document id each fact's metadata holds, as Anserini orders them.
+pub fn bm25_flat_baseline() -> Value {
+    let mut baseline = frozen_baseline();
+    if let Some(object) = baseline.as_object_mut() {
+        object.insert("lexical_backend".into(), json!("lucene_bm25"));
+        object.insert("bm25_k1".into(), json!(0.9));
+        object.insert("bm25_b".into(), json!(0.4));
+        object.insert("lexical_ties".into(), json!({ "metadata_key": "beir_doc_id" }));
+    }
+    baseline
+}
+
+/// Returns true when `config` is a frozen baseline: [`bm25_flat_baseline`], or equal to [`frozen_baseline`]
+/// except that the lexical backend may be either exact FTS5 one (`fts5` or `memory_bm25`), and that
+/// configurations written before k1 and b were configurable may lack them.
 pub fn is_frozen_baseline(config: &Value) -> bool {
+    if canonical_digest(config) == canonical_digest(&bm25_flat_baseline()) {
+        return true;
+    }
     let Some(object) = config.as_object() else { return false };
     let mut normalized = object.clone();
     let backend_ok =

@@ -48,7 +48,7 @@ mod time;
 pub mod vectors;
 
 pub use crate::artifacts::{AGGREGATE_SCHEMA, ROW_SCHEMA, Run, SCHEMAS, aggregates_in, load_runs};
-pub use crate::baseline::{config_label, frozen_baseline, is_frozen_baseline};
+pub use crate::baseline::{bm25_flat_baseline, config_label, frozen_baseline, is_frozen_baseline};
 pub use crate::bundle::{
     BundleCheck, BundleContents, BundleOptions, check_bundle_files, claim, claim_v2, claim_v4, claim_v5,
     claim_v6, make_bundle, verify_bundle, verify_bundle_contents, verify_embedding_shard,

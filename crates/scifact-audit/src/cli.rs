@@ -356,6 +356,25 @@ pub(crate) struct EmbedArgs {
     pub(crate) text_policy: TextPolicyArg,
 }
 
+/// The evaluation's lexical scorer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LexicalArg {
+    /// Anserini's BM25 flat.
+    Bm25Flat,
+    /// SQLite FTS5's BM25.
+    Fts5,
+}
+
+impl LexicalArg {
+    /// The runner's name for it.
+    pub(crate) fn lexical(self) -> scifact_eval::baseline::Lexical {
+        match self {
+            LexicalArg::Bm25Flat => scifact_eval::baseline::Lexical::Bm25Flat,
+            LexicalArg::Fts5 => scifact_eval::baseline::Lexical::Fts5,
+        }
+    }
+}
+
 /// Where a role's prompt comes from, and how a document's text is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum TextPolicyArg {
@@ -594,6 +613,11 @@ pub(crate) struct EvalArgs {
     /// [default: the built-in configs/search-space.json, 32 trials]
     #[arg(long, value_name = "FILE")]
     pub(crate) search_space: Option<PathBuf>,
+    /// The lexical scorer of the `fts_only` runs and of the hybrid's lexical half: `bm25-flat` (Anserini's BM25
+    /// flat, Lucene's BM25 at k1 0.9 and b 0.4: the lexical baseline BEIR papers cite, beside its published
+    /// rows) or `fts5` (SQLite FTS5's BM25, k1 1.2 and b 0.75: the scorer of claims up to v6)
+    #[arg(long, value_enum, default_value = "fts5")]
+    pub(crate) lexical: LexicalArg,
     /// Which corpus: `tiny` runs the whole evaluation on the committed stand-in in seconds, offline (from the
     /// source checkout), to see that this build works before the real one
     #[arg(long, value_enum, default_value = "scifact")]

@@ -147,7 +147,8 @@ pub(crate) fn run_one(
         crate::guard::writing("eval", &[work], &[], &args.lock, crate::guard::OnStop::AtDurablePoint)?;
 
     // Everything the run will need, checked before the first expensive stage.
-    let (space_source, space_bytes) = crate::selection::load_space(args.search_space.as_deref())?;
+    let baseline = args.lexical.lexical().baseline();
+    let (space_source, space_bytes) = crate::selection::load_space(args.search_space.as_deref(), &baseline)?;
     let corpus = target.corpus;
     let (archive, digest_policy) =
         corpus.archive(target.archive, work, args.accept_archive_digest.as_deref(), &stages.progress)?;
@@ -180,6 +181,7 @@ pub(crate) fn run_one(
         build_revision: BUILD_REVISION.into(),
         source: space_source,
         space_bytes,
+        baseline: baseline.clone(),
     };
     // The run id digests what the pre-registration declares (not when), so a rerun resumes the same run.
     let declared = digest_of(&Preregistration::new(&inputs, 0)?)?;
@@ -212,7 +214,6 @@ pub(crate) fn run_one(
             .iter()
             .filter_map(|trial| trial.label.clone().map(|label| (label, trial.name.clone()))),
     );
-    let baseline = SearchConfig::default();
     stages.time("calibration", |progress| {
         run_split(
             (&fixture, dataset),

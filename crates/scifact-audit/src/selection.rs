@@ -20,7 +20,10 @@ use serde::de::DeserializeOwned;
 pub(crate) const PREREGISTRATION_SIGNATURE: &str = "preregistration.json.minisig";
 
 /// The search space `eval` declares: `--search-space`, else the built-in `configs/search-space.json`.
-pub(crate) fn load_space(path: Option<&Path>) -> anyhow::Result<(String, Vec<u8>)> {
+pub(crate) fn load_space(
+    path: Option<&Path>,
+    baseline: &semantic_memory::SearchConfig,
+) -> anyhow::Result<(String, Vec<u8>)> {
     let (source, bytes) = match path {
         Some(path) => (
             path.display().to_string(),
@@ -29,7 +32,7 @@ pub(crate) fn load_space(path: Option<&Path>) -> anyhow::Result<(String, Vec<u8>
         ),
         None => (DEFAULT_SEARCH_SPACE_SOURCE.to_owned(), DEFAULT_SEARCH_SPACE.to_vec()),
     };
-    scifact_eval::selection::expand_space(&source, &bytes)?;
+    scifact_eval::selection::expand_space(&source, &bytes, baseline)?;
     Ok((source, bytes))
 }
 

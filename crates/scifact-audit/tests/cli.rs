@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 mod fixture_gen;
 
 mod audit;
+mod bm25_eval;
 mod bm25_flat;
 mod checks;
 mod compare;

@@ -15,6 +15,7 @@
 mod acquire;
 mod append_log;
 mod archive;
+pub mod baseline;
 mod beir;
 mod build;
 mod cache;

@@ -65,7 +65,7 @@ pub const MAX_FIXTURE_BYTES: u64 = 1 << 30;
 /// # Errors
 /// [`Error::Json`] (never for a valid config).
 pub fn config_label(config: &SearchConfig) -> Result<Option<String>> {
-    if config.is_baseline() {
+    if crate::baseline::is_frozen_baseline(config) {
         return Ok(None);
     }
     let digest = config_digest(config)?;
@@ -610,7 +610,7 @@ fn run_mode(
             source_types: Vec::new(),
             config: options.config.clone(),
             config_sha256: context.config_sha256.into(),
-            baseline: options.config.is_baseline(),
+            baseline: crate::baseline::is_frozen_baseline(&options.config),
             backends: backend_summary(&rows),
         },
         split_binding: SplitBinding {

@@ -90,13 +90,17 @@ pub struct DeclaredTrial {
     pub label: Option<String>,
 }
 
-/// Parses a search space file and expands every trial over the baseline.
+/// Parses a search space file and expands every trial over `baseline` (a frozen baseline).
 ///
 /// # Errors
 /// [`Error::Selection`] naming the file and trial: wrong schema, no trials, a first trial that is not the
 /// baseline, a duplicate or malformed name, an unknown field, a value the library rejects, a change of
 /// `top_k` (the contract's metrics are cut at 10), or two trials with the same configuration.
-pub fn expand_space(origin: &str, bytes: &[u8]) -> Result<(SearchSpaceFile, Vec<DeclaredTrial>)> {
+pub fn expand_space(
+    origin: &str,
+    bytes: &[u8],
+    baseline: &SearchConfig,
+) -> Result<(SearchSpaceFile, Vec<DeclaredTrial>)> {
     let refuse = |reason: String| Error::Selection { reason: format!("search space {origin}: {reason}") };
     let file: SearchSpaceFile =
         serde_json::from_slice(bytes).map_err(|e| refuse(format!("does not parse: {e}")))?;
@@ -106,7 +110,8 @@ pub fn expand_space(origin: &str, bytes: &[u8]) -> Result<(SearchSpaceFile, Vec<
     if file.trials.is_empty() || file.trials.len() > MAX_TRIALS {
         return Err(refuse(format!("{} trials; 1 to {MAX_TRIALS} are accepted", file.trials.len())));
     }
-    let baseline = serde_json::to_value(SearchConfig::default())?;
+    let baseline_config = baseline;
+    let baseline = serde_json::to_value(baseline_config)?;
     let mut trials: Vec<DeclaredTrial> = Vec::new();
     for (index, spec) in file.trials.iter().enumerate() {
         let name = &spec.name;
@@ -127,7 +132,7 @@ pub fn expand_space(origin: &str, bytes: &[u8]) -> Result<(SearchSpaceFile, Vec<
         let config: SearchConfig =
             serde_json::from_value(value).map_err(|e| refuse(format!("trial {name:?}: {e}")))?;
         config.validate().map_err(|e| refuse(format!("trial {name:?}: {e}")))?;
-        if index == 0 && config != SearchConfig::default() {
+        if index == 0 && config != *baseline_config {
             return Err(refuse(format!("trial 0 ({name:?}) must be the frozen baseline (set nothing)")));
         }
         let config_sha256 = config_digest(&config)?;
@@ -253,6 +258,8 @@ pub struct PreregistrationInputs {
     pub source: String,
     /// The space file's bytes.
     pub space_bytes: Vec<u8>,
+    /// The frozen baseline every trial changes.
+    pub baseline: SearchConfig,
 }
 
 impl Preregistration {
@@ -261,10 +268,10 @@ impl Preregistration {
     /// # Errors
     /// As [`expand_space`].
     pub fn new(inputs: &PreregistrationInputs, created_unix: u64) -> Result<Preregistration> {
-        let (file, trials) = expand_space(&inputs.source, &inputs.space_bytes)?;
+        let (file, trials) = expand_space(&inputs.source, &inputs.space_bytes, &inputs.baseline)?;
         let baseline = ConfigBinding {
-            config: SearchConfig::default(),
-            config_sha256: config_digest(&SearchConfig::default())?,
+            config: inputs.baseline.clone(),
+            config_sha256: config_digest(&inputs.baseline)?,
         };
         let search_space = DeclaredSpace {
             source: inputs.source.clone(),
@@ -520,13 +527,14 @@ mod tests {
         let (_, trials) = expand_space(
             "t",
             &space(r#"[{"name": "baseline", "set": {}}, {"name": "k10", "set": {"rrf_k": 10.0}}]"#),
+            &SearchConfig::default(),
         )
         .unwrap();
         assert_eq!(trials[0].label, None);
         assert_eq!(trials[1].config.rrf_k, 10.0);
         assert!(trials[1].label.as_ref().unwrap().starts_with('c'));
         let refused = |trials: &str, needle: &str| {
-            let error = expand_space("t", &space(trials)).unwrap_err().to_string();
+            let error = expand_space("t", &space(trials), &SearchConfig::default()).unwrap_err().to_string();
             assert!(error.contains(needle), "{error}");
         };
         refused(r#"[{"name": "k10", "set": {"rrf_k": 10.0}}]"#, "must be the frozen baseline");
@@ -544,10 +552,17 @@ mod tests {
 
     #[test]
     fn the_built_in_space_expands_with_the_baseline_first() {
-        let (file, trials) = expand_space(DEFAULT_SEARCH_SPACE_SOURCE, DEFAULT_SEARCH_SPACE).unwrap();
-        assert_eq!(trials.len(), 32, "{}", file.about);
-        assert_eq!(trials[0].config, SearchConfig::default());
-        assert!(trials[1..].iter().all(|t| t.label.is_some()));
+        for lexical in [crate::baseline::Lexical::Fts5, crate::baseline::Lexical::Bm25Flat] {
+            let baseline = lexical.baseline();
+            let (file, trials) =
+                expand_space(DEFAULT_SEARCH_SPACE_SOURCE, DEFAULT_SEARCH_SPACE, &baseline).unwrap();
+            assert_eq!(trials.len(), 32, "{}", file.about);
+            assert_eq!(trials[0].config, baseline);
+            assert_eq!(trials[0].label, None);
+            assert!(trials[1..].iter().all(|t| t.label.is_some()));
+            // Every trial keeps the baseline's lexical scorer.
+            assert!(trials.iter().all(|t| t.config.lexical_backend == baseline.lexical_backend));
+        }
     }
 
     fn trial(index: usize, value: f64) -> LedgerTrial {

@@ -523,10 +523,7 @@ impl FactStore {
 /// A query's text, its FTS5 expression, and Lucene's analyzed terms when Lucene answered.
 type AskedText<'a> = (&'a str, FtsQuery, Option<Vec<(String, u32)>>);
 
-fn query_evidence(
-    text: Option<AskedText<'_>>,
-    vector: Option<&[f32]>,
-) -> (QueryEvidence, Option<String>) {
+fn query_evidence(text: Option<AskedText<'_>>, vector: Option<&[f32]>) -> (QueryEvidence, Option<String>) {
     let vector_sha256 = vector.map(|vector| sha256_digest(&vector_to_blob(vector)));
     let Some((text, fts, analyzed)) = text else {
         let evidence = QueryEvidence {

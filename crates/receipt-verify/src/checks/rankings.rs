@@ -12,6 +12,7 @@ use crate::artifacts::{Run, query_id};
 use crate::checks::{EmbeddingCheck, Input, Inputs};
 use crate::fixture::FixtureView;
 use crate::mapping::Mapping;
+use crate::recompute::bm25_flat::Ranked;
 use crate::recompute::dense::Scans;
 use crate::recompute::fusion::{self, Component, Normalization, Plan};
 use crate::recompute::lexical::{FTS5_B, FTS5_K1, Lists};
@@ -31,6 +32,138 @@ struct Shared<'a> {
     vectors: Option<&'a Vectors>,
     dense: Result<Scans, String>,
     lexical: Result<Lists, String>,
+    /// The Lucene BM25 lists, for the one Lucene scorer the runs declare.
+    lucene: Result<(Scorer, Ranked), String>,
+}
+
+/// The metadata key under which the runner's store keeps each fact's BEIR document id.
+const BEIR_ID_KEY: &str = "beir_doc_id";
+
+/// Which scorer a run's lexical lists came from, as its configuration declares.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Scorer {
+    /// SQLite FTS5's `bm25()` (or the in-memory index equal to it), ties by fact id.
+    Fts5,
+    /// Lucene's BM25 over Anserini's analyzer at `k1` and `b` (as float32), ties by BEIR document id or by fact
+    /// id.
+    Lucene { by_document_id: bool, k1: f32, b: f32 },
+}
+
+impl Scorer {
+    /// What this verifier recomputed the lists with, for the evidence.
+    fn name(self) -> String {
+        match self {
+            Scorer::Fts5 => "this verifier's own FTS5 bm25()".into(),
+            Scorer::Lucene { by_document_id, k1, b } => format!(
+                "this verifier's own Lucene BM25 over Anserini's analyzer (k1 {k1}, b {b}, ties by {})",
+                if by_document_id { "BEIR document id" } else { "fact id" }
+            ),
+        }
+    }
+}
+
+/// The scorer `run` declares, or why this verifier cannot recompute it.
+fn scorer(run: &Run) -> Result<Scorer, String> {
+    let config = run.config();
+    if config["lexical_backend"] != "lucene_bm25" {
+        return lexical_is_fts5(run).map(|()| Scorer::Fts5);
+    }
+    let parameter = |key: &str| {
+        config[key].as_f64().map(|value| value as f32).ok_or_else(|| format!("config.{key} is not a number"))
+    };
+    let by_document_id = match &config["lexical_ties"] {
+        Value::Null => false,
+        ties if *ties == serde_json::json!({ "metadata_key": BEIR_ID_KEY }) => true,
+        ties => {
+            return Err(format!(
+                "ties by {ties}: this verifier orders a store's facts by fact id or by their BEIR document id (metadata key {BEIR_ID_KEY:?})"
+            ));
+        }
+    };
+    Ok(Scorer::Lucene { by_document_id, k1: parameter("bm25_k1")?, b: parameter("bm25_b")? })
+}
+
+/// A run's recomputed lexical lists.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Fts5(&'a Lists),
+    Lucene(Scorer, &'a Ranked),
+}
+
+impl<'a> Source<'a> {
+    /// The lists for `run`'s scorer from what `shared` recomputed, or why there are none.
+    fn of(run: &Run, shared: &'a Shared<'_>) -> Result<Source<'a>, Unchecked> {
+        match scorer(run).map_err(Unchecked::NotRecomputable)? {
+            Scorer::Fts5 => {
+                shared.lexical.as_ref().map(Source::Fts5).map_err(|e| Unchecked::Missing(e.clone()))
+            }
+            wanted => match &shared.lucene {
+                Ok((scorer, ranked)) if *scorer == wanted => Ok(Source::Lucene(wanted, ranked)),
+                Ok((scorer, _)) => Err(Unchecked::NotRecomputable(format!(
+                    "this verifier recomputes one Lucene scorer per bundle, {scorer:?} here; this run declares {wanted:?}"
+                ))),
+                Err(reason) => Err(Unchecked::Missing(reason.clone())),
+            },
+        }
+    }
+
+    fn list(self, query: usize) -> Option<&'a [(i64, f64)]> {
+        match self {
+            Source::Fts5(lists) => lists.list(query),
+            Source::Lucene(_, ranked) => ranked.list(query),
+        }
+    }
+
+    fn depth(self) -> usize {
+        match self {
+            Source::Fts5(lists) => lists.depth(),
+            Source::Lucene(_, ranked) => ranked.depth(),
+        }
+    }
+
+    fn name(self) -> String {
+        match self {
+            Source::Fts5(_) => Scorer::Fts5.name(),
+            Source::Lucene(scorer, _) => scorer.name(),
+        }
+    }
+
+    /// That the receipt's record of the query is what the query text gives: the FTS5 expression's digest, or
+    /// Lucene's analyzed terms with their counts (and no FTS5 expression, which did not run).
+    fn query_evidence(self, id: &str, index: usize, receipt: &Value) -> Result<(), String> {
+        let stated = &receipt["query"];
+        match self {
+            Source::Fts5(lists) => {
+                let expression = lists.expression(index).flatten();
+                let expected = expression.map(|e| crate::canonical::sha256_tagged(e.as_bytes()));
+                if stated["fts_expression_sha256"].as_str() != expected.as_deref() {
+                    return Err(format!(
+                        "query {id:?}: the receipt's FTS5 expression is {}, the query text gives {}",
+                        stated["fts_expression_sha256"],
+                        expected.unwrap_or_else(|| "none".into())
+                    ));
+                }
+            }
+            Source::Lucene(_, ranked) => {
+                let clauses = ranked.clauses(index).ok_or_else(|| format!("query {id:?} was not ranked"))?;
+                let expected = serde_json::to_value(clauses).map_err(|e| e.to_string())?;
+                if stated["analyzed_terms"] != expected || !stated["fts_expression_sha256"].is_null() {
+                    return Err(format!(
+                        "query {id:?}: the receipt's analyzed terms are {} (FTS5 expression {}), Anserini's analyzer gives {expected} (and no FTS5 expression)",
+                        stated["analyzed_terms"], stated["fts_expression_sha256"]
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a run's lexical lists were not recomputed: an input missing here, or a scorer this verifier does not
+/// recompute.
+enum Unchecked {
+    Missing(String),
+    NotRecomputable(String),
 }
 
 /// The ranking checks of every run, the lexical ranking on `lexical_threads` (`embedding.values` is
@@ -98,15 +231,31 @@ pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
                 Input::Absent(reason) => Err(format!("not checked: {reason}")),
                 Input::Refused(reason) => Err(reason.to_owned()),
             };
+            let lexical_runs = || runs.iter().filter(|r| r.mode() != "vector_only");
+            let wants_fts5 = lexical_runs().any(|r| scorer(r) == Ok(Scorer::Fts5));
+            let lucene_scorer = lexical_runs().find_map(|r| scorer(r).ok().filter(|s| *s != Scorer::Fts5));
             let lexical = match inputs.texts {
-                Input::Read { content, .. } if wants_lexical => {
+                Input::Read { content, .. } if wants_lexical && wants_fts5 => {
                     Lists::compute(content, fact_ids, &needed.1, depth, lexical_threads)
                 }
-                Input::Read { .. } => Err("no run searched lexically".into()),
+                Input::Read { .. } => Err("no run searched with FTS5's BM25".into()),
                 Input::Absent(reason) => Err(format!("not checked: {reason}")),
                 Input::Refused(reason) => Err(reason.to_owned()),
             };
-            Ok(Shared { query_index, own_fact, vectors: inputs.vectors.content(), dense, lexical })
+            let lucene = match (inputs.texts, lucene_scorer) {
+                (Input::Read { content, .. }, Some(scorer @ Scorer::Lucene { by_document_id, k1, b })) => {
+                    let tie_keys: Vec<String> = if by_document_id {
+                        content.documents.iter().map(|(id, _, _)| id.clone()).collect()
+                    } else {
+                        fact_ids.iter().map(|fact| format!("{fact:020}")).collect()
+                    };
+                    Ok((scorer, Ranked::compute(content, fact_ids, &tie_keys, (k1, b), &needed.1, depth)))
+                }
+                (Input::Read { .. }, _) => Err("no run searched with Lucene's BM25".into()),
+                (Input::Absent(reason), _) => Err(format!("not checked: {reason}")),
+                (Input::Refused(reason), _) => Err(reason.to_owned()),
+            };
+            Ok(Shared { query_index, own_fact, vectors: inputs.vectors.content(), dense, lexical, lucene })
         }
         Err(unavailable) => Err(unavailable.clone()),
     };
@@ -135,25 +284,28 @@ pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
                 Err(reason) => unavailable(&mut report, scope, "ranking.vector", reason),
             }
         }
+        let source = Source::of(run, shared);
         if run.mode() != "vector_only" {
-            match (&shared.lexical, lexical_is_fts5(run)) {
-                (Ok(lists), Ok(())) => {
-                    report.record(scope, "ranking.lexical", lexical(run, rows, shared, lists))
+            match &source {
+                Ok(lists) => report.record(scope, "ranking.lexical", lexical(run, rows, shared, *lists)),
+                Err(Unchecked::Missing(reason)) => unavailable(&mut report, scope, "ranking.lexical", reason),
+                Err(Unchecked::NotRecomputable(reason)) => {
+                    report.not_checked(scope, "ranking.lexical", reason)
                 }
-                (Err(reason), _) => unavailable(&mut report, scope, "ranking.lexical", reason),
-                (_, Err(reason)) => report.not_checked(scope, "ranking.lexical", reason),
             }
         }
         if run.mode() == "hybrid" {
-            match (&shared.dense, &shared.lexical, &plan, lexical_is_fts5(run)) {
-                (Ok(scans), Ok(lists), Ok(plan), Ok(())) => {
-                    report.record(scope, "fusion.ranking", fused(run, rows, shared, scans, lists, plan))
+            match (&shared.dense, &source, &plan) {
+                (Ok(scans), Ok(lists), Ok(plan)) => {
+                    report.record(scope, "fusion.ranking", fused(run, rows, shared, scans, *lists, plan))
                 }
-                (_, _, Err(reason), _) => report.record(scope, "fusion.ranking", Err(reason.clone())),
-                (Err(reason), _, _, _) | (_, Err(reason), _, _) => {
+                (_, _, Err(reason)) => report.record(scope, "fusion.ranking", Err(reason.clone())),
+                (Err(reason), _, _) | (_, Err(Unchecked::Missing(reason)), _) => {
                     unavailable(&mut report, scope, "fusion.ranking", reason)
                 }
-                (_, _, _, Err(reason)) => report.not_checked(scope, "fusion.ranking", reason),
+                (_, Err(Unchecked::NotRecomputable(reason)), _) => {
+                    report.not_checked(scope, "fusion.ranking", reason)
+                }
             }
         }
     }
@@ -428,7 +580,7 @@ fn vector(run: &Run, rows: &[Value], shared: &Shared<'_>, scans: &Scans) -> Outc
     ))
 }
 
-fn lexical(run: &Run, rows: &[Value], shared: &Shared<'_>, lists: &Lists) -> Outcome {
+fn lexical(run: &Run, rows: &[Value], shared: &Shared<'_>, lists: Source<'_>) -> Outcome {
     let fts_only = run.mode() == "fts_only";
     let depth = if fts_only { candidates(run, "top_k")? } else { candidates(run, "lexical_candidates")? };
     if depth > lists.depth() {
@@ -440,20 +592,12 @@ fn lexical(run: &Run, rows: &[Value], shared: &Shared<'_>, lists: &Lists) -> Out
         let id = query_id(row);
         let list = lists.list(index).ok_or_else(|| format!("query {id:?} was not ranked"))?;
         let list = &*without_own(list, shared.own_fact.get(id));
-        let expression = lists.expression(index).flatten();
-        let expected_digest = expression.map(|e| crate::canonical::sha256_tagged(e.as_bytes()));
-        if receipt["query"]["fts_expression_sha256"].as_str() != expected_digest.as_deref() {
-            return Err(format!(
-                "query {id:?}: the receipt's FTS5 expression is {}, the query text gives {}",
-                receipt["query"]["fts_expression_sha256"],
-                expected_digest.unwrap_or_else(|| "none".into())
-            ));
-        }
+        lists.query_evidence(id, index, receipt)?;
         if fts_only {
             let expected = &list[..depth.min(list.len())];
             if hits.len() != expected.len() {
                 return Err(format!(
-                    "query {id:?}: {} hits, FTS5's top {depth} has {}",
+                    "query {id:?}: {} hits, the recomputed top {depth} has {}",
                     hits.len(),
                     expected.len()
                 ));
@@ -461,10 +605,11 @@ fn lexical(run: &Run, rows: &[Value], shared: &Shared<'_>, lists: &Lists) -> Out
             for (position, (hit, (fact, score))) in hits.iter().zip(expected).enumerate() {
                 if hit["fact_id"].as_i64() != Some(*fact) || bits(&hit["score"]) != Some(score.to_bits()) {
                     return Err(format!(
-                        "query {id:?} rank {}: the receipt has fact {} score {}, this verifier's FTS5 bm25() has fact {fact} score {score}",
+                        "query {id:?} rank {}: the receipt has fact {} score {}, {} has fact {fact} score {score}",
                         position + 1,
                         hit["fact_id"],
-                        hit["score"]
+                        hit["score"],
+                        lists.name()
                     ));
                 }
             }
@@ -484,16 +629,22 @@ fn lexical(run: &Run, rows: &[Value], shared: &Shared<'_>, lists: &Lists) -> Out
         let returned = receipt["lexical"]["returned"].as_u64();
         if returned.is_some() && returned != Some(depth.min(list.len()) as u64) {
             return Err(format!(
-                "query {id:?}: the lexical evidence says {returned:?} returned, FTS5 gives {}",
+                "query {id:?}: the lexical evidence says {returned:?} returned, the recomputation gives {}",
                 depth.min(list.len())
             ));
         }
         queries += 1;
         hits_checked += hits.len();
     }
-    Ok(format!(
-        "{queries} queries: each FTS5 expression rebuilt from the query text, and every lexical candidate list ({hits_checked} hits) is this verifier's own FTS5 bm25() top {depth}, ids, ranks and score bits"
-    ))
+    Ok(match lists {
+        Source::Fts5(_) => format!(
+            "{queries} queries: each FTS5 expression rebuilt from the query text, and every lexical candidate list ({hits_checked} hits) is this verifier's own FTS5 bm25() top {depth}, ids, ranks and score bits"
+        ),
+        Source::Lucene(..) => format!(
+            "{queries} queries: each query's analyzed terms rebuilt from its text, and every lexical candidate list ({hits_checked} hits) is {} top {depth}, ids, ranks and score bits",
+            lists.name()
+        ),
+    })
 }
 
 fn fused(
@@ -501,7 +652,7 @@ fn fused(
     rows: &[Value],
     shared: &Shared<'_>,
     scans: &Scans,
-    lists: &Lists,
+    lists: Source<'_>,
     plan: &Plan,
 ) -> Outcome {
     let lexical_depth = candidates(run, "lexical_candidates")?;

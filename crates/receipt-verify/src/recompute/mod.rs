@@ -1,8 +1,6 @@
 //! One home per thing this verifier recomputes, each from its definition and apart from the runner's code:
 //! the metrics, the held-out statistics, the dense and lexical candidate lists, fusion, and embeddings.
 
-// No claim version evaluates BM25 flat, so no check calls it; its tests hold it to Anserini's output.
-#[allow(dead_code)]
 pub(crate) mod bm25_flat;
 pub(crate) mod dense;
 pub(crate) mod embedding;

@@ -11,11 +11,15 @@ mod words;
 
 use std::collections::{BTreeMap, HashMap};
 
+use rayon::prelude::*;
+
 pub(crate) use words::terms;
 
-/// Anserini's BM25 flat parameters.
+/// Anserini's BM25 flat parameters (the runs state theirs; these are for the tests against Anserini).
+#[cfg(test)]
 pub(crate) const K1: f32 = 0.9;
 /// See [`K1`].
+#[cfg(test)]
 pub(crate) const B: f32 = 0.4;
 
 /// A document length as Lucene's norm byte keeps it (`SmallFloat.intToByte4`, then `byte4ToInt`): exact below
@@ -43,16 +47,25 @@ pub(crate) struct FlatIndex {
     counted: u64,
     /// `(float)(sumTotalTermFreq / docCount)`.
     average: f32,
+    k1: f32,
+    b: f32,
 }
 
 impl FlatIndex {
-    /// Indexes `(id, title, text)` documents.
-    pub(crate) fn new(documents: &[(String, String, String)]) -> FlatIndex {
+    /// Indexes `(id, title, text)` documents, to score at `k1` and `b` (0.9 and 0.4 for Anserini's BM25
+    /// flat); equal scores rank by id.
+    pub(crate) fn new<'a>(
+        documents: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+        k1: f32,
+        b: f32,
+    ) -> FlatIndex {
         let mut postings: HashMap<String, Vec<(usize, u32)>> = HashMap::new();
-        let mut lengths = Vec::with_capacity(documents.len());
+        let mut lengths = Vec::new();
+        let mut ids = Vec::new();
         let mut total = 0u64;
         let mut counted = 0u64;
-        for (doc, (_, title, text)) in documents.iter().enumerate() {
+        for (doc, (id, title, text)) in documents.into_iter().enumerate() {
+            ids.push(id.to_owned());
             let mut counts: BTreeMap<String, u32> = BTreeMap::new();
             let words = terms(&format!("{title}\n{text}"));
             for word in &words {
@@ -66,34 +79,28 @@ impl FlatIndex {
             counted += u64::from(!words.is_empty());
         }
         let average = if counted == 0 { 0.0 } else { (total as f64 / counted as f64) as f32 };
-        FlatIndex {
-            ids: documents.iter().map(|(id, _, _)| id.clone()).collect(),
-            lengths,
-            postings,
-            counted,
-            average,
-        }
+        FlatIndex { ids, lengths, postings, counted, average, k1, b }
     }
 
     /// Lucene's score of every document `query` reaches, and the documents' ids: `(document, score)`, ranked by
     /// score descending, then id in byte order, cut to `depth`.
+    #[cfg(test)]
     pub(crate) fn rank(&self, query: &str, depth: usize) -> Vec<(usize, f32)> {
-        let mut repeats: Vec<(String, u32)> = Vec::new();
-        for word in terms(query) {
-            match repeats.iter_mut().find(|(w, _)| *w == word) {
-                Some((_, n)) => *n += 1,
-                None => repeats.push((word, 1)),
-            }
-        }
+        self.rank_clauses(&clauses(query), depth)
+    }
+
+    /// [`FlatIndex::rank`] of a query's [`clauses`].
+    fn rank_clauses(&self, repeats: &[(String, u32)], depth: usize) -> Vec<(usize, f32)> {
+        let (k1, b) = (self.k1, self.b);
         let mut totals: HashMap<usize, f64> = HashMap::new();
-        for (word, repeated) in &repeats {
+        for (word, repeated) in repeats {
             let Some(list) = self.postings.get(word) else { continue };
             let df = list.len() as f64;
             let idf = ((self.counted as f64 - df + 0.5) / (df + 0.5) + 1.0).ln() as f32;
             let weight = *repeated as f32 * idf;
             for &(doc, count) in list {
                 let length = stored_length(self.lengths[doc]) as f32;
-                let inverse = 1.0f32 / (K1 * ((1.0 - B) + B * length / self.average));
+                let inverse = 1.0f32 / (k1 * ((1.0 - b) + b * length / self.average));
                 let score = weight - weight / (1.0 + count as f32 * inverse);
                 *totals.entry(doc).or_insert(0.0) += f64::from(score);
             }
@@ -108,8 +115,83 @@ impl FlatIndex {
     }
 
     /// A document's id.
+    #[cfg(test)]
     pub(crate) fn id(&self, doc: usize) -> &str {
         &self.ids[doc]
+    }
+}
+
+/// A query as `BagOfWordsQueryGenerator` builds it: each distinct term in order of first use, with how often
+/// the query holds it.
+pub(crate) fn clauses(query: &str) -> Vec<(String, u32)> {
+    let mut repeats: Vec<(String, u32)> = Vec::new();
+    for word in terms(query) {
+        match repeats.iter_mut().find(|(w, _)| *w == word) {
+            Some((_, n)) => *n += 1,
+            None => repeats.push((word, 1)),
+        }
+    }
+    repeats
+}
+
+/// A query's ranked `(fact id, score)` list and its clauses.
+type Listed = (Vec<(i64, f64)>, Vec<(String, u32)>);
+
+/// Every asked query's ranked list under BM25 flat, `depth` long, as `(fact id, score)`, and its clauses.
+pub(crate) struct Ranked {
+    lists: BTreeMap<usize, Listed>,
+    depth: usize,
+}
+
+impl Ranked {
+    /// Indexes the documents of `texts` that have a fact id (`fact_ids[i]` for document i), each ranked among
+    /// equal scores by `tie_keys[i]`, and ranks each of `queries` (indexes into `texts.queries`) on every core.
+    pub(crate) fn compute(
+        texts: &crate::texts::Texts,
+        fact_ids: &[i64],
+        tie_keys: &[String],
+        (k1, b): (f32, f32),
+        queries: &[usize],
+        depth: usize,
+    ) -> Ranked {
+        let documents = texts.documents.len().min(fact_ids.len()).min(tie_keys.len());
+        let index = FlatIndex::new(
+            texts.documents[..documents]
+                .iter()
+                .zip(tie_keys)
+                .map(|((_, title, text), key)| (key.as_str(), title.as_str(), text.as_str())),
+            k1,
+            b,
+        );
+        let lists = queries
+            .par_iter()
+            .filter_map(|&query| {
+                let (_, text) = texts.queries.get(query)?;
+                let clauses = clauses(text);
+                let list = index
+                    .rank_clauses(&clauses, depth)
+                    .into_iter()
+                    .map(|(doc, score)| (fact_ids[doc], f64::from(score)))
+                    .collect();
+                Some((query, (list, clauses)))
+            })
+            .collect();
+        Ranked { lists, depth }
+    }
+
+    /// Query `query`'s ranked candidates, if it was ranked.
+    pub(crate) fn list(&self, query: usize) -> Option<&[(i64, f64)]> {
+        self.lists.get(&query).map(|(list, _)| list.as_slice())
+    }
+
+    /// Query `query`'s clauses, if it was ranked.
+    pub(crate) fn clauses(&self, query: usize) -> Option<&[(String, u32)]> {
+        self.lists.get(&query).map(|(_, clauses)| clauses.as_slice())
+    }
+
+    /// The depth kept per query.
+    pub(crate) fn depth(&self) -> usize {
+        self.depth
     }
 }
 

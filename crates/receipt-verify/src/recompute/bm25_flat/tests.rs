@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::{FlatIndex, terms};
+use super::{B, FlatIndex, K1, terms};
 
 fn repo(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(relative)
@@ -59,7 +59,7 @@ fn outputs(path: &Path, prefix: &str) -> [String; 3] {
     for (id, text) in &queries {
         writeln!(topics, "{id}\t{}", terms(text).join(" ")).unwrap();
     }
-    let index = FlatIndex::new(&documents);
+    let index = FlatIndex::new(documents.iter().map(|(i, t, x)| (i.as_str(), t.as_str(), x.as_str())), K1, B);
     let mut run = String::new();
     for (id, text) in queries.iter().filter(|(id, _)| judged.contains(id)) {
         // -removeQuery drops the query's own document after the cut to 1,000.
