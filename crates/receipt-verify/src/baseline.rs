@@ -65,3 +65,16 @@ pub fn config_label(config: &Value) -> Option<String> {
     }
     Some(format!("c{}", &sha256_hex(&canonical(config))[..12]))
 }
+
+/// The lexical scorer a run's configuration declares, as the published-rows registry names it: `bm25_flat`
+/// (Lucene's BM25 at k1 0.9 and b 0.4), `fts5` (FTS5's k1 1.2 and b 0.75, which configurations older than k1
+/// and b imply), or `another BM25`.
+pub(crate) fn lexical_scorer(config: &Value) -> &'static str {
+    let k1 = config["bm25_k1"].as_f64();
+    let b = config["bm25_b"].as_f64();
+    match config["lexical_backend"].as_str() {
+        Some("lucene_bm25") if k1 == Some(0.9) && b == Some(0.4) => "bm25_flat",
+        Some("fts5" | "memory_bm25") if k1.unwrap_or(1.2) == 1.2 && b.unwrap_or(0.75) == 0.75 => "fts5",
+        _ => "another BM25",
+    }
+}

@@ -29,10 +29,10 @@ use crate::names::{
     BUNDLE_LIMITS, CARRIED_PREFIX, CARRIED_SUBJECT, COMPARISON_FILE, COMPARISON_PAGE, EFFECTIVE_CONFIG_FILE,
     FIXTURE_METADATA_FILE, MANIFEST_FILE, MAPPING_FILE, MAX_FIXTURE_BYTES, MAX_MANIFEST_BYTES,
     MAX_SIDECAR_BYTES, MAX_SUBJECTS, MAX_VECTORS_BYTES, PREDICATE_TYPE, PREDICATE_TYPE_V1, PREDICATE_TYPE_V2,
-    PREDICATE_TYPE_V3, PREDICATE_TYPE_V4, PREDICATE_TYPE_V5, PREREGISTRATION_FILE,
+    PREDICATE_TYPE_V3, PREDICATE_TYPE_V4, PREDICATE_TYPE_V5, PREDICATE_TYPE_V6, PREREGISTRATION_FILE,
     PREREGISTRATION_SIGNATURE_FILE, PUBLISHED_FILE, REPLACED_SIGNATURE_PREFIX, REPORT_FILE,
     SELECTION_DOCUMENTS, SELECTION_FILE, SIGNATURE_FILE, STATEMENT_TYPE, STATISTICS_FILE, TEST_RESULT_FILE,
-    VECTORS_FILE, VERIFICATION_FILE, is_plain_file_name,
+    VECTORS_FILE, VERIFICATION_FILE, claim_version, is_plain_file_name,
 };
 use crate::report::{Basis, Report, Status, Verdict};
 use crate::sign::{MAX_KEY_FILE_BYTES, TRUSTED_COMMENT_PREFIX, VerifyingKey, verify_bytes};
@@ -244,6 +244,20 @@ fn pretty(value: &Value) -> Vec<u8> {
     bytes
 }
 
+/// The claim a version 7 bundle makes: version 6's, and the lexical scorer of its runs (`bm25_flat`, `fts5`, or
+/// `another BM25`), read from the first aggregate's configuration.
+pub fn claim_v7(
+    runs: &[Run],
+    verification: &Value,
+    files: &BTreeMap<String, Vec<u8>>,
+    vectors_sha256: Option<&str>,
+) -> Value {
+    let mut value = claim_v6(runs, verification, files, vectors_sha256);
+    value["lexical"] =
+        runs.first().map_or(Value::Null, |run| crate::baseline::lexical_scorer(run.config()).into());
+    value
+}
+
 /// The claim a version 6 bundle makes: version 5's, and the digest of its `published.json` (`null` when it
 /// carries none, which only a bundle of an unregistered dataset may).
 pub fn claim_v6(
@@ -386,7 +400,7 @@ fn statement(
         "_type": STATEMENT_TYPE,
         "subject": subjects,
         "predicateType": PREDICATE_TYPE,
-        "predicate": claim_v6(runs, verification, files, vectors_sha256),
+        "predicate": claim_v7(runs, verification, files, vectors_sha256),
     })
 }
 
@@ -514,8 +528,11 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
             PREDICATE_TYPE_V5 => {
                 Some(claim_v5(&runs, &verification, &files, large.as_ref().map(|l| l.sha256.as_str())))
             }
-            PREDICATE_TYPE => {
+            PREDICATE_TYPE_V6 => {
                 Some(claim_v6(&runs, &verification, &files, large.as_ref().map(|l| l.sha256.as_str())))
+            }
+            PREDICATE_TYPE => {
+                Some(claim_v7(&runs, &verification, &files, large.as_ref().map(|l| l.sha256.as_str())))
             }
             _ => None,
         };
@@ -629,8 +646,14 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         published: files.get(PUBLISHED_FILE).map(Vec::as_slice),
     });
     report.extend(outcome.report);
-    published_present(&mut report, predicate_type, view.as_ref(), files.contains_key(PUBLISHED_FILE));
-    if matches!(predicate_type, PREDICATE_TYPE | PREDICATE_TYPE_V5 | PREDICATE_TYPE_V4 | PREDICATE_TYPE_V3) {
+    published_present(
+        &mut report,
+        predicate_type,
+        view.as_ref(),
+        files.get(PUBLISHED_FILE).map(Vec::as_slice),
+    );
+    let version = claim_version(predicate_type);
+    if version >= 3 {
         report.record(
             scope,
             "verification.statement",
@@ -641,8 +664,8 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
             ),
         );
         // Bundles of claim v5 and earlier named the qrels for SciFact whatever the dataset.
-        let collection = match (predicate_type, view.as_ref()) {
-            (PREDICATE_TYPE, Some(view)) => Collection::of(view),
+        let collection = match view.as_ref() {
+            Some(view) if version >= 6 => Collection::of(view),
             _ => Collection::legacy(),
         };
         report.extend(export_checks(
@@ -653,11 +676,14 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         ));
     }
     let model = outcome.model.map(|mut model| {
-        if predicate_type != PREDICATE_TYPE {
+        if version < 6 {
             model.dataset = model.dataset.legacy();
             model.archive = None;
         }
-        if matches!(predicate_type, PREDICATE_TYPE | PREDICATE_TYPE_V5) {
+        if version < 7 {
+            model.page = None;
+        }
+        if version >= 5 {
             model.embedding =
                 crate::render::SignerEmbedding::of(signer_embedding.clone().ok().flatten().as_ref());
         }
@@ -767,18 +793,40 @@ fn shard_slice(
 /// `published.present`: a claim v6 bundle of one of BEIR's datasets carries `published.json`, so a row the run did
 /// not reproduce cannot be left out by leaving the file out. An earlier bundle without one is noted, not failed:
 /// it was made before the file was required.
-fn published_present(report: &mut Report, predicate_type: &str, view: Option<&FixtureView>, present: bool) {
+fn published_present(
+    report: &mut Report,
+    predicate_type: &str,
+    view: Option<&FixtureView>,
+    published: Option<&[u8]>,
+) {
+    if let Some(bytes) = published
+        && claim_version(predicate_type) >= 7
+    {
+        // Claim v7 compares BM25-flat runs with the BM25-flat rows: only registry version 2 (comparison v3) can.
+        let schema = crate::json::parse(bytes).ok().and_then(|v| v["schema"].as_str().map(str::to_owned));
+        if schema.as_deref() != Some("scifact-audit-published-comparison-v3") {
+            report.record(
+                "published",
+                "published.present",
+                Err(format!(
+                    "a claim v7 bundle's {PUBLISHED_FILE} is of schema {}; claim v7 carries scifact-audit-published-comparison-v3 (the registry of version 2)",
+                    schema.unwrap_or_else(|| "none".into())
+                )),
+            );
+        }
+        return;
+    }
     let Some(view) = view else { return };
-    if present || !crate::registries::has_published_rows(&view.metadata) {
+    if published.is_some() || !crate::registries::has_published_rows(&view.metadata) {
         return;
     }
     let dataset = view.metadata["profile"].as_str().unwrap_or("");
-    if predicate_type == PREDICATE_TYPE {
+    if claim_version(predicate_type) >= 6 {
         report.record(
             "published",
             "published.present",
             Err(format!(
-                "a claim v6 bundle of the registered dataset {dataset} carries no {PUBLISHED_FILE}: its comparison with the published rows is left out"
+                "a claim v6 or later bundle of the registered dataset {dataset} carries no {PUBLISHED_FILE}: its comparison with the published rows is left out"
             )),
         );
     } else {
@@ -930,7 +978,7 @@ fn rendered(
 ) {
     let scope = "bundle";
     let name = "report.rendered";
-    if !matches!(predicate_type, PREDICATE_TYPE | PREDICATE_TYPE_V5 | PREDICATE_TYPE_V4) {
+    if claim_version(predicate_type) < 4 {
         if page.is_some() {
             report.attest(scope, name, Ok(format!("{REPORT_FILE} of a {predicate_type} bundle: the signer's rendering, not re-rendered here (claim v4 and later reports are)")));
         }

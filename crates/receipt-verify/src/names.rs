@@ -12,11 +12,15 @@ pub const SIGNATURE_FILE: &str = "manifest.json.minisig";
 pub const REPLACED_SIGNATURE_PREFIX: &str = "manifest.json.minisig.replaced-";
 /// The in-toto Statement type.
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
-/// The predicate type of the claims this build writes: version 6 is version 5's claim with the digest of
-/// `published.json` (`published_sha256`), which a bundle of a registered dataset must carry (the comparison with
-/// the dataset's published rows cannot be left out), of version 2 or later (it states whose archive was
-/// evaluated).
-pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v6";
+/// The predicate type of the claims this build writes: version 7 is version 6's claim with the lexical scorer
+/// of its runs (`lexical`: `bm25_flat` or `fts5`), a `published.json` of version 3 or later (the registry whose
+/// BM25-flat rows a BM25-flat run can reproduce), and a report page that names the scorer, the archive and model
+/// a reader re-runs with, and keeps intervals, notes and latency tails legible.
+pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v7";
+/// Version 6: version 5's claim with the digest of `published.json` (`published_sha256`), which a bundle of a
+/// registered dataset must carry (the comparison with the dataset's published rows cannot be left out), of
+/// version 2 or later (it states whose archive was evaluated). Such bundles keep verifying.
+pub const PREDICATE_TYPE_V6: &str = "urn:scifact-audit:claim:v6";
 /// Version 5: version 4's claim with how the signer's own verification checked the vectors
 /// (`verification_embedding`: how many were re-embedded, and for a sample the chance a forgery passes), a
 /// verification report of schema v3 (the `sampled` verdict), and a report page that states that check. Such
@@ -33,6 +37,15 @@ pub const PREDICATE_TYPE_V3: &str = "urn:scifact-audit:claim:v3";
 pub const PREDICATE_TYPE_V2: &str = "urn:scifact-audit:claim:v2";
 /// The predicate type of bundles published before selection existed; they keep verifying.
 pub const PREDICATE_TYPE_V1: &str = "urn:scifact-audit:claim:v1";
+
+/// The claim version a predicate type names (1 for `urn:scifact-audit:claim:v1`), or 0 for any other.
+pub fn claim_version(predicate_type: &str) -> u32 {
+    predicate_type
+        .strip_prefix("urn:scifact-audit:claim:v")
+        .and_then(|n| n.parse().ok())
+        .filter(|n| (1..=7).contains(n))
+        .unwrap_or(0)
+}
 
 /// The human-readable report's file name, a subject of bundles with a selection.
 pub const REPORT_FILE: &str = "report.html";

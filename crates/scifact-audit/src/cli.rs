@@ -616,7 +616,7 @@ pub(crate) struct EvalArgs {
     /// The lexical scorer of the `fts_only` runs and of the hybrid's lexical half: `bm25-flat` (Anserini's BM25
     /// flat, Lucene's BM25 at k1 0.9 and b 0.4: the lexical baseline BEIR papers cite, beside its published
     /// rows) or `fts5` (SQLite FTS5's BM25, k1 1.2 and b 0.75: the scorer of claims up to v6)
-    #[arg(long, value_enum, default_value = "fts5")]
+    #[arg(long, value_enum, default_value = "bm25-flat")]
     pub(crate) lexical: LexicalArg,
     /// Which corpus: `tiny` runs the whole evaluation on the committed stand-in in seconds, offline (from the
     /// source checkout), to see that this build works before the real one

@@ -284,8 +284,10 @@ pub(crate) fn ensure_published(
     for mode in ALL_MODES {
         let calibration = FinishedRun::read(results, &fixture.profile, mode, Split::Calibration, None)?;
         let heldout = FinishedRun::read(results, &fixture.profile, mode, Split::Heldout, None)?;
+        let lexical = scifact_eval::baseline::Lexical::of(&heldout.aggregate.retrieval.config);
         runs.push(scifact_eval::published::MeasuredRun {
             mode: mode.as_str().into(),
+            lexical: lexical.map_or("another BM25", |lexical| lexical.key()).into(),
             text_policy: fixture.text_policy.policy.unwrap_or_default(),
             model: fixture.embedding.model.clone(),
             ndcg_10: scifact_eval::published::per_query_ndcg(&[&calibration.rows, &heldout.rows]),

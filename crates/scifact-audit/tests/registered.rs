@@ -125,7 +125,7 @@ fn a_registered_dataset_runs_end_to_end_with_its_shape_and_published_rows() {
     let published: Value =
         serde_json::from_slice(&std::fs::read(bundle.join("published.json")).unwrap()).unwrap();
     assert_eq!(published["dataset"], "nfcorpus");
-    assert_eq!(published["schema"], "scifact-audit-published-comparison-v2");
+    assert_eq!(published["schema"], "scifact-audit-published-comparison-v3");
     assert_eq!(published["archive"]["beir_file"], false, "{published}");
     assert_eq!(published["archive"]["beir_md5"], "a89dba18a62ef92f7d323ec890a0d38d");
     let rows = published["rows"].as_array().unwrap();

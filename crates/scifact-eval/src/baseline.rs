@@ -26,6 +26,27 @@ impl Lexical {
         }
     }
 
+    /// Its name in registries and comparisons: `bm25_flat` or `fts5`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Lexical::Fts5 => "fts5",
+            Lexical::Bm25Flat => "bm25_flat",
+        }
+    }
+
+    /// The scorer of a run under `config`: BM25 flat for Lucene's BM25 at Anserini's k1 and b, FTS5 for the
+    /// FTS5-equal backends, `None` for any other (Lucene's BM25 at other parameters is neither).
+    pub fn of(config: &SearchConfig) -> Option<Lexical> {
+        let flat = Lexical::Bm25Flat.baseline();
+        match config.lexical_backend {
+            semantic_memory::LexicalBackendKind::LuceneBm25 => {
+                (config.bm25_k1 == flat.bm25_k1 && config.bm25_b == flat.bm25_b).then_some(Lexical::Bm25Flat)
+            }
+            _ => (config.bm25_k1 == semantic_memory::FTS5_K1 && config.bm25_b == semantic_memory::FTS5_B)
+                .then_some(Lexical::Fts5),
+        }
+    }
+
     /// How reports name it.
     pub fn name(self) -> &'static str {
         match self {

@@ -146,6 +146,8 @@ pub(crate) fn run_all(inputs: &Inputs<'_>) -> Outcome {
             model.archive = Some(match crate::registries::archive_standing(&view.metadata) {
                 Ok(what) | Err(what) => what,
             });
+            let config = inputs.runs.first().map_or(&serde_json::Value::Null, |run| run.config());
+            model.page = Some(crate::render::Page::of(&view.metadata, config));
         }
         if let Some(bytes) = inputs.published {
             match inputs.fixture {

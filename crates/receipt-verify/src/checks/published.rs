@@ -1,5 +1,5 @@
 //! `published.rows`: the evidence's `published.json` (published rows beside the measured ones) re-derived
-//! with this crate's own code: each row must be the registry's (`configs/published-rows.json`, built into this
+//! with this crate's own code: each row must be the registry's (`configs/published-rows-v2.json`, or version 1's `configs/published-rows.json`, built into this
 //! verifier too), every measured mean and interval recomputed from the rows (nDCG@10 of every test query of
 //! the frozen baseline's runs of the row's mode, this crate's metrics and bootstrap), the difference, and the
 //! verdict from the declared tolerance and from whether the run was made the way the row was (its mode,
@@ -16,8 +16,11 @@ use crate::recompute::statistics::bootstrap_with;
 use crate::render::PublishedRow;
 
 /// The registry this verifier knows (the same file the runner builds in; both read it, each with its own
-/// code).
-const PUBLISHED_ROWS: &str = include_str!("../../../../configs/published-rows.json");
+/// code): version 2, which comparisons of version 3 cite.
+const PUBLISHED_ROWS: &str = include_str!("../../../../configs/published-rows-v2.json");
+/// Version 1 of the registry, which comparisons of versions 1 and 2 cite (a published claim cannot be
+/// recalled): its BM25-flat rows differ from every lexical run by design.
+const PUBLISHED_ROWS_V1: &str = include_str!("../../../../configs/published-rows.json");
 
 fn close(a: f64, b: &Value) -> bool {
     b.as_f64().is_some_and(|b| (a - b).abs() <= 1e-12)
@@ -49,9 +52,10 @@ fn derive(
     notes: &mut Vec<String>,
 ) -> Result<(String, Vec<PublishedRow>), String> {
     let stated = crate::json::parse(bytes).map_err(|e| format!("published.json: {e}"))?;
-    let asks_archive = match stated["schema"].as_str() {
-        Some("scifact-audit-published-comparison-v1") => false,
-        Some("scifact-audit-published-comparison-v2") => true,
+    let (asks_archive, registry_text) = match stated["schema"].as_str() {
+        Some("scifact-audit-published-comparison-v1") => (false, PUBLISHED_ROWS_V1),
+        Some("scifact-audit-published-comparison-v2") => (true, PUBLISHED_ROWS_V1),
+        Some("scifact-audit-published-comparison-v3") => (true, PUBLISHED_ROWS),
         _ => return Err(format!("published.json's schema is {}", stated["schema"])),
     };
     let standing = crate::registries::archive_standing(metadata);
@@ -70,8 +74,8 @@ fn derive(
             ));
         }
     }
-    let registry: Value = serde_json::from_str(PUBLISHED_ROWS).map_err(|e| e.to_string())?;
-    let expected_digest = crate::canonical::sha256_tagged(PUBLISHED_ROWS.as_bytes());
+    let registry: Value = serde_json::from_str(registry_text).map_err(|e| e.to_string())?;
+    let expected_digest = crate::canonical::sha256_tagged(registry_text.as_bytes());
     if stated["registry_sha256"] != expected_digest.as_str() {
         return Err(format!(
             "published.json cites the registry {}, this verifier's is {expected_digest}",
@@ -109,7 +113,7 @@ fn derive(
     let model = metadata["embedding"]["model"].as_str().unwrap_or("");
     let stated_rows = stated["rows"].as_array().ok_or("published.json has no rows")?;
     // Each value's decimals as the registry writes it (0.6450 has four), not as its double prints (0.645).
-    let literals = value_literals(PUBLISHED_ROWS);
+    let literals = value_literals(registry_text);
     let registry_rows = registry["rows"].as_array().map_or(&[][..], Vec::as_slice);
     if literals.len() != registry_rows.len() {
         return Err(format!("the registry has {} rows and {} values", registry_rows.len(), literals.len()));
@@ -124,12 +128,14 @@ fn derive(
         // nDCG@10 of every test query of the frozen baseline's runs of the mode, by query id.
         let mut by_id: BTreeMap<String, f64> = BTreeMap::new();
         let mut splits = 0;
+        let mut lexical = "";
         for run in runs.iter().filter(|run| {
             run.mode() == mode
                 && is_frozen_baseline(&run.aggregate["retrieval"]["config"])
                 && matches!(run.str_at("/split"), "calibration" | "heldout")
         }) {
             splits += 1;
+            lexical = crate::baseline::lexical_scorer(run.config());
             let rows = run.rows_or_empty();
             for (row, value) in rows.iter().zip(series(rows).remove("ndcg@10").unwrap_or_default()) {
                 by_id.insert(crate::artifacts::query_id(row).to_owned(), value);
@@ -148,10 +154,18 @@ fn derive(
         let difference = measured.mean - published;
         let policy_differs = row["compares_with"]["text_policy"].as_str().is_some_and(|p| p != policy);
         let model_differs = row["compares_with"]["model"].as_str().is_some_and(|m| m != model);
+        let wanted_lexical = row["compares_with"]["lexical"].as_str();
         let (verdict, why) = if let Some(design) = row["differs_by_design"].as_str() {
             ("not_comparable", design.to_owned())
         } else if let (true, Err(what)) = (asks_archive, &standing) {
             ("not_comparable", format!("the archive evaluated is {what}: the row is over BEIR's file"))
+        } else if let Some(wanted) = wanted_lexical.filter(|wanted| *wanted != lexical) {
+            (
+                "not_comparable",
+                format!(
+                    "scored by {lexical}, not as the row was ({wanted}): another BM25, so no reproduction is claimed"
+                ),
+            )
         } else if policy_differs || model_differs {
             (
                 "not_comparable",
@@ -323,5 +337,6 @@ mod tests {
         let text = "{\"rows\": [{\"value\": 0.6450, \"x\": 1}, {\"value\":0.36542}]}";
         assert_eq!(value_literals(text), ["0.6450", "0.36542"]);
         assert_eq!(value_literals(PUBLISHED_ROWS).len(), 76);
+        assert_eq!(value_literals(PUBLISHED_ROWS_V1).len(), 76);
     }
 }

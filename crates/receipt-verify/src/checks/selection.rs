@@ -730,5 +730,6 @@ fn model(
         published: Vec::new(),
         dataset: crate::render::Dataset::default(),
         archive: None,
+        page: None,
     }
 }

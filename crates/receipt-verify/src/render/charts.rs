@@ -171,7 +171,7 @@ pub(crate) fn scatter(
 }
 
 /// Empirical cumulative distributions of whole-call latency, one line per (configuration, mode).
-pub(crate) fn latency(series: &[LatencySeries]) -> Result<String, String> {
+pub(crate) fn latency(series: &[LatencySeries], whole: bool) -> Result<String, String> {
     let mut sorted: Vec<Vec<f64>> = series
         .iter()
         .map(|s| {
@@ -184,54 +184,65 @@ pub(crate) fn latency(series: &[LatencySeries]) -> Result<String, String> {
     if sorted.is_empty() {
         return Err("no latencies to draw".into());
     }
-    // Up to twice the largest median, so that a few slow calls do not flatten every curve (the tail is in
-    // the table's p95).
-    let right = sorted.iter().map(|v| v[v.len() / 2]).fold(0.0, f64::max) * 2.0;
     let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (900, 380)).into_drawing_area();
-        root.fill(&WHITE).map_err(failed)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "Whole-call latency per query (search and durable receipt), this host",
-                ("sans-serif", 18),
-            )
-            .margin(14)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0f64..right.max(0.001), 0.0f64..1.0)
-            .map_err(failed)?;
-        chart
-            .configure_mesh()
-            .light_line_style(BLACK.mix(0.04))
-            .x_desc("milliseconds")
-            .y_desc("fraction of queries at most")
-            .draw()
-            .map_err(failed)?;
-        for s in series.iter().filter(|s| !s.values.is_empty()) {
-            let mut values = s.values.clone();
-            values.sort_by(f64::total_cmp);
-            let n = values.len() as f64;
-            let colour = MODE_COLOURS[s.mode % 3];
-            let style = if s.faint { colour.mix(0.4).stroke_width(2) } else { colour.stroke_width(3) };
+    // The same chart over two kinds of axis: plotters types them apart.
+    macro_rules! draw {
+        ($x:expr) => {{
+            let root = SVGBackend::with_string(&mut svg, (900, 380)).into_drawing_area();
+            root.fill(&WHITE).map_err(failed)?;
+            let mut chart = ChartBuilder::on(&root)
+                .caption(
+                    "Whole-call latency per query (search and durable receipt), this host",
+                    ("sans-serif", 18),
+                )
+                .margin(14)
+                .x_label_area_size(40)
+                .y_label_area_size(60)
+                .build_cartesian_2d($x, 0.0f64..1.0)
+                .map_err(failed)?;
             chart
-                .draw_series(LineSeries::new(
-                    values.iter().enumerate().map(|(i, v)| (*v, (i + 1) as f64 / n)),
-                    style,
-                ))
-                .map_err(failed)?
-                .label(s.label.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font(("sans-serif", 13))
-            .draw()
-            .map_err(failed)?;
-        root.present().map_err(failed)?;
+                .configure_mesh()
+                .light_line_style(BLACK.mix(0.04))
+                .x_desc(if whole { "milliseconds (log scale)" } else { "milliseconds" })
+                .y_desc("fraction of queries at most")
+                .draw()
+                .map_err(failed)?;
+            for s in series.iter().filter(|s| !s.values.is_empty()) {
+                let mut values = s.values.clone();
+                values.sort_by(f64::total_cmp);
+                let n = values.len() as f64;
+                let colour = MODE_COLOURS[s.mode % 3];
+                let style = if s.faint { colour.mix(0.4).stroke_width(2) } else { colour.stroke_width(3) };
+                chart
+                    .draw_series(LineSeries::new(
+                        values.iter().enumerate().map(|(i, v)| (*v, (i + 1) as f64 / n)),
+                        style,
+                    ))
+                    .map_err(failed)?
+                    .label(s.label.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK.mix(0.3))
+                .position(SeriesLabelPosition::LowerRight)
+                .label_font(("sans-serif", 13))
+                .draw()
+                .map_err(failed)?;
+            root.present().map_err(failed)?;
+        }};
+    }
+    if whole {
+        // Every call, the slowest included, on a log axis: the tails are where latency claims differ.
+        let low = sorted.iter().map(|v| v[0]).fold(f64::INFINITY, f64::min).max(1e-4);
+        let high = sorted.iter().map(|v| v[v.len() - 1]).fold(0.0, f64::max).max(low * 2.0);
+        draw!((low * 0.9..high * 1.1).log_scale());
+    } else {
+        // Up to twice the largest median, so that a few slow calls do not flatten every curve (the tail is in
+        // the table's p95).
+        let right = sorted.iter().map(|v| v[v.len() / 2]).fold(0.0, f64::max) * 2.0;
+        draw!(0.0f64..right.max(0.001));
     }
     Ok(svg)
 }

@@ -106,6 +106,50 @@ pub(crate) struct Model {
     /// What the archive evaluated is, as `dataset.identity` states it (claim v6 pages; `None` on earlier ones,
     /// which keep their bytes).
     pub(crate) archive: Option<String>,
+    /// What a claim v7 page adds (`None` on earlier ones, which keep their bytes).
+    pub(crate) page: Option<Page>,
+}
+
+/// What a page of claim v7 adds: the lexical scorer named, the archive and model a reader re-runs the check
+/// with (this bundle's, not SciFact's), and a layout that keeps intervals on one line, a row's notes apart and
+/// the latency tails in view.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Page {
+    /// The lexical scorer, in words.
+    pub(crate) lexical: String,
+    /// The archive's file name as the fixture records it.
+    pub(crate) archive_file: String,
+    /// The model directory's name: a registry model's repository name, else `DIR`.
+    pub(crate) model_dir: String,
+    /// For a model named by its digests: which checkpoint `DIR` must be.
+    pub(crate) model_note: Option<String>,
+}
+
+impl Page {
+    /// The page of a bundle whose fixture is described by `metadata` and whose runs' first configuration is
+    /// `config`.
+    pub(crate) fn of(metadata: &serde_json::Value, config: &serde_json::Value) -> Page {
+        let lexical = match crate::baseline::lexical_scorer(config) {
+            "bm25_flat" => {
+                "BM25 flat: Lucene's BM25 (k1 0.9, b 0.4) over Anserini's English analyzer, ranked as \
+                            Anserini ranks, the scorer of the BM25 rows BEIR papers cite"
+                    .to_owned()
+            }
+            "fts5" => "SQLite FTS5's BM25 (k1 1.2, b 0.75, the porter unicode61 tokenizer)".to_owned(),
+            other => other.to_owned(),
+        };
+        let profile = metadata["profile"].as_str().unwrap_or("scifact");
+        let archive_file = metadata["source"]["archive_file"]
+            .as_str()
+            .filter(|name| !name.is_empty())
+            .map_or_else(|| format!("{}.zip", profile.split('/').next().unwrap_or(profile)), str::to_owned);
+        let model = metadata["embedding"]["model"].as_str().unwrap_or("");
+        let (model_dir, model_note) = match model.rsplit_once('/') {
+            Some((_, name)) if !name.is_empty() => (name.to_owned(), None),
+            _ => ("DIR".to_owned(), Some(format!("DIR: the checkpoint named {model}"))),
+        };
+        Page { lexical, archive_file, model_dir, model_note }
+    }
 }
 
 /// The tiny stand-in's title: it is made-up words, and its page must not read as SciFact's.
@@ -216,6 +260,15 @@ text-align:right}th:first-child,td:first-child,th:nth-child(2),td:nth-child(2){t
 border-left:4px solid #888}.attested{color:#8a5a00}figure{margin:1em 0}figcaption{color:#555;font-size:.9em}\
 code{font-size:.9em;background:#f3f3f3;padding:0 .25em}";
 
+/// A claim v7 page's style: wider, a number and its interval on one line, a row's notes wrapped apart.
+pub(crate) const STYLE_V7: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1220px;margin:2em auto;\
+padding:0 1em;color:#222;line-height:1.45}h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}\
+table{border-collapse:collapse;margin:1em 0;font-size:.92em}th,td{padding:.3em .6em;border-bottom:1px solid #eee;\
+text-align:right;white-space:nowrap}th:first-child,td:first-child,th:nth-child(2),td:nth-child(2){text-align:left}\
+td.note{white-space:normal;text-align:left}.ci{color:#666;font-size:.9em}.win{font-weight:bold;background:#fff4e0}\
+.boundary{background:#f6f6f6;padding:.8em 1.2em;border-left:4px solid #888}.attested{color:#8a5a00}figure{margin:1em 0}\
+figure svg{max-width:100%;height:auto}figcaption{color:#555;font-size:.9em}code{font-size:.9em;background:#f3f3f3;padding:0 .25em}";
+
 /// The report's bytes for `model`.
 ///
 /// # Errors
@@ -230,8 +283,9 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
         h,
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><meta name=viewport content='width=device-width'>\
          <meta http-equiv=Content-Security-Policy content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
-         <title>{} held-out evaluation report</title><style>{STYLE}</style></head><body>",
-        escape(&model.dataset.title)
+         <title>{} held-out evaluation report</title><style>{}</style></head><body>",
+        escape(&model.dataset.title),
+        if model.page.is_some() { STYLE_V7 } else { STYLE }
     );
     let _ = writeln!(
         h,
@@ -254,8 +308,12 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
         escape(&model.build_revision),
         statistics.queries,
         model.archive.as_ref().map_or_else(String::new, |archive| format!(
-            "\n<p>The archive evaluated is {}; the model is named by the digests of its files.</p>",
-            escape(archive)
+            "\n<p>The archive evaluated is {}; the model is named by the digests of its files.{}</p>",
+            escape(archive),
+            model.page.as_ref().map_or_else(String::new, |page| format!(
+                " The lexical scorer (the fts_only runs and the hybrid's lexical half) is {}.",
+                escape(&page.lexical)
+            ))
         )),
     );
     let _ = writeln!(
@@ -398,7 +456,7 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
          distribution of whole-call latency (retrieval, then the receipt built, hashed and durably stored) over the \
          held-out queries, as the signer measured it on {} ({}). No verifier can recompute a latency; it is this host's \
          only.</figcaption></figure>",
-        latency(&series)?,
+        latency(&series, model.page.is_some())?,
         escape(&model.host_cpu),
         escape(&model.host_os)
     );
@@ -422,10 +480,24 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
              <th>difference</th><th>verdict</th></tr>\n",
         );
         for row in &model.published {
+            let note = if model.page.is_some() {
+                let why = escape(&row.why);
+                let stop = if why.ends_with('.') { "" } else { "." };
+                format!(
+                    "<td colspan=6 class='note ci'>{why}{stop}<br>Computed with: {}</td>",
+                    escape(&row.computed_with)
+                )
+            } else {
+                format!(
+                    "<td colspan=6 style='text-align:left' class=ci>{} Computed with: {}</td>",
+                    escape(&row.why),
+                    escape(&row.computed_with)
+                )
+            };
             let _ = writeln!(
                 h,
                 "<tr><td>{}</td><td>{}</td><td style='text-align:left'><code>{}</code></td><td>{:.5}</td><td>{}</td><td>{:+.4}</td>\
-                 <td>{}</td></tr>\n<tr><td></td><td colspan=6 style='text-align:left' class=ci>{} Computed with: {}</td></tr>",
+                 <td>{}</td></tr>\n<tr><td></td>{note}</tr>",
                 escape(&row.mode),
                 escape(&row.system),
                 escape(&row.source),
@@ -433,8 +505,6 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
                 interval(Some(&row.measured)),
                 row.difference,
                 escape(&row.verdict),
-                escape(&row.why),
-                escape(&row.computed_with)
             );
         }
         h.push_str("</table>\n");
@@ -479,10 +549,20 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
                 .to_owned()
         }
     };
+    let command = match &model.page {
+        Some(page) => format!(
+            "--bundle-dir BUNDLE --public-key KEY --archive {} --model-dir {}</code>{} checks the",
+            escape(&page.archive_file),
+            escape(&page.model_dir),
+            page.model_note.as_ref().map_or_else(String::new, |note| format!(" ({})", escape(note)))
+        ),
+        None => "--bundle-dir DIR --public-key KEY --archive scifact.zip --model-dir all-MiniLM-L6-v2</code> checks the"
+            .to_owned(),
+    };
     let _ = write!(
         h,
         "<h2>Checking it yourself</h2>\n<p>This page is one file of a signed bundle. <code>scifact-audit verify-bundle \
-         --bundle-dir DIR --public-key KEY --archive scifact.zip --model-dir all-MiniLM-L6-v2</code> checks the \
+         {command} \
          signature and every file's digest, recomputes every ranking from the bundle's vectors and its own index of the \
          public archive, re-embeds every query and every document with the declared model and requires each vector to \
          the bit, re-derives every number above, renders this page again and compares it byte for byte. Its verdict, \
