@@ -329,7 +329,16 @@ fn each_edit_of_a_signed_comparison_fails_its_named_check() {
         "comparison.runs",
     );
     fails(
-        &forged("page", |_| {}, Some(&|html: &str| html.replacen("+0.4112", "+0.5112", 1))),
+        &forged(
+            "page",
+            |_| {},
+            Some(&|html: &str| {
+                // The first signed difference on the page, one digit more.
+                let edited = html.replacen("+0.", "+0.9", 1);
+                assert_ne!(edited, html, "the page shows a positive difference");
+                edited
+            }),
+        ),
         "comparison.report",
     );
     // A statement edited after it was signed: the signature, and nothing else.

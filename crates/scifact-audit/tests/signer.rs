@@ -353,7 +353,7 @@ fn an_fts_only_ranking_with_two_documents_swapped() {
             });
         },
         "ranking.lexical",
-        "bm25()",
+        "Lucene BM25",
     );
 }
 
@@ -370,7 +370,7 @@ fn a_lexical_score_rounded() {
             });
         },
         "ranking.lexical",
-        "bm25()",
+        "Lucene BM25",
     );
 }
 
