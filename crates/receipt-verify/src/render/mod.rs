@@ -261,11 +261,11 @@ border-left:4px solid #888}.attested{color:#8a5a00}figure{margin:1em 0}figcaptio
 code{font-size:.9em;background:#f3f3f3;padding:0 .25em}";
 
 /// A claim v7 page's style: wider, a number and its interval on one line, a row's notes wrapped apart.
-pub(crate) const STYLE_V7: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1220px;margin:2em auto;\
+pub(crate) const STYLE_V7: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1200px;margin:2em auto;\
 padding:0 1em;color:#222;line-height:1.45}h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}\
-table{border-collapse:collapse;margin:1em 0;font-size:.92em}th,td{padding:.3em .6em;border-bottom:1px solid #eee;\
+table{border-collapse:collapse;margin:1em 0;font-size:.84em}th,td{padding:.3em .4em;border-bottom:1px solid #eee;\
 text-align:right;white-space:nowrap}th:first-child,td:first-child,th:nth-child(2),td:nth-child(2){text-align:left}\
-td.note{white-space:normal;text-align:left}.ci{color:#666;font-size:.9em}.win{font-weight:bold;background:#fff4e0}\
+td.note,td.text,th.text{white-space:normal;text-align:left}.ci{color:#666;font-size:.85em}.win{font-weight:bold;background:#fff4e0}\
 .boundary{background:#f6f6f6;padding:.8em 1.2em;border-left:4px solid #888}.attested{color:#8a5a00}figure{margin:1em 0}\
 figure svg{max-width:100%;height:auto}figcaption{color:#555;font-size:.9em}code{font-size:.9em;background:#f3f3f3;padding:0 .25em}";
 
@@ -411,11 +411,16 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
         ledger(&points, winner.index, &winner.name, metric)?,
         escape(metric)
     );
-    h.push_str("<table><tr><th>trial</th><th>name</th><th style='text-align:left'>sets over the baseline</th><th>calibration</th></tr>\n");
+    // A v7 page lets text cells wrap (its numbers do not); earlier pages keep their bytes.
+    let text_cell = if model.page.is_some() { " class=text" } else { " style='text-align:left'" };
+    let _ = writeln!(
+        h,
+        "<table><tr><th>trial</th><th>name</th><th{text_cell}>sets over the baseline</th><th>calibration</th></tr>"
+    );
     for trial in &model.trials {
         let _ = writeln!(
             h,
-            "<tr{}><td>{}</td><td>{}</td><td style='text-align:left'><code>{}</code></td><td>{:.4}</td></tr>",
+            "<tr{}><td>{}</td><td>{}</td><td{text_cell}><code>{}</code></td><td>{:.4}</td></tr>",
             if trial.index == winner.index { " class=win" } else { "" },
             trial.index,
             escape(&trial.name),
@@ -496,7 +501,7 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
             };
             let _ = writeln!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td style='text-align:left'><code>{}</code></td><td>{:.5}</td><td>{}</td><td>{:+.4}</td>\
+                "<tr><td>{}</td><td>{}</td><td{text_cell}><code>{}</code></td><td>{:.5}</td><td>{}</td><td>{:+.4}</td>\
                  <td>{}</td></tr>\n<tr><td></td>{note}</tr>",
                 escape(&row.mode),
                 escape(&row.system),
