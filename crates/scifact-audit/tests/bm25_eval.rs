@@ -44,6 +44,18 @@ fn a_bm25_flat_evaluation_is_verified_by_the_verifiers_own_lucene_and_a_nudged_s
         assert_eq!(receipt["lexical"]["backend"], "lucene_bm25");
         assert!(receipt["query"]["analyzed_terms"].is_array());
     }
+    // The claim and its page say what was made: the scorer, and the archive and model this bundle re-runs with.
+    assert_eq!(made.json("manifest.json")["predicate"]["lexical"], "bm25_flat");
+    let page = String::from_utf8(made.bytes("report.html")).unwrap();
+    for needle in [
+        "The lexical scorer (the fts_only runs and the hybrid's lexical half) is BM25 flat",
+        "--archive scifact-tiny.zip --model-dir DIR</code> (DIR: the checkpoint named bert-sha256-",
+        "milliseconds (log scale)",
+        "white-space:nowrap",
+    ] {
+        assert!(page.contains(needle), "the page lacks {needle:?}");
+    }
+    assert!(!page.contains("--archive scifact.zip --model-dir all-MiniLM-L6-v2"), "another bundle's command");
     let hybrid = made.rows(&made.aggregate("hybrid", "heldout", false));
     assert!(hybrid.iter().all(|row| row["receipt"]["lexical"]["backend"] == "lucene_bm25"));
 

@@ -468,7 +468,11 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
 
     if !model.published.is_empty() {
         // Pages of claim v5 and earlier (no archive line) keep their bytes, and their one word `reproduced`.
-        let rule = if model.archive.is_some() {
+        let rule = if model.page.is_some() {
+            "Reproduced only where the run was made the way the row was (mode, lexical scorer, model, text policy, \
+             BEIR's archive) and the difference is within the declared tolerance, and then at the published value's own \
+             precision or only within the tolerance; a row made another way says how."
+        } else if model.archive.is_some() {
             "Reproduced only where the run was made the way the row was (mode, model, text policy, BEIR's archive) \
              and the difference is within the declared tolerance, and then at the published value's own precision or \
              only within the tolerance; a row made another way says how."
@@ -481,8 +485,9 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
             "<h2>Published rows</h2>\n<p>What others published for this dataset, beside this evaluation's frozen \
              baseline run made the same way, over every test query (calibration and held-out), with a paired bootstrap \
              95% interval. {rule}</p>\n\
-             <table><tr><th>mode</th><th>published</th><th>source</th><th>published nDCG@10</th><th>measured</th>\
+             <table><tr><th>mode</th><th>published</th><th{}>source</th><th>published nDCG@10</th><th>measured</th>\
              <th>difference</th><th>verdict</th></tr>\n",
+            if model.page.is_some() { " class=text" } else { "" }
         );
         for row in &model.published {
             let note = if model.page.is_some() {
