@@ -133,10 +133,7 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
         Some(store) => store.join(MAPPING_FILE),
         None => PathBuf::from(first.str_at("/store/mapping_path")),
     };
-    files.insert(
-        MAPPING_FILE.into(),
-        safe_fs::read_regular(&mapping_path, MAX_SIDECAR_BYTES).map_err(Error::file)?,
-    );
+    let mapping_bytes = safe_fs::read_regular(&mapping_path, MAX_SIDECAR_BYTES).map_err(Error::file)?;
     let fixture_path =
         options.corpus.clone().unwrap_or_else(|| PathBuf::from(first.str_at("/corpus/fixture_path")));
     let fixture_bytes = safe_fs::read_regular(&fixture_path, MAX_FIXTURE_BYTES).map_err(Error::file)?;
@@ -151,6 +148,7 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
     let vectors_sha256 = vectors.sha256().map_err(|e| Error::input(&fixture_path, e))?;
     let view = FixtureView::of(&full, &sha256_tagged(&fixture_bytes), Some(&vectors_sha256));
     drop(full);
+    files.insert(view.mapping_file(), mapping_bytes);
     if crate::registries::has_published_rows(&view.metadata) && !documents.contains_key(PUBLISHED_FILE) {
         return Err(Error::Usage(format!(
             "{} holds no {PUBLISHED_FILE}: a bundle of BEIR's {} carries its comparison with the published rows, which `scifact-audit eval` writes",
@@ -610,10 +608,15 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         Err((true, reason)) => Input::Refused(reason),
         Err((false, reason)) => Input::Absent(reason),
     };
-    let read_mapping = files.get(MAPPING_FILE).map(|bytes| Mapping::read(bytes));
+    // Claim v7 names the mapping for its dataset; earlier bundles carry scifact.mapping.json whatever theirs.
+    let mapping_name = match view.as_ref() {
+        Some(view) if claim_version(predicate_type) >= 7 => view.mapping_file(),
+        _ => MAPPING_FILE.to_owned(),
+    };
+    let read_mapping = files.get(&mapping_name).map(|bytes| Mapping::read(bytes));
     let mapping = match &read_mapping {
-        Some(read) => Input::Read { origin: MAPPING_FILE, content: read },
-        None => Input::Absent("the bundle holds no mapping"),
+        Some(read) => Input::Read { origin: mapping_name.as_str(), content: read },
+        None => Input::Absent("the bundle holds no mapping (for claim v7, <dataset>.mapping.json)"),
     };
     let executable = check.executable.as_deref().map(hash_executable);
     let executable_input = match &executable {

@@ -261,6 +261,13 @@ impl FixtureView {
     pub fn qrels_file(&self) -> String {
         format!("{}-{}.qrels", file_prefix(self.profile()), self.qrels_split())
     }
+
+    /// The mapping file a bundle of claim v7 or later carries: `<dataset>.mapping.json` (`nfcorpus.mapping.json`,
+    /// `cqadupstack-android.mapping.json`), named as the runs are; earlier bundles carry
+    /// [`crate::names::MAPPING_FILE`] whatever the dataset.
+    pub fn mapping_file(&self) -> String {
+        format!("{}.mapping.json", file_prefix(self.profile()))
+    }
 }
 
 impl FullFixture {

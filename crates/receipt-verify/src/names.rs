@@ -79,7 +79,8 @@ pub const EFFECTIVE_CONFIG_FILE: &str = "effective-config.json";
 pub const VERIFICATION_FILE: &str = "verification.json";
 /// The verdict as an in-toto Test Result statement.
 pub const TEST_RESULT_FILE: &str = "verification.intoto.json";
-/// The mapping's file name.
+/// The mapping's file name in a store directory, and in bundles of claim v6 and earlier whatever their dataset
+/// (claim v7 names it for the dataset: `FixtureView::mapping_file`).
 pub const MAPPING_FILE: &str = "scifact.mapping.json";
 /// The qrels file of bundles of claim v5 and earlier, whatever their dataset.
 pub const LEGACY_QRELS_FILE: &str = "scifact-test.qrels";

@@ -373,7 +373,7 @@ fn every_tamper_with_a_signed_bundle_is_caught_by_verify_bundle() {
         std::fs::write(b.join("extra.json"), "{}").unwrap()
     });
     check("remove a file", "subjects", &|b: &Path| {
-        std::fs::remove_file(b.join("scifact.mapping.json")).unwrap()
+        std::fs::remove_file(b.join("synthetic.mapping.json")).unwrap()
     });
     check("edit the trusted comment", "signature", &|b: &Path| {
         let path = b.join("manifest.json.minisig");

@@ -56,6 +56,8 @@ fn a_bm25_flat_evaluation_is_verified_by_the_verifiers_own_lucene_and_a_nudged_s
         assert!(page.contains(needle), "the page lacks {needle:?}");
     }
     assert!(!page.contains("--archive scifact.zip --model-dir all-MiniLM-L6-v2"), "another bundle's command");
+    // The mapping is named for the dataset, as the runs are.
+    assert!(made.dir.join("tiny.mapping.json").is_file() && !made.dir.join("scifact.mapping.json").exists());
     let hybrid = made.rows(&made.aggregate("hybrid", "heldout", false));
     assert!(hybrid.iter().all(|row| row["receipt"]["lexical"]["backend"] == "lucene_bm25"));
 

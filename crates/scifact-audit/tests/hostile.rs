@@ -126,7 +126,10 @@ fn resign(bundle: &Path, signed: &Signed) {
 }
 
 const HYBRID: &str = "synthetic-hybrid-heldout.aggregate.json";
+/// The mapping in a store directory.
 const MAPPING: &str = "scifact.mapping.json";
+/// The mapping a claim v7 bundle of the synthetic dataset carries.
+const BUNDLE_MAPPING: &str = "synthetic.mapping.json";
 
 #[test]
 fn hostile_bundles_fail_fast_and_clean() {
@@ -179,19 +182,24 @@ fn hostile_bundles_fail_fast_and_clean() {
             replace_with_fifo(&b.join(HYBRID))
         }),
         ("a subject that is a symlink to /dev/zero", "subjects", "symbolic link", |b, _| {
-            replace_with_symlink(&b.join(MAPPING), Path::new("/dev/zero"))
+            replace_with_symlink(&b.join(BUNDLE_MAPPING), Path::new("/dev/zero"))
         }),
         ("a subject that is a symlink to its own bytes elsewhere", "subjects", "symbolic link", |b, _| {
             let elsewhere = b.with_file_name("elsewhere.json");
-            std::fs::copy(b.join(MAPPING), &elsewhere).unwrap();
-            replace_with_symlink(&b.join(MAPPING), &elsewhere);
+            std::fs::copy(b.join(BUNDLE_MAPPING), &elsewhere).unwrap();
+            replace_with_symlink(&b.join(BUNDLE_MAPPING), &elsewhere);
         }),
         ("a subject that is a directory", "subjects", "directory", |b, _| {
-            std::fs::remove_file(b.join(MAPPING)).unwrap();
-            std::fs::create_dir(b.join(MAPPING)).unwrap();
+            std::fs::remove_file(b.join(BUNDLE_MAPPING)).unwrap();
+            std::fs::create_dir(b.join(BUNDLE_MAPPING)).unwrap();
         }),
         ("an 8 GB subject", "subjects", "exceed the cap", |b, _| {
-            std::fs::OpenOptions::new().write(true).open(b.join(MAPPING)).unwrap().set_len(8 << 30).unwrap();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(b.join(BUNDLE_MAPPING))
+                .unwrap()
+                .set_len(8 << 30)
+                .unwrap();
         }),
         ("one large file listed 2,000 times, signed", "subjects", "listed twice", |b, signed| {
             let path = b.join("manifest.json");

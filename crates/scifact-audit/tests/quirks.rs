@@ -113,6 +113,17 @@ fn verify(bundle: &Path) -> (Option<i32>, Value) {
     verify_bundle_json(bundle, &e.public, &e.archive, &model())
 }
 
+/// The one mapping a bundle carries (claim v7 names it for its dataset: `<dataset>.mapping.json`).
+fn mapping_file(bundle: &std::path::Path) -> String {
+    let names: Vec<String> = std::fs::read_dir(bundle)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".mapping.json"))
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    names[0].clone()
+}
+
 /// ArguAna's quirk: the query that is a corpus document under its own id never has that document as a hit,
 /// in any mode; each receipt says which fact was left out, and a receipt that hides it is caught.
 #[test]
@@ -123,7 +134,7 @@ fn a_query_whose_id_is_a_documents_never_retrieves_that_document() {
     let documents: Vec<&str> =
         metadata["document_ids"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
     let mapping: Value =
-        serde_json::from_slice(&std::fs::read(e.bundle.join("scifact.mapping.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(e.bundle.join(mapping_file(&e.bundle))).unwrap()).unwrap();
     let fact_of = |doc: &str| -> i64 {
         mapping["entries"].as_array().unwrap().iter().find(|m| m["doc_id"] == doc).unwrap()["fact_id"]
             .as_i64()

@@ -171,10 +171,20 @@ impl std::fmt::Display for Shard {
     }
 }
 
-/// Where every shard of `dataset`'s `split` keeps its cache: `<work_dir>/shards/<dataset>-<split>/`, a forum's
-/// `/` written `+`.
+/// Where every shard of `dataset`'s `split` keeps its cache: `<work_dir>/shards/<dataset>-<split>/`, the
+/// dataset written as its run files write it ([`crate::file_prefix`]: a forum's `/` as `-`). A directory of the
+/// name earlier builds gave a forum (its `/` written `+`) is taken over by renaming it, so its caches are reused.
 pub fn shards_dir(work_dir: &Path, dataset: &str, split: &str) -> PathBuf {
-    work_dir.join("shards").join(format!("{}-{split}", dataset.replace('/', "+")))
+    let shards = work_dir.join("shards");
+    let dir = shards.join(format!("{}-{split}", crate::file_prefix(dataset)));
+    if dataset.contains('/') && !dir.exists() {
+        let legacy = shards.join(format!("{}-{split}", dataset.replace('/', "+")));
+        if legacy.is_dir() {
+            // Best effort: if it cannot be renamed, the build embeds again and says nothing is lost.
+            let _ = std::fs::rename(&legacy, &dir);
+        }
+    }
+    dir
 }
 
 /// What a shard's cache is bound to besides the model and text policy (its file name's): the archive, the
@@ -196,6 +206,21 @@ pub struct ShardBinding {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forums_shards_are_named_as_its_run_files_and_an_earlier_directory_is_taken_over() {
+        let work = tempfile::tempdir().unwrap();
+        let legacy = work.path().join("shards/cqadupstack+android-test");
+        std::fs::create_dir_all(legacy.join("0-of-2")).unwrap();
+        let dir = shards_dir(work.path(), "cqadupstack/android", "test");
+        assert_eq!(dir, work.path().join("shards/cqadupstack-android-test"));
+        assert_eq!(
+            dir.file_name().unwrap().to_str().unwrap(),
+            format!("{}-test", crate::file_prefix("cqadupstack/android"))
+        );
+        assert!(dir.join("0-of-2").is_dir() && !legacy.exists(), "the earlier directory was renamed");
+        assert_eq!(shards_dir(work.path(), "nfcorpus", "test"), work.path().join("shards/nfcorpus-test"));
+    }
 
     fn none(_: &str) -> Option<String> {
         None

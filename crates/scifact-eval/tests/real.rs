@@ -141,6 +141,21 @@ fn builds_the_scifact_fixture_the_same_cold_and_warm() {
     assert_eq!(warm.embedded, 0);
 }
 
+/// One process, an empty work directory, no shard: the path a user without a cluster takes, which CI's other
+/// SciFact builds (merged from Slurm shards) do not. Its fixture is the published one.
+#[test]
+#[ignore = "needs SCIFACT_ARCHIVE and SCIFACT_MODEL_DIR (or ../shared); embeds 5,483 texts"]
+fn an_unsharded_cold_build_in_one_process_is_the_published_fixture() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let built = build_fixture(&build_options(&work, &dir.path().join("fixture.json")), &model(), &NoProgress)
+        .unwrap();
+    eprintln!("unsharded cold build {:.1} s", built.elapsed.as_secs_f64());
+    assert!(!work.join("shards").exists(), "no shard was involved");
+    assert_eq!(built.embedded, 5_483, "every text embedded here, none merged");
+    assert_eq!(built.fixture_sha256, "ba78352185d33a7c61976e214d4a37dd42a3c9e51fef6631a657b2eef5aaa375");
+}
+
 #[test]
 #[ignore = "needs SCIFACT_ARCHIVE and SCIFACT_MODEL_DIR (or ../shared); embeds 5,483 texts, runs 900 searches"]
 fn the_runner_meets_the_published_floors_on_all_300_queries() {
