@@ -65,11 +65,10 @@ pub(crate) fn run(args: &Bm25FlatArgs) -> anyhow::Result<std::process::ExitCode>
         .with_context(|| format!("reading {} as {}", archive.display(), profile.name))?;
 
     let started = std::time::Instant::now();
-    let contents: Vec<String> =
-        beir.documents.iter().map(|d| beir_flat_contents(&d.title, &d.text)).collect();
     progress.start("indexing", beir.documents.len() as u64);
+    // Each document's contents made as the index reads it: one block's copies at a time, not the corpus's.
     let index = LuceneBm25::build_reporting(
-        beir.documents.iter().zip(&contents).map(|(d, c)| (d.id.as_str(), c.as_str())),
+        beir.documents.iter().map(|d| (d.id.as_str(), beir_flat_contents(&d.title, &d.text))),
         ANSERINI_K1,
         ANSERINI_B,
         &|documents| progress.advance(documents as u64),

@@ -165,15 +165,20 @@ pub struct LuceneBm25 {
 
 impl LuceneBm25 {
     /// Indexes `(id, contents)` pairs with Anserini's default English analyzer, scoring at `k1` and `b`
-    /// ([`ANSERINI_K1`], [`ANSERINI_B`] for BM25 flat).
-    pub fn build<'a>(docs: impl IntoIterator<Item = (&'a str, &'a str)>, k1: f32, b: f32) -> Self {
+    /// ([`ANSERINI_K1`], [`ANSERINI_B`] for BM25 flat). The pairs may be borrowed or made as they are read: only
+    /// one block of them is held at a time.
+    pub fn build<I: AsRef<str>, C: AsRef<str>>(
+        docs: impl IntoIterator<Item = (I, C)>,
+        k1: f32,
+        b: f32,
+    ) -> Self {
         Self::build_reporting(docs, k1, b, &|_| {})
     }
 
     /// [`LuceneBm25::build`], calling `progress` with the number of documents indexed after each block of them.
     /// Blocks are analyzed on every core and merged in document order, so the index is the same on any machine.
-    pub fn build_reporting<'a>(
-        docs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    pub fn build_reporting<I: AsRef<str>, C: AsRef<str>>(
+        docs: impl IntoIterator<Item = (I, C)>,
         k1: f32,
         b: f32,
         progress: &dyn Fn(usize),
@@ -197,10 +202,11 @@ impl LuceneBm25 {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut docs = docs.into_iter();
         loop {
-            let block: Vec<(&str, &str)> = docs.by_ref().take(BLOCK).collect();
-            if block.is_empty() {
+            let owned: Vec<(I, C)> = docs.by_ref().take(BLOCK).collect();
+            if owned.is_empty() {
                 break;
             }
+            let block: Vec<(&str, &str)> = owned.iter().map(|(id, c)| (id.as_ref(), c.as_ref())).collect();
             for (id, contents) in &block {
                 for part in [id, contents] {
                     contents_digest.update((part.len() as u64).to_le_bytes());
