@@ -624,10 +624,10 @@ fn print_summary(
         for row in &published.rows {
             writeln!(
                 out,
-                "  {:<12} {:<52} published {:.5}  measured {:.4} [{:.4}, {:.4}]  difference {:+.4}  {}",
+                "  {:<12} {:<52} published {:<7}  measured {:.4} [{:.4}, {:.4}]  difference {:+.4}  {}",
                 row.mode,
                 row.published.system,
-                row.published.value,
+                scifact_eval::published::written_value(&row.published),
                 row.measured.mean,
                 row.measured.low,
                 row.measured.high,

@@ -284,6 +284,24 @@ fn decimals(row: &PublishedRow) -> usize {
     })
 }
 
+/// A published value as its publisher wrote it (`0.6789`, `0.64508`, `0.6450`): at the registry's decimals for
+/// the row, also for a row read back from `published.json` (which keeps only the number).
+pub fn written_value(row: &PublishedRow) -> String {
+    let places = row.decimals.or_else(|| {
+        registry().ok().and_then(|registry| {
+            registry
+                .rows
+                .into_iter()
+                .find(|r| r.dataset == row.dataset && r.split == row.split && r.system == row.system)
+                .and_then(|r| r.decimals)
+        })
+    });
+    match places {
+        Some(places) => format!("{:.places$}", row.value),
+        None => row.value.to_string(),
+    }
+}
+
 /// Whether `measured`, rounded to the row's own decimals, is its value.
 fn equal_at_precision(measured: f64, row: &PublishedRow) -> bool {
     let places = decimals(row);
@@ -431,8 +449,13 @@ mod tests {
         assert_eq!(decimals(&row), 4);
         assert!(!equal_at_precision(0.6454, &row), "0.6454 is 0.645 at three decimals, not 0.6450 at four");
         assert!(equal_at_precision(0.64504, &row));
+        assert_eq!(written_value(&row), "0.6450");
         row.decimals = None;
         assert_eq!(decimals(&row), 3, "without the text, the double's digits");
+        // Read back from a comparison (no text kept), a registry row is still written as its publisher wrote it.
+        let mut scifact = registry().unwrap().rows.into_iter().find(|r| r.dataset == "scifact").unwrap();
+        scifact.decimals = None;
+        assert_eq!(written_value(&scifact), "0.6789");
         assert!(registry().unwrap().rows.iter().all(|r| r.decimals.is_some()));
     }
 
