@@ -67,14 +67,41 @@ pub fn config_label(config: &Value) -> Option<String> {
 }
 
 /// The lexical scorer a run's configuration declares, as the published-rows registry names it: `bm25_flat`
-/// (Lucene's BM25 at k1 0.9 and b 0.4), `fts5` (FTS5's k1 1.2 and b 0.75, which configurations older than k1
+/// (Lucene's BM25 at k1 0.9 and b 0.4, ties by BEIR id as Anserini's), `fts5` (FTS5's k1 1.2 and b 0.75, which configurations older than k1
 /// and b imply), or `another BM25`.
 pub(crate) fn lexical_scorer(config: &Value) -> &'static str {
     let k1 = config["bm25_k1"].as_f64();
     let b = config["bm25_b"].as_f64();
     match config["lexical_backend"].as_str() {
-        Some("lucene_bm25") if k1 == Some(0.9) && b == Some(0.4) => "bm25_flat",
+        Some("lucene_bm25")
+            if k1 == Some(0.9)
+                && b == Some(0.4)
+                && config["lexical_ties"] == json!({ "metadata_key": "beir_doc_id" }) =>
+        {
+            "bm25_flat"
+        }
         Some("fts5" | "memory_bm25") if k1.unwrap_or(1.2) == 1.2 && b.unwrap_or(0.75) == 0.75 => "fts5",
         _ => "another BM25",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_frozen_baselines_and_their_scorers() {
+        assert!(is_frozen_baseline(&frozen_baseline()) && is_frozen_baseline(&bm25_flat_baseline()));
+        assert_eq!(config_label(&bm25_flat_baseline()), None);
+        assert_eq!(lexical_scorer(&bm25_flat_baseline()), "bm25_flat");
+        assert_eq!(lexical_scorer(&frozen_baseline()), "fts5");
+        let mut by_fact = bm25_flat_baseline();
+        by_fact.as_object_mut().unwrap().remove("lexical_ties");
+        assert!(!is_frozen_baseline(&by_fact));
+        assert_eq!(lexical_scorer(&by_fact), "another BM25", "Anserini orders ties by document id");
+        let mut other = frozen_baseline();
+        other["bm25_k1"] = json!(0.9);
+        assert_eq!(lexical_scorer(&other), "another BM25");
+        assert!(config_label(&other).is_some());
     }
 }

@@ -34,14 +34,16 @@ impl Lexical {
         }
     }
 
-    /// The scorer of a run under `config`: BM25 flat for Lucene's BM25 at Anserini's k1 and b, FTS5 for the
-    /// FTS5-equal backends, `None` for any other (Lucene's BM25 at other parameters is neither).
+    /// The scorer of a run under `config`: BM25 flat for Lucene's BM25 at Anserini's k1 and b with ties by BEIR
+    /// id, FTS5 for the FTS5-equal backends, `None` for any other (Lucene's BM25 at other parameters or ties is
+    /// neither).
     pub fn of(config: &SearchConfig) -> Option<Lexical> {
         let flat = Lexical::Bm25Flat.baseline();
         match config.lexical_backend {
-            semantic_memory::LexicalBackendKind::LuceneBm25 => {
-                (config.bm25_k1 == flat.bm25_k1 && config.bm25_b == flat.bm25_b).then_some(Lexical::Bm25Flat)
-            }
+            semantic_memory::LexicalBackendKind::LuceneBm25 => (config.bm25_k1 == flat.bm25_k1
+                && config.bm25_b == flat.bm25_b
+                && config.lexical_ties == flat.lexical_ties)
+                .then_some(Lexical::Bm25Flat),
             _ => (config.bm25_k1 == semantic_memory::FTS5_K1 && config.bm25_b == semantic_memory::FTS5_B)
                 .then_some(Lexical::Fts5),
         }
@@ -77,7 +79,11 @@ mod tests {
         assert_eq!(bm25.lexical_ties, LexicalTies::MetadataKey(BEIR_ID_KEY.into()));
         let by_fact = SearchConfig { lexical_ties: LexicalTies::FactId, ..bm25.clone() };
         assert!(!is_frozen_baseline(&by_fact));
+        assert_eq!(Lexical::of(&by_fact), None, "Anserini orders ties by document id");
+        assert_eq!(Lexical::of(&bm25), Some(Lexical::Bm25Flat));
+        assert_eq!(Lexical::of(&SearchConfig::default()), Some(Lexical::Fts5));
         let fts_parameters = SearchConfig { bm25_k1: 1.2, bm25_b: 0.75, ..bm25 };
         assert!(!is_frozen_baseline(&fts_parameters));
+        assert_eq!(Lexical::of(&fts_parameters), None);
     }
 }
