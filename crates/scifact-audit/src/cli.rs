@@ -582,6 +582,10 @@ pub(crate) struct RunArgs {
     /// Which retrieval mode(s) to run
     #[arg(long, value_enum)]
     pub(crate) mode: ModeArg,
+    /// The lexical scorer of fts_only and of hybrid's lexical half, as `eval --lexical`: `bm25-flat` (Anserini's
+    /// BM25 flat) or `fts5` (SQLite FTS5's BM25)
+    #[arg(long, value_enum, default_value = "bm25-flat")]
+    pub(crate) lexical: LexicalArg,
     #[command(flatten)]
     pub(crate) lock: LockArgs,
 }

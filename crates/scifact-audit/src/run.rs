@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use scifact_eval::{ALL_MODES, RunOptions, Split, claim_boundary};
-use semantic_memory::{SearchConfig, SearchMode};
+use semantic_memory::SearchMode;
 
 use crate::cli::{ModeArg, RunArgs, SplitArg};
 use crate::progress::StageProgress;
@@ -38,7 +38,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         output_dir: args.output_dir.clone(),
         split,
         modes,
-        config: SearchConfig::default(),
+        config: args.lexical.lexical().baseline(),
         build_revision: BUILD_REVISION.into(),
         generated_by: format!("scifact-audit {}", env!("CARGO_PKG_VERSION")),
     };
