@@ -8,7 +8,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::Context;
-use scifact_eval::{Progress, mean_metrics, query_metrics, read_corpus};
+use scifact_eval::{Progress, mean_metrics, query_metrics, read_corpus, recall_at};
 use semantic_memory::lucene::{ANSERINI_B, ANSERINI_K1, LuceneBm25, LuceneHit, beir_flat_contents};
 
 use crate::cli::Bm25FlatArgs;
@@ -32,17 +32,6 @@ fn printed_scores(hits: &[LuceneHit]) -> Vec<f32> {
         printed.push(score);
     }
     printed
-}
-
-/// trec_eval's `recall_k` of one query: the relevant documents (grade at least 1) within the first `k`, over all
-/// its relevant documents; 0 when it has none.
-fn recall_at(ranked: &[String], judged: &std::collections::BTreeMap<String, i64>, k: usize) -> f64 {
-    let relevant = judged.values().filter(|&&grade| grade >= 1).count();
-    if relevant == 0 {
-        return 0.0;
-    }
-    let found = ranked.iter().take(k).filter(|id| judged.get(*id).is_some_and(|&grade| grade >= 1)).count();
-    found as f64 / relevant as f64
 }
 
 /// Runs the command.
@@ -153,16 +142,6 @@ mod tests {
 
     fn hit(score: f32) -> LuceneHit {
         LuceneHit { doc: 0, id: String::new(), score }
-    }
-
-    #[test]
-    fn recall_counts_relevant_documents_within_the_cut_over_all_relevant_ones() {
-        let judged: std::collections::BTreeMap<String, i64> =
-            [("a", 1), ("b", 2), ("c", 0), ("d", 1)].into_iter().map(|(d, g)| (d.to_owned(), g)).collect();
-        let ranked: Vec<String> = ["c", "a", "x", "b"].into_iter().map(str::to_owned).collect();
-        assert_eq!(recall_at(&ranked, &judged, 2), 1.0 / 3.0);
-        assert_eq!(recall_at(&ranked, &judged, 100), 2.0 / 3.0);
-        assert_eq!(recall_at(&ranked, &Default::default(), 100), 0.0);
     }
 
     #[test]

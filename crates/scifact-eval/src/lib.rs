@@ -66,7 +66,9 @@ pub use crate::fixture::{
 };
 pub use crate::journal::{Attempt, JOURNAL_SCHEMA, Journal};
 pub use crate::loaded::{Documents, LoadedDocument, LoadedFixture, LoadedQuery};
-pub use crate::metrics::{LatencySummary, QueryMetrics, latency_summary, mean_metrics, query_metrics};
+pub use crate::metrics::{
+    LatencySummary, QueryMetrics, latency_summary, mean_metrics, query_metrics, recall_at,
+};
 pub use crate::provenance::{DirtyFile, ExecutableIdentity, GitState, HostIdentity, note_embedding_device};
 pub use crate::run::{
     ALL_MODES, FinishedRun, MAX_FIXTURE_BYTES, RECEIPT_CHAIN_SEED, RunOptions, RunReport, RunSummary,

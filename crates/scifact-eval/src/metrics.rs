@@ -53,7 +53,6 @@ pub fn query_metrics(ranked: &[String], qrels: &BTreeMap<String, i64>) -> QueryM
         return QueryMetrics::default();
     }
     let top = &ranked[..ranked.len().min(DEPTH)];
-    let hits_within = |k: usize| top.iter().take(k).filter(|doc| grade(doc) >= 1).count();
     let first_relevant = top.iter().position(|doc| grade(doc) >= 1).map(|index| index + 1);
 
     let dcg: f64 = top.iter().enumerate().map(|(i, doc)| gain(grade(doc)) / discount(i + 1)).sum();
@@ -70,7 +69,7 @@ pub fn query_metrics(ranked: &[String], qrels: &BTreeMap<String, i64>) -> QueryM
         }
     }
 
-    let recall = |k: usize| hits_within(k) as f64 / relevant as f64;
+    let recall = |k: usize| recall_at(top, qrels, k);
     let success = |k: usize| if first_relevant.is_some_and(|rank| rank <= k) { 1.0 } else { 0.0 };
     QueryMetrics {
         ndcg_10: if idcg > 0.0 { dcg / idcg } else { 0.0 },
@@ -83,6 +82,17 @@ pub fn query_metrics(ranked: &[String], qrels: &BTreeMap<String, i64>) -> QueryM
         success_5: success(5),
         success_10: success(10),
     }
+}
+
+/// trec_eval's `recall_k` of one query: the relevant documents (grade at least 1) within the first `k` of
+/// `ranked`, over all its relevant documents; 0 when it has none.
+pub fn recall_at(ranked: &[String], qrels: &BTreeMap<String, i64>, k: usize) -> f64 {
+    let relevant = qrels.values().filter(|&&grade| grade >= 1).count();
+    if relevant == 0 {
+        return 0.0;
+    }
+    let found = ranked.iter().take(k).filter(|id| qrels.get(*id).is_some_and(|&grade| grade >= 1)).count();
+    found as f64 / relevant as f64
 }
 
 fn gain(grade: i64) -> f64 {
@@ -156,6 +166,16 @@ pub fn nearest_rank(sorted: &[f64], percentile: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recall_counts_relevant_documents_within_the_cut_over_all_relevant_ones() {
+        let judged: BTreeMap<String, i64> =
+            [("a", 1), ("b", 2), ("c", 0), ("d", 1)].into_iter().map(|(d, g)| (d.to_owned(), g)).collect();
+        let ranked: Vec<String> = ["c", "a", "x", "b"].into_iter().map(str::to_owned).collect();
+        assert_eq!(recall_at(&ranked, &judged, 2), 1.0 / 3.0);
+        assert_eq!(recall_at(&ranked, &judged, 100), 2.0 / 3.0);
+        assert_eq!(recall_at(&ranked, &Default::default(), 100), 0.0);
+    }
 
     fn ids(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| (*s).to_owned()).collect()

@@ -330,29 +330,29 @@ pub fn compare(scored: Scored, runs: &[MeasuredRun]) -> Result<PublishedComparis
             low: measured.low - row.value,
             high: measured.high - row.value,
         };
-        let lexical_mismatch = row
-            .compares_with
-            .lexical
-            .as_deref()
-            .filter(|lexical| *lexical != run.lexical)
-            .map(|lexical| format!("the row's lexical scorer is {lexical}, this run's {}", run.lexical));
-        let mismatch = lexical_mismatch.or_else(|| {
-            row.compares_with.text_policy.as_deref().filter(|policy| *policy != run.text_policy.name()).map(
-                |policy| {
-                    format!(
-                        "the row's texts were made by the {policy} text policy, this run's by the {} text policy",
-                        run.text_policy.name()
-                    )
-                },
-            )
-        })
-        .or_else(|| {
-                row.compares_with
-                    .model
-                    .as_deref()
-                    .filter(|model| *model != run.model)
-                    .map(|model| format!("the row is {model}'s, this run is {}'s", run.model))
-            });
+        // The first way the run was made otherwise than the row: its lexical scorer, text policy or model.
+        let compares = &row.compares_with;
+        let mismatch = [
+            compares
+                .lexical
+                .as_deref()
+                .filter(|lexical| *lexical != run.lexical)
+                .map(|lexical| format!("the row's lexical scorer is {lexical}, this run's {}", run.lexical)),
+            compares.text_policy.as_deref().filter(|policy| *policy != run.text_policy.name()).map(|policy| {
+                format!(
+                    "the row's texts were made by the {policy} text policy, this run's by the {} text policy",
+                    run.text_policy.name()
+                )
+            }),
+            compares
+                .model
+                .as_deref()
+                .filter(|model| *model != run.model)
+                .map(|model| format!("the row is {model}'s, this run is {}'s", run.model)),
+        ]
+        .into_iter()
+        .flatten()
+        .next();
         let within = difference.mean.abs() <= registry.tolerance.ndcg_10;
         let (verdict, why) = match (&row.differs_by_design, mismatch) {
             (Some(design), _) => ("not_comparable", design.clone()),

@@ -110,8 +110,7 @@ pub fn expand_space(
     if file.trials.is_empty() || file.trials.len() > MAX_TRIALS {
         return Err(refuse(format!("{} trials; 1 to {MAX_TRIALS} are accepted", file.trials.len())));
     }
-    let baseline_config = baseline;
-    let baseline = serde_json::to_value(baseline_config)?;
+    let baseline_json = serde_json::to_value(baseline)?;
     let mut trials: Vec<DeclaredTrial> = Vec::new();
     for (index, spec) in file.trials.iter().enumerate() {
         let name = &spec.name;
@@ -125,14 +124,14 @@ pub fn expand_space(
         if spec.set.contains_key("top_k") {
             return Err(refuse(format!("trial {name:?}: top_k is the contract's 10 and is not selectable")));
         }
-        let mut value = baseline.clone();
+        let mut value = baseline_json.clone();
         if let Some(object) = value.as_object_mut() {
             object.extend(spec.set.clone());
         }
         let config: SearchConfig =
             serde_json::from_value(value).map_err(|e| refuse(format!("trial {name:?}: {e}")))?;
         config.validate().map_err(|e| refuse(format!("trial {name:?}: {e}")))?;
-        if index == 0 && config != *baseline_config {
+        if index == 0 && config != *baseline {
             return Err(refuse(format!("trial 0 ({name:?}) must be the frozen baseline (set nothing)")));
         }
         let config_sha256 = config_digest(&config)?;

@@ -6,8 +6,9 @@ use rusqlite::Connection;
 
 use crate::config::LexicalTies;
 use crate::error::{Error, Result};
-use crate::lucene::{LuceneBm25, LuceneHit};
+use crate::lucene::LuceneBm25;
 use crate::store::FactId;
+use crate::vector::ScoredFact;
 
 /// What an index was built for: its tie order and the float32 k1 and b it scores with.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,15 +40,19 @@ fn tie_key(ties: &LexicalTies, fact: FactId, metadata: &str) -> Result<String> {
 }
 
 impl LuceneFacts {
-    /// Indexes every fact of the store behind `conn`, in fact id order.
-    pub(crate) fn build(conn: &Connection, built: Built) -> Result<LuceneFacts, BuildError> {
-        let mut statement = conn.prepare("SELECT id, text, metadata FROM facts ORDER BY id")?;
-        let mut rows = statement.query([])?;
+    /// Indexes every fact of the store behind `conn`, in fact id order; `sql` says which store SQLite failed on.
+    pub(crate) fn build(
+        conn: &Connection,
+        built: Built,
+        sql: impl Fn(rusqlite::Error) -> Error,
+    ) -> Result<LuceneFacts> {
+        let mut statement = conn.prepare("SELECT id, text, metadata FROM facts ORDER BY id").map_err(&sql)?;
+        let mut rows = statement.query([]).map_err(&sql)?;
         let (mut facts, mut docs) = (Vec::new(), Vec::new());
-        while let Some(row) = rows.next()? {
-            let fact = FactId(row.get(0)?);
-            let text: String = row.get(1)?;
-            let metadata: String = row.get(2)?;
+        while let Some(row) = rows.next().map_err(&sql)? {
+            let fact = FactId(row.get(0).map_err(&sql)?);
+            let text: String = row.get(1).map_err(&sql)?;
+            let metadata: String = row.get(2).map_err(&sql)?;
             docs.push((tie_key(&built.ties, fact, &metadata)?, text));
             facts.push(fact);
         }
@@ -65,27 +70,10 @@ impl LuceneFacts {
         terms: &[(String, u32)],
         limit: usize,
         keep: &dyn Fn(FactId) -> bool,
-    ) -> Vec<(FactId, f32)> {
-        let hits: Vec<LuceneHit> = self.index.rank(terms, limit, &|doc| keep(self.facts[doc]));
-        hits.into_iter().map(|hit| (self.facts[hit.doc], hit.score)).collect()
-    }
-}
-
-/// Why an index could not be built: the database, or a fact's tie key.
-#[derive(Debug)]
-pub(crate) enum BuildError {
-    Sqlite(rusqlite::Error),
-    Store(Error),
-}
-
-impl From<rusqlite::Error> for BuildError {
-    fn from(error: rusqlite::Error) -> Self {
-        BuildError::Sqlite(error)
-    }
-}
-
-impl From<Error> for BuildError {
-    fn from(error: Error) -> Self {
-        BuildError::Store(error)
+    ) -> Vec<ScoredFact> {
+        let hits = self.index.rank(terms, limit, &|doc| keep(self.facts[doc]));
+        hits.into_iter()
+            .map(|hit| ScoredFact { fact_id: self.facts[hit.doc], score: f64::from(hit.score) })
+            .collect()
     }
 }

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::helper;
 use crate::lexical::{Fts5, FtsQuery, LexicalBackend, Scope};
 use crate::lucene::{ANALYZER, query_terms};
-use crate::lucene_facts::{BuildError, Built, LuceneFacts};
+use crate::lucene_facts::{Built, LuceneFacts};
 use crate::receipt::{
     ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, QueryEvidence,
     RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, SearchMode, SearchReceipt, StoreEvidence, VectorEvidence,
@@ -306,11 +306,7 @@ impl FactStore {
         if let Some(index) = self.lucene.borrow().as_ref().filter(|index| index.built == wanted) {
             return Ok(index.clone());
         }
-        let index =
-            std::sync::Arc::new(LuceneFacts::build(&self.conn, wanted).map_err(|error| match error {
-                BuildError::Sqlite(source) => self.sql_error(source),
-                BuildError::Store(error) => error,
-            })?);
+        let index = std::sync::Arc::new(LuceneFacts::build(&self.conn, wanted, |e| self.sql_error(e))?);
         *self.lucene.borrow_mut() = Some(index.clone());
         Ok(index)
     }
@@ -346,11 +342,7 @@ impl FactStore {
             let index = self.lucene_index(config)?;
             let terms = query_terms(text);
             let in_scope = self.scope_filter(context);
-            let candidates: Vec<ScoredFact> = index
-                .search(&terms, limit, &in_scope)
-                .into_iter()
-                .map(|(fact_id, score)| ScoredFact { fact_id, score: f64::from(score) })
-                .collect();
+            let candidates = index.search(&terms, limit, &in_scope);
             let evidence = evidence("lucene_bm25", LUCENE_EXACTNESS, None, candidates.len());
             return Ok(LexicalRun { candidates, evidence, analyzed_terms: Some(terms) });
         }

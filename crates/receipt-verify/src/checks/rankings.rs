@@ -636,15 +636,14 @@ fn lexical(run: &Run, rows: &[Value], shared: &Shared<'_>, lists: Source<'_>) ->
         queries += 1;
         hits_checked += hits.len();
     }
-    Ok(match lists {
-        Source::Fts5(_) => format!(
-            "{queries} queries: each FTS5 expression rebuilt from the query text, and every lexical candidate list ({hits_checked} hits) is this verifier's own FTS5 bm25() top {depth}, ids, ranks and score bits"
-        ),
-        Source::Lucene(..) => format!(
-            "{queries} queries: each query's analyzed terms rebuilt from its text, and every lexical candidate list ({hits_checked} hits) is {} top {depth}, ids, ranks and score bits",
-            lists.name()
-        ),
-    })
+    let rebuilt = match lists {
+        Source::Fts5(_) => "each FTS5 expression rebuilt from the query text",
+        Source::Lucene(..) => "each query's analyzed terms rebuilt from its text",
+    };
+    Ok(format!(
+        "{queries} queries: {rebuilt}, and every lexical candidate list ({hits_checked} hits) is {} top {depth}, ids, ranks and score bits",
+        lists.name()
+    ))
 }
 
 fn fused(
