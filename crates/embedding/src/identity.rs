@@ -28,10 +28,12 @@ pub struct EmbedderIdentity {
     pub backend_version: String,
     /// What the embedder does with a text the backend refuses (for Ollama, the shortened retries).
     pub overlong_policy: String,
-    /// For a sentence-transformers checkpoint other than all-MiniLM-L6-v2: `sha256:` of every file besides the
-    /// weights and the tokenizer that shapes a vector (`config.json`, `modules.json`, the pooling's config,
-    /// `sentence_bert_config.json`, `config_sentence_transformers.json`), by path. Absent for
-    /// all-MiniLM-L6-v2, whose files are pinned by name, and for a bare BERT directory.
+    /// `sha256:` of every file besides the weights and the tokenizer that shapes a vector (`config.json`
+    /// always; `modules.json`, the pooling's config, `sentence_bert_config.json`,
+    /// `config_sentence_transformers.json`, `tokenizer_config.json` when the checkpoint holds them), by path:
+    /// with the two digests above, every byte a verifier needs to judge the model's name. This crate's forward
+    /// pass always records it; identities recorded before it did (claim v7 and earlier) lack it for
+    /// all-MiniLM-L6-v2 and for a bare BERT directory, and remote backends have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<std::collections::BTreeMap<String, String>>,
     /// The prompts such a checkpoint declares, by role (`document`, `query`), when it declares any.

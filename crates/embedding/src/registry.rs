@@ -253,7 +253,22 @@ mod tests {
                 assert_eq!(name_of(&three_files, &read).unwrap(), None, "{what}");
             }
         }
-        assert_eq!(unmet(&minilm(), &read_as("cls", 512, "none")), None, "MiniLM is pinned by its files");
+    }
+
+    /// all-MiniLM-L6-v2's files are pinned when present; its entry also says how it is read, so that a directory
+    /// without its sentence-transformers files keeps the name only when the defaults read it as they do.
+    #[test]
+    fn a_minilm_name_needs_minilms_reading_too() {
+        let minilm = minilm();
+        assert_eq!(unmet(&minilm, &read_as("mean", 256, "l2")), None);
+        for (read, what) in [
+            (read_as("cls", 256, "l2"), "its pooling is cls"),
+            (read_as("mean", 128, "l2"), "its window is 128 tokens"),
+            (read_as("mean", 256, "none"), "its normalization is none"),
+        ] {
+            let reason = unmet(&minilm, &read).unwrap();
+            assert!(reason.contains(what), "{reason}");
+        }
     }
 
     #[test]

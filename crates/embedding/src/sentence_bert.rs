@@ -512,10 +512,10 @@ impl Embedder for SentenceBert {
     }
 }
 
-/// The identity a checkpoint's vectors carry. all-MiniLM-L6-v2 (its files pinned by name) and a directory with
-/// no sentence-transformers files (read with the defaults) keep the identity fixtures have always recorded;
-/// any other checkpoint adds the digest of every file that shapes a vector, its prompts and its lower-casing,
-/// so a change in any of them is a different model.
+/// The identity a checkpoint's vectors carry: the digest of every file that shapes a vector, so that a change in
+/// any of them is a different model and a verifier sees every byte the name stands for. A sentence-transformers
+/// checkpoint other than all-MiniLM-L6-v2 adds its prompts and its lower-casing (all-MiniLM-L6-v2 declares
+/// neither, and a bare directory is read with the defaults).
 fn identity(
     model: &str,
     checkpoint: &Checkpoint,
@@ -542,9 +542,13 @@ fn identity(
         backend: BACKEND.into(),
         backend_version: BACKEND_VERSION.into(),
         overlong_policy: format!("truncate to {max_tokens} tokens"),
-        files: described.then(|| {
-            checkpoint.files.iter().map(|(name, digest)| (name.clone(), format!("sha256:{digest}"))).collect()
-        }),
+        files: Some(
+            checkpoint
+                .files
+                .iter()
+                .map(|(name, digest)| (name.clone(), format!("sha256:{digest}")))
+                .collect(),
+        ),
         prompts: (described && !checkpoint.prompts.is_empty()).then(|| {
             checkpoint.prompts.iter().map(|(role, prompt)| (role.name().to_owned(), prompt.clone())).collect()
         }),

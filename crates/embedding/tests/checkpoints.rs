@@ -283,7 +283,7 @@ fn what_cannot_be_run_exactly_is_refused_naming_the_file_and_the_field() {
 }
 
 #[test]
-fn a_bare_bert_directory_keeps_all_minilm_s_defaults_and_identity() {
+fn a_bare_bert_directory_keeps_all_minilm_s_defaults_and_lists_its_config() {
     let dir = tempfile::tempdir().unwrap();
     embedding::testing::write_tiny_bert(dir.path(), 9).unwrap();
     let checkpoint = Checkpoint::read(dir.path()).unwrap();
@@ -291,7 +291,13 @@ fn a_bare_bert_directory_keeps_all_minilm_s_defaults_and_identity() {
     assert_eq!((checkpoint.pooling, checkpoint.normalize, checkpoint.max_tokens), (Pooling::Mean, true, 64));
     let model = SentenceBert::load(dir.path(), "tiny", WeightPin::Unpinned).unwrap();
     let identity = serde_json::to_value(model.identity()).unwrap();
-    assert!(identity.get("files").is_none() && identity.get("prompts").is_none(), "{identity}");
+    // Its one file besides the weights and tokenizer is listed: a verifier judges the name from every byte.
+    assert_eq!(identity["files"].as_object().map(|files| files.len()), Some(1), "{identity}");
+    assert!(
+        identity["files"]["config.json"].as_str().is_some_and(|d| d.starts_with("sha256:")),
+        "{identity}"
+    );
+    assert!(identity.get("prompts").is_none(), "{identity}");
     assert_eq!(
         (identity["pooling"].as_str(), identity["normalization"].as_str()),
         (Some("mean"), Some("l2"))

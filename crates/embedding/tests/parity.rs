@@ -125,7 +125,8 @@ fn matches_sentence_transformers_on_all_48_reference_texts() {
 fn all_minilm_keeps_its_identity_and_its_published_files_are_required() {
     let model = SentenceBert::all_minilm_l6_v2(&model_dir()).unwrap();
     let identity = serde_json::to_value(model.identity()).unwrap();
-    // The identity every SciFact fixture and bundle records: nothing added by reading its checkpoint files.
+    // The identity a SciFact fixture records from claim v8 on: claim v7's and every file that shapes a vector,
+    // each the published one.
     assert_eq!(
         identity,
         serde_json::json!({
@@ -134,6 +135,13 @@ fn all_minilm_keeps_its_identity_and_its_published_files_are_required() {
             "tokenizer_sha256": "sha256:be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
             "max_tokens": 256, "pooling": "mean", "normalization": "l2", "backend": "scifact-audit-bert",
             "backend_version": "1", "overlong_policy": "truncate to 256 tokens",
+            "files": {
+                "1_Pooling/config.json": "sha256:4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
+                "config.json": "sha256:953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+                "config_sentence_transformers.json": "sha256:061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3",
+                "modules.json": "sha256:84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+                "sentence_bert_config.json": "sha256:fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
+            },
         })
     );
     assert!(

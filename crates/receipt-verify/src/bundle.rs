@@ -29,10 +29,10 @@ use crate::names::{
     BUNDLE_LIMITS, CARRIED_PREFIX, CARRIED_SUBJECT, COMPARISON_FILE, COMPARISON_PAGE, EFFECTIVE_CONFIG_FILE,
     FIXTURE_METADATA_FILE, MANIFEST_FILE, MAPPING_FILE, MAX_FIXTURE_BYTES, MAX_MANIFEST_BYTES,
     MAX_SIDECAR_BYTES, MAX_SUBJECTS, MAX_VECTORS_BYTES, PREDICATE_TYPE, PREDICATE_TYPE_V1, PREDICATE_TYPE_V2,
-    PREDICATE_TYPE_V3, PREDICATE_TYPE_V4, PREDICATE_TYPE_V5, PREDICATE_TYPE_V6, PREREGISTRATION_FILE,
-    PREREGISTRATION_SIGNATURE_FILE, PUBLISHED_FILE, REPLACED_SIGNATURE_PREFIX, REPORT_FILE,
-    SELECTION_DOCUMENTS, SELECTION_FILE, SIGNATURE_FILE, STATEMENT_TYPE, STATISTICS_FILE, TEST_RESULT_FILE,
-    VECTORS_FILE, VERIFICATION_FILE, claim_version, is_plain_file_name,
+    PREDICATE_TYPE_V3, PREDICATE_TYPE_V4, PREDICATE_TYPE_V5, PREDICATE_TYPE_V6, PREDICATE_TYPE_V7,
+    PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, PUBLISHED_FILE, REPLACED_SIGNATURE_PREFIX,
+    REPORT_FILE, SELECTION_DOCUMENTS, SELECTION_FILE, SIGNATURE_FILE, STATEMENT_TYPE, STATISTICS_FILE,
+    TEST_RESULT_FILE, VECTORS_FILE, VERIFICATION_FILE, claim_version, is_plain_file_name,
 };
 use crate::report::{Basis, Report, Status, Verdict};
 use crate::sign::{MAX_KEY_FILE_BYTES, TRUSTED_COMMENT_PREFIX, VerifyingKey, verify_bytes};
@@ -242,6 +242,21 @@ fn pretty(value: &Value) -> Vec<u8> {
     bytes
 }
 
+/// The claim a version 8 bundle makes: version 7's, and the digest (hex) of every file that shapes its vectors
+/// as the first aggregate's model identity declares them, by file name.
+pub fn claim_v8(
+    runs: &[Run],
+    verification: &Value,
+    files: &BTreeMap<String, Vec<u8>>,
+    vectors_sha256: Option<&str>,
+) -> Value {
+    let mut value = claim_v7(runs, verification, files, vectors_sha256);
+    value["model_files"] = runs.first().map_or(Value::Null, |run| {
+        crate::registries::declared_digests(&run.aggregate["embedding"]).into_iter().collect()
+    });
+    value
+}
+
 /// The claim a version 7 bundle makes: version 6's, and the lexical scorer of its runs (`bm25_flat`, `fts5`, or
 /// `another BM25`), read from the first aggregate's configuration.
 pub fn claim_v7(
@@ -398,7 +413,7 @@ fn statement(
         "_type": STATEMENT_TYPE,
         "subject": subjects,
         "predicateType": PREDICATE_TYPE,
-        "predicate": claim_v7(runs, verification, files, vectors_sha256),
+        "predicate": claim_v8(runs, verification, files, vectors_sha256),
     })
 }
 
@@ -529,8 +544,11 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
             PREDICATE_TYPE_V6 => {
                 Some(claim_v6(&runs, &verification, &files, large.as_ref().map(|l| l.sha256.as_str())))
             }
-            PREDICATE_TYPE => {
+            PREDICATE_TYPE_V7 => {
                 Some(claim_v7(&runs, &verification, &files, large.as_ref().map(|l| l.sha256.as_str())))
+            }
+            PREDICATE_TYPE => {
+                Some(claim_v8(&runs, &verification, &files, large.as_ref().map(|l| l.sha256.as_str())))
             }
             _ => None,
         };
@@ -647,6 +665,7 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         texts: texts_input,
         embedding: &check.embedding,
         published: files.get(PUBLISHED_FILE).map(Vec::as_slice),
+        identity_lists_files: claim_version(predicate_type) >= 8,
     });
     report.extend(outcome.report);
     published_present(
@@ -812,7 +831,7 @@ fn published_present(
                 "published",
                 "published.present",
                 Err(format!(
-                    "a claim v7 bundle's {PUBLISHED_FILE} is of schema {}; claim v7 carries scifact-audit-published-comparison-v3 (the registry of version 2)",
+                    "a claim v7 or later bundle's {PUBLISHED_FILE} is of schema {}; claim v7 and later carry scifact-audit-published-comparison-v3 (the registry of version 2)",
                     schema.unwrap_or_else(|| "none".into())
                 )),
             );

@@ -12,11 +12,17 @@ pub const SIGNATURE_FILE: &str = "manifest.json.minisig";
 pub const REPLACED_SIGNATURE_PREFIX: &str = "manifest.json.minisig.replaced-";
 /// The in-toto Statement type.
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
-/// The predicate type of the claims this build writes: version 7 is version 6's claim with the lexical scorer
-/// of its runs (`lexical`: `bm25_flat` or `fts5`), a `published.json` of version 3 or later (the registry whose
-/// BM25-flat rows a BM25-flat run can reproduce), and a report page that names the scorer, the archive and model
-/// a reader re-runs with, and keeps intervals, notes and latency tails legible.
-pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v7";
+/// The predicate type of the claims this build writes: version 8 is version 7's claim with the digest of every
+/// file that shapes the vectors (`model_files`: the weights, the tokenizer, `config.json` and each
+/// sentence-transformers file the checkpoint holds), which the model's identity in the fixture must list for
+/// a model run by this project's forward pass: `model.identity` judges the model's name from all of them.
+pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v8";
+/// Version 7: version 6's claim with the lexical scorer of its runs (`lexical`: `bm25_flat` or `fts5`), a
+/// `published.json` of version 3 or later (the registry whose BM25-flat rows a BM25-flat run can reproduce),
+/// and a report page that names the scorer, the archive and model a reader re-runs with, and keeps intervals,
+/// notes and latency tails legible. Its model identity names the weights and the tokenizer of
+/// all-MiniLM-L6-v2 only; such bundles keep verifying.
+pub const PREDICATE_TYPE_V7: &str = "urn:scifact-audit:claim:v7";
 /// Version 6: version 5's claim with the digest of `published.json` (`published_sha256`), which a bundle of a
 /// registered dataset must carry (the comparison with the dataset's published rows cannot be left out), of
 /// version 2 or later (it states whose archive was evaluated). Such bundles keep verifying.
@@ -43,7 +49,7 @@ pub fn claim_version(predicate_type: &str) -> u32 {
     predicate_type
         .strip_prefix("urn:scifact-audit:claim:v")
         .and_then(|n| n.parse().ok())
-        .filter(|n| (1..=7).contains(n))
+        .filter(|n| (1..=8).contains(n))
         .unwrap_or(0)
 }
 

@@ -264,6 +264,7 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
             texts: texts_input,
             embedding: &options.embedding,
             published: published.as_deref(),
+            identity_lists_files: true,
         });
         report.extend(outcome.report);
         model = model.or(outcome.model);

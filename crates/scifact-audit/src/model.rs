@@ -126,3 +126,45 @@ mod tests {
         }
     }
 }
+
+/// An embedder whose identity is written as identities were before they listed every file that shapes a vector
+/// (claim v7 and earlier): without `files`. The vectors are the inner embedder's; only the record differs, so
+/// that a fixture of such a bundle is rebuilt to its own bytes.
+pub(crate) struct RecordedBeforeFiles {
+    inner: Box<dyn Embedder>,
+    identity: embedding::EmbedderIdentity,
+}
+
+impl RecordedBeforeFiles {
+    /// `inner`, recorded without its files.
+    pub(crate) fn new(inner: Box<dyn Embedder>) -> RecordedBeforeFiles {
+        let identity = embedding::EmbedderIdentity { files: None, ..inner.identity().clone() };
+        RecordedBeforeFiles { inner, identity }
+    }
+}
+
+impl Embedder for RecordedBeforeFiles {
+    fn identity(&self) -> &embedding::EmbedderIdentity {
+        &self.identity
+    }
+
+    fn embed(&self, texts: &[&str]) -> embedding::Result<Vec<embedding::Embedding>> {
+        self.inner.embed(texts)
+    }
+
+    fn declared_prompt(&self, role: embedding::Role) -> String {
+        self.inner.declared_prompt(role)
+    }
+
+    fn has_own_text_policy(&self) -> bool {
+        self.inner.has_own_text_policy()
+    }
+
+    fn on_gpu(&self) -> bool {
+        self.inner.on_gpu()
+    }
+
+    fn embed_prompted(&self, prompt: &str, texts: &[&str]) -> embedding::Result<Vec<embedding::Embedding>> {
+        self.inner.embed_prompted(prompt, texts)
+    }
+}

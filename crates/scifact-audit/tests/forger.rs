@@ -242,8 +242,10 @@ impl Forgery {
             receipt_verify::claim_v5(&self.runs(), &verification, &files, vectors.as_deref())
         } else if manifest["predicateType"] == receipt_verify::PREDICATE_TYPE_V6 {
             receipt_verify::claim_v6(&self.runs(), &verification, &files, vectors.as_deref())
-        } else {
+        } else if manifest["predicateType"] == receipt_verify::PREDICATE_TYPE_V7 {
             receipt_verify::claim_v7(&self.runs(), &verification, &files, vectors.as_deref())
+        } else {
+            receipt_verify::claim_v8(&self.runs(), &verification, &files, vectors.as_deref())
         };
         self.set_json("manifest.json", &manifest);
         self.sign_manifest_bytes(key);

@@ -27,7 +27,7 @@ fn python(script_name: &str, dir: &Path) -> String {
 fn trec_runs_and_statements_read_by_the_ecosystems_tools() {
     let e = evaluated();
     let manifest = read_json(&e.bundle.join("manifest.json"));
-    assert_eq!(manifest["predicateType"], "urn:scifact-audit:claim:v7");
+    assert_eq!(manifest["predicateType"], "urn:scifact-audit:claim:v8");
     let subjects: Vec<&str> =
         manifest["subject"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
     let aggregates: Vec<&str> = subjects.iter().copied().filter(|n| n.ends_with(".aggregate.json")).collect();

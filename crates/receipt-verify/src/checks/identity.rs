@@ -10,8 +10,11 @@ use serde_json::Value;
 use crate::registries::{archive_standing, declared_digests, judge_name, unmet_requirement};
 use crate::report::Report;
 
-/// `model.identity`: the fixture's model name against the digests it declares and the registry.
-pub(crate) fn model(metadata: &Value, report: &mut Report) {
+/// `model.identity`: the fixture's model name against the digests it declares and the registry. When
+/// `lists_files` (claim v8 and later), an identity of this project's forward pass must declare every file that
+/// shapes its vectors, `config.json` at least: a name judged from the weights and the tokenizer alone would
+/// stand for files nobody hashed.
+pub(crate) fn model(metadata: &Value, lists_files: bool, report: &mut Report) {
     let identity = &metadata["embedding"];
     let backend = identity["backend"].as_str().unwrap_or("");
     let name = identity["model"].as_str().unwrap_or("");
@@ -22,6 +25,18 @@ pub(crate) fn model(metadata: &Value, report: &mut Report) {
             format!(
                 "{name:?} was embedded by {backend:?}, which names its model without a digest of its files"
             ),
+        );
+        return;
+    }
+    let listed = identity["files"].as_object().is_some_and(|files| files.contains_key("config.json"));
+    if lists_files && backend == embedding::BACKEND && !listed {
+        report.record(
+            "global",
+            "model.identity",
+            Err(format!(
+                "the identity of {name:?} declares no digest of config.json (its `files`): claim v8 and later \
+                 name a model from every file that shapes its vectors, not its weights and tokenizer alone"
+            )),
         );
         return;
     }
@@ -95,10 +110,49 @@ mod tests {
 
     fn checked(metadata: &Value) -> Report {
         let mut report = Report::default();
-        model(metadata, &mut report);
+        model(metadata, false, &mut report);
         let md5 = metadata["source"]["archive_md5"].as_str().unwrap_or("");
         dataset(metadata, Read::Zip(md5), &mut report);
         report
+    }
+
+    /// Claim v8: all-MiniLM-L6-v2's name is judged from every file that shapes its vectors, so an identity that
+    /// lists none of them, or a `config.json` that is not the published one, loses the name.
+    #[test]
+    fn from_claim_v8_a_model_name_is_judged_from_every_file() {
+        let minilm = |files: Option<Value>| {
+            let mut identity = serde_json::json!({
+                "backend": embedding::BACKEND, "model": embedding::ALL_MINILM_L6_V2,
+                "weights_sha256": format!("sha256:{}", embedding::ALL_MINILM_L6_V2_WEIGHTS_SHA256),
+                "tokenizer_sha256": format!("sha256:{}", embedding::ALL_MINILM_L6_V2_FILES[0].1),
+                "pooling": "mean", "max_tokens": 256, "normalization": "l2",
+            });
+            if let Some(files) = files {
+                identity["files"] = files;
+            }
+            serde_json::json!({"embedding": identity})
+        };
+        let judged = |metadata: &Value, lists_files: bool| {
+            let mut report = Report::default();
+            model(metadata, lists_files, &mut report);
+            (report.passed(), report.checks[0].evidence.clone())
+        };
+        let published: serde_json::Map<String, Value> = embedding::ALL_MINILM_L6_V2_FILES[1..]
+            .iter()
+            .map(|(file, digest)| ((*file).to_owned(), Value::from(format!("sha256:{digest}"))))
+            .collect();
+        let (passed, evidence) = judged(&minilm(Some(Value::Object(published.clone()))), true);
+        assert!(passed, "{evidence}");
+        assert!(evidence.contains("every declared file digest (7)"), "{evidence}");
+        // The weights and tokenizer alone: enough for claim v7, not for v8.
+        assert!(judged(&minilm(None), false).0);
+        let (passed, evidence) = judged(&minilm(None), true);
+        assert!(!passed && evidence.contains("declares no digest of config.json"), "{evidence}");
+        // A config.json of other bytes beside the published weights.
+        let mut edited = published;
+        edited.insert("config.json".into(), Value::from(format!("sha256:{}", "0".repeat(64))));
+        let (passed, evidence) = judged(&minilm(Some(Value::Object(edited))), true);
+        assert!(!passed && evidence.contains("config.json has sha256 0000"), "{evidence}");
     }
 
     #[test]

@@ -72,6 +72,9 @@ pub(crate) struct Inputs<'a> {
     pub(crate) published: Option<&'a [u8]>,
     /// `sha256:` of the bundle's manifest, which shard results must name (`None` for an output directory).
     pub(crate) manifest_sha256: Option<&'a str>,
+    /// Whether the model identity must list every file that shapes the vectors (claim v8 and later, and an
+    /// output directory, which this build's runner wrote).
+    pub(crate) identity_lists_files: bool,
 }
 
 /// The checks and, for a run with a selection, what the report draws.
@@ -137,7 +140,7 @@ pub(crate) fn run_all(inputs: &Inputs<'_>) -> Outcome {
             }
         }
         if let Input::Read { content: view, .. } = inputs.fixture {
-            identity::model(&view.metadata, &mut report);
+            identity::model(&view.metadata, inputs.identity_lists_files, &mut report);
         }
         report.extend(rankings::rankings(inputs, share.lexical));
         let (selection, mut model) = selection::selection_checks(inputs.runs, inputs.documents);

@@ -211,6 +211,13 @@ pub(crate) fn load(
     // The reader's copy must be the declared model in every file that shapes a vector, not only its weights.
     let mut loaded = serde_json::to_value(embedder.identity()).map_err(|e| e.to_string())?;
     loaded["model"] = Value::from(model);
+    // An identity recorded before identities listed every file (claim v7 and earlier, for all-MiniLM-L6-v2 and
+    // bare directories) is compared without them: the reader's files were judged against the name above.
+    if identity.get("files").is_none()
+        && let Some(fields) = loaded.as_object_mut()
+    {
+        fields.remove("files");
+    }
     if &loaded != identity {
         let differs = loaded
             .as_object()
