@@ -113,20 +113,6 @@ fn weights_digest(given: &str) -> anyhow::Result<String> {
     Ok(hex)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_weights_digest_is_normalised_or_refused() {
-        let lower = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db";
-        assert_eq!(super::weights_digest(&lower.to_uppercase()).unwrap(), lower);
-        assert_eq!(super::weights_digest(&format!("sha256:{lower}")).unwrap(), lower);
-        assert_eq!(super::weights_digest(&format!(" {lower}\n")).unwrap(), lower);
-        for bad in ["", "53aa", &format!("{lower}00"), &lower.replace('a', "g")] {
-            assert!(super::weights_digest(bad).is_err(), "{bad:?}");
-        }
-    }
-}
-
 /// An embedder whose identity is written as identities were before they listed every file that shapes a vector
 /// (claim v7 and earlier): without `files`. The vectors are the inner embedder's; only the record differs, so
 /// that a fixture of such a bundle is rebuilt to its own bytes.
@@ -166,5 +152,43 @@ impl Embedder for RecordedBeforeFiles {
 
     fn embed_prompted(&self, prompt: &str, texts: &[&str]) -> embedding::Result<Vec<embedding::Embedding>> {
         self.inner.embed_prompted(prompt, texts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_weights_digest_is_normalised_or_refused() {
+        let lower = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db";
+        assert_eq!(super::weights_digest(&lower.to_uppercase()).unwrap(), lower);
+        assert_eq!(super::weights_digest(&format!("sha256:{lower}")).unwrap(), lower);
+        assert_eq!(super::weights_digest(&format!(" {lower}\n")).unwrap(), lower);
+        for bad in ["", "53aa", &format!("{lower}00"), &lower.replace('a', "g")] {
+            assert!(super::weights_digest(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// `reproduce` of a claim v7 bundle records the model as it was then: the same vectors, no `files`.
+    #[test]
+    fn a_model_recorded_before_files_embeds_the_same_and_lists_none() {
+        use embedding::Embedder;
+        let dir = tempfile::tempdir().unwrap();
+        embedding::testing::write_tiny_bert(dir.path(), 3).unwrap();
+        let load = || embedding::SentenceBert::load_measured(dir.path()).unwrap();
+        let listed = load();
+        assert!(listed.identity().files.as_ref().is_some_and(|files| files.contains_key("config.json")));
+        let before = super::RecordedBeforeFiles::new(Box::new(load()));
+        assert_eq!(before.identity().files, None);
+        assert_eq!(
+            embedding::EmbedderIdentity { files: None, ..listed.identity().clone() },
+            *before.identity()
+        );
+        let texts = ["alpha beta", "gamma"];
+        let (a, b) = (listed.embed(&texts).unwrap(), before.embed(&texts).unwrap());
+        assert!(a.iter().zip(&b).all(|(a, b)| a.vector == b.vector));
+        let listed: &dyn Embedder = &listed;
+        let (a, b) =
+            (listed.embed_prompted("q: ", &texts).unwrap(), before.embed_prompted("q: ", &texts).unwrap());
+        assert!(a.iter().zip(&b).all(|(a, b)| a.vector == b.vector));
     }
 }

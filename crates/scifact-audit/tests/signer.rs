@@ -955,17 +955,31 @@ fn a_model_named_all_minilm_beside_other_weights_fails_with_and_without_the_mode
     let failed = |name: &str, evidence: &str| {
         checks.iter().any(|c| c.1 == name && c.2 == "fail" && c.4.contains(evidence))
     };
-    assert!(failed("model.identity", "model.safetensors has sha256"), "{checks:#?}");
+    // The first of the tiny model's files judged against MiniLM's: its config.json (claim v8 lists it).
+    assert!(failed("model.identity", "config.json has sha256"), "{checks:#?}");
     assert!(failed("embedding.values", "the name is not these bytes'"), "{checks:#?}");
     // Without it: the declared digests alone contradict the registry.
     let (code, checks, _) = verify_forgery_without_model(|f| rename_model(f, minilm));
     assert_eq!(code, Some(1));
     let identity = checks.iter().find(|c| c.1 == "model.identity").unwrap();
     assert_eq!(identity.2, "fail", "{identity:?}");
-    assert!(
-        identity.4.contains("all-MiniLM-L6-v2's published model.safetensors has 53aa5117"),
-        "{identity:?}"
-    );
+    assert!(identity.4.contains("all-MiniLM-L6-v2's published config.json has 953f9c0d"), "{identity:?}");
+    // Nor with the tiny model's weights and tokenizer alone, its files left out: claim v8 requires them.
+    let (code, checks, _) = verify_forgery_without_model(|f| {
+        rename_model(f, minilm);
+        let drop_files = |e: &mut Value| {
+            if let Some(fields) = e.as_object_mut() {
+                fields.remove("files");
+            }
+        };
+        f.edit_json("fixture-metadata.json", |m| drop_files(&mut m["metadata"]["embedding"]));
+        for aggregate in f.aggregates() {
+            f.edit_json(&aggregate, |a| drop_files(&mut a["embedding"]));
+        }
+    });
+    assert_eq!(code, Some(1));
+    let identity = checks.iter().find(|c| c.1 == "model.identity").unwrap();
+    assert!(identity.2 == "fail" && identity.4.contains("declares no digest of config.json"), "{identity:?}");
 }
 
 #[test]
@@ -984,7 +998,9 @@ fn a_model_named_bge_beside_its_digests_but_read_otherwise() {
         let redigest = |e: &mut Value| {
             e["weights_sha256"] = Value::from(weights);
             e["tokenizer_sha256"] = Value::from(tokenizer);
-            e["files"] = Value::Null;
+            e["files"] = serde_json::json!({
+                "config.json": "sha256:bc00af31a4a31b74040d73370aa83b62da34c90b75eb77bfa7db039d90abd591"
+            });
         };
         f.edit_json("fixture-metadata.json", |m| redigest(&mut m["metadata"]["embedding"]));
         for aggregate in f.aggregates() {
