@@ -19,7 +19,7 @@ work="${1:-$(mktemp -d /tmp/perf-figures.XXXXXX)}"
 mkdir -p "$work"
 target="${CARGO_TARGET_DIR:-target}"
 bin="$target/release/scifact-audit"
-published_fixture=ba78352185d33a7c61976e214d4a37dd42a3c9e51fef6631a657b2eef5aaa375
+published_fixture=97e76a0349f8183bedb29f1593a49479c77c0fba28c8b645217dc595bf291dca
 
 cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
 features="$(grep -o -w -E 'avx512f|avx512_vnni|amx_tile|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"

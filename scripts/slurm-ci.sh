@@ -6,7 +6,7 @@
 #
 # 1. The tiny corpus built as a 4-task array plus merge: the fixture equal to an unsharded build's.
 # 2. SciFact built the same way, one shard cancelled mid-way (the merge is then cancelled too), its cache torn
-#    as a kill leaves it, and run again: it resumes, and the fixture's sha256 is the published one (ba783521…).
+#    as a kill leaves it, and run again: it resumes, and the fixture's sha256 is the published one (97e76a03…).
 # 3. attestations/scifact-fdfc890 verified as 4 shards plus merge: `verified`.
 # 4. The tiny bundle as 4 shards plus merge: the report an unsharded verify-bundle's but for the evidence naming
 #    the shard results;
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 bin="$(realpath "${1:?the scifact-audit executable}")"
 archive="$(realpath "${2:?the SciFact archive}")"
 model="$(realpath "${3:?the all-MiniLM-L6-v2 directory}")"
-published_fixture=ba78352185d33a7c61976e214d4a37dd42a3c9e51fef6631a657b2eef5aaa375
+published_fixture=97e76a0349f8183bedb29f1593a49479c77c0fba28c8b645217dc595bf291dca
 
 # shellcheck source=scripts/slurm-cluster.sh
 source scripts/slurm-cluster.sh

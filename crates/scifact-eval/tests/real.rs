@@ -97,6 +97,12 @@ fn build_options(work: &Path, out: &Path) -> BuildOptions {
     }
 }
 
+/// sha256 of the SciFact fixture all-MiniLM-L6-v2 gives under the contract's text policy, its identity listing
+/// every file that shapes a vector (claim v8).
+const FIXTURE_SHA256: &str = "97e76a0349f8183bedb29f1593a49479c77c0fba28c8b645217dc595bf291dca";
+/// The same fixture as claim v7 and earlier recorded it, the identity naming the weights and tokenizer only.
+const CLAIM_V7_FIXTURE_SHA256: &str = "ba78352185d33a7c61976e214d4a37dd42a3c9e51fef6631a657b2eef5aaa375";
+
 /// The real fixture, built once. With `SCIFACT_SHARDED_WORK_DIR` (CI sets it to the work directory of its Slurm
 /// run, whose 4 shards embedded SciFact), the first build merges those shards instead of embedding again: the
 /// same vectors, from another process each, and the same fixture or the tests fail.
@@ -132,12 +138,8 @@ fn builds_the_scifact_fixture_the_same_cold_and_warm() {
     eprintln!("documents cut at 700 chars: {}, queries cut: {}", cold.documents_cut, cold.queries_cut);
     assert_eq!((cold.counts.documents, cold.counts.queries, cold.counts.qrels), (5_183, 300, 339));
     assert_eq!(cold.fixture_sha256, warm.fixture_sha256);
-    // The published fixture (attestations/scifact-fdfc890 and every SciFact bundle since): all-MiniLM-L6-v2's
-    // vectors and identity must never move.
-    assert_eq!(
-        cold.fixture_sha256, "ba78352185d33a7c61976e214d4a37dd42a3c9e51fef6631a657b2eef5aaa375",
-        "the SciFact fixture is no longer the published one"
-    );
+    // The published fixture: all-MiniLM-L6-v2's vectors and identity must never move.
+    assert_eq!(cold.fixture_sha256, FIXTURE_SHA256, "the SciFact fixture is no longer the published one");
     assert_eq!(warm.embedded, 0);
 }
 
@@ -153,7 +155,15 @@ fn an_unsharded_cold_build_in_one_process_is_the_published_fixture() {
     eprintln!("unsharded cold build {:.1} s", built.elapsed.as_secs_f64());
     assert!(!work.join("shards").exists(), "no shard was involved");
     assert_eq!(built.embedded, 5_483, "every text embedded here, none merged");
-    assert_eq!(built.fixture_sha256, "ba78352185d33a7c61976e214d4a37dd42a3c9e51fef6631a657b2eef5aaa375");
+    assert_eq!(built.fixture_sha256, FIXTURE_SHA256);
+    // Claim v7's fixture (attestations/scifact-fdfc890 to scifact-2bba9f4) is these bytes without the identity's
+    // list of files: the same vectors, texts and everything else.
+    let bytes = std::fs::read(dir.path().join("fixture.json")).unwrap();
+    let text = std::str::from_utf8(&bytes).unwrap();
+    let start = text.find(",\"files\":{").unwrap();
+    let end = start + text[start..].find('}').unwrap() + 1;
+    let before_files = [&text[..start], &text[end..]].concat();
+    assert_eq!(scifact_eval::sha256_hex(before_files.as_bytes()), CLAIM_V7_FIXTURE_SHA256);
 }
 
 #[test]
