@@ -964,22 +964,44 @@ fn a_model_named_all_minilm_beside_other_weights_fails_with_and_without_the_mode
     let identity = checks.iter().find(|c| c.1 == "model.identity").unwrap();
     assert_eq!(identity.2, "fail", "{identity:?}");
     assert!(identity.4.contains("all-MiniLM-L6-v2's published config.json has 953f9c0d"), "{identity:?}");
-    // Nor with the tiny model's weights and tokenizer alone, its files left out: claim v8 requires them.
-    let (code, checks, _) = verify_forgery_without_model(|f| {
-        rename_model(f, minilm);
-        let drop_files = |e: &mut Value| {
-            if let Some(fields) = e.as_object_mut() {
-                fields.remove("files");
+    // MiniLM's own weights and tokenizer digests beside vectors made otherwise: claim v7 judged the name from
+    // those two alone, so the files must be listed (claim v8), and the tiny model's config.json is not MiniLM's.
+    let as_minilm = |files: Option<Value>| {
+        move |f: &Forgery| {
+            rename_model(f, minilm);
+            let redigest = |e: &mut Value| {
+                e["weights_sha256"] =
+                    Value::from(format!("sha256:{}", embedding::ALL_MINILM_L6_V2_WEIGHTS_SHA256));
+                e["tokenizer_sha256"] =
+                    Value::from(format!("sha256:{}", embedding::ALL_MINILM_L6_V2_FILES[0].1));
+                // And read as MiniLM is, so that its registry entry's reading is met too.
+                (e["pooling"], e["max_tokens"], e["normalization"]) =
+                    ("mean".into(), 256.into(), "l2".into());
+                match &files {
+                    Some(files) => e["files"] = files.clone(),
+                    None => {
+                        e.as_object_mut().map(|fields| fields.remove("files"));
+                    }
+                }
+            };
+            f.edit_json("fixture-metadata.json", |m| redigest(&mut m["metadata"]["embedding"]));
+            for aggregate in f.aggregates() {
+                f.edit_json(&aggregate, |a| redigest(&mut a["embedding"]));
             }
-        };
-        f.edit_json("fixture-metadata.json", |m| drop_files(&mut m["metadata"]["embedding"]));
-        for aggregate in f.aggregates() {
-            f.edit_json(&aggregate, |a| drop_files(&mut a["embedding"]));
         }
-    });
-    assert_eq!(code, Some(1));
-    let identity = checks.iter().find(|c| c.1 == "model.identity").unwrap();
-    assert!(identity.2 == "fail" && identity.4.contains("declares no digest of config.json"), "{identity:?}");
+    };
+    let tiny_config =
+        crate::tiny::json(&base().bundle.join("fixture-metadata.json"))["metadata"]["embedding"]["files"]
+            .clone();
+    for (files, evidence) in [
+        (None, "declares no digest of config.json"),
+        (Some(tiny_config), "published config.json has 953f9c0d"),
+    ] {
+        let (code, checks, _) = verify_forgery_without_model(as_minilm(files));
+        assert_eq!(code, Some(1));
+        let identity = checks.iter().find(|c| c.1 == "model.identity").unwrap();
+        assert!(identity.2 == "fail" && identity.4.contains(evidence), "{identity:?}");
+    }
 }
 
 #[test]
