@@ -24,8 +24,9 @@ pub struct KnownModel {
     pub revision: String,
     /// File name (as in the checkpoint directory) to lowercase hex sha256.
     pub files: BTreeMap<String, String>,
-    /// What the checkpoint's vectors must be made with where the registry pins no digest of the files that
-    /// say it (bge's pooling, window and normalization): a checkpoint read otherwise is not this model.
+    /// What the checkpoint's vectors must be made with (bge's pooling, window and normalization, whose files
+    /// the registry does not pin; all-MiniLM-L6-v2's, for a directory without its pinned files): a checkpoint
+    /// read otherwise is not this model.
     #[serde(default)]
     pub requires: Option<Requires>,
 }

@@ -15,8 +15,8 @@ const DATASETS: &str = include_str!("../../../configs/beir-datasets.json");
 /// The prefix of a checkpoint named by its weights' digest.
 pub(crate) const DIGEST_NAME_PREFIX: &str = "bert-sha256-";
 
-/// A checkpoint the registry names: file to lowercase hex sha256, and what its vectors must be made with where
-/// no digest pins it (`requires`: the identity's `pooling`, `max_tokens`, `normalization`).
+/// A checkpoint the registry names: file to lowercase hex sha256, and what its vectors must be made with
+/// (`requires`: the identity's `pooling`, `max_tokens`, `normalization`), whether or not its files are pinned.
 struct Known {
     name: String,
     files: BTreeMap<String, String>,
