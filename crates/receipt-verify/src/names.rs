@@ -44,13 +44,12 @@ pub const PREDICATE_TYPE_V2: &str = "urn:scifact-audit:claim:v2";
 /// The predicate type of bundles published before selection existed; they keep verifying.
 pub const PREDICATE_TYPE_V1: &str = "urn:scifact-audit:claim:v1";
 
-/// The claim version a predicate type names (1 for `urn:scifact-audit:claim:v1`), or 0 for any other.
+/// The claim version a predicate type names (1 for `urn:scifact-audit:claim:v1`), or 0 for any other,
+/// a version newer than [`PREDICATE_TYPE`]'s included.
 pub fn claim_version(predicate_type: &str) -> u32 {
-    predicate_type
-        .strip_prefix("urn:scifact-audit:claim:v")
-        .and_then(|n| n.parse().ok())
-        .filter(|n| (1..=8).contains(n))
-        .unwrap_or(0)
+    let number = |t: &str| t.strip_prefix("urn:scifact-audit:claim:v").and_then(|n| n.parse::<u32>().ok());
+    let newest = number(PREDICATE_TYPE).unwrap_or(0);
+    number(predicate_type).filter(|n| (1..=newest).contains(n)).unwrap_or(0)
 }
 
 /// The human-readable report's file name, a subject of bundles with a selection.
@@ -149,4 +148,20 @@ pub fn is_plain_file_name(name: &str) -> bool {
         && name.len() <= 255
         && !name.starts_with('.')
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every version this build writes or reads is its number; one past the newest, or anything else, is 0.
+    #[test]
+    fn claim_versions_run_from_1_to_the_one_this_build_writes() {
+        assert_eq!(claim_version(PREDICATE_TYPE_V1), 1);
+        assert_eq!(claim_version(PREDICATE_TYPE_V7), 7);
+        assert_eq!(claim_version(PREDICATE_TYPE), 8);
+        for other in ["urn:scifact-audit:claim:v9", "urn:scifact-audit:claim:v0", "urn:other:claim:v3", ""] {
+            assert_eq!(claim_version(other), 0, "{other}");
+        }
+    }
 }
