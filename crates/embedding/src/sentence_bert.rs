@@ -54,7 +54,8 @@ pub enum WeightPin {
 /// work stays short enough to show progress.
 const GPU_BATCH_BYTES: usize = 4 << 30;
 
-/// A BERT sentence embedder on this crate's forward pass (the CPU's, or the same operations on a GPU).
+/// A BERT sentence embedder on this crate's forward pass (the CPU's, or the same operations on a GPU that has
+/// passed its self-check).
 pub struct SentenceBert {
     model: Bert,
     pub(crate) checkpoint: Checkpoint,
@@ -276,11 +277,13 @@ impl SentenceBert {
     }
 
     /// Runs the forward pass on the device `request` asks for: the CPU, an NVIDIA GPU (`cuda`; `auto` when one
-    /// is usable) or the GPU kernels under the emulator. The vectors are the same bits on each; only speed
-    /// differs.
+    /// is found and passes the self-check) or the GPU kernels under the emulator. Each is designed to give the
+    /// CPU's bits, which the emulator shows in CI and the self-check on the GPU found; only speed is meant to
+    /// differ.
     ///
     /// # Errors
-    /// [`Error::Device`] when `cuda` finds no usable GPU (what is missing named), or the weights cannot be put
+    /// [`Error::Device`] when `cuda` finds no usable GPU (what is missing named, or what its self-check found
+    /// differing), or the weights cannot be put
     /// on it.
     pub fn use_device(&mut self, request: DeviceRequest) -> Result<DeviceChoice> {
         let (opened, no_gpu) = crate::gpu::open(request)?;

@@ -4,24 +4,16 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Receipt-bearing retrieval evaluation on BEIR's datasets (SciFact by default): signed bundles a stranger can
-/// re-check, whose model and dataset are named by their bytes.
+/// Signed retrieval evaluations on BEIR's datasets (SciFact by default) that a stranger can re-check, model
+/// and dataset named by their bytes.
 #[derive(Debug, Parser)]
 #[command(
     name = "scifact-audit",
     version,
-    about,
-    long_about = None,
-    before_help = "Start here: `scifact-audit eval --profile tiny --work-dir target/tiny` runs the whole evaluation on \
-                   the committed stand-in corpus, offline, in seconds; then `scifact-audit eval --work-dir DIR \
-                   --archive scifact.zip --model-dir all-MiniLM-L6-v2` runs the real one. Check a bundle with \
-                   `verify-bundle`. More in README.md and docs/.",
-    after_help = "Verdicts: verified (every number recomputed, every vector re-embedded), sampled (only \
-                  --embedding-sample N documents re-embedded; the chance a forgery passes is printed), publishable \
-                  (some numbers rest on the signer), not publishable (short of a gate), failed (exit 1). Exit \
-                  status: 0 success, 1 a check failed, 2 an error.\n\nEnvironment: SCIFACT_AUDIT_SIMD=avx2|portable \
-                  caps the embedding and search kernels, to measure on one machine the code an AVX2-only or other \
-                  CPU runs; every kernel gives the same bits, so only speed changes."
+    max_term_width = 100,
+    disable_help_subcommand = true,
+    after_help = "Start: scifact-audit eval --profile tiny --work-dir target/tiny. One step at a time: build, run, \
+                  embed, validate, verify, export, bundle, sign."
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -30,7 +22,7 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Run the whole evaluation in one command and write a signed, checkable bundle.
+    /// Run the whole evaluation; write a signed bundle
     ///
     /// The whole evaluation in one command, on SciFact or any dataset chosen with --dataset / --dataset-archive
     /// (several: a suite): build (or reuse) the fixture; pre-register the baseline, the search
@@ -46,7 +38,7 @@ pub(crate) enum Command {
     /// asked again or lost, and the aggregates disclose every interrupted attempt. A new executable or fixture
     /// starts a fresh store. Ends with the held-out metrics beside what they do not establish.
     Eval(EvalArgs),
-    /// Verify a bundle offline, trusting no one: every number recomputed, every vector re-embedded.
+    /// Verify a bundle offline: every number recomputed
     ///
     /// Verify a bundle offline, trusting no one: not the code that made it, nor the person who signed it.
     ///
@@ -72,13 +64,16 @@ pub(crate) enum Command {
     /// symlink, FIFO, device or directory) within the caps (by default 64 MiB per file, 512 MiB in all), and
     /// every check works on the bytes that were hashed. Every JSON document must be I-JSON (no duplicate key,
     /// lone surrogate or out-of-range number). Text from the bundle is escaped before it is printed.
+    #[command(
+        override_usage = "scifact-audit verify-bundle [OPTIONS] --bundle-dir <DIR>\n       --public-key <FILE>"
+    )]
     VerifyBundle(VerifyBundleArgs),
-    /// Make a minisign key pair for signing bundles (the password is asked without echo).
+    /// Make a minisign key pair for signing bundles
     ///
     /// Generate a minisign key pair (encrypted with $MINISIGN_PASSWORD or a prompted password, unless
     /// --without-password).
     Keygen(KeygenArgs),
-    /// Is the candidate identical to, no worse than, or better than the baseline? A signed, checkable answer.
+    /// Compare two bundles: identical, better or worse?
     ///
     /// Is the candidate identical to, no worse than, or better than the baseline? A signed, checkable answer.
     ///
@@ -94,14 +89,20 @@ pub(crate) enum Command {
     /// signed with --secret-key) and --out/compare.html (drawn by the verifier from its own re-derivation).
     /// Exit 0 only for identical, improved or non_inferior: usable as a gate. The draws are SplitMix64 as the
     /// selection statistics define them, so `verify-comparison` makes the same ones.
+    #[command(
+        override_usage = "scifact-audit compare [OPTIONS] --baseline <DIR> --candidate <DIR>\n       --public-key <FILE> --out <DIR>"
+    )]
     Compare(CompareArgs),
-    /// Check a comparison statement against its two bundles, every number re-derived.
+    /// Check a comparison statement against its bundles
     ///
     /// Check a comparison statement against its two bundles, re-deriving every number with the verifier's own
     /// metrics and statistics: signature, subject (these two manifests), plan, every run's deltas, intervals
     /// and p-values, the verdicts, and compare.html beside the statement byte for byte.
+    #[command(
+        override_usage = "scifact-audit verify-comparison [OPTIONS] --baseline <DIR>\n       --candidate <DIR> --statement <FILE> --public-key <FILE>"
+    )]
     VerifyComparison(VerifyComparisonArgs),
-    /// Re-execute a bundle's evaluation here and state whether its numbers reproduce.
+    /// Re-run a bundle's evaluation; state if it reproduces
     ///
     /// Re-execute a bundle's evaluation here and state whether its numbers reproduce.
     ///
@@ -121,33 +122,48 @@ pub(crate) enum Command {
     /// build or implementation of the same contract: scores within 1e-5, every metric's mean within 0.005 (less
     /// than one swapped pair in one of 200 queries can do), at least 95% of rankings identical per run, effect
     /// ratios within 0.1 of 1.
+    #[command(
+        override_usage = "scifact-audit reproduce [OPTIONS] --bundle-dir <DIR> --public-key <FILE>\n       --work-dir <DIR>"
+    )]
     Reproduce(ReproduceArgs),
-    /// Check a reproduction statement against its bundle.
+    /// Check a reproduction statement against its bundle
     ///
     /// Check a reproduction statement against its bundle: signature, subject (this bundle's manifest), the
     /// original's numbers, the stated tolerances (the published ones) and the verdict they imply.
+    #[command(
+        override_usage = "scifact-audit verify-reproduction [OPTIONS] --bundle-dir <DIR>\n       --statement <FILE> --public-key <FILE>"
+    )]
     VerifyReproduction(VerifyReproductionArgs),
-    /// Check a suite of bundles (several datasets, or a dataset's forums) and its table.
+    /// Check a suite of bundles and its table
     ///
     /// Check a suite (`eval --dataset a,b,c`, or a dataset of forums): `suite.json`'s signature, then every
     /// bundle it names, verified as verify-bundle verifies one (with --archive-dir, where each bundle's archive
     /// is the zip whose sha256 it records, and --model-dir), its manifest digest, every cell recomputed from
     /// that bundle's rankings and judgements, each dataset of forums the unweighted mean of its forums, and the
     /// mean over datasets. The verdict is the weakest of all these checks'; exit 1 when one fails.
+    #[command(
+        override_usage = "scifact-audit verify-suite [OPTIONS] --suite-dir <DIR>\n       --public-key <FILE>"
+    )]
     VerifySuite(VerifySuiteArgs),
-    /// List the BEIR datasets as their own files state them, and which this build evaluates.
+    /// List BEIR's datasets; say which this build evaluates
     ///
     /// List the BEIR datasets as their own files state them: BEIR's download and md5, the evaluation split,
     /// exact corpus and query counts, the grades the qrels hold (lines per grade), the quirks BEIR's rules
     /// handle, and CQADupStack's twelve forums. Which of them this build evaluates is said at the end.
     Datasets(DatasetsArgs),
-    /// Say where the model would run (CPU, or which GPU), and check that its kernels give the CPU's bits.
+    /// Say where the model runs; check a GPU's kernels
     ///
-    /// Say where the model would run: which GPU, driver and compiler, or why none is usable. With --check, hold
-    /// the device's kernels to the CPU's definitions (exp, erf and GELU at every step of a sweep; products of
-    /// ragged shapes element by element): every value must be the CPU's bits.
+    /// Say where the model would run: which GPU, driver and compiler, or why none is usable (a GPU that fails
+    /// the self-check every run makes before embedding on it is not). With --check, hold every one of the
+    /// device's kernels to the CPU's definitions (exp, erf and GELU at every step of a sweep; products of
+    /// ragged shapes element by element; token embedding, layer norm, softmax, pooling and normalisation):
+    /// every value must be the CPU's bits (any NaN counts as any NaN).
+    ///
+    /// On the CPU, SCIFACT_AUDIT_SIMD=avx2|portable caps the embedding and search kernels, to measure on one
+    /// machine the code an AVX2-only or other CPU runs; every CPU kernel gives the same bits, so only speed
+    /// changes.
     Device(DeviceArgs),
-    /// Anserini's BM25 flat on a dataset: Pyserini's BEIR baseline run, score for score, without Java.
+    /// Anserini's BM25-flat run of a dataset, without Java
     ///
     /// Anserini's BM25 flat (Lucene 9.9.1's English analyzer and BM25, k1 0.9, b 0.4), the lexical baseline
     /// BEIR papers cite, on SciFact, another BEIR dataset (--dataset) or any archive in BEIR's layout: writes the
@@ -155,7 +171,7 @@ pub(crate) enum Command {
     /// scores; every score's bits are Lucene's) and prints nDCG@10 over the split's queries. It is no
     /// evaluation: nothing is pre-registered, signed or bundled.
     Bm25Flat(Bm25FlatArgs),
-    /// Build the embedded corpus fixture from a dataset's archive (resumable; shardable with --shard).
+    /// Build the embedded fixture from a dataset's archive
     ///
     /// Build the embedded corpus fixture from a dataset's archive (SciFact by default, --dataset NAME for
     /// another of BEIR's, --dataset-archive ZIP for any in BEIR's layout): zip safety checks, the dataset's
@@ -164,8 +180,9 @@ pub(crate) enum Command {
     /// default the contract's, cut to 700 characters), embeddings through a resumable fsync'd cache, the model
     /// named by the digests of its files. Exits 0 only when a complete fixture was written; rerun the same
     /// command to resume.
+    #[command(hide = true)]
     Build(BuildArgs),
-    /// Run modes over a split of a fixture, writing rows and aggregate receipts (resumable).
+    /// Run modes over a split of a fixture (rows, receipts)
     ///
     /// Run the evaluation: build or resume the store from the fixture, run the chosen modes over the chosen
     /// split, and write `<dataset>-<mode>-<split>.jsonl` (one row per query, with its search receipt) and
@@ -173,20 +190,26 @@ pub(crate) enum Command {
     /// Calibration is for diagnosis and configuration choice; run held-out once, after freezing; `all` only
     /// after held-out. Never overwrites a receipt. Interrupted, the same command resumes: modes already
     /// complete are kept, a mode cut short continues from its journal without asking anything twice.
+    #[command(hide = true)]
+    #[command(
+        override_usage = "scifact-audit run [OPTIONS] --corpus <FIXTURE> --store-dir <DIR>\n       --output-dir <DIR> --split <SPLIT> --mode <MODE>"
+    )]
     Run(RunArgs),
-    /// Embed texts from stdin (one JSON string per line) and print one vector per line.
+    /// Embed texts from stdin; print one vector per line
     ///
     /// Embed texts read from stdin, one JSON string per line; write one `{"vector": [...], "tokens": N}` per
     /// line to stdout. The way to re-check any vector of a fixture by hand.
+    #[command(hide = true)]
     Embed(EmbedArgs),
-    /// Validate aggregates: every metric, the split, row hashes, identities.
+    /// Validate aggregates: metrics, split, hashes
     ///
     /// Independently validate aggregates: recompute every metric, the split, the row hash and count, result
     /// agreement and statistics; check query, qrels and corpus identity against the fixture and the
     /// executable and mapping hashes when those files remain. Exits 1 and lists the failed checks on any
     /// mismatch.
+    #[command(hide = true)]
     Validate(ValidateArgs),
-    /// Verify the runs of an output directory, as verify-bundle verifies a bundle.
+    /// Verify the runs of an output directory
     ///
     /// Verify every aggregate in a directory: the validator, then every ranking of every query recomputed (a
     /// full scan of the fixture's vectors, this verifier's own FTS5 index of its texts, fusion from both), every
@@ -200,33 +223,37 @@ pub(crate) enum Command {
     /// reader sees was recomputed and every vector re-embedded, `sampled` when only some document vectors were
     /// (the chance that a forgery passes is printed), `publishable` when some numbers rest on the signer, `not
     /// publishable` short of a gate (a dirty tree), `failed` when a check failed (exit 1).
+    #[command(hide = true)]
     Verify(VerifyArgs),
-    /// Write TREC runs, qrels, ir_metadata and SLSA provenance beside the aggregates.
+    /// Write TREC runs, qrels, ir_metadata and provenance
     ///
     /// Write, beside every aggregate in a directory, its TREC run file (`qid Q0 docid rank score tag`),
     /// ir_metadata (PRIMAD) YAML and SLSA provenance (an in-toto Statement), and the test qrels
     /// (`<dataset>-<split>.qrels`), for trec_eval, pytrec_eval, ranx, ir-measures and supply-chain tools. A score whose f32 rounding is not below the line before it is written as the f32 just under that, so tools that sort
     /// by score keep the library's order; `verify` and `verify-bundle` check every line against the rows.
     /// `eval` does this itself before verifying.
+    #[command(hide = true)]
     Export(ExportArgs),
-    /// Copy a verified run into a bundle directory with an in-toto manifest.
+    /// Copy a verified run into a bundle directory
     ///
     /// Copy a verified run into a bundle directory (rows, aggregates, mapping, fixture metadata without any
     /// text, effective configuration, verification report) with an in-toto manifest.json. The bundle is made
     /// in a private staging directory and renamed into place, so it appears complete or not at all.
+    #[command(hide = true)]
     Bundle(BundleArgs),
-    /// Sign a bundle's manifest.json with a minisign secret key.
+    /// Sign a bundle's manifest.json with minisign
     ///
     /// Sign a bundle's manifest.json with a minisign secret key (ours or the minisign CLI's; password from
     /// $MINISIGN_PASSWORD or a prompt), writing manifest.json.minisig. An existing signature is never replaced
     /// unless --replace-signature is given, and then it is kept beside the new one, where verify-bundle
     /// discloses it.
+    #[command(hide = true)]
     Sign(SignArgs),
 }
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct DeviceArgs {
-    /// The device to look for (`auto`: a usable NVIDIA GPU, else the CPU)
+    /// The device to look for (`auto`: an NVIDIA GPU that passes the self-check, else the CPU)
     #[arg(long, value_enum, default_value = "auto")]
     pub(crate) device: DeviceArg,
     /// Run the kernels on it and compare every value with the CPU's (exit 1 when one differs)
@@ -235,6 +262,12 @@ pub(crate) struct DeviceArgs {
     /// With --check, also time the linear layers' product on all-MiniLM-L6-v2's shapes (TFLOP/s)
     #[arg(long, requires = "check")]
     pub(crate) throughput: bool,
+    /// With --check, only the self-check's cases (what `auto` and `cuda` run first)
+    ///
+    /// With --check, only the self-check's inputs (every kernel, fewer and smaller cases: what `auto` and `cuda`
+    /// run before taking a GPU)
+    #[arg(long, requires = "check")]
+    pub(crate) self_check: bool,
     /// Print JSON instead of sentences
     #[arg(long)]
     pub(crate) json: bool,
@@ -250,19 +283,20 @@ pub(crate) enum EmbedderKind {
     Ollama,
 }
 
-/// Where the forward pass runs. Every device gives the same bits: a fixture or a verification made on one is
-/// the one made on any other.
+/// Where the forward pass runs. The GPU kernels are designed to give the CPU's bits and are checked under the
+/// emulator in CI; they have not yet run on a GPU, so a GPU is used only once it passes a self-check at start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum DeviceArg {
-    /// An NVIDIA GPU when one is usable (driver, GPU and NVRTC found at run time), else the CPU; says which on
-    /// stderr.
+    /// An NVIDIA GPU when one is usable (driver, GPU and NVRTC found at run time) and its kernels pass the
+    /// self-check against the CPU, else the CPU; says which, and why, on stderr.
     Auto,
     /// The CPU.
     Cpu,
-    /// An NVIDIA GPU; an error naming what is missing (driver, GPU, NVRTC, memory) when none is usable.
+    /// An NVIDIA GPU; an error naming what is missing (driver, GPU, NVRTC, memory) when none is usable, or what
+    /// differed when its self-check fails.
     Cuda,
-    /// The GPU kernels run on the CPU under a launch emulator: slow; shows the kernels give the CPU's bits
-    /// where there is no GPU.
+    /// The GPU kernels run on the CPU under a launch emulator: slow; checks the kernels' source against the
+    /// CPU where there is no GPU.
     Emulated,
 }
 
@@ -299,6 +333,8 @@ pub(crate) enum CorpusArg {
 /// How a writing command shares its directories: one process at a time, the second told who holds them.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct LockArgs {
+    /// Wait for another process writing the same directory, instead of exiting
+    ///
     /// When another scifact-audit process is writing the same directory, wait for it to finish instead of
     /// exiting (exit 2, naming the process that holds it)
     #[arg(long)]
@@ -308,6 +344,8 @@ pub(crate) struct LockArgs {
 /// Which model embeds, shared by `embed` and `build`.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct ModelArgs {
+    /// A sentence-transformers checkpoint (BERT, XLM-R, MPNet) [default: all-MiniLM-L6-v2]
+    ///
     /// A BERT sentence-transformers checkpoint: model.safetensors, tokenizer.json and config.json, and what
     /// else it declares (modules.json, 1_Pooling/config.json, sentence_bert_config.json,
     /// config_sentence_transformers.json). Whatever it holds runs, its digests recorded; all-MiniLM-L6-v2's
@@ -318,6 +356,8 @@ pub(crate) struct ModelArgs {
     /// Which embedder to use
     #[arg(long, value_enum, default_value = "minilm")]
     pub(crate) embedder: EmbedderKind,
+    /// A known checkpoint by name (configs/models.json), held to its published digests
+    ///
     /// A known checkpoint by name (configs/models.json: all-MiniLM-L6-v2, the default, and the others it lists),
     /// held to the published digest of every file that shapes its vectors (with --model-dir, the directory must
     /// hold exactly it), or with --embedder ollama the Ollama model (then all-minilm:latest by default). Without
@@ -325,17 +365,24 @@ pub(crate) struct ModelArgs {
     /// weights' digest
     #[arg(long, value_name = "NAME")]
     pub(crate) model: Option<String>,
+    /// Accept the weights of this sha256 (hex) under a name of their own
+    ///
     /// Accept a BERT checkpoint with this weights sha256 (hex) instead of all-MiniLM-L6-v2's published one
     #[arg(long, value_name = "HEX")]
     pub(crate) weights_sha256: Option<String>,
+    /// Texts run through the model together on the CPU (speed and memory, never bits)
+    ///
     /// Texts run through the model together on the CPU (the vectors do not depend on it; speed and memory do).
     /// A GPU sizes its batches from its free memory
     #[arg(long, default_value_t = 64)]
     pub(crate) batch_size: usize,
-    /// Where the model runs: `auto` (a usable NVIDIA GPU, else the CPU), `cpu`, `cuda`, or `emulated` (the GPU
-    /// kernels on the CPU, slowly)
+    /// Where the model runs [auto: a GPU that passes the self-check, else the CPU]
     ///
-    /// The vectors are the same bits on each
+    /// Where the model runs: `auto` (an NVIDIA GPU that passes the self-check, else the CPU), `cpu`, `cuda`, or
+    /// `emulated` (the GPU kernels on the CPU, slowly)
+    ///
+    /// The GPU kernels are designed to give the CPU's bits and checked under the emulator in CI; they have not yet
+    /// run on a GPU, hence the self-check
     #[arg(long, value_enum, default_value = "auto")]
     pub(crate) device: DeviceArg,
 }
@@ -347,6 +394,8 @@ pub(crate) struct EmbedArgs {
     /// Embed each text in this role; without it each text is embedded exactly as given
     #[arg(long, value_enum)]
     pub(crate) role: Option<RoleArg>,
+    /// The prefix before each text in its role: the checkpoint's prompts or the contract's
+    ///
     /// What goes before a text in its role: `model`, the prompt the checkpoint declares for the role
     /// (config_sentence_transformers.json), its tokens left out of the pooling when the checkpoint says so, as
     /// sentence-transformers' `encode(prompt_name=...)` does; `contract`, the evaluation contract's prefix
@@ -440,6 +489,8 @@ pub(crate) struct BuildArgs {
     /// The BEIR SciFact zip [default: $SCIFACT_ARCHIVE, else a download from BEIR]
     #[arg(long, value_name = "ZIP", help_heading = "Dataset")]
     pub(crate) archive: Option<PathBuf>,
+    /// Admit an archive whose md5 is not BEIR's, if its sha256 is this
+    ///
     /// Admit a downloaded archive whose md5 differs from BEIR's published one, if its sha256 is this
     #[arg(long, value_name = "sha256:HEX", help_heading = "Dataset")]
     pub(crate) accept_archive_digest: Option<String>,
@@ -448,6 +499,8 @@ pub(crate) struct BuildArgs {
     pub(crate) profile: CorpusArg,
     #[command(flatten, next_help_heading = "Dataset")]
     pub(crate) dataset: DatasetArgs,
+    /// How texts are built and prompted: the checkpoint's way or the contract's
+    ///
     /// How texts are built and prompted: `model` (the checkpoint's own prompts, the text as
     /// sentence-transformers and MTEB build it), `contract` (the evaluation contract's), or `auto` (the
     /// default): the checkpoint's own when --model-dir is a sentence-transformers checkpoint other than
@@ -456,6 +509,8 @@ pub(crate) struct BuildArgs {
     pub(crate) text_policy: TextPolicyArg,
     #[command(flatten, next_help_heading = "Model")]
     pub(crate) model_args: ModelArgs,
+    /// Embed only slice I of N of the texts, into its own cache; no fixture
+    ///
     /// Embed only slice I of N (from 0) of the texts, into its own resumable cache under <work-dir>/shards/, and
     /// write no fixture
     ///
@@ -493,6 +548,8 @@ pub(crate) struct Bm25FlatArgs {
     /// The dataset's zip [default: SciFact's $SCIFACT_ARCHIVE, else a download from BEIR]
     #[arg(long, value_name = "ZIP", help_heading = "Dataset")]
     pub(crate) archive: Option<PathBuf>,
+    /// Admit an archive whose md5 is not BEIR's, if its sha256 is this
+    ///
     /// Admit a downloaded archive whose md5 differs from BEIR's published one, if its sha256 is this
     #[arg(long, value_name = "sha256:HEX", help_heading = "Dataset")]
     pub(crate) accept_archive_digest: Option<String>,
@@ -514,12 +571,16 @@ fn run_tag(tag: &str) -> Result<String, String> {
 /// Which BEIR dataset, when it is not SciFact.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct DatasetArgs {
+    /// Another BEIR dataset of the registry (`scifact-audit datasets`)
+    ///
     /// Another BEIR dataset of the registry (`scifact-audit datasets`): downloaded from BEIR and checked against
     /// its md5, or given with --archive
     ///
     /// Its counts are the shape gate, its split is scored and its published rows are set beside the runs
     #[arg(long, value_name = "NAME", conflicts_with = "dataset_archive")]
     pub(crate) dataset: Option<String>,
+    /// Any zip (or directory) in BEIR's layout, evaluated as an unregistered dataset
+    ///
     /// Any zip in BEIR's layout (NAME/corpus.jsonl, NAME/queries.jsonl, NAME/qrels/<split>.tsv; forums as
     /// NAME/<forum>/…), or a dataset directory (NAME/ holding those files): its folder is its name, its digests
     /// and shape are recorded, and the fixture and bundle say it is no registered dataset (no md5 of BEIR's
@@ -582,6 +643,8 @@ pub(crate) struct RunArgs {
     /// Which retrieval mode(s) to run
     #[arg(long, value_enum)]
     pub(crate) mode: ModeArg,
+    /// The lexical scorer: `bm25-flat` (Anserini's BM25 flat) or `fts5` (SQLite FTS5's)
+    ///
     /// The lexical scorer of fts_only and of hybrid's lexical half, as `eval --lexical`: `bm25-flat` (Anserini's
     /// BM25 flat) or `fts5` (SQLite FTS5's BM25)
     #[arg(long, value_enum, default_value = "bm25-flat")]
@@ -598,13 +661,19 @@ pub(crate) struct EvalArgs {
     /// The BEIR SciFact zip [default: $SCIFACT_ARCHIVE, else a download from BEIR]
     #[arg(long, value_name = "ZIP")]
     pub(crate) archive: Option<PathBuf>,
+    /// Admit an archive whose md5 is not BEIR's, if its sha256 is this
+    ///
     /// Admit a downloaded archive whose md5 differs from BEIR's published one, if its sha256 is this
     #[arg(long, value_name = "sha256:HEX")]
     pub(crate) accept_archive_digest: Option<String>,
+    /// Run as a suite, each dataset's zip DIR/NAME.zip
+    ///
     /// Run as a suite (as --dataset a,b,c and a dataset of forums are; one dataset with it is a suite of one),
     /// each dataset's zip DIR/NAME.zip (cqadupstack.zip for its forums); one without is downloaded from BEIR, once
     #[arg(long, value_name = "DIR")]
     pub(crate) archive_dir: Option<PathBuf>,
+    /// Sign the pre-registration and the bundle with this minisign secret key
+    ///
     /// Sign the pre-registration (at once, before any calibration query) and the bundle with this minisign
     /// secret key (its password from --password-file, $MINISIGN_PASSWORD, or asked on the terminal without echo)
     #[arg(long, value_name = "FILE")]
@@ -612,22 +681,30 @@ pub(crate) struct EvalArgs {
     /// The secret key's password, the first line of this file (for scripts)
     #[arg(long, value_name = "FILE", requires = "secret_key")]
     pub(crate) password_file: Option<PathBuf>,
+    /// The search space to pre-register and select from on calibration
+    ///
     /// The search space to pre-register and select from on calibration (schema scifact-audit-search-space-v1:
     /// named trials, each the SearchConfig fields it sets over the baseline, the baseline first)
     /// [default: the built-in configs/search-space.json, 32 trials]
     #[arg(long, value_name = "FILE")]
     pub(crate) search_space: Option<PathBuf>,
+    /// The lexical scorer: `bm25-flat` (Anserini's BM25 flat) or `fts5` (SQLite FTS5's)
+    ///
     /// The lexical scorer of the `fts_only` runs and of the hybrid's lexical half: `bm25-flat` (Anserini's BM25
     /// flat, Lucene's BM25 at k1 0.9 and b 0.4: the lexical baseline BEIR papers cite, beside its published
     /// rows) or `fts5` (SQLite FTS5's BM25, k1 1.2 and b 0.75: the scorer of claims up to v6)
     #[arg(long, value_enum, default_value = "bm25-flat")]
     pub(crate) lexical: LexicalArg,
+    /// Which corpus: `tiny` runs the whole evaluation on the committed stand-in
+    ///
     /// Which corpus: `tiny` runs the whole evaluation on the committed stand-in in seconds, offline (from the
     /// source checkout), to see that this build works before the real one
     #[arg(long, value_enum, default_value = "scifact")]
     pub(crate) profile: CorpusArg,
     #[command(flatten)]
     pub(crate) dataset: DatasetArgs,
+    /// How texts are built and prompted: the checkpoint's way or the contract's
+    ///
     /// How texts are built and prompted: `model` (the checkpoint's own prompts, the text as
     /// sentence-transformers and MTEB build it: what published MTEB rows were computed with), `contract` (the
     /// evaluation contract's), or `auto` (the default): the checkpoint's own when --model-dir is a
@@ -668,6 +745,8 @@ pub(crate) struct ValidateArgs {
 /// How a report is printed.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ReportArgs {
+    /// Print the report as JSON instead of the summary
+    ///
     /// Print the report as JSON (verdict and every check, with its scope, name, status and evidence)
     /// instead of the summary
     #[arg(long)]
@@ -686,9 +765,14 @@ pub(crate) struct EmbeddingArgs {
     /// Draw the sample with this seed instead of fresh randomness (to replay a draw someone printed)
     #[arg(long, value_name = "N")]
     pub(crate) seed: Option<u64>,
-    /// Where the model re-embeds: `auto` (a usable NVIDIA GPU, else the CPU), `cpu`, `cuda` or `emulated`
+    /// Where the model re-embeds [auto: a GPU that passes the self-check, else the CPU]
     ///
-    /// The verdict never depends on it: every device gives the same bits
+    /// Where the model re-embeds: `auto` (an NVIDIA GPU that passes the self-check, else the CPU), `cpu`, `cuda`
+    /// or `emulated`
+    ///
+    /// Each re-embedded vector must equal the bundle's bit for bit wherever it is computed. The GPU kernels are
+    /// designed to give the CPU's bits and checked under the emulator in CI, but have not yet run on a GPU: a
+    /// GPU is used only once it passes its self-check, and `--device cpu` is the reference
     #[arg(long, value_enum, default_value = "auto")]
     pub(crate) device: DeviceArg,
 }
@@ -737,6 +821,8 @@ pub(crate) struct KeygenArgs {
     /// Store the secret key unencrypted
     #[arg(long, conflicts_with = "password_file")]
     pub(crate) without_password: bool,
+    /// The new key's password, the first line of this file (for scripts)
+    ///
     /// The new key's password, the first line of this file (for scripts; without it the password is asked
     /// twice on the terminal, without echo, or read as two lines of stdin when stdin is not a terminal)
     #[arg(long, value_name = "FILE")]
@@ -757,6 +843,8 @@ pub(crate) struct BundleArgs {
     /// The fixture, when it moved
     #[arg(long, value_name = "FIXTURE")]
     pub(crate) corpus: Option<PathBuf>,
+    /// Carry a comparison with an earlier attestation (`compare --carried`); repeatable
+    ///
     /// Carry a comparison with an earlier attestation (the --out directory of `compare --carried` on this
     /// evaluation's bundle), so that the release says "identical to" or "better than" a named earlier claim;
     /// repeatable
@@ -793,6 +881,8 @@ pub(crate) struct SignArgs {
     /// terminal without echo)
     #[arg(long, value_name = "FILE")]
     pub(crate) password_file: Option<PathBuf>,
+    /// Replace an existing signature (the old one is kept beside it, and disclosed)
+    ///
     /// Replace an existing signature; the old one is kept beside it as manifest.json.minisig.replaced-<unix
     /// time>, and verify-bundle discloses it
     #[arg(long)]
@@ -824,6 +914,8 @@ pub(crate) struct ReproduceArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct CompareArgs {
+    /// The bundle compared against (the earlier version), or a suite directory
+    ///
     /// The bundle compared against (the earlier version), or a suite directory (`eval`'s `<work-dir>/suite`):
     /// then every dataset both suites hold is compared, each into OUT/<name>/, and OUT/suite-comparison.json
     /// gives the verdict per dataset and overall
@@ -845,6 +937,8 @@ pub(crate) struct CompareArgs {
     /// (+0.033), well inside a held-out mean's 95% half-width (about 0.05)
     #[arg(long, value_name = "M", default_value_t = scifact_eval::comparison::DEFAULT_MARGIN)]
     pub(crate) margin: f64,
+    /// Compare the candidate's runs rather than its manifest, for `bundle --comparison`
+    ///
     /// Make the comparison about the candidate's runs rather than its manifest, so that a bundle of the same
     /// evaluation can carry it (`bundle --comparison`)
     #[arg(long)]
@@ -915,20 +1009,28 @@ pub(crate) struct VerifyBundleArgs {
     /// The signer's minisign public key file
     #[arg(long, alias = "pubkey", value_name = "FILE")]
     pub(crate) public_key: PathBuf,
+    /// An executable to hash against the recorded digest (else it is the signer's word)
+    ///
     /// An executable to hash against the recorded digest, such as `scripts/reproducible-build.sh`'s output at
     /// the recorded revision (without it, the recorded digest is attested: the signer's word)
     #[arg(long, value_name = "FILE")]
     pub(crate) executable: Option<PathBuf>,
+    /// The public archive the bundle records: every lexical list recomputed from it
+    ///
     /// The public BEIR SciFact zip (its sha256 must be the one the bundle records): this verifier builds its own
     /// FTS5 index from it and recomputes every lexical score and candidate list
     #[arg(long, value_name = "ZIP")]
     pub(crate) archive: Option<PathBuf>,
+    /// The model directory the bundle records: every text re-embedded, bit for bit
+    ///
     /// The model directory (the checkpoint the bundle records): re-embeds every text of the archive (or
     /// --embedding-sample N documents and every query) and requires the bundle's vectors bit for bit
     #[arg(long, value_name = "DIR")]
     pub(crate) model_dir: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) embedding: EmbeddingArgs,
+    /// Re-embed only slice I of N of the bundle's texts, into --shard-out; no verdict
+    ///
     /// Re-embed only slice I of N (from 0) of the bundle's texts (documents, then queries) and write what it
     /// found to --shard-out, bound to this bundle, this executable and the model; no verdict. `auto` and
     /// `auto/N` read I (and N) from a Slurm job array or a Kubernetes Indexed Job, as `build --shard` does
@@ -937,6 +1039,8 @@ pub(crate) struct VerifyBundleArgs {
     /// Where --embedding-shard writes its result (JSON, atomically)
     #[arg(long, value_name = "FILE", requires = "embedding_shard")]
     pub(crate) shard_out: Option<PathBuf>,
+    /// Take the re-embedding from these shard results instead of re-embedding here
+    ///
     /// Take the re-embedding from these shard results (files, or directories of *.json) instead of
     /// re-embedding here: they must cover every text exactly once, each bound to this bundle, this executable
     /// and the declared model, or `embedding.values` fails naming the slice. Every other check runs here
@@ -960,6 +1064,8 @@ pub(crate) struct VerifyBundleArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct VerifySuiteArgs {
+    /// The suite directory (`eval`'s `<work-dir>/suite`)
+    ///
     /// The suite directory (`suite.json`, `suite.json.minisig`, one directory per bundle): `eval`'s
     /// `<work-dir>/suite`
     #[arg(long, value_name = "DIR")]
@@ -975,6 +1081,8 @@ pub(crate) struct VerifySuiteArgs {
     /// The model directory, for re-embedding every vector of every bundle
     #[arg(long, value_name = "DIR")]
     pub(crate) model_dir: Option<PathBuf>,
+    /// Take each bundle's re-embedding from these shard results
+    ///
     /// Take each bundle's re-embedding from these shard results (files, or directories of *.json) made by
     /// `verify-bundle --bundle-dir SUITE/<bundle> --embedding-shard I/N`: each bundle uses the results that name
     /// its manifest, which must cover its texts exactly once
@@ -993,5 +1101,48 @@ mod tests {
     #[test]
     fn verify_cli() {
         super::Cli::command().debug_assert();
+    }
+
+    /// Every help text, short and long, of the top level and of every subcommand (hidden ones too), as an
+    /// 80-column terminal shows it: no line wider than the terminal, and the top level within one 80 x 24 screen.
+    /// Hidden subcommands are the steps `eval` runs, and the top level names each of them.
+    #[test]
+    fn help_fits_an_80_column_terminal_and_the_top_level_one_screen() {
+        let mut top = super::Cli::command().term_width(80);
+        top.build();
+        let mut checked = 0;
+        let mut wide = Vec::new();
+        let mut texts =
+            vec![("(top)".to_owned(), top.render_help().to_string(), top.render_long_help().to_string())];
+        for sub in top.get_subcommands_mut() {
+            let name = sub.get_name().to_owned();
+            texts.push((name, sub.render_help().to_string(), sub.render_long_help().to_string()));
+        }
+        for (name, short, long) in &texts {
+            for line in short.lines().chain(long.lines()) {
+                checked += 1;
+                if line.chars().count() > 80 {
+                    wide.push(format!("{name}: {line}"));
+                }
+            }
+        }
+        assert!(wide.is_empty(), "help lines wider than 80 columns:\n{}", wide.join("\n"));
+        assert!(checked > 1000, "{checked} lines");
+        // The top level has no long help of its own: `--help` prints what `-h` does (the binary's test reads both).
+        let short = &texts[0].1;
+        assert!(
+            short.lines().count() <= 24,
+            "the top-level help is {} lines:\n{short}",
+            short.lines().count()
+        );
+        let listed = texts[0].1.replace('\n', " ");
+        for sub in top.get_subcommands().filter(|sub| sub.is_hide_set()) {
+            assert!(
+                listed.contains(&format!(" {},", sub.get_name()))
+                    || listed.contains(&format!(" {}.", sub.get_name())),
+                "the top-level help does not name the hidden step {}",
+                sub.get_name()
+            );
+        }
     }
 }

@@ -29,12 +29,15 @@ pub(crate) fn run(args: &DeviceArgs) -> anyhow::Result<ExitCode> {
         }
         other => other.request(),
     };
-    let check = embedding::gpu::check_kernels(request, args.throughput)?;
+    let extent =
+        if args.self_check { embedding::gpu::Extent::SelfCheck } else { embedding::gpu::Extent::Full };
+    let check = embedding::gpu::check_kernels(request, extent, args.throughput)?;
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&check).context("serialising the check")?)
             .context("writing stdout")?;
     } else {
-        writeln!(out, "device: {}", check.device).context("writing stdout")?;
+        writeln!(out, "device: {} ({} check; any NaN counts as any NaN)", check.device, check.extent)
+            .context("writing stdout")?;
         let scalar = if check.scalar_differing == 0 {
             "every result the CPU's bits".to_owned()
         } else {
@@ -49,7 +52,16 @@ pub(crate) fn run(args: &DeviceArgs) -> anyhow::Result<ExitCode> {
             } else {
                 format!("{} of {} elements differ", product.differing, m * n)
             };
-            writeln!(out, "{} {m} x {n} x {k}: {verdict}", product.kernel).context("writing stdout")?;
+            let gelu = if product.gelu { " + GELU" } else { "" };
+            writeln!(out, "{}{gelu} {m} x {n} x {k}: {verdict}", product.kernel).context("writing stdout")?;
+        }
+        for step in &check.steps {
+            let verdict = if step.differing == 0 {
+                "every value the CPU's bits".to_owned()
+            } else {
+                format!("{} of {} values differ", step.differing, step.values)
+            };
+            writeln!(out, "{} ({}): {verdict}", step.kernel, step.case).context("writing stdout")?;
         }
         for speed in &check.throughput {
             let [m, n, k] = speed.shape;

@@ -45,6 +45,8 @@ pub(crate) fn scifact_audit_with(args: &[&str], stdin: &str, vars: &[(&str, &str
         .args(args)
         .env_remove("SCIFACT_MODEL_DIR")
         .env_remove("SCIFACT_ARCHIVE")
+        // Help is wrapped to the terminal (COLUMNS when none): every test reads it at clap's default, 100.
+        .env_remove("COLUMNS")
         .envs(vars.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

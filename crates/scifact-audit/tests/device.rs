@@ -36,7 +36,53 @@ fn the_device_command_names_the_device_or_what_is_missing() {
     let stdout = String::from_utf8_lossy(&checked.stdout);
     assert!(checked.status.success(), "{stdout}{}", String::from_utf8_lossy(&checked.stderr));
     assert!(stdout.contains("every result the CPU's bits"), "{stdout}");
+    for kernel in
+        ["embed_tokens", "layer_norm", "softmax_rows", "pool", "normalize", "gemm_scores", "gemm_context"]
+    {
+        assert!(stdout.contains(kernel), "{kernel} not checked: {stdout}");
+    }
     assert!(stdout.ends_with("the kernels give the CPU's bits\n"), "{stdout}");
+}
+
+/// `auto` takes a GPU only once it passes the self-check: with the launch emulator standing in for the GPU
+/// `auto` finds, the exact kernels are taken, and the ones whose products take k in reverse are refused, the
+/// CPU used and the reason said, by `device` and by `embed` (whose vectors are then the CPU's).
+#[test]
+fn auto_uses_a_gpu_only_after_its_self_check_and_says_why_not() {
+    let stand_in = embedding::gpu::AUTO_STAND_IN_VAR;
+    let passes = crate::scifact_audit_with(&["device", "--json"], "", &[(stand_in, "emulated")]);
+    let passes: Value = serde_json::from_slice(&passes.stdout).unwrap();
+    assert_eq!(passes["device"], "emulated", "{passes}");
+    assert_eq!(passes["no_gpu"], Value::Null, "{passes}");
+
+    let refused = crate::scifact_audit_with(&["device", "--json"], "", &[(stand_in, "emulated-broken")]);
+    let refused: Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert_eq!(refused["device"], "cpu", "{refused}");
+    let why = refused["no_gpu"].as_str().unwrap_or_default();
+    assert!(why.contains("failed its self-check against the CPU") && why.contains("gemm_wide"), "{why}");
+
+    let model = root().join("fixtures/tiny/model");
+    let embed = ["embed", "--model-dir", path_str(&model), "--role", "query"];
+    let texts = "\"alpha beta\"\n\"gamma\"\n";
+    let cpu = scifact_audit(&[&embed[..], &["--device", "cpu"]].concat(), texts);
+    let auto = crate::scifact_audit_with(&embed, texts, &[(stand_in, "emulated-broken")]);
+    let stderr = String::from_utf8_lossy(&auto.stderr);
+    assert!(auto.status.success(), "{stderr}");
+    assert!(stderr.contains("device: cpu") && stderr.contains("failed its self-check"), "{stderr}");
+    assert_eq!(auto.stdout, cpu.stdout);
+
+    let cuda_like = crate::scifact_audit_with(
+        &["device", "--device", "auto", "--check", "--self-check"],
+        "",
+        &[(stand_in, "emulated-broken")],
+    );
+    let stdout = String::from_utf8_lossy(&cuda_like.stdout);
+    assert_eq!(cuda_like.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("the kernels do NOT give the CPU's bits"), "{stdout}");
+
+    let unknown = crate::scifact_audit_with(&["device"], "", &[(stand_in, "h100")]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("only `emulated` and `emulated-broken`"));
 }
 
 /// `verify-bundle` of `bundle` on `device`: its report.

@@ -67,7 +67,24 @@ fn help_lists_commands_by_use_one_line_each_and_short_help_fits_a_screen() {
     let names: Vec<&str> = commands.iter().filter_map(|line| line.split_whitespace().next()).collect();
     assert_eq!(&names[..3], ["eval", "verify-bundle", "keygen"], "{text}");
     for line in &commands {
-        assert!(line.len() <= 130, "a command's line runs on: {line}");
+        assert!(line.len() <= 80, "a command's line runs on: {line}");
+    }
+    // In an 80-column terminal (COLUMNS, as the shell sets it), the whole top level fits one 80 x 24 screen.
+    for flag in ["-h", "--help"] {
+        let narrow = scifact_audit_with(&[flag], "", &[("COLUMNS", "80")]);
+        let narrow = String::from_utf8_lossy(&narrow.stdout);
+        assert!(narrow.lines().count() <= 24 && narrow.lines().all(|line| line.len() <= 80), "{narrow}");
+    }
+    // A wider one still reads lines of at most 100 (clap's max_term_width).
+    for command in ["--help", "eval --help", "verify-bundle --help"] {
+        let args: Vec<&str> = command.split(' ').collect();
+        let wide = scifact_audit_with(&args, "", &[("COLUMNS", "300")]);
+        let wide = String::from_utf8_lossy(&wide.stdout);
+        assert!(wide.lines().all(|line| line.chars().count() <= 100), "{command}: {wide}");
+        assert!(
+            wide.lines().any(|line| line.chars().count() > 85),
+            "{command} was not wrapped wider: {wide}"
+        );
     }
     for command in ["eval", "build", "verify-bundle"] {
         let short = scifact_audit_with(&[command, "-h"], "", &[]);

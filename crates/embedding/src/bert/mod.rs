@@ -10,7 +10,7 @@
 mod gemm;
 mod ops;
 
-pub(crate) use ops::{erf, exp, gelu_one};
+pub(crate) use ops::{erf, exp, gelu_one, layer_norm as layer_norm_rows, softmax_rows};
 
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -527,7 +527,7 @@ fn attention(
 /// `relative_position_bucket` computes it with a float logarithm, here by integer thresholds so that it is the
 /// same on every CPU: below 8 the distance itself; from 8, 8 + the largest k ≤ 7 with n² ≥ 64·2^k (equal to
 /// transformers' for every distance from 0 to 700); 16 more when the key comes after the query.
-fn relative_bucket(relative: i64) -> usize {
+pub(crate) fn relative_bucket(relative: i64) -> usize {
     let n = -relative;
     let side = if n < 0 { 16 } else { 0 };
     let n = n.unsigned_abs();
@@ -595,8 +595,16 @@ fn residual_then_norm<'a>(
 }
 
 /// One sequence's `rows` (each `hidden` wide) pooled over the rows after the first `skip` (all of them when
-/// that would leave none): the first of them for CLS, their mean, or their maximum.
-fn pool(rows: &[f32], hidden: usize, pooling: crate::checkpoint::Pooling, skip: usize) -> Vec<f32> {
+/// that would leave none): the first of them for CLS, their mean, or their maximum. The maximum's rule is
+/// explicit, so that every kernel and the GPU's agree where `f32::max` leaves the choice open: a later value
+/// replaces the one held only when it is larger or the one held is NaN, so of +0 and -0 the first is kept, and
+/// NaN only when every value is NaN.
+pub(crate) fn pool(
+    rows: &[f32],
+    hidden: usize,
+    pooling: crate::checkpoint::Pooling,
+    skip: usize,
+) -> Vec<f32> {
     use crate::checkpoint::Pooling;
     let count = rows.len() / hidden;
     let kept = if skip < count { &rows[skip * hidden..] } else { rows };
@@ -618,7 +626,9 @@ fn pool(rows: &[f32], hidden: usize, pooling: crate::checkpoint::Pooling, skip: 
             let mut max = kept[..hidden].to_vec();
             for row in kept.chunks_exact(hidden).skip(1) {
                 for (m, v) in max.iter_mut().zip(row) {
-                    *m = m.max(*v);
+                    if *v > *m || m.is_nan() {
+                        *m = *v;
+                    }
                 }
             }
             max
@@ -667,5 +677,24 @@ mod tests {
         for (relative, bucket) in expected {
             assert_eq!(super::relative_bucket(relative), bucket, "{relative}");
         }
+    }
+
+    /// Max pooling's rule where `f32::max` leaves the choice open: of +0 and -0 the first is kept, a NaN is
+    /// replaced by any number and kept only when every value is NaN.
+    #[test]
+    fn max_pooling_keeps_the_first_of_equal_zeros_and_skips_nan() {
+        use crate::checkpoint::Pooling;
+        let bits = |rows: &[f32]| -> Vec<u32> {
+            super::pool(rows, 1, Pooling::Max, 0).iter().map(|x| x.to_bits()).collect()
+        };
+        assert_eq!(bits(&[0.0, -0.0]), [0.0f32.to_bits()]);
+        assert_eq!(bits(&[-0.0, 0.0]), [(-0.0f32).to_bits()]);
+        assert_eq!(bits(&[-0.0, 0.0, -1.0]), [(-0.0f32).to_bits()]);
+        assert_eq!(bits(&[f32::NAN, -3.0, -4.0]), [(-3.0f32).to_bits()]);
+        assert_eq!(bits(&[-3.0, f32::NAN, -2.0]), [(-2.0f32).to_bits()]);
+        assert_eq!(bits(&[-3.0, f32::NAN]), [(-3.0f32).to_bits()]);
+        assert!(super::pool(&[f32::NAN, f32::NAN], 1, Pooling::Max, 0)[0].is_nan());
+        // Two columns, pooled independently.
+        assert_eq!(super::pool(&[1.0, -0.0, 2.0, 0.0], 2, Pooling::Max, 0), vec![2.0, -0.0]);
     }
 }

@@ -201,6 +201,18 @@ impl Compiler {
         minor: i32,
         ptx: bool,
     ) -> Result<Compiled, String> {
+        self.compile_with(source, (major, minor), ptx, &NVRTC_OPTIONS)
+    }
+
+    /// [`Compiler::compile`] with other options than [`NVRTC_OPTIONS`]: for the test that shows the source
+    /// leaves the compiler nothing to contract (`--fmad=true` must give the same PTX).
+    pub(crate) fn compile_with(
+        &self,
+        source: &str,
+        (major, minor): (i32, i32),
+        ptx: bool,
+        options: &[&str],
+    ) -> Result<Compiled, String> {
         let architecture =
             format!("--gpu-architecture={}_{major}{minor}", if ptx { "compute" } else { "sm" });
         let source = CString::new(source).map_err(|e| e.to_string())?;
@@ -218,7 +230,7 @@ impl Compiler {
             )
         };
         self.check(created, "nvrtcCreateProgram")?;
-        let result = self.compile_program(program, &architecture, ptx);
+        let result = self.compile_program(program, &architecture, ptx, options);
         // SAFETY: `program` was created above and is destroyed once.
         unsafe { (self.nvrtc.destroy)(&mut program) };
         result.map(|(image, is_ptx)| Compiled { image, is_ptx, architecture })
@@ -229,9 +241,10 @@ impl Compiler {
         program: NvrtcProgram,
         architecture: &str,
         ptx: bool,
+        options: &[&str],
     ) -> Result<(Vec<u8>, bool), String> {
         let options: Vec<CString> = std::iter::once(architecture)
-            .chain(NVRTC_OPTIONS)
+            .chain(options.iter().copied())
             .map(|o| CString::new(o).map_err(|e| e.to_string()))
             .collect::<Result<_, _>>()?;
         let pointers: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();

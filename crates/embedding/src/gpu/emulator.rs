@@ -17,7 +17,6 @@ unsafe extern "C" {
         grid: *const u32,
         block: *const u32,
     ) -> c_int;
-    #[cfg(test)]
     fn scifact_emulate_broken(
         name: *const c_char,
         params: *const c_void,
@@ -31,8 +30,7 @@ unsafe extern "C" {
 pub(crate) enum Variant {
     /// kernels.cu as it is.
     Exact,
-    /// With the products' k order reversed: a kernel that must fail the order tests.
-    #[cfg(test)]
+    /// With the products' k order reversed: a kernel that must fail the order tests and the self-check.
     Broken,
 }
 
@@ -181,7 +179,6 @@ impl Backend for Emulator {
         let status = unsafe {
             match self.variant {
                 Variant::Exact => scifact_emulate_exact(name.as_ptr(), params, grid.as_ptr(), block.as_ptr()),
-                #[cfg(test)]
                 Variant::Broken => {
                     scifact_emulate_broken(name.as_ptr(), params, grid.as_ptr(), block.as_ptr())
                 }

@@ -2,7 +2,8 @@
 //! embeddings and their norm; per layer the query/key/value product, each sequence's attention per head (scores,
 //! MPNet's bias, softmax, context), the output product with the residual and norm, the feed-forward product with
 //! GELU, the down product with the residual and norm; then pooling and normalisation. The kernels keep the CPU's
-//! order of operations, so every vector is the CPU's bits, whatever the batch.
+//! order of operations, so that every vector is meant to be the CPU's bits, whatever the batch (held under the
+//! emulator in CI; a GPU is taken only after its self-check, `check.rs`).
 
 use std::sync::Arc;
 
@@ -280,13 +281,13 @@ impl GpuModel {
     }
 
     /// The pooled vectors of `batch` (token ids, already checked against the tables), normalised too when
-    /// `normalize`.
+    /// `normalized_too`.
     pub(crate) fn pooled(
         &self,
         batch: &[&[u32]],
         pooling: Pooling,
         skip: usize,
-        normalize: bool,
+        normalized_too: bool,
     ) -> Result<Pooled, DeviceError> {
         let b = &self.backend;
         let (h, i) = (self.config.hidden_size, self.config.intermediate_size);
@@ -308,19 +309,13 @@ impl GpuModel {
             tables: Buffer::with_bytes(b, &plan.tables)?,
         };
 
-        let elements = tokens * h;
-        let arguments = Fields::new()
-            .pointer(ids.address())
-            .pointer(places.address())
-            .pointer(self.words.address())
-            .pointer(self.positions.address())
-            .pointer(self.token_type.address())
-            .pointer(work.x.address())
-            .i64(elements as i64)
-            .i32(h as i32)
-            .i32(0)
-            .bytes();
-        self.launch(Kernel::EmbedTokens, [blocks(elements, 256)?, 1, 1], [256, 1, 1], &arguments)?;
+        self.run(embed_tokens(
+            [ids.address(), places.address()],
+            [self.words.address(), self.positions.address(), self.token_type.address()],
+            work.x.address(),
+            tokens,
+            h,
+        )?)?;
         self.norm(&work.x, None, &self.embedding_norm, tokens)?;
 
         for layer in &self.layers {
@@ -347,28 +342,20 @@ impl GpuModel {
             Pooling::Mean => 1,
             Pooling::Max => 2,
         };
-        let arguments = Fields::new()
-            .pointer(work.x.address())
-            .pointer(pooled.address())
-            .pointer(work.tables.address() + plan.pool_at as u64)
-            .i32(count as i32)
-            .i32(h as i32)
-            .i32(mode)
-            .i32(0)
-            .bytes();
-        self.launch(Kernel::Pool, [blocks(count, 1)?, 1, 1], [128, 1, 1], &arguments)?;
+        self.run(pool(
+            work.x.address(),
+            pooled.address(),
+            work.tables.address() + plan.pool_at as u64,
+            count,
+            h,
+            mode,
+        )?)?;
         let vectors = |buffer: &Buffer| -> Result<Vec<Vec<f32>>, DeviceError> {
             Ok(buffer.read_f32(count * h)?.chunks_exact(h).map(<[f32]>::to_vec).collect())
         };
-        let normalized = if normalize {
+        let normalized = if normalized_too {
             let normalized = Buffer::new(b, 4 * count * h)?;
-            let arguments = Fields::new()
-                .pointer(pooled.address())
-                .pointer(normalized.address())
-                .i32(count as i32)
-                .i32(h as i32)
-                .bytes();
-            self.launch(Kernel::Normalize, [blocks(count, 128)?, 1, 1], [128, 1, 1], &arguments)?;
+            self.run(normalize(pooled.address(), normalized.address(), count, h)?)?;
             Some(vectors(&normalized)?)
         } else {
             None
@@ -376,19 +363,14 @@ impl GpuModel {
         Ok(Pooled { pooled: vectors(&pooled)?, normalized })
     }
 
-    /// Launches `kernel`, timing it when profiling.
-    fn launch(
-        &self,
-        kernel: Kernel,
-        grid: [u32; 3],
-        block: [u32; 3],
-        arguments: &[u8],
-    ) -> Result<(), DeviceError> {
+    /// Runs `launch`, timing it when profiling.
+    fn run(&self, launch: Launch) -> Result<(), DeviceError> {
+        let Launch { kernel, grid, block, arguments } = launch;
         let Some(profile) = &self.profile else {
-            return self.backend.launch(kernel, grid, block, arguments);
+            return self.backend.launch(kernel, grid, block, &arguments);
         };
         let start = std::time::Instant::now();
-        self.backend.launch(kernel, grid, block, arguments)?;
+        self.backend.launch(kernel, grid, block, &arguments)?;
         let seconds = start.elapsed().as_secs_f64();
         if let Ok(mut profile) = profile.lock() {
             match profile.iter_mut().find(|(k, _, _)| *k == kernel) {
@@ -412,21 +394,14 @@ impl GpuModel {
         out: &Buffer,
         gelu: bool,
     ) -> Result<(), DeviceError> {
-        let tokens = work.tokens;
-        let arguments = Fields::new()
-            .pointer(input.address())
-            .pointer(linear.weight.address())
-            .pointer(linear.bias.address())
-            .pointer(out.address())
-            .pointer(work.tables.address() + table as u64)
-            .i32(i32::from(gelu))
-            .i32(0)
-            .bytes();
-        let grid = [blocks(linear.n, 128)?, blocks(tokens, 128)?, 1];
-        if grid[1] as usize > MAX_GRID {
-            return Err(DeviceError::Failed(format!("{tokens} token rows are too many for one launch")));
-        }
-        self.launch(self.wide, grid, [256, 1, 1], &arguments)
+        let table = work.tables.address() + table as u64;
+        self.run(product(
+            self.wide,
+            [input.address(), linear.weight.address(), linear.bias.address(), out.address()],
+            table,
+            (work.tokens, linear.n),
+            gelu,
+        )?)
     }
 
     /// Every sequence's attention, every head: scores, MPNet's bias and softmax, context.
@@ -441,41 +416,36 @@ impl GpuModel {
                 .copied()
                 .max()
                 .unwrap_or(longest);
-            let scores = Fields::new()
-                .pointer(work.qkv.address())
-                .pointer(work.qkv.address())
-                .pointer(0)
-                .pointer(work.scores.address())
-                .pointer(work.tables.address() + (plan.scores_at + 48 * first) as u64)
-                .i32(0)
-                .i32(0)
-                .bytes();
-            let side = blocks(longest_here, 64)?;
-            self.launch(Kernel::GemmScores, [side, side, count as u32], [256, 1, 1], &scores)?;
-            let softmax = Fields::new()
-                .pointer(work.scores.address())
-                .pointer(work.tables.address() + (plan.softmax_at + 24 * first) as u64)
-                .pointer(self.relative_bias.as_ref().map_or(0, Buffer::address))
-                .i32(heads as i32)
-                .i32(0)
-                .bytes();
-            self.launch(
-                Kernel::SoftmaxRows,
-                [blocks(longest_here, 8)?, count as u32, 1],
-                [16, 8, 1],
-                &softmax,
+            let tables = work.tables.address();
+            let qkv = work.qkv.address();
+            self.run(
+                product(
+                    Kernel::GemmScores,
+                    [qkv, qkv, 0, work.scores.address()],
+                    tables + (plan.scores_at + 48 * first) as u64,
+                    (longest_here, longest_here),
+                    false,
+                )?
+                .for_problems(count)?,
             )?;
-            let context = Fields::new()
-                .pointer(work.scores.address())
-                .pointer(work.qkv.address())
-                .pointer(0)
-                .pointer(work.context.address())
-                .pointer(work.tables.address() + (plan.context_at + 48 * first) as u64)
-                .i32(0)
-                .i32(0)
-                .bytes();
-            let grid = [blocks(head_dim, 32)?, blocks(longest_here, 64)?, count as u32];
-            self.launch(Kernel::GemmContext, grid, [128, 1, 1], &context)?;
+            let bias = self.relative_bias.as_ref().map_or(0, Buffer::address);
+            self.run(softmax_rows(
+                work.scores.address(),
+                tables + (plan.softmax_at + 24 * first) as u64,
+                bias,
+                heads,
+                (count, longest_here),
+            )?)?;
+            self.run(
+                product(
+                    Kernel::GemmContext,
+                    [work.scores.address(), qkv, 0, work.context.address()],
+                    tables + (plan.context_at + 48 * first) as u64,
+                    (longest_here, head_dim),
+                    false,
+                )?
+                .for_problems(count)?,
+            )?;
         }
         Ok(())
     }
@@ -488,17 +458,174 @@ impl GpuModel {
         norm: &DeviceNorm,
         rows: usize,
     ) -> Result<(), DeviceError> {
-        let arguments = Fields::new()
-            .pointer(x.address())
-            .pointer(residual.map_or(0, Buffer::address))
-            .pointer(norm.gamma.address())
-            .pointer(norm.beta.address())
-            .i64(rows as i64)
-            .i32(self.config.hidden_size as i32)
-            .f32(self.eps)
-            .bytes();
-        self.launch(Kernel::LayerNorm, [blocks(rows, 8)?, 1, 1], [16, 8, 1], &arguments)
+        self.run(layer_norm(
+            x.address(),
+            residual.map_or(0, Buffer::address),
+            [norm.gamma.address(), norm.beta.address()],
+            (rows, self.config.hidden_size),
+            self.eps,
+        )?)
     }
+}
+
+/// One kernel launch: the kernel, its grid and block, and its argument struct's bytes. The forward pass and
+/// the kernel check (`check.rs`) build every launch with the functions below, so both run the kernels as one.
+pub(crate) struct Launch {
+    pub(crate) kernel: Kernel,
+    pub(crate) grid: [u32; 3],
+    pub(crate) block: [u32; 3],
+    pub(crate) arguments: Vec<u8>,
+}
+
+impl Launch {
+    /// The launch over `count` problems of its table (grid z), for the attention products.
+    pub(crate) fn for_problems(mut self, count: usize) -> Result<Launch, DeviceError> {
+        if count > MAX_GRID {
+            return Err(DeviceError::Failed(format!("{count} problems are too many for one launch")));
+        }
+        self.grid[2] = count as u32;
+        Ok(self)
+    }
+
+    /// Runs it on `backend`.
+    pub(crate) fn on(self, backend: &Arc<dyn Backend>) -> Result<(), DeviceError> {
+        backend.launch(self.kernel, self.grid, self.block, &self.arguments)
+    }
+}
+
+/// `x = (word + position) + token type` for `tokens` rows of `hidden`: `[ids, positions]` (u32 each),
+/// `[words, position table, token type]`.
+pub(crate) fn embed_tokens(
+    [ids, places]: [u64; 2],
+    [words, positions, token_type]: [u64; 3],
+    x: u64,
+    tokens: usize,
+    hidden: usize,
+) -> Result<Launch, DeviceError> {
+    let elements = tokens * hidden;
+    let arguments = Fields::new()
+        .pointer(ids)
+        .pointer(places)
+        .pointer(words)
+        .pointer(positions)
+        .pointer(token_type)
+        .pointer(x)
+        .i64(elements as i64)
+        .i32(hidden as i32)
+        .i32(0)
+        .bytes();
+    Ok(Launch {
+        kernel: Kernel::EmbedTokens,
+        grid: [blocks(elements, 256)?, 1, 1],
+        block: [256, 1, 1],
+        arguments,
+    })
+}
+
+/// Layer norm of `rows` rows of `width` at `x`, in place, after adding `residual`'s rows (0: none).
+pub(crate) fn layer_norm(
+    x: u64,
+    residual: u64,
+    [gamma, beta]: [u64; 2],
+    (rows, width): (usize, usize),
+    eps: f32,
+) -> Result<Launch, DeviceError> {
+    let arguments = Fields::new()
+        .pointer(x)
+        .pointer(residual)
+        .pointer(gamma)
+        .pointer(beta)
+        .i64(rows as i64)
+        .i32(width as i32)
+        .f32(eps)
+        .bytes();
+    Ok(Launch { kernel: Kernel::LayerNorm, grid: [blocks(rows, 8)?, 1, 1], block: [16, 8, 1], arguments })
+}
+
+/// A product kernel over the first problem of `table` (`Launch::for_problems` for more), its output at most
+/// `rows` by `columns`: `[a, b, bias (0: none), c]`, GELU after when `gelu`.
+pub(crate) fn product(
+    kernel: Kernel,
+    [a, b, bias, c]: [u64; 4],
+    table: u64,
+    (rows, columns): (usize, usize),
+    gelu: bool,
+) -> Result<Launch, DeviceError> {
+    let (tile_rows, tile_columns, threads) = match kernel {
+        Kernel::GemmScores => (64, 64, 256),
+        Kernel::GemmContext => (64, 32, 128),
+        _ => (128, 128, 256),
+    };
+    let grid = [blocks(columns, tile_columns)?, blocks(rows, tile_rows)?, 1];
+    if grid[1] as usize > MAX_GRID {
+        return Err(DeviceError::Failed(format!("{rows} rows are too many for one launch")));
+    }
+    let arguments = Fields::new()
+        .pointer(a)
+        .pointer(b)
+        .pointer(bias)
+        .pointer(c)
+        .pointer(table)
+        .i32(i32::from(gelu))
+        .i32(0)
+        .bytes();
+    Ok(Launch { kernel, grid, block: [threads, 1, 1], arguments })
+}
+
+/// Softmax of the score rows of `count` problems of `table` (the longest `longest` rows), after MPNet's
+/// relative-position `bias` (0: none) of `heads` heads.
+pub(crate) fn softmax_rows(
+    scores: u64,
+    table: u64,
+    bias: u64,
+    heads: usize,
+    (count, longest): (usize, usize),
+) -> Result<Launch, DeviceError> {
+    if count > MAX_GRID {
+        return Err(DeviceError::Failed(format!("{count} problems are too many for one launch")));
+    }
+    let arguments =
+        Fields::new().pointer(scores).pointer(table).pointer(bias).i32(heads as i32).i32(0).bytes();
+    Ok(Launch {
+        kernel: Kernel::SoftmaxRows,
+        grid: [blocks(longest, 8)?, count as u32, 1],
+        block: [16, 8, 1],
+        arguments,
+    })
+}
+
+/// Pooling of `count` sequences (`table`: each one's first row and row count) of `x`'s rows of `hidden`:
+/// `mode` 0 the first row, 1 the mean, 2 the maximum.
+pub(crate) fn pool(
+    x: u64,
+    pooled: u64,
+    table: u64,
+    count: usize,
+    hidden: usize,
+    mode: i32,
+) -> Result<Launch, DeviceError> {
+    let arguments = Fields::new()
+        .pointer(x)
+        .pointer(pooled)
+        .pointer(table)
+        .i32(count as i32)
+        .i32(hidden as i32)
+        .i32(mode)
+        .i32(0)
+        .bytes();
+    Ok(Launch { kernel: Kernel::Pool, grid: [blocks(count, 1)?, 1, 1], block: [128, 1, 1], arguments })
+}
+
+/// The L2 normalisation of `count` vectors of `dims`.
+pub(crate) fn normalize(
+    pooled: u64,
+    normalized: u64,
+    count: usize,
+    dims: usize,
+) -> Result<Launch, DeviceError> {
+    let arguments =
+        Fields::new().pointer(pooled).pointer(normalized).i32(count as i32).i32(dims as i32).bytes();
+    Ok(Launch { kernel: Kernel::Normalize, grid: [blocks(count, 128)?, 1, 1], block: [128, 1, 1], arguments })
 }
 
 /// A product's table row: offsets of a, b and c (elements), its (m, n, k) and its (lda, ldb, ldc).

@@ -446,7 +446,8 @@ SCIFACT_KERNEL void pool(PoolArgs a) {
             value = x[0];
             for (int r = 1; r < q.count; ++r) {
                 float v = x[(i64)r * a.hidden];
-                // f32::max: the other when one is NaN; on a tie the first.
+                // mod.rs's pool: a later value replaces the one held only when larger, or when the one held is
+                // NaN (so of +0 and -0 the first is kept).
                 value = (v > value || value != value) ? v : value;
             }
         }

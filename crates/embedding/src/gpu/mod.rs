@@ -1,10 +1,14 @@
-//! The forward pass on an NVIDIA GPU, with the CPU's bits.
+//! The forward pass on an NVIDIA GPU, designed to give the CPU's bits.
 //!
 //! Every vector this crate computes is defined by its operation order (`bert::gemm`, `bert::ops`): each linear
 //! output one fused multiply-add chain over k ascending from its bias, row sums in 16 partials added in a fixed
 //! tree, its own exp and erf from add, multiply, fma, divide and compare. A GPU rounds those operations as IEEE
-//! says when told to, so kernels that keep the order (`kernels.cu`) give the same bits: a fixture embedded on a
-//! GPU is the one the CPU embeds, and a bundle made on either verifies on the other.
+//! says when told to, so kernels that keep the order (`kernels.cu`) are meant to give the same bits. What is
+//! shown: the kernels' own source, compiled as host C++ and run under the launch emulator, gives the CPU's bits
+//! in CI; NVRTC compiles it to IEEE operations only. What is not: these kernels have not yet run on a GPU
+//! (docs/performance.md, "On a GPU"), so no GPU is trusted on the design's word. `auto` and `cuda` take a GPU
+//! only once it has passed a self-check at start (every kernel against the CPU on fixed inputs, [`Extent`]);
+//! `auto` uses the CPU otherwise, saying why.
 //!
 //! [`Device`] is where a model runs. [`DeviceRequest::Cuda`] loads the CUDA driver and NVRTC at run time (a
 //! binary built without CUDA runs everywhere; what is missing is an error, never a panic) and compiles the
@@ -19,7 +23,7 @@ mod forward;
 
 use std::sync::Arc;
 
-pub use check::{KernelCheck, check_kernels};
+pub use check::{Extent, KernelCheck, ProductCheck, StepCheck, Throughput, check_kernels};
 pub use cuda::NVRTC_VAR;
 pub use emulator::EMULATED_MEMORY_VAR;
 pub use forward::{GEMM_VAR, PROFILE_VAR};
@@ -30,14 +34,16 @@ pub(crate) use forward::GpuModel;
 /// The kernels' source (compiled by NVRTC at run time, and into the emulator by build.rs).
 pub(crate) const KERNELS_SOURCE: &str = include_str!("kernels.cu");
 
-/// Where a forward pass is asked to run. The vectors are the same bits on each.
+/// Where a forward pass is asked to run. Each is designed to give the CPU's bits; a GPU is used only once it
+/// has shown it on the self-check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceRequest {
-    /// An NVIDIA GPU when one is usable, else the CPU.
+    /// An NVIDIA GPU when one is found and passes the self-check, else the CPU.
     Auto,
     /// The CPU.
     Cpu,
-    /// An NVIDIA GPU, through the CUDA driver and NVRTC; an error naming what is missing when none is usable.
+    /// An NVIDIA GPU, through the CUDA driver and NVRTC; an error naming what is missing when none is usable, or
+    /// what differed when it fails the self-check.
     Cuda,
     /// The GPU kernels on the CPU, under the launch emulator: slow; for checking the kernels without a GPU.
     Emulated,
@@ -88,7 +94,7 @@ impl Device {
 }
 
 /// The device `request` finds (without loading a model), and, when `auto` finds no usable GPU, why: where a
-/// model would run.
+/// model would run. A GPU counts as usable only once it has passed the self-check.
 ///
 /// # Errors
 /// As [`SentenceBert::use_device`](crate::SentenceBert::use_device).
@@ -103,33 +109,87 @@ pub(crate) struct Opened {
     pub(crate) device: Device,
 }
 
-/// Opens the device `request` asks for: `None` for the CPU. `Auto` without a usable GPU is the CPU, and the
-/// second value says why.
+/// The variable that has `auto` take the launch emulator as the GPU it found: `emulated`, or `emulated-broken`
+/// (its products' k order reversed, which the self-check must refuse). For rehearsing, without a GPU, what
+/// `auto` does with one (`scripts/gpu-check.sh --device emulated`, CI); it changes where the model runs,
+/// never the bits, which the self-check holds either way.
+pub const AUTO_STAND_IN_VAR: &str = "SCIFACT_AUDIT_AUTO_GPU_STAND_IN";
+
+/// Opens the device `request` asks for: `None` for the CPU. `Auto` and `Cuda` take a GPU only once it has
+/// passed [`check::Extent::SelfCheck`]; `Auto` without one that did is the CPU, and the second value says why.
 ///
 /// # Errors
-/// [`crate::Error::Device`] when `Cuda` finds no usable GPU (naming what is missing), or the emulator's memory
-/// setting is not a size.
+/// [`crate::Error::Device`] when `Cuda` finds no usable GPU (naming what is missing, or the kernels its
+/// self-check found differing), or the emulator's memory setting is not a size.
 pub(crate) fn open(request: DeviceRequest) -> crate::Result<(Option<Opened>, Option<String>)> {
     match request {
-        DeviceRequest::Cpu => Ok((None, None)),
-        DeviceRequest::Emulated => {
-            let capacity = emulator::Emulator::capacity_from_env().map_err(crate::Error::Device)?;
-            let backend: Arc<dyn Backend> =
-                Arc::new(emulator::Emulator::new(emulator::Variant::Exact, capacity));
-            Ok((Some(Opened { backend, device: Device::Emulated }), None))
-        }
+        DeviceRequest::Cpu | DeviceRequest::Emulated => open_unvetted(request),
         DeviceRequest::Cuda => {
-            let cuda = cuda::Cuda::open()
-                .map_err(|reason| crate::Error::Device(format!("--device cuda: {reason}")))?;
-            let device = Device::Cuda(cuda.describe().to_owned());
-            Ok((Some(Opened { backend: Arc::new(cuda), device }), None))
-        }
-        DeviceRequest::Auto => match cuda::Cuda::open() {
-            Ok(cuda) => {
-                let device = Device::Cuda(cuda.describe().to_owned());
-                Ok((Some(Opened { backend: Arc::new(cuda), device }), None))
+            let (opened, _) = open_unvetted(request)?;
+            match opened.map(vet) {
+                Some(Ok(opened)) => Ok((Some(opened), None)),
+                Some(Err(why)) => Err(crate::Error::Device(format!(
+                    "--device cuda: {why}; `scifact-audit device --device cuda --check` shows every kernel, and \
+                     --device cpu embeds without it"
+                ))),
+                None => Err(crate::Error::Device("--device cuda: no GPU opened".to_owned())),
             }
-            Err(reason) => Ok((None, Some(reason))),
+        }
+        DeviceRequest::Auto => {
+            let (opened, no_gpu) = open_unvetted(request)?;
+            match opened.map(vet) {
+                Some(Ok(opened)) => Ok((Some(opened), None)),
+                Some(Err(why)) => Ok((None, Some(why))),
+                None => Ok((None, no_gpu)),
+            }
+        }
+    }
+}
+
+/// `opened`, once its kernels have given the CPU's bits on the self-check's inputs; else why not, in words.
+fn vet(opened: Opened) -> Result<Opened, String> {
+    let description = opened.device.describe();
+    match check::check_on(Arc::clone(&opened.backend), description.clone(), check::Extent::SelfCheck, false) {
+        Ok(found) if found.exact() => Ok(opened),
+        Ok(found) => Err(format!(
+            "{description} failed its self-check against the CPU (values that differ: {}), so its vectors would \
+             not be the CPU's",
+            found.differences()
+        )),
+        Err(error) => Err(format!("{description} could not run its self-check: {error}")),
+    }
+}
+
+/// Opens the device `request` asks for as it is found, without the self-check (which `device --check`
+/// reports on in full rather than refusing). `Auto` without a GPU is the CPU, and the second value says why.
+pub(crate) fn open_unvetted(request: DeviceRequest) -> crate::Result<(Option<Opened>, Option<String>)> {
+    let emulated = |variant| -> crate::Result<Opened> {
+        let capacity = emulator::Emulator::capacity_from_env().map_err(crate::Error::Device)?;
+        let backend: Arc<dyn Backend> = Arc::new(emulator::Emulator::new(variant, capacity));
+        Ok(Opened { backend, device: Device::Emulated })
+    };
+    let cuda = || -> Result<Opened, String> {
+        let cuda = cuda::Cuda::open()?;
+        let device = Device::Cuda(cuda.describe().to_owned());
+        Ok(Opened { backend: Arc::new(cuda), device })
+    };
+    match request {
+        DeviceRequest::Cpu => Ok((None, None)),
+        DeviceRequest::Emulated => Ok((Some(emulated(emulator::Variant::Exact)?), None)),
+        DeviceRequest::Cuda => {
+            let opened = cuda().map_err(|reason| crate::Error::Device(format!("--device cuda: {reason}")))?;
+            Ok((Some(opened), None))
+        }
+        DeviceRequest::Auto => match std::env::var(AUTO_STAND_IN_VAR).as_deref() {
+            Ok("emulated") => Ok((Some(emulated(emulator::Variant::Exact)?), None)),
+            Ok("emulated-broken") => Ok((Some(emulated(emulator::Variant::Broken)?), None)),
+            Ok(other) => Err(crate::Error::Device(format!(
+                "{AUTO_STAND_IN_VAR}={other:?}: only `emulated` and `emulated-broken` stand in for a GPU"
+            ))),
+            Err(_) => match cuda() {
+                Ok(opened) => Ok((Some(opened), None)),
+                Err(reason) => Ok((None, Some(reason))),
+            },
         },
     }
 }

@@ -133,21 +133,76 @@ fn a_kernel_that_takes_k_in_another_order_gives_other_bits() {
         caught.iter().all(|(_, differing)| *differing > 0),
         "the reordered kernels went unnoticed for some checkpoint: {caught:?}"
     );
-    let broken = super::check::check_on(
-        Arc::new(Emulator::new(Variant::Broken, super::emulator::DEFAULT_CAPACITY)),
-        "broken".into(),
-        false,
-    )
-    .unwrap();
-    assert!(!broken.exact(), "the kernel check passed reordered kernels: {broken:?}");
+    for extent in [super::Extent::Full, super::Extent::SelfCheck] {
+        let broken = super::check::check_on(
+            Arc::new(Emulator::new(Variant::Broken, super::emulator::DEFAULT_CAPACITY)),
+            "broken".into(),
+            extent,
+            false,
+        )
+        .unwrap();
+        assert!(!broken.exact(), "the kernel check ({extent:?}) passed reordered kernels: {broken:?}");
+        assert!(broken.differences().contains("gemm_wide"), "{}", broken.differences());
+    }
 }
 
 #[test]
-fn the_emulated_kernels_pass_the_kernel_check() {
-    let check = super::check_kernels(DeviceRequest::Emulated, false).unwrap();
+fn the_emulated_kernels_pass_the_kernel_check_of_every_kernel() {
+    let check = super::check_kernels(DeviceRequest::Emulated, super::Extent::Full, false).unwrap();
     assert!(check.scalar_inputs > 800_000, "{}", check.scalar_inputs);
-    assert!(check.exact(), "{check:?}");
+    assert!(check.exact(), "{}", check.differences());
+    assert_eq!(check.differences(), "");
     assert!(check.products.iter().any(|p| p.shape == [129, 130, 131]));
+    let mut every: Vec<&str> = super::backend::Kernel::ALL.iter().map(|k| k.name()).collect();
+    every.sort_unstable();
+    assert_eq!(check.kernels(), every, "a kernel the check does not run");
+    for (kernel, gelu) in
+        [("gemm_wide", true), ("gemm_wide2", true), ("gemm_scores", false), ("gemm_context", false)]
+    {
+        assert!(check.products.iter().any(|p| p.kernel == kernel && p.gelu == gelu), "{kernel}");
+    }
+    for case in ["Max", "Mean", "Cls", "relative-position bias", "after a residual"] {
+        assert!(check.steps.iter().any(|s| s.case.contains(case)), "no case {case}");
+    }
+}
+
+/// A GPU's NaN is canonical (0x7fffffff) where x86 keeps an operand's (0x7fc00000): the check takes any NaN for
+/// any NaN, and every other value by its bits (+0 is not -0).
+#[test]
+fn the_check_compares_nan_as_nan_and_zeros_by_sign() {
+    use super::check::same;
+    assert!(same(f32::from_bits(0x7fff_ffff), f32::from_bits(0x7fc0_0000)));
+    assert!(same(f32::from_bits(0xffc0_0000), f32::NAN));
+    assert!(!same(0.0, -0.0));
+    assert!(!same(f32::NAN, 1.0));
+    assert!(!same(1.0, 1.0 + f32::EPSILON));
+    assert!(same(-0.0, -0.0));
+}
+
+/// `auto` and `cuda` take a device only once its kernels pass the self-check: the exact emulator passes, the one
+/// whose products take k in reverse is refused, naming what differed.
+#[test]
+fn a_device_that_fails_its_self_check_is_refused() {
+    let opened = |variant| super::Opened {
+        backend: Arc::new(Emulator::new(variant, super::emulator::DEFAULT_CAPACITY)),
+        device: Device::Emulated,
+    };
+    assert!(super::vet(opened(Variant::Exact)).is_ok());
+    let Err(why) = super::vet(opened(Variant::Broken)) else {
+        panic!("a broken device passed its self-check")
+    };
+    assert!(why.contains("failed its self-check against the CPU") && why.contains("gemm_wide"), "{why}");
+    let check = super::check::check_on(
+        opened(Variant::Exact).backend,
+        "exact".into(),
+        super::Extent::SelfCheck,
+        false,
+    )
+    .unwrap();
+    let mut every: Vec<&str> = super::backend::Kernel::ALL.iter().map(|k| k.name()).collect();
+    every.sort_unstable();
+    assert_eq!(check.kernels(), every, "the self-check leaves a kernel out");
+    assert!(check.scalar_inputs < 30_000, "the self-check is meant to take seconds: {}", check.scalar_inputs);
 }
 
 /// A GPU with little memory embeds in smaller batches, and one that runs out mid-run halves its batch: the
@@ -231,14 +286,21 @@ fn cuda_without_a_gpu_is_an_error_naming_what_is_missing_and_auto_falls_back() {
 
 /// The kernels compile with NVRTC as the CUDA backend compiles them (for Hopper, the GPU the check script runs
 /// on, and for the oldest architecture CUDA 13 builds), and the PTX holds no operation that rounds otherwise
-/// than IEEE says: every float add, multiply, divide and square root `.rn`, no approximation, no flush to zero,
-/// and no fused multiply-add but the source's own.
+/// than IEEE says: every float add, multiply, divide and square root `.rn`, no approximation, no flush to zero.
+/// And the source leaves the compiler nothing to fuse: compiled with `--fmad=true` (contraction allowed) it gives
+/// the same PTX as with `--fmad=false`, so every `fma.rn.f32` is one of the source's own `__fmaf_rn`, and a plain
+/// `a * b + c` slipped into it would fail here (shown on a one-line kernel that has one).
 #[test]
 #[ignore = "needs SCIFACT_AUDIT_NVRTC (libnvrtc.so of CUDA 12 or 13; CI installs the nvidia-cuda-nvrtc wheel)"]
 #[allow(clippy::print_stderr)]
 fn the_kernels_compile_with_nvrtc_to_ieee_operations_only() {
     let compiler = super::cuda::Compiler::load().unwrap();
     let source = super::cuda::source();
+    let contracting: Vec<&str> = super::cuda::NVRTC_OPTIONS
+        .iter()
+        .map(|o| if *o == "--fmad=false" { "--fmad=true" } else { o })
+        .collect();
+    assert_ne!(contracting, super::cuda::NVRTC_OPTIONS, "the options no longer say --fmad=false");
     for (major, minor) in [(9, 0), (7, 5)] {
         let cubin = compiler.compile(&source, major, minor, false).unwrap();
         assert!(!cubin.is_ptx && cubin.image.starts_with(b"\x7fELF"), "sm_{major}{minor}: not a cubin");
@@ -269,6 +331,27 @@ fn the_kernels_compile_with_nvrtc_to_ieee_operations_only() {
             }
         }
         assert!(fused > 0, "sm_{major}{minor}: no fma at all");
+        let contracted = compiler.compile_with(&source, (major, minor), true, &contracting).unwrap();
+        assert!(
+            contracted.image == ptx.image,
+            "sm_{major}{minor}: --fmad=true changes the PTX, so the source has a multiply-add the compiler may \
+             fuse:\n{}",
+            first_difference(&text, &String::from_utf8_lossy(&contracted.image))
+        );
     }
+    // The comparison can fail: a plain multiply-add is fused under --fmad=true and not under --fmad=false.
+    let plain = "extern \"C\" __global__ void k(float* x) { x[0] = x[1] * x[2] + x[3]; }";
+    let kept = compiler.compile_with(plain, (9, 0), true, &super::cuda::NVRTC_OPTIONS).unwrap();
+    let fused = compiler.compile_with(plain, (9, 0), true, &contracting).unwrap();
+    assert!(kept.image != fused.image, "--fmad=true left a plain multiply-add as it was");
+    assert!(String::from_utf8_lossy(&fused.image).contains("fma.rn.f32"));
     eprintln!("{}", compiler.describe());
+}
+
+/// The first line where two PTX texts differ, with its neighbours.
+fn first_difference(a: &str, b: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    let at = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+    let around = |lines: &[&str]| lines[at.saturating_sub(3)..(at + 3).min(lines.len())].join("\n");
+    format!("line {}:\n--fmad=false:\n{}\n--fmad=true:\n{}", at + 1, around(&a), around(&b))
 }
