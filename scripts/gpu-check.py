@@ -400,7 +400,8 @@ def main():
 
     def speed():
         result = {}
-        texts = texts_of(args.archive, limit=200 if args.quick else None)
+        # A rehearsal embeds a few of the tiny corpus's texts (the emulator is slow, and needs no SciFact).
+        texts = texts_of(os.path.join(tiny, "scifact-tiny.zip"), limit=40) if args.quick else texts_of(args.archive)
         lines = "".join(json.dumps(t) + "\n" for t in texts).encode()
         with open(os.path.join(work, "texts.jsonl"), "wb") as f:
             f.write(lines)
@@ -455,10 +456,10 @@ def main():
     skipped = [name for name, step in ran.items() if step.get("ok") is None]
     check.summary["failed"] = failed
     check.summary["skipped"] = skipped
-    check.summary["goals"] = goals(check.summary)
+    check.summary["goals"] = goals(check.summary) if not args.quick else {"note": "a rehearsal: no goal is judged"}
     check.summary["seconds"] = round(time.monotonic() - check.started, 1)
     check.save()
-    unmet = [name for name, goal in check.summary["goals"].items() if goal["met"] is False]
+    unmet = [name for name, goal in check.summary["goals"].items() if isinstance(goal, dict) and goal["met"] is False]
     check.say("gpu-check: " + ("every step passed" if not failed and not skipped else
                                f"failed: {', '.join(failed) or 'none'}; skipped: {', '.join(skipped) or 'none'}")
               + f"; goals not met: {', '.join(unmet) or 'none'}")

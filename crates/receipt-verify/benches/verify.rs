@@ -90,6 +90,7 @@ fn main() {
                     seed: round as u64,
                     progress: receipt_verify::EmbeddingProgress::default(),
                     device: embedding::DeviceRequest::Cpu,
+                    memo: None,
                 },
                 allow_legacy_signature: false,
                 limits: BUNDLE_LIMITS,

@@ -803,6 +803,7 @@ fn shard_slice(
         &vectors,
         &targets,
         &check.embedding.progress,
+        None,
     );
     result.finding = match compared {
         Ok(()) => crate::shard::Finding::Equal,

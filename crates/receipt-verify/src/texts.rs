@@ -36,6 +36,14 @@ impl Policy {
         }
     }
 
+    /// The policy's name, as a fixture declares it (`contract` for the default).
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Contract => "contract",
+            Policy::Model => "model",
+        }
+    }
+
     /// A document's semantic text.
     pub fn document(self, title: &str, text: &str) -> String {
         match self {

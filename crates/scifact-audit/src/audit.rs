@@ -60,6 +60,7 @@ pub(crate) fn embedding_check(model_dir: Option<PathBuf>, args: &EmbeddingArgs) 
         seed: args.seed.unwrap_or_else(receipt_verify::fresh_seed),
         progress: crate::progress::reembedding(),
         device: args.device.request(),
+        memo: args.embedding_memo.clone(),
     }
 }
 

@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(
     name = "scifact-audit",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (source revision ", env!("SCIFACT_AUDIT_BUILD_REVISION"), ")"),
     max_term_width = 100,
     disable_help_subcommand = true,
     after_help = "Start: scifact-audit eval --profile tiny --work-dir target/tiny. One step at a time: build, run, \
@@ -775,6 +775,14 @@ pub(crate) struct EmbeddingArgs {
     /// GPU is used only once it passes its self-check, and `--device cpu` is the reference
     #[arg(long, value_enum, default_value = "auto")]
     pub(crate) device: DeviceArg,
+    /// Keep the vectors re-embedded here in DIR, and take those this executable re-embedded there before
+    ///
+    /// For verifying several bundles of one corpus and model (a series of attestations, a suite): each text
+    /// is embedded once. Only this verifier's own computations are kept, in a file per executable, model, text
+    /// policy and device; the bundle's vectors are still compared with them bit for bit, and the evidence says
+    /// how many came from the memo. DIR is yours, as the executable is: whoever can write it can forge a verdict
+    #[arg(long, value_name = "DIR")]
+    pub(crate) embedding_memo: Option<PathBuf>,
 }
 
 fn parse_sample(text: &str) -> Result<receipt_verify::Sample, String> {

@@ -321,6 +321,7 @@ pub(crate) fn run_one(
                     receipt_verify::Sample::Documents(_) => receipt_verify::EmbeddingProgress::default(),
                 },
                 device: args.model_args.device.request(),
+                memo: None,
             },
         };
         let verified = receipt_verify::verify(&options)?;

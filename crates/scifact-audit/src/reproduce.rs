@@ -82,6 +82,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
             seed: receipt_verify::fresh_seed(),
             progress: receipt_verify::EmbeddingProgress::default(),
             device: embedding::DeviceRequest::Cpu,
+            memo: None,
         },
         allow_legacy_signature: false,
         limits: BUNDLE_LIMITS,

@@ -25,6 +25,7 @@ mod forger;
 mod formats;
 mod hostile;
 mod keys;
+mod memo;
 mod models;
 mod quirks;
 mod registered;

@@ -157,3 +157,21 @@ fn each_trial_s_progress_names_the_trial() {
     trials.dedup();
     assert_eq!(trials.len(), 31, "each trial's line is its own");
 }
+
+/// `--version` names the source revision the executable was built from (`-dirty` when the tree differed), so a
+/// figure taken with it (the GPU check's summary, a bug report) says which code gave it.
+#[test]
+fn the_version_names_the_source_revision() {
+    let output = scifact_audit_with(&["--version"], "", &[]);
+    let version = String::from_utf8_lossy(&output.stdout);
+    let revision = version
+        .trim()
+        .strip_prefix(concat!("scifact-audit ", env!("CARGO_PKG_VERSION"), " (source revision "))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{version}"));
+    let hex = revision.trim_end_matches("-dirty");
+    assert!(
+        revision == "unknown" || (hex.len() == 40 && hex.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{version}"
+    );
+}

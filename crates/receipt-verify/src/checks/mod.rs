@@ -44,8 +44,12 @@ pub struct EmbeddingCheck {
     pub progress: EmbeddingProgress,
     /// The re-embedding taken from shard results (`--embedding-shards`) instead of made here.
     pub shards: Option<crate::shard::ShardResults>,
-    /// Where the model re-embeds (every device gives the same bits: the verdict never depends on it).
+    /// Where the model re-embeds (a GPU only after its self-check; every vector is compared bit for bit
+    /// wherever it was computed).
     pub device: embedding::DeviceRequest,
+    /// A directory where this verifier keeps the vectors it re-embeds and takes those it re-embedded before
+    /// (`--embedding-memo`), for the same executable, model, text policy and device; `None`: none kept.
+    pub memo: Option<PathBuf>,
 }
 
 /// What the readers hand to [`run_all`].

@@ -725,7 +725,7 @@ fn fused(
 pub(crate) fn embedding(inputs: &Inputs<'_>) -> Report {
     let mut report = Report::default();
     let scope = "global";
-    let EmbeddingCheck { model_dir, sample, seed, progress, shards, device } = inputs.embedding;
+    let EmbeddingCheck { model_dir, sample, seed, progress, shards, device, memo } = inputs.embedding;
     let (vectors, texts, view) = match (inputs.vectors, inputs.texts, inputs.fixture) {
         (Input::Read { content: v, .. }, Input::Read { content: t, .. }, Input::Read { content: f, .. }) => {
             (v, t, f)
@@ -817,6 +817,7 @@ pub(crate) fn embedding(inputs: &Inputs<'_>) -> Report {
             vectors,
             &chosen,
             progress,
+            memo.as_deref(),
         )
     });
     if extent.sampled() {

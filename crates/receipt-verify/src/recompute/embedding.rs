@@ -13,6 +13,7 @@ use std::sync::Arc;
 use embedding::{Embedder, Role, SentenceBert, WeightPin};
 use serde_json::Value;
 
+use crate::recompute::memo::Memo;
 use crate::recompute::statistics::Stream;
 use crate::report::EmbeddingExtent;
 use crate::texts::{Policy, Texts};
@@ -134,14 +135,33 @@ pub(crate) fn recheck(
     vectors: &Vectors,
     chosen: &[usize],
     progress: &EmbeddingProgress,
+    memo: Option<&Path>,
 ) -> Result<String, String> {
     let embedder = load(identity, model_dir, device)?;
+    let ran = Ran::of(&embedder);
+    let mut memo = match memo {
+        Some(dir) => {
+            let loaded = serde_json::to_value(embedder.identity()).map_err(|e| e.to_string())?;
+            Some(Memo::open(dir, &loaded, policy.name(), &ran.kernels)?)
+        }
+        None => None,
+    };
     // (which, index): documents by their index, then every query.
     let targets: Vec<(bool, usize)> =
         chosen.iter().map(|&d| (true, d)).chain((0..texts.queries.len()).map(|q| (false, q))).collect();
-    compare(&embedder, policy, texts, vectors, &targets, progress)?;
-    let ran = Ran::of(&embedder);
-    Ok(ran.sentence(identity, chosen.len(), texts.documents.len(), texts.queries.len()))
+    compare(&embedder, policy, texts, vectors, &targets, progress, memo.as_mut())?;
+    let mut sentence = ran.sentence(identity, chosen.len(), texts.documents.len(), texts.queries.len());
+    if let Some(memo) = memo {
+        if memo.taken > 0 {
+            sentence.push_str(&format!(
+                "; {} of those vectors were this executable's own re-embedding, kept by an earlier run in {}",
+                memo.taken,
+                memo.path().display()
+            ));
+        }
+        memo.save()?;
+    }
+    Ok(sentence)
 }
 
 /// What re-embedded: the backend, its version and the kernels, as the evidence names them.
@@ -240,7 +260,8 @@ pub(crate) fn load(
 }
 
 /// Re-embeds `targets` (`(true, d)` document `d`, `(false, q)` query `q`) and compares each with the
-/// evidence's vector, bit for bit.
+/// evidence's vector, bit for bit. A vector `memo` holds (this executable's own, from an earlier run) stands
+/// for its re-embedding; every vector computed here is kept in it.
 ///
 /// # Errors
 /// The first text whose vector differs, named, or why the model failed.
@@ -251,6 +272,7 @@ pub(crate) fn compare(
     vectors: &Vectors,
     targets: &[(bool, usize)],
     progress: &EmbeddingProgress,
+    mut memo: Option<&mut Memo>,
 ) -> Result<(), String> {
     let total = targets.len() as u64;
     let done = std::sync::atomic::AtomicU64::new(0);
@@ -259,54 +281,61 @@ pub(crate) fn compare(
         let now = done.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed) + n as u64;
         progress.tell(now, total);
     };
+    let checkpoint = embedder.checkpoint();
     // A part at a time, so that the prompts and the fresh vectors held are a part's, whatever the corpus.
     for part in targets.chunks(PART) {
-        let semantic: Vec<String> = part
+        // Each text as it is embedded: its role, the prompt passed beside it (the checkpoint's own, under the
+        // model's policy) and the text (behind the contract's prefix, under the contract's).
+        let inputs: Vec<(Role, &str, String)> = part
             .iter()
             .map(|&(document, index)| {
-                if document {
+                let (role, semantic) = if document {
                     let (_, title, text) = &texts.documents[index];
-                    policy.document(title, text)
+                    (Role::Document, policy.document(title, text))
                 } else {
-                    policy.query(&texts.queries[index].1)
+                    (Role::Query, policy.query(&texts.queries[index].1))
+                };
+                match policy {
+                    Policy::Contract => (role, "", role.prompt(&semantic)),
+                    Policy::Model => (role, checkpoint.prompt(role), semantic),
                 }
             })
             .collect();
-        let embedded = match policy {
-            Policy::Contract => {
-                // Each semantic text gives way to its prompt: the two are never all held at once.
-                let prompts: Vec<String> = part
-                    .iter()
-                    .zip(semantic)
-                    .map(|(&(document, _), text)| {
-                        if document { Role::Document } else { Role::Query }.prompt(&text)
-                    })
-                    .collect();
-                let refs: Vec<&str> = prompts.iter().map(String::as_str).collect();
-                embedder.embed_reporting(&refs, &tell)
+        let keys: Vec<[u8; 32]> =
+            inputs.iter().map(|(role, prompt, text)| Memo::key(*role, prompt, text)).collect();
+        let mut fresh: Vec<Option<Vec<f32>>> =
+            keys.iter().map(|key| memo.as_deref_mut().and_then(|memo| memo.take(key))).collect();
+        tell(fresh.iter().filter(|vector| vector.is_some()).count());
+        // The rest embedded: the contract's texts together; the model's per role, each behind its prompt and
+        // left out of the pooling when the checkpoint says so (its identity, required equal, binds them).
+        let groups: Vec<(Option<Role>, Vec<usize>)> = match policy {
+            Policy::Contract => vec![(None, (0..part.len()).filter(|&i| fresh[i].is_none()).collect())],
+            Policy::Model => [Role::Document, Role::Query]
+                .into_iter()
+                .map(|role| {
+                    (
+                        Some(role),
+                        (0..part.len()).filter(|&i| fresh[i].is_none() && inputs[i].0 == role).collect(),
+                    )
+                })
+                .collect(),
+        };
+        for (role, missing) in groups.into_iter().filter(|(_, missing)| !missing.is_empty()) {
+            let refs: Vec<&str> = missing.iter().map(|&i| inputs[i].2.as_str()).collect();
+            let embedded = match role {
+                None => embedder.embed_reporting(&refs, &tell),
+                Some(role) => embedder.embed_prompted(checkpoint.prompt(role), &refs, &tell),
             }
-            // The checkpoint's own prompts (its identity, required equal above, binds them), each role apart,
-            // the prompt left out of the pooling when the checkpoint says so.
-            Policy::Model => {
-                let documents = part.iter().filter(|(document, _)| *document).count();
-                let checkpoint = embedder.checkpoint();
-                let mut vectors = Vec::with_capacity(part.len());
-                for (role, texts) in
-                    [(Role::Document, &semantic[..documents]), (Role::Query, &semantic[documents..])]
-                {
-                    if !texts.is_empty() {
-                        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                        match embedder.embed_prompted(checkpoint.prompt(role), &refs, &tell) {
-                            Ok(embedded) => vectors.extend(embedded),
-                            Err(error) => return Err(format!("re-embedding failed: {error}")),
-                        }
-                    }
+            .map_err(|e| format!("re-embedding failed: {e}"))?;
+            for (i, vector) in missing.into_iter().zip(embedded) {
+                if let Some(memo) = memo.as_deref_mut() {
+                    memo.keep(keys[i], &vector.vector);
                 }
-                Ok(vectors)
+                fresh[i] = Some(vector.vector);
             }
         }
-        .map_err(|e| format!("re-embedding failed: {e}"))?;
-        for (&(document, index), fresh) in part.iter().zip(&embedded) {
+        for (&(document, index), fresh) in part.iter().zip(fresh) {
+            let fresh = fresh.ok_or("a text was neither re-embedded nor remembered")?;
             let (id, held) = if document {
                 let held =
                     vectors.document(index).map_err(|e| format!("the vectors could not be read: {e}"))?;
@@ -315,19 +344,17 @@ pub(crate) fn compare(
                 (&texts.queries[index].0, std::borrow::Cow::Borrowed(vectors.query(index)))
             };
             let what = if document { "document" } else { "query" };
-            if fresh.vector.len() != held.len() {
+            if fresh.len() != held.len() {
                 return Err(format!(
                     "{what} {id:?}: {} dimensions re-embedded, {} held",
-                    fresh.vector.len(),
+                    fresh.len(),
                     held.len()
                 ));
             }
-            if let Some(at) =
-                fresh.vector.iter().zip(held.iter()).position(|(a, b)| a.to_bits() != b.to_bits())
-            {
+            if let Some(at) = fresh.iter().zip(held.iter()).position(|(a, b)| a.to_bits() != b.to_bits()) {
                 return Err(format!(
                     "{what} {id:?}: re-embedded component {at} is {:e}, the evidence holds {:e}: not the declared model's vector",
-                    fresh.vector[at], held[at]
+                    fresh[at], held[at]
                 ));
             }
         }

@@ -6,5 +6,6 @@ pub(crate) mod dense;
 pub(crate) mod embedding;
 pub(crate) mod fusion;
 pub(crate) mod lexical;
+pub(crate) mod memo;
 pub mod metrics;
 pub(crate) mod statistics;
