@@ -30,10 +30,10 @@ fi
 # .device/. Prints a line per top-level entry, then the total; exits 1 when over the limit.
 travels() {
   {
-    git ls-files -t --cached | awk '$1 != "S" { sub(/^[^ ]+ /, ""); print }' | grep -v '^attestations/'
-    git ls-files --others --exclude-standard | grep -v '^attestations/'
-    [ -d .device ] && find .device -type f
-  } | sort -u | while IFS= read -r file; do
+    git ls-files -t --cached | awk '$1 != "S" { sub(/^[^ ]+ /, ""); print }'
+    git ls-files --others --exclude-standard
+    if [ -d .device ]; then find .device -type f; fi
+  } | awk '!/^attestations\//' | sort -u | while IFS= read -r file; do
     [ -f "$file" ] && printf '%s\t%s\n' "$(stat -c %s "$file")" "$file"
   done | awk -F'\t' -v limit="$limit" '
     { split($2, part, "/"); top = (part[2] == "" ? $2 : part[1] "/"); size[top] += $1; total += $1 }

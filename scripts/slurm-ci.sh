@@ -112,6 +112,9 @@ t=$SECONDS
 say "3. attestations/scifact-fdfc890: 4 verify shards + merge"
 fdfc890=(--bundle-dir "$PWD/attestations/scifact-fdfc890" --public-key "$PWD/attestations/scifact-audit-3.pub"
          --archive "$archive" --model-dir "$model")
+# With SLURM_CI_MEMO, every slice records what it re-embeds there (and takes nothing), for CI's later
+# verifications of bundles that hold the same vectors.
+if [ -n "${SLURM_CI_MEMO:-}" ]; then fdfc890+=(--embedding-memo "$SLURM_CI_MEMO"); fi
 read -r array merge < <(RESULTS_DIR="$out/fdfc890-shards" REPORT="$out/fdfc890.json" SHARDS=4 submit verify.sh \
   "${fdfc890[@]}")
 slurm_wait "$array" "$merge"

@@ -76,12 +76,12 @@ pub struct Checkpoint {
     pub files: BTreeMap<String, String>,
 }
 
-fn invalid(path: &Path, reason: impl std::fmt::Display) -> Error {
+pub(crate) fn invalid(path: &Path, reason: impl std::fmt::Display) -> Error {
     Error::InvalidModelFile { path: path.to_path_buf(), reason: reason.to_string() }
 }
 
 /// The bytes and JSON of `name` in `dir`, or `None` when no file of that name exists.
-fn optional_json(dir: &ModelDir, path: &Path, name: &str) -> Result<Option<(Vec<u8>, Value)>> {
+pub(crate) fn optional_json(dir: &ModelDir, path: &Path, name: &str) -> Result<Option<(Vec<u8>, Value)>> {
     let Some(bytes) = dir.read_optional(name, MAX_CONFIG_BYTES)? else {
         return Ok(None);
     };
@@ -299,7 +299,7 @@ const SIZE_CAPS: [(&str, usize); 6] = [
 
 /// Every size config.json declares is at least 1 and at most its cap, the heads divide the hidden size, and
 /// the layer-norm epsilon is a positive number.
-fn check_sizes(path: &Path, config: &Config) -> Result<()> {
+pub(crate) fn check_sizes(path: &Path, config: &Config) -> Result<()> {
     let values = [
         config.hidden_size,
         config.num_hidden_layers,
@@ -344,7 +344,7 @@ fn check_sizes(path: &Path, config: &Config) -> Result<()> {
 
 /// BERT or XLM-RoBERTa (the same encoder, its positions counted from after the padding index and one
 /// token-type row), and nothing else: `model_type` and `architectures`, when given, must say so and agree.
-fn check_architecture(path: &Path, raw: &Value) -> Result<()> {
+pub(crate) fn check_architecture(path: &Path, raw: &Value) -> Result<()> {
     let kind = raw.get("model_type").and_then(Value::as_str).unwrap_or("bert");
     let prefix = match kind {
         "bert" => "Bert",
@@ -442,13 +442,11 @@ fn read_pooling(path: &Path, value: &Value, hidden: usize) -> Result<(Pooling, b
     }
 }
 
-/// The prompts per role: `prompts.query` for queries; `prompts.document`, else `passage`, else `corpus`, for
-/// documents. Every prompt must be a string.
 /// What a `modules.json` type names, in any spelling sentence-transformers has saved: `Transformer`, `Pooling`,
 /// `Normalize`, or `""` for anything else. Up to 5.x the types were `sentence_transformers.models.X`; later
 /// versions save the class's own module (`sentence_transformers.base.modules.transformer.Transformer`,
 /// `sentence_transformers.sentence_transformer.modules.pooling.Pooling`, …).
-fn module_kind(kind: &str) -> &'static str {
+pub(crate) fn module_kind(kind: &str) -> &'static str {
     const SPELLINGS: [(&str, &str); 9] = [
         ("sentence_transformers.models.Transformer", "Transformer"),
         ("sentence_transformers.models.Pooling", "Pooling"),
@@ -465,7 +463,7 @@ fn module_kind(kind: &str) -> &'static str {
 
 /// `model_max_length` of a tokenizer_config.json: `None` when absent or beyond any count (transformers writes
 /// 10^30 for "no limit").
-fn model_max_length(path: &Path, value: &Value) -> Result<Option<usize>> {
+pub(crate) fn model_max_length(path: &Path, value: &Value) -> Result<Option<usize>> {
     let Some(length) = value.get("model_max_length").filter(|v| !v.is_null()) else { return Ok(None) };
     if let Some(length) = length.as_u64() {
         return if length == 0 {
@@ -480,7 +478,9 @@ fn model_max_length(path: &Path, value: &Value) -> Result<Option<usize>> {
     }
 }
 
-fn read_prompts(path: &Path, value: &Value) -> Result<BTreeMap<Role, String>> {
+/// The prompts per role: `prompts.query` for queries; `prompts.document`, else `passage`, else `corpus`, for
+/// documents. Every prompt must be a string.
+pub(crate) fn read_prompts(path: &Path, value: &Value) -> Result<BTreeMap<Role, String>> {
     let mut prompts = BTreeMap::new();
     let Some(declared) = value.get("prompts").filter(|v| !v.is_null()) else { return Ok(prompts) };
     let Some(declared) = declared.as_object() else {

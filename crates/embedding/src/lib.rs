@@ -24,6 +24,7 @@ mod ollama;
 pub mod registry;
 mod role;
 mod sentence_bert;
+mod sparse;
 pub mod testing;
 
 pub use crate::acquire::{
@@ -42,6 +43,9 @@ pub use crate::role::Role;
 pub use crate::sentence_bert::{
     ALL_MINILM_L6_V2, ALL_MINILM_L6_V2_FILES, ALL_MINILM_L6_V2_WEIGHTS_SHA256, DeviceChoice, MAX_TOKENS,
     MODEL_FILES, SentenceBert, WeightPin, find_model_dir, is_model_dir,
+};
+pub use crate::sparse::{
+    SPARSE_DIGEST_NAME_PREFIX, SparseEmbedding, SparseEncoder, SparseIdentity, SparseLayout, SparseVector,
 };
 
 /// Lowercase hex sha256 of `bytes`.

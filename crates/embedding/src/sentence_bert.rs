@@ -629,7 +629,7 @@ fn as_transformers_runs_it(
 /// Lower-cases as Python's `str.lower`, which sentence-transformers applies for `do_lower_case`: full Unicode
 /// mappings, and a capital sigma ending a word becomes the final sigma (ς), not the σ character-by-character
 /// lower-casing gives.
-fn python_lower(text: &str) -> String {
+pub(crate) fn python_lower(text: &str) -> String {
     text.to_lowercase()
 }
 

@@ -8,4 +8,5 @@ mod checkpoints;
 mod download;
 mod ollama;
 mod parity;
+mod sparse;
 mod tiny;

@@ -795,6 +795,17 @@ fn shard_slice(
         .clone()
         .map(|i| if i < documents { (true, i) } else { (false, i - documents) })
         .collect();
+    // A slice records what it re-embeds in the memo, when there is one, and takes nothing from it: its result
+    // says the slice was re-embedded here.
+    let mut memo = match &check.embedding.memo {
+        Some(dir) => {
+            let loaded =
+                serde_json::to_value(embedding::Embedder::identity(&embedder)).map_err(|e| e.to_string())?;
+            let kernels = result.ran.as_ref().map_or("", |ran| ran.kernels.as_str()).to_owned();
+            Some(crate::recompute::memo::Memo::open(dir, &loaded, policy.name(), &kernels)?.recording())
+        }
+        None => None,
+    };
     // Nothing else runs beside a slice's re-embedding: it takes the global pool, as wide as the machine.
     let compared = crate::recompute::embedding::compare(
         &embedder,
@@ -803,8 +814,11 @@ fn shard_slice(
         &vectors,
         &targets,
         &check.embedding.progress,
-        None,
+        memo.as_mut(),
     );
+    if let Some(memo) = memo {
+        memo.save()?;
+    }
     result.finding = match compared {
         Ok(()) => crate::shard::Finding::Equal,
         Err(reason) if reason.starts_with("re-embedding failed") => crate::shard::Finding::Failed(reason),

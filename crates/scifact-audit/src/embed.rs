@@ -31,6 +31,12 @@ pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
             anyhow::bail!("--text-policy model needs the checkpoint on disk: pass --model-dir");
         }
     }
+    if args.model_args.embedder == crate::cli::EmbedderKind::Minilm
+        && let Some(dir) = args.model_args.model_dir.as_deref()
+        && embedding::SparseEncoder::is_sparse(dir).with_context(|| format!("reading {}", dir.display()))?
+    {
+        return sparse(args, dir, role);
+    }
     let (embedder, _) = open_embedder(&args.model_args)?;
     // Under the model's policy, the role's prompt the checkpoint declares, given apart from each text.
     let policy = match role {
@@ -103,6 +109,98 @@ pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
         eprintln!(
             "embedded {count} texts in {model_seconds:.3} s in the model (tokenising and the forward pass, the \
              model loaded: {:.0} texts/s), {:.3} s in all with reading and writing",
+            count as f64 / model_seconds.max(1e-9),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `embed` of a sparse checkpoint (SPLADE): one `{"sparse": {"indices", "values"}, "tokens"}` line per text, as
+/// sentence-transformers' `encode_query` / `encode_document` give it (the role's prompt from the checkpoint),
+/// or each text as given without `--role`.
+fn sparse(
+    args: &EmbedArgs,
+    dir: &std::path::Path,
+    role: Option<Role>,
+) -> anyhow::Result<std::process::ExitCode> {
+    if args.text_policy == TextPolicyArg::Contract {
+        anyhow::bail!(
+            "--text-policy contract: a sparse checkpoint is read with its own prompts (encode_query and \
+             encode_document), so only `auto` or `model` apply"
+        );
+    }
+    match args.model_args.device {
+        crate::cli::DeviceArg::Cuda | crate::cli::DeviceArg::Emulated => anyhow::bail!(
+            "--device {}: a sparse checkpoint's MLM head runs on the CPU only",
+            args.model_args.device.request().name()
+        ),
+        _ => {}
+    }
+    if args.model_args.model.is_some() || args.model_args.weights_sha256.is_some() {
+        anyhow::bail!(
+            "--model and --weights-sha256 name dense checkpoints; a sparse one is named by its digests"
+        );
+    }
+    let mut encoder = embedding::SparseEncoder::load(dir)
+        .with_context(|| format!("loading the sparse checkpoint from {}", dir.display()))?;
+    encoder.set_batch_size(args.model_args.batch_size.min(64));
+    #[allow(clippy::print_stderr)]
+    {
+        let identity = encoder.identity();
+        eprintln!(
+            "device: cpu ({:?} kernels); sparse encoder {} ({:?}, {} pooling, vocabulary {}{})",
+            embedding::Kernels::best(),
+            identity.model,
+            identity.layout,
+            identity.pooling,
+            identity.vocab,
+            identity.max_active_dims.map_or_else(String::new, |k| format!(", at most {k} active"))
+        );
+    }
+    let stdin = std::io::stdin().lock();
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let started = std::time::Instant::now();
+    let mut modelled = std::time::Duration::ZERO;
+    let mut count = 0usize;
+    let mut texts: Vec<String> = Vec::with_capacity(CHUNK);
+    let mut flush = |texts: &mut Vec<String>, out: &mut BufWriter<_>| -> anyhow::Result<()> {
+        let start = std::time::Instant::now();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let encoded = encoder.encode(role, &refs, &|_| {})?;
+        modelled += start.elapsed();
+        count += encoded.len();
+        for embedding in encoded {
+            let values: Vec<f64> = embedding.vector.values.iter().map(|x| f64::from(*x)).collect();
+            let line = serde_json::json!({
+                "sparse": {"indices": embedding.vector.indices, "values": values},
+                "tokens": embedding.tokens,
+            });
+            writeln!(out, "{line}").context("writing stdout")?;
+        }
+        texts.clear();
+        Ok(())
+    };
+    for (index, line) in stdin.lines().enumerate() {
+        let line = line.with_context(|| format!("reading stdin line {}", index + 1))?;
+        let text: String = serde_json::from_str(&line).with_context(|| {
+            format!("stdin line {} is not a JSON string (expected one JSON string per line)", index + 1)
+        })?;
+        texts.push(text);
+        if texts.len() == CHUNK {
+            flush(&mut texts, &mut out)?;
+        }
+    }
+    if !texts.is_empty() {
+        flush(&mut texts, &mut out)?;
+    }
+    out.flush().context("writing stdout")?;
+    let model_seconds = modelled.as_secs_f64();
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!(
+            "embedded {count} texts in {model_seconds:.3} s in the model (tokenising, the forward pass and the MLM \
+             head, the model loaded: {:.0} texts/s), {:.3} s in all with reading and writing",
             count as f64 / model_seconds.max(1e-9),
             started.elapsed().as_secs_f64()
         );

@@ -32,6 +32,7 @@ mod registered;
 mod reproduce;
 mod selection;
 mod signer;
+mod sparse;
 mod streamed;
 mod suite;
 mod tiny;

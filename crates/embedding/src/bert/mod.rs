@@ -8,6 +8,7 @@
 //! embedded alone or with any companions, on any number of threads, with AVX-512, AVX2 or portable kernels.
 
 mod gemm;
+pub(crate) mod mlm;
 mod ops;
 
 pub(crate) use ops::{erf, exp, gelu_one, layer_norm as layer_norm_rows, softmax_rows};
@@ -368,6 +369,83 @@ impl Weights {
     }
 }
 
+/// The first weight of a safetensors file that is not a finite number, named by its tensor and index: a NaN
+/// or an infinity in a checkpoint spreads through every vector, so such a file is refused by name.
+pub(crate) fn first_non_finite(bytes: &[u8]) -> Option<String> {
+    let file = safetensors::SafeTensors::deserialize(bytes).ok()?;
+    let mut names: Vec<String> = file.names().into_iter().map(str::to_owned).collect();
+    names.sort();
+    for name in names {
+        let Ok(view) = file.tensor(&name) else { continue };
+        if view.dtype() != safetensors::Dtype::F32 {
+            continue;
+        }
+        if let Some((at, value)) = view
+            .data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .enumerate()
+            .find(|(_, value)| !value.is_finite())
+        {
+            return Some(format!("{name}[{at}] is {value}: not a finite weight"));
+        }
+    }
+    None
+}
+
+/// Reads the masked-language-model head of a `BertForMaskedLM` checkpoint of `config`'s shape from safetensors
+/// `bytes`: `cls.predictions.transform` (dense and layer norm) and the decoder, which is the word embeddings
+/// with `cls.predictions.bias` when `tied` (transformers' rule whenever `tie_word_embeddings` holds, whatever
+/// else the file keeps), else `cls.predictions.decoder.weight` and `.bias`.
+pub(crate) fn read_mlm(
+    config: &Config,
+    bytes: &[u8],
+    tied: bool,
+) -> std::result::Result<mlm::MlmWeights, String> {
+    let (h, v) = (config.hidden_size, config.vocab_size);
+    let file = safetensors::SafeTensors::deserialize(bytes).map_err(|e| e.to_string())?;
+    let tensors = Tensors { file };
+    let missing = |error: String| {
+        if error.starts_with("no tensor cls.") {
+            format!(
+                "{error}: no masked-language-model head (a BertForMaskedLM checkpoint has cls.predictions.*)"
+            )
+        } else {
+            error
+        }
+    };
+    let dense = (
+        tensors.get("cls.predictions.transform.dense.weight", &[h, h]).map_err(missing)?,
+        tensors.get("cls.predictions.transform.dense.bias", &[h]).map_err(missing)?,
+    );
+    let norm = tensors.norm("cls.predictions.transform.LayerNorm", h).map_err(missing)?;
+    let decoder = if tied {
+        (
+            tensors.get("embeddings.word_embeddings.weight", &[v, h])?,
+            tensors.get("cls.predictions.bias", &[v]).map_err(missing)?,
+        )
+    } else {
+        (
+            tensors.get("cls.predictions.decoder.weight", &[v, h]).map_err(missing)?,
+            tensors.get("cls.predictions.decoder.bias", &[v]).map_err(missing)?,
+        )
+    };
+    let finite = |name: &str, values: &[f32]| match values.iter().position(|x| !x.is_finite()) {
+        Some(at) => Err(format!("{name}[{at}] is {}: not a finite weight", values[at])),
+        None => Ok(()),
+    };
+    finite("cls.predictions.transform.dense.weight", &dense.0)?;
+    finite("cls.predictions.transform.dense.bias", &dense.1)?;
+    finite("cls.predictions.transform.LayerNorm.weight", &norm.gamma)?;
+    finite("cls.predictions.transform.LayerNorm.bias", &norm.beta)?;
+    finite(
+        if tied { "embeddings.word_embeddings.weight" } else { "cls.predictions.decoder.weight" },
+        &decoder.0,
+    )?;
+    finite(if tied { "cls.predictions.bias" } else { "cls.predictions.decoder.bias" }, &decoder.1)?;
+    Ok(mlm::MlmWeights { dense, norm, decoder, hidden: h, vocab: v, eps: config.layer_norm_eps as f32 })
+}
+
 impl Bert {
     /// Loads the weights of `config`'s shape from safetensors `bytes`, packed for `kernels`.
     pub(crate) fn load(config: Config, bytes: &[u8], kernels: Kernels) -> std::result::Result<Bert, String> {
@@ -425,6 +503,18 @@ impl Bert {
         skip: usize,
     ) -> Result<Vec<Vec<f32>>> {
         let h = self.config.hidden_size;
+        let lengths: Vec<usize> = batch.iter().map(|ids| ids.len()).collect();
+        let x = self.hidden_states(batch, buffers)?;
+        Ok(split(&x, h, &lengths).map(|rows| pool(rows, h, pooling, skip)).collect())
+    }
+
+    /// The last hidden states of every token of `batch` (as [`Bert::pooled`] takes them), the sequences' rows
+    /// one after another, each `hidden_size` wide: what a head after the encoder (SPLADE's MLM head) reads.
+    ///
+    /// # Errors
+    /// As [`Bert::pooled`].
+    pub(crate) fn hidden_states(&self, batch: &[&[u32]], buffers: &mut Buffers) -> Result<Vec<f32>> {
+        let h = self.config.hidden_size;
         self.config.check(batch)?;
         let lengths: Vec<usize> = batch.iter().map(|ids| ids.len()).collect();
         let tokens: usize = lengths.iter().sum();
@@ -444,7 +534,7 @@ impl Bert {
         for layer in &self.layers {
             self.block(layer, &mut x, &lengths, &mut activations);
         }
-        Ok(split(&x, h, &lengths).map(|rows| pool(rows, h, pooling, skip)).collect())
+        Ok(x)
     }
 
     /// One transformer block, post-norm as BERT: attention, residual, norm; feed-forward, residual, norm.

@@ -10,8 +10,11 @@
 //! verdict, as whoever can replace the verifier can.
 //!
 //! The file: the line `scifact-audit-embedding-memo-v1`, then records of a 32-byte key, the dimension count
-//! (u32, little-endian) and that many f32 (little-endian). It is rewritten whole, atomically, when a run adds
-//! vectors, under the directory's lock; a damaged file is an error naming it, never read in part.
+//! (u32, little-endian) and that many f32 (little-endian). It is read under the directory's lock, and rewritten
+//! whole, atomically, under it again when a run adds vectors, merged with what other runs added meanwhile (a
+//! key's vector is the same bits whoever computed it). A damaged file is an error naming it, never read in part.
+//! A shard of a verification records what it re-embeds and takes nothing ([`Memo::recording`]): its result
+//! says it re-embedded its slice, and it did.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -28,10 +31,12 @@ const MAX_DIMENSIONS: u32 = 1 << 16;
 
 /// The memo of one context, read, with what this run adds.
 pub(crate) struct Memo {
+    dir: PathBuf,
     path: PathBuf,
-    _lock: safe_fs::DirLock,
     held: HashMap<[u8; 32], Vec<f32>>,
-    added: Vec<[u8; 32]>,
+    added: Vec<([u8; 32], Vec<f32>)>,
+    /// Whether vectors are taken from it (else only recorded).
+    taking: bool,
     /// Vectors taken from it instead of re-embedded.
     pub(crate) taken: usize,
 }
@@ -47,10 +52,28 @@ fn executable_sha256() -> Result<String, String> {
     Ok(digest.trim_start_matches("sha256:").to_owned())
 }
 
+fn lock(dir: &Path) -> Result<safe_fs::DirLock, String> {
+    safe_fs::lock_dir(dir, "verify-bundle --embedding-memo", safe_fs::Contention::Wait, &|_| {})
+        .map_err(|e| format!("the embedding memo {}: {e}", dir.display()))
+}
+
+/// The memo file at `path`, read: empty when there is none.
+fn read(path: &Path) -> Result<HashMap<[u8; 32], Vec<f32>>, String> {
+    match std::fs::symlink_metadata(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(HashMap::new()),
+        _ => {
+            let bytes = safe_fs::read_regular(path, MAX_MEMO_BYTES)
+                .map_err(|e| format!("the embedding memo {}: {e}", path.display()))?;
+            parse(&bytes)
+                .map_err(|e| format!("the embedding memo {} is damaged ({e}); remove it", path.display()))
+        }
+    }
+}
+
 impl Memo {
     /// Opens the memo in `dir` for vectors of `identity` (the model as loaded, its files' digests included)
-    /// under `policy`, computed on `device`: takes the directory's lock (waiting for another verifier) and reads
-    /// the file when there is one.
+    /// under `policy`, computed on `device`: reads the file, when there is one, under the directory's lock
+    /// (waiting for another verifier that holds it).
     ///
     /// # Errors
     /// The directory cannot be locked, or the file cannot be read or is damaged (named).
@@ -62,21 +85,18 @@ impl Memo {
             "device": device,
         });
         let name = crate::canonical::sha256_hex(&crate::canonical::canonical(&context));
-        let lock =
-            safe_fs::lock_dir(dir, "verify-bundle --embedding-memo", safe_fs::Contention::Wait, &|_| {})
-                .map_err(|e| format!("the embedding memo {}: {e}", dir.display()))?;
         let path = dir.join(format!("{name}.memo"));
-        let held = match std::fs::symlink_metadata(&path) {
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => HashMap::new(),
-            _ => {
-                let bytes = safe_fs::read_regular(&path, MAX_MEMO_BYTES)
-                    .map_err(|e| format!("the embedding memo {}: {e}", path.display()))?;
-                parse(&bytes).map_err(|e| {
-                    format!("the embedding memo {} is damaged ({e}); remove it", path.display())
-                })?
-            }
+        let held = {
+            let _lock = lock(dir)?;
+            read(&path)?
         };
-        Ok(Memo { path, _lock: lock, held, added: Vec::new(), taken: 0 })
+        Ok(Memo { dir: dir.to_owned(), path, held, added: Vec::new(), taking: true, taken: 0 })
+    }
+
+    /// This memo, taking nothing from it: what is computed is only recorded (a verification's shard).
+    pub(crate) fn recording(mut self) -> Memo {
+        self.taking = false;
+        self
     }
 
     /// The key of a text embedded in `role` behind `prompt` (the contract's policy puts its prefix into the
@@ -93,8 +113,11 @@ impl Memo {
         hasher.finalize().into()
     }
 
-    /// The vector held for `key`, counted as taken.
+    /// The vector held for `key`, counted as taken (never, for a recording memo).
     pub(crate) fn take(&mut self, key: &[u8; 32]) -> Option<Vec<f32>> {
+        if !self.taking {
+            return None;
+        }
         let found = self.held.get(key).cloned();
         if found.is_some() {
             self.taken += 1;
@@ -104,24 +127,30 @@ impl Memo {
 
     /// Keeps `vector`, just computed by this executable, for `key`.
     pub(crate) fn keep(&mut self, key: [u8; 32], vector: &[f32]) {
-        if self.held.insert(key, vector.to_vec()).is_none() {
-            self.added.push(key);
+        if !self.held.contains_key(&key) {
+            self.added.push((key, vector.to_vec()));
         }
     }
 
-    /// Writes the memo, when this run added vectors: the whole file, atomically.
+    /// Writes the memo, when this run added vectors: the file as it is now (other runs may have added to it)
+    /// with this run's vectors, whole, atomically, under the directory's lock.
     ///
     /// # Errors
-    /// The write failed (named).
+    /// The file could not be read again or written (named).
     pub(crate) fn save(self) -> Result<(), String> {
         if self.added.is_empty() {
             return Ok(());
         }
-        let mut keys: Vec<&[u8; 32]> = self.held.keys().collect();
+        let _lock = lock(&self.dir)?;
+        let mut held = read(&self.path)?;
+        for (key, vector) in self.added {
+            held.entry(key).or_insert(vector);
+        }
+        let mut keys: Vec<&[u8; 32]> = held.keys().collect();
         keys.sort_unstable();
         let mut bytes = MAGIC.to_vec();
         for key in keys {
-            let vector = &self.held[key];
+            let vector = &held[key];
             bytes.extend_from_slice(key);
             bytes.extend_from_slice(&(vector.len() as u32).to_le_bytes());
             for value in vector {
@@ -181,6 +210,8 @@ mod tests {
             memo.keep(key, &[0.5, -0.0, f32::MIN_POSITIVE]);
             memo.save().unwrap();
         }
+        let mut recording = Memo::open(dir.path(), &identity, "contract", "cpu").unwrap().recording();
+        assert!(recording.take(&key).is_none(), "a recording memo takes nothing");
         let mut memo = Memo::open(dir.path(), &identity, "contract", "cpu").unwrap();
         let bits: Vec<u32> = memo.take(&key).unwrap().iter().map(|x| x.to_bits()).collect();
         assert_eq!(bits, [0.5f32.to_bits(), (-0.0f32).to_bits(), f32::MIN_POSITIVE.to_bits()]);
