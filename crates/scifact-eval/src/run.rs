@@ -138,6 +138,7 @@ pub fn api_name(mode: SearchMode) -> &'static str {
         SearchMode::FtsOnly => "search_fts_only_with_context",
         SearchMode::VectorOnly => "search_vector_only_with_context",
         SearchMode::Hybrid => "search_explained_with_context",
+        SearchMode::SparseOnly => "search_sparse_only_with_context",
     }
 }
 
@@ -714,6 +715,10 @@ fn run_query(
         SearchMode::Hybrid => {
             store.search_explained_with_context(&query.text, &query.vector, config, &context)
         }
+        // A fixture holds dense vectors only: no query here has a sparse vector to search with.
+        SearchMode::SparseOnly => Err(semantic_memory::Error::InvalidContext {
+            reason: "the fixture holds no sparse query vectors: sparse_only does not run from it",
+        }),
     };
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     match outcome {

@@ -137,8 +137,14 @@ pub struct SearchConfig {
     pub fts_weight: f64,
     /// Weight of the vector list (RRF, or the convex combination). Default 1.
     pub vector_weight: f64,
-    /// Native sparse (SPLADE-style) weight. Default 0; the library has no sparse retrieval.
+    /// Weight of the sparse list (learned sparse vectors, [`crate::SparseVector`]) in hybrid fusion: RRF, or
+    /// the convex combination, where the three weights sum to 1. Default 0: no sparse list is fused, and the
+    /// fusion is the two lists' (`search_fused_with_context` asks for a sparse query when it is not 0).
     pub sparse_weight: f64,
+    /// How many sparse candidates hybrid search fuses (when `sparse_weight` is not 0). Default 100, not written
+    /// out, so configurations made before sparse lists keep their bytes and digests.
+    #[serde(default = "default_candidates", skip_serializing_if = "is_default_candidates")]
+    pub sparse_candidates: usize,
     /// Sparse retrieval derived from dense vectors. Default off; not supported.
     pub dense_derived_sparse: bool,
     /// Token-level late-interaction weight. Default 0; not supported.
@@ -176,6 +182,7 @@ impl Default for SearchConfig {
             fts_weight: 1.0,
             vector_weight: 1.0,
             sparse_weight: 0.0,
+            sparse_candidates: DEFAULT_CANDIDATES,
             dense_derived_sparse: false,
             late_interaction_weight: 0.0,
             candidate_dims: None,
@@ -189,6 +196,17 @@ impl Default for SearchConfig {
             fusion: Fusion::Rrf,
         }
     }
+}
+
+/// Candidates a list offers hybrid fusion by default.
+const DEFAULT_CANDIDATES: usize = 100;
+
+fn default_candidates() -> usize {
+    DEFAULT_CANDIDATES
+}
+
+fn is_default_candidates(candidates: &usize) -> bool {
+    *candidates == DEFAULT_CANDIDATES
 }
 
 /// FTS5's `bm25()` k1.
@@ -233,9 +251,11 @@ impl SearchConfig {
         if self.top_k == 0 || self.top_k > MAX_DEPTH {
             return reject("top_k", self.top_k, "must be between 1 and 10000");
         }
-        for (field, value) in
-            [("lexical_candidates", self.lexical_candidates), ("vector_candidates", self.vector_candidates)]
-        {
+        for (field, value) in [
+            ("lexical_candidates", self.lexical_candidates),
+            ("vector_candidates", self.vector_candidates),
+            ("sparse_candidates", self.sparse_candidates),
+        ] {
             if value < self.top_k || value > MAX_DEPTH {
                 return reject(field, value, "must be at least top_k and at most 10000");
             }
@@ -243,19 +263,29 @@ impl SearchConfig {
         if !(self.rrf_k.is_finite() && self.rrf_k > 0.0) {
             return reject("rrf_k", self.rrf_k, "must be a finite number above 0");
         }
-        for (field, value) in [("fts_weight", self.fts_weight), ("vector_weight", self.vector_weight)] {
+        for (field, value) in [
+            ("fts_weight", self.fts_weight),
+            ("vector_weight", self.vector_weight),
+            ("sparse_weight", self.sparse_weight),
+        ] {
             if !(value.is_finite() && value >= 0.0) {
                 return reject(field, value, "must be a finite number at or above 0");
             }
         }
-        if self.fts_weight == 0.0 && self.vector_weight == 0.0 {
-            return reject("fts_weight", self.fts_weight, "fts_weight and vector_weight cannot both be 0");
-        }
-        if !self.fusion.is_rrf() && (self.fts_weight + self.vector_weight - 1.0).abs() > 1e-9 {
+        if self.fts_weight == 0.0 && self.vector_weight == 0.0 && self.sparse_weight == 0.0 {
             return reject(
                 "fts_weight",
                 self.fts_weight,
-                "a convex combination's fts_weight and vector_weight must sum to 1",
+                "fts_weight, vector_weight and sparse_weight cannot all be 0",
+            );
+        }
+        if !self.fusion.is_rrf()
+            && (self.fts_weight + self.vector_weight + self.sparse_weight - 1.0).abs() > 1e-9
+        {
+            return reject(
+                "fts_weight",
+                self.fts_weight,
+                "a convex combination's fts_weight, vector_weight and sparse_weight must sum to 1",
             );
         }
         if !(self.bm25_k1.is_finite() && self.bm25_k1 > 0.0 && self.bm25_k1 <= 10.0) {
@@ -284,9 +314,6 @@ impl SearchConfig {
             if key.is_empty() || key.len() > 64 {
                 return reject("lexical_ties", &self.lexical_ties, "a metadata key has 1 to 64 bytes");
             }
-        }
-        if self.sparse_weight != 0.0 {
-            return reject("sparse_weight", self.sparse_weight, "the library has no native sparse retrieval");
         }
         if self.dense_derived_sparse {
             return reject("dense_derived_sparse", true, "the library has no dense-derived sparse retrieval");
@@ -345,7 +372,9 @@ mod tests {
     fn unsupported_capabilities_are_rejected_by_name() {
         let base = SearchConfig::default;
         let cases: Vec<(SearchConfig, &str)> = vec![
-            (SearchConfig { sparse_weight: 0.5, ..base() }, "sparse_weight"),
+            (SearchConfig { sparse_weight: -0.5, ..base() }, "sparse_weight"),
+            (SearchConfig { sparse_weight: f64::INFINITY, ..base() }, "sparse_weight"),
+            (SearchConfig { sparse_candidates: 5, ..base() }, "sparse_candidates"),
             (SearchConfig { dense_derived_sparse: true, ..base() }, "dense_derived_sparse"),
             (SearchConfig { late_interaction_weight: 0.1, ..base() }, "late_interaction_weight"),
             (SearchConfig { candidate_dims: Some(128), ..base() }, "candidate_dims"),
@@ -367,11 +396,34 @@ mod tests {
 
     #[test]
     fn rejection_message_names_field_value_and_reason() {
-        let err = SearchConfig { sparse_weight: 0.5, ..SearchConfig::default() }.validate().unwrap_err();
+        let err =
+            SearchConfig { dense_derived_sparse: true, ..SearchConfig::default() }.validate().unwrap_err();
         let message = err.to_string();
-        assert!(message.contains("sparse_weight"), "{message}");
-        assert!(message.contains("0.5"), "{message}");
-        assert!(message.contains("no native sparse"), "{message}");
+        assert!(message.contains("dense_derived_sparse"), "{message}");
+        assert!(message.contains("true"), "{message}");
+        assert!(message.contains("no dense-derived sparse"), "{message}");
+    }
+
+    /// A sparse weight is accepted (RRF, or a convex combination whose three weights sum to 1), and a
+    /// configuration without one serializes as it did before sparse lists existed.
+    #[test]
+    fn a_sparse_weight_is_accepted_and_the_baseline_keeps_its_bytes() {
+        SearchConfig { sparse_weight: 0.5, ..SearchConfig::default() }.validate().unwrap();
+        let convex = |sparse_weight| SearchConfig {
+            fts_weight: 0.3,
+            vector_weight: 0.3,
+            sparse_weight,
+            fusion: Fusion::Convex { normalization: Normalization::MinMax, missing: Missing::Zero },
+            ..SearchConfig::default()
+        };
+        convex(0.4).validate().unwrap();
+        assert_eq!(rejected_field(convex(0.0)), "fts_weight");
+        let text = serde_json::to_string(&SearchConfig::default()).unwrap();
+        assert!(!text.contains("sparse_candidates"), "{text}");
+        let deeper = SearchConfig { sparse_candidates: 300, ..SearchConfig::default() };
+        let text = serde_json::to_string(&deeper).unwrap();
+        assert!(text.contains("\"sparse_candidates\":300"), "{text}");
+        assert_eq!(serde_json::from_str::<SearchConfig>(&text).unwrap(), deeper);
     }
 
     #[test]

@@ -6,7 +6,10 @@
 //! lexical ([`FactStore::search_fts_only_with_context`], BM25 equal to FTS5's `bm25()`, from an in-memory index
 //! or FTS5 itself), vector
 //! ([`FactStore::search_vector_only_with_context`], exact scan or HNSW as [`ExactnessProfile`] decides) and
-//! hybrid ([`FactStore::search_explained_with_context`], reciprocal rank fusion that explains each hit).
+//! hybrid ([`FactStore::search_explained_with_context`], reciprocal rank fusion that explains each hit). A fact
+//! may also carry a learned sparse vector ([`SparseVector`], [`FactStore::insert_sparse_vectors`]), searched
+//! exactly by [`FactStore::search_sparse_only_with_context`] and fused as a third list by
+//! [`FactStore::search_fused_with_context`] (`SearchConfig::sparse_weight`).
 //! Each returns a [`SearchReceipt`]: the complete effective [`SearchConfig`], backend and exactness evidence,
 //! the hits, and a digest over the receipt's RFC 8785 canonical JSON. The receipt is also stored, under a
 //! request id that can never be reused.
@@ -40,6 +43,7 @@ mod lucene_facts;
 mod receipt;
 mod search;
 mod simd;
+mod sparse;
 mod store;
 pub mod vector;
 
@@ -53,10 +57,12 @@ pub use crate::helper::{helper_jobs_reclaimed, searches_in_sequence, set_paralle
 pub use crate::lexical::FtsQuery;
 pub use crate::receipt::{
     ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, QueryEvidence,
-    RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, SearchMode, SearchReceipt, StoreEvidence, VectorEvidence,
+    RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, RECEIPT_SCHEMA_SPARSE, SearchMode, SearchReceipt,
+    SparseEvidence, StoreEvidence, VectorEvidence,
 };
 pub use crate::search::{SearchContext, SearchOutcome, SearchTiming};
 pub use crate::simd::{SIMD_CAP_VAR, SimdCap};
+pub use crate::sparse::{MAX_SPARSE_ID, SPARSE_EXACTNESS, SparseVector, sparse_dot};
 pub use crate::store::{Fact, FactId, FactStore, NewFact, STORE_FORMAT, StoreOptions};
 #[cfg(feature = "usearch")]
 pub use crate::vector::HnswOptions;

@@ -19,6 +19,11 @@ pub const RECEIPT_SCHEMA: &str = "semantic-memory-search-receipt-v3";
 /// expression and the configuration's `lexical_ties` when they are not by fact id.
 pub const RECEIPT_SCHEMA_ANALYZED: &str = "semantic-memory-search-receipt-v4";
 
+/// The schema of a receipt with a sparse list ([`SearchMode::SparseOnly`], or a hybrid that fused one): v3's or
+/// v4's fields, with [`SearchReceipt::sparse`], [`QueryEvidence::sparse_sha256`] and each hit's sparse
+/// component.
+pub const RECEIPT_SCHEMA_SPARSE: &str = "semantic-memory-search-receipt-v5";
+
 /// Which search API produced a receipt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -27,8 +32,11 @@ pub enum SearchMode {
     FtsOnly,
     /// `search_vector_only_with_context`: vector only.
     VectorOnly,
-    /// `search_explained_with_context`: the lexical and vector lists fused (`SearchConfig::fusion`).
+    /// `search_explained_with_context`: the lexical and vector lists fused (`SearchConfig::fusion`), with the
+    /// sparse list when `sparse_weight` is not 0 (`search_fused_with_context`).
     Hybrid,
+    /// `search_sparse_only_with_context`: the sparse list alone.
+    SparseOnly,
 }
 
 impl SearchMode {
@@ -38,6 +46,7 @@ impl SearchMode {
             SearchMode::FtsOnly => "fts_only",
             SearchMode::VectorOnly => "vector_only",
             SearchMode::Hybrid => "hybrid",
+            SearchMode::SparseOnly => "sparse_only",
         }
     }
 }
@@ -68,6 +77,10 @@ pub struct Hit {
     pub lexical: Option<ComponentHit>,
     /// The vector component, or `None` when the fact was not among the vector candidates (or not asked).
     pub vector: Option<ComponentHit>,
+    /// The sparse component, when a sparse list was asked and the fact was among its candidates; left out
+    /// otherwise, so that receipts without a sparse list keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sparse: Option<ComponentHit>,
 }
 
 /// The normalisation of both components of a convex combination.
@@ -77,6 +90,9 @@ pub struct FusionEvidence {
     pub lexical: ComponentNormalization,
     /// The vector component's.
     pub vector: ComponentNormalization,
+    /// The sparse component's, when a sparse list was fused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sparse: Option<ComponentNormalization>,
 }
 
 /// A component's normalisation over its candidate list: a score `s` becomes `(s − shift) / scale`. Min-max:
@@ -107,6 +123,33 @@ pub struct QueryEvidence {
     pub analyzed_terms: Option<Vec<(String, u32)>>,
     /// `sha256:` of the query vector's little-endian f32 bytes, when a vector was given.
     pub vector_sha256: Option<String>,
+    /// `sha256:` of the query's sparse vector in its stored form ([`crate::SparseVector::digest`]), when one
+    /// was given; left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sparse_sha256: Option<String>,
+}
+
+/// How the sparse list was produced: an exact dot product over the store's sparse vectors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SparseEvidence {
+    /// Backend that answered: `sparse_inverted_exact`.
+    pub backend: String,
+    /// True: every score is the definition's ([`crate::sparse_dot`]).
+    pub exact: bool,
+    /// What the exactness rests on ([`crate::SPARSE_EXACTNESS`]).
+    pub exactness: String,
+    /// `sha256:` over every fact id and stored sparse vector, in fact order: the index that answered.
+    pub index_digest: String,
+    /// Facts with a sparse vector.
+    pub index_size: usize,
+    /// Entries over every sparse vector.
+    pub index_entries: usize,
+    /// Facts in scope that share an id with the query: every one scored.
+    pub facts_scored: usize,
+    /// Candidates asked for.
+    pub limit: usize,
+    /// Candidates returned.
+    pub returned: usize,
 }
 
 /// How the lexical list was produced.
@@ -183,7 +226,8 @@ pub struct StoreEvidence {
 /// The record of one search, returned to the caller and persisted in the store under its request id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchReceipt {
-    /// [`RECEIPT_SCHEMA`], or [`RECEIPT_SCHEMA_ANALYZED`] where Lucene's BM25 answered.
+    /// [`RECEIPT_SCHEMA`], [`RECEIPT_SCHEMA_ANALYZED`] where Lucene's BM25 answered, or
+    /// [`RECEIPT_SCHEMA_SPARSE`] where a sparse list was asked.
     pub schema: String,
     /// `semantic-memory <version>`.
     pub library: String,
@@ -207,6 +251,9 @@ pub struct SearchReceipt {
     pub lexical: Option<LexicalEvidence>,
     /// The vector component, for vector_only and hybrid.
     pub vector: Option<VectorEvidence>,
+    /// The sparse component, for sparse_only and a hybrid that fused one; left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sparse: Option<SparseEvidence>,
     /// The store searched.
     pub store: StoreEvidence,
     /// The results, best first.

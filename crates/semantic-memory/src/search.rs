@@ -17,8 +17,10 @@ use crate::lucene::{ANALYZER, query_terms};
 use crate::lucene_facts::{Built, LuceneFacts};
 use crate::receipt::{
     ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, QueryEvidence,
-    RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, SearchMode, SearchReceipt, StoreEvidence, VectorEvidence,
+    RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, RECEIPT_SCHEMA_SPARSE, SearchMode, SearchReceipt,
+    SparseEvidence, StoreEvidence, VectorEvidence,
 };
+use crate::sparse::{SPARSE_EXACTNESS, SparseVector};
 use crate::store::{FactId, FactStore, STORE_FORMAT, vector_to_blob};
 use crate::vector::{ScoredFact, VectorBackend, check_unit_vector};
 
@@ -91,6 +93,12 @@ struct LexicalRun {
     evidence: LexicalEvidence,
     /// The analyzer's terms with their counts, when Lucene's BM25 answered (it does not run the FTS5 expression).
     analyzed_terms: Option<Vec<(String, u32)>>,
+}
+
+/// A sparse list and how it was produced.
+struct SparseRun {
+    candidates: Vec<ScoredFact>,
+    evidence: SparseEvidence,
 }
 
 struct VectorRun {
@@ -167,7 +175,7 @@ impl FactStore {
         let started = self.begin(config, context)?;
         let fts = FtsQuery::from_text(query);
         let run = self.lexical(query, &fts, config, context, config.top_k)?;
-        let hits = component_hits(&run.candidates, |component| (Some(component), None));
+        let hits = component_hits(&run.candidates, |component| (Some(component), None, None));
         let retrieval = started.elapsed();
         let (query, expression) = query_evidence(Some((query, fts, run.analyzed_terms)), None);
         let lexical = Some(run.evidence);
@@ -190,7 +198,7 @@ impl FactStore {
         check_unit_vector(query_vector, self.dims)?;
         let started = self.begin(config, context)?;
         let run = self.vector(query_vector, config.exactness, context, config.top_k)?;
-        let hits = component_hits(&run.candidates, |component| (None, Some(component)));
+        let hits = component_hits(&run.candidates, |component| (None, Some(component), None));
         let retrieval = started.elapsed();
         let (query, _) = query_evidence(None, Some(query_vector));
         let receipt =
@@ -213,6 +221,25 @@ impl FactStore {
         config: &SearchConfig,
         context: &SearchContext,
     ) -> Result<SearchOutcome> {
+        if config.sparse_weight != 0.0 {
+            return Err(Error::UnsupportedConfig {
+                field: "sparse_weight",
+                value: config.sparse_weight.to_string(),
+                reason: "a sparse list needs a sparse query: search_fused_with_context",
+            });
+        }
+        self.hybrid(query, query_vector, None, config, context)
+    }
+
+    /// The hybrid search both hybrid APIs run: lexical and vector lists, and the sparse one when given.
+    fn hybrid(
+        &self,
+        query: &str,
+        query_vector: &[f32],
+        sparse: Option<&SparseVector>,
+        config: &SearchConfig,
+        context: &SearchContext,
+    ) -> Result<SearchOutcome> {
         check_unit_vector(query_vector, self.dims)?;
         let started = self.begin(config, context)?;
         let fts = FtsQuery::from_text(query);
@@ -225,15 +252,87 @@ impl FactStore {
             || self.lexical(query, &fts, config, context, config.lexical_candidates),
         );
         let (lexical, run) = (lexical?, vector?);
-        let (hits, fusion) = fuse(&lexical.candidates, &run.candidates, config);
+        let sparse_run = match sparse {
+            Some(sparse) => Some(self.sparse_run(sparse, context, config.sparse_candidates)?),
+            None => None,
+        };
+        let sparse_candidates = sparse_run.as_ref().map(|run| run.candidates.as_slice());
+        let (hits, fusion) = fuse(&lexical.candidates, &run.candidates, sparse_candidates, config);
         let retrieval = started.elapsed();
-        let (query, expression) =
+        let (mut asked, expression) =
             query_evidence(Some((query, fts, lexical.analyzed_terms)), Some(query_vector));
+        asked.sparse_sha256 = sparse.filter(|_| sparse_run.is_some()).map(SparseVector::digest);
         let lexical = Some(lexical.evidence);
         let mut receipt =
-            self.receipt(SearchMode::Hybrid, config, context, query, lexical, Some(run.evidence), hits);
+            self.receipt(SearchMode::Hybrid, config, context, asked, lexical, Some(run.evidence), hits);
         receipt.fusion = fusion;
+        receipt.sparse = sparse_run.map(|run| run.evidence);
         self.finish(receipt, expression, started, retrieval)
+    }
+
+    /// Sparse search: the exact dot product of `query` with every fact's sparse vector ([`crate::sparse_dot`]),
+    /// over the facts that share an id with it, top `config.top_k`, equal scores by fact id. The receipt names
+    /// the index (a digest of every stored sparse vector) and its exactness.
+    ///
+    /// # Errors
+    /// As [`FactStore::search_fts_only_with_context`], plus [`Error::InvalidVector`] for a query vector
+    /// [`SparseVector::check`] refuses.
+    pub fn search_sparse_only_with_context(
+        &self,
+        query: &SparseVector,
+        config: &SearchConfig,
+        context: &SearchContext,
+    ) -> Result<SearchOutcome> {
+        query.check()?;
+        let started = self.begin(config, context)?;
+        let run = self.sparse_run(query, context, config.top_k)?;
+        let hits = component_hits(&run.candidates, |component| (None, None, Some(component)));
+        let retrieval = started.elapsed();
+        let (mut asked, _) = query_evidence(None, None);
+        asked.sparse_sha256 = Some(query.digest());
+        let mut receipt = self.receipt(SearchMode::SparseOnly, config, context, asked, None, None, hits);
+        receipt.sparse = Some(run.evidence);
+        self.finish(receipt, None, started, retrieval)
+    }
+
+    /// Hybrid search with a sparse list: as [`FactStore::search_explained_with_context`], the lexical, vector
+    /// and sparse lists fused (sparse's `config.sparse_candidates`, weighted by `config.sparse_weight`, its
+    /// contribution added last), every hit carrying its three components. A `sparse_weight` of 0 fuses no
+    /// sparse list: the answer and receipt are `search_explained_with_context`'s.
+    ///
+    /// # Errors
+    /// As [`FactStore::search_explained_with_context`] and [`FactStore::search_sparse_only_with_context`].
+    pub fn search_fused_with_context(
+        &self,
+        query: &str,
+        query_vector: &[f32],
+        sparse: &SparseVector,
+        config: &SearchConfig,
+        context: &SearchContext,
+    ) -> Result<SearchOutcome> {
+        if config.sparse_weight == 0.0 {
+            return self.hybrid(query, query_vector, None, config, context);
+        }
+        sparse.check()?;
+        self.hybrid(query, query_vector, Some(sparse), config, context)
+    }
+
+    fn sparse_run(&self, query: &SparseVector, context: &SearchContext, limit: usize) -> Result<SparseRun> {
+        let index = self.sparse_index()?;
+        let in_scope = self.scope_filter(context);
+        let answer = index.search(query, limit, &in_scope);
+        let evidence = SparseEvidence {
+            backend: "sparse_inverted_exact".to_owned(),
+            exact: true,
+            exactness: SPARSE_EXACTNESS.to_owned(),
+            index_digest: index.digest.clone(),
+            index_size: index.facts,
+            index_entries: index.entries,
+            facts_scored: answer.scored,
+            limit,
+            returned: answer.candidates.len(),
+        };
+        Ok(SparseRun { candidates: answer.candidates, evidence })
     }
 
     /// Reads back the receipt stored under `request_id`.
@@ -447,8 +546,14 @@ impl FactStore {
         hits: Vec<Hit>,
     ) -> SearchReceipt {
         SearchReceipt {
-            schema: if query.analyzed_terms.is_some() { RECEIPT_SCHEMA_ANALYZED } else { RECEIPT_SCHEMA }
-                .to_owned(),
+            schema: if query.sparse_sha256.is_some() {
+                RECEIPT_SCHEMA_SPARSE
+            } else if query.analyzed_terms.is_some() {
+                RECEIPT_SCHEMA_ANALYZED
+            } else {
+                RECEIPT_SCHEMA
+            }
+            .to_owned(),
             library: format!("semantic-memory {}", env!("CARGO_PKG_VERSION")),
             request_id: context.request_id.clone(),
             namespace: context.namespace.clone(),
@@ -459,6 +564,7 @@ impl FactStore {
             query,
             lexical,
             vector,
+            sparse: None,
             store: StoreEvidence { facts: self.tags.len(), dims: self.dims, format: STORE_FORMAT.to_owned() },
             hits,
             fusion: None,
@@ -517,6 +623,7 @@ type AskedText<'a> = (&'a str, FtsQuery, Option<Vec<(String, u32)>>);
 
 fn query_evidence(text: Option<AskedText<'_>>, vector: Option<&[f32]>) -> (QueryEvidence, Option<String>) {
     let vector_sha256 = vector.map(|vector| sha256_digest(&vector_to_blob(vector)));
+    let sparse_sha256 = None;
     let Some((text, fts, analyzed)) = text else {
         let evidence = QueryEvidence {
             text_sha256: None,
@@ -524,6 +631,7 @@ fn query_evidence(text: Option<AskedText<'_>>, vector: Option<&[f32]>) -> (Query
             fts_terms: None,
             analyzed_terms: None,
             vector_sha256,
+            sparse_sha256,
         };
         return (evidence, None);
     };
@@ -535,6 +643,7 @@ fn query_evidence(text: Option<AskedText<'_>>, vector: Option<&[f32]>) -> (Query
             fts_terms: None,
             analyzed_terms: analyzed,
             vector_sha256,
+            sparse_sha256,
         };
         return (evidence, None);
     }
@@ -544,51 +653,70 @@ fn query_evidence(text: Option<AskedText<'_>>, vector: Option<&[f32]>) -> (Query
         fts_terms: Some(fts.terms.len()),
         analyzed_terms: None,
         vector_sha256,
+        sparse_sha256,
     };
     (evidence, fts.expression)
 }
 
-type Components = (Option<ComponentHit>, Option<ComponentHit>);
+/// A hit's lexical, vector and sparse components.
+type Components = (Option<ComponentHit>, Option<ComponentHit>, Option<ComponentHit>);
 
 fn component_hits(candidates: &[ScoredFact], place: impl Fn(ComponentHit) -> Components) -> Vec<Hit> {
     candidates
         .iter()
         .enumerate()
         .map(|(index, candidate)| {
-            let (lexical, vector) =
+            let (lexical, vector, sparse) =
                 place(ComponentHit { rank: index + 1, score: candidate.score, normalized: None });
-            Hit { fact_id: candidate.fact_id, rank: index + 1, score: candidate.score, lexical, vector }
+            Hit {
+                fact_id: candidate.fact_id,
+                rank: index + 1,
+                score: candidate.score,
+                lexical,
+                vector,
+                sparse,
+            }
         })
         .collect()
 }
 
-/// Fuses the two candidate lists as `config.fusion` says, best first, ties broken by fact id, truncated to
+/// Fuses the candidate lists as `config.fusion` says, best first, ties broken by fact id, truncated to
 /// `top_k`, with the normalisation applied (convex combination only). Contributions are added lexical first,
-/// then vector, so sums are reproducible.
+/// then vector, then sparse (when a sparse list is fused), so sums are reproducible and a fusion of two lists
+/// is what it was before sparse lists existed.
 fn fuse(
     lexical: &[ScoredFact],
     vector: &[ScoredFact],
+    sparse: Option<&[ScoredFact]>,
     config: &SearchConfig,
 ) -> (Vec<Hit>, Option<FusionEvidence>) {
     let normal = match config.fusion {
         Fusion::Rrf => None,
-        Fusion::Convex { normalization, missing } => {
-            Some((normalize(lexical, normalization, missing), normalize(vector, normalization, missing)))
-        }
+        Fusion::Convex { normalization, missing } => Some((
+            normalize(lexical, normalization, missing),
+            normalize(vector, normalization, missing),
+            sparse.map(|sparse| normalize(sparse, normalization, missing)),
+        )),
     };
     let component = |index: usize, candidate: &ScoredFact, normal: Option<&Normalized>| ComponentHit {
         rank: index + 1,
         score: candidate.score,
         normalized: normal.map(|n| n.of(candidate.score)),
     };
-    // Both lists by fact id (a stable sort: lexical entries first, each list in its order), then one entry per
-    // fact; were a fact listed twice by one component, its last listing would count.
-    let mut listed: Vec<(FactId, Components)> = Vec::with_capacity(lexical.len() + vector.len());
+    // Every list by fact id (a stable sort: lexical entries first, then vector, then sparse, each list in its
+    // order), then one entry per fact; were a fact listed twice by one component, its last listing would count.
+    let sparse_list = sparse.unwrap_or(&[]);
+    let mut listed: Vec<(FactId, Components)> =
+        Vec::with_capacity(lexical.len() + vector.len() + sparse_list.len());
     listed.extend(lexical.iter().enumerate().map(|(index, candidate)| {
-        (candidate.fact_id, (Some(component(index, candidate, normal.as_ref().map(|n| &n.0))), None))
+        (candidate.fact_id, (Some(component(index, candidate, normal.as_ref().map(|n| &n.0))), None, None))
     }));
     listed.extend(vector.iter().enumerate().map(|(index, candidate)| {
-        (candidate.fact_id, (None, Some(component(index, candidate, normal.as_ref().map(|n| &n.1)))))
+        (candidate.fact_id, (None, Some(component(index, candidate, normal.as_ref().map(|n| &n.1))), None))
+    }));
+    listed.extend(sparse_list.iter().enumerate().map(|(index, candidate)| {
+        let normal = normal.as_ref().and_then(|n| n.2.as_ref());
+        (candidate.fact_id, (None, None, Some(component(index, candidate, normal))))
     }));
     listed.sort_by_key(|(fact_id, _)| *fact_id);
     listed.dedup_by(|(fact_id, later), (kept_id, kept)| {
@@ -596,32 +724,39 @@ fn fuse(
         if same {
             kept.0 = later.0.or(kept.0);
             kept.1 = later.1.or(kept.1);
+            kept.2 = later.2.or(kept.2);
         }
         same
     });
-    let score = |lexical: Option<ComponentHit>, vector: Option<ComponentHit>| match &normal {
+    let score = |(lexical, vector, found): Components| match &normal {
         None => {
             let rrf = |weight: f64, component: Option<ComponentHit>| {
                 component.map_or(0.0, |component| weight / (config.rrf_k + component.rank as f64))
             };
-            rrf(config.fts_weight, lexical) + rrf(config.vector_weight, vector)
+            let two = rrf(config.fts_weight, lexical) + rrf(config.vector_weight, vector);
+            if sparse.is_some() { two + rrf(config.sparse_weight, found) } else { two }
         }
-        Some((lexical_normal, vector_normal)) => {
+        Some((lexical_normal, vector_normal, sparse_normal)) => {
             let value = |component: Option<ComponentHit>, normal: &Normalized| {
                 component.and_then(|c| c.normalized).unwrap_or(normal.evidence.missing)
             };
-            config.fts_weight * value(lexical, lexical_normal)
-                + config.vector_weight * value(vector, vector_normal)
+            let two = config.fts_weight * value(lexical, lexical_normal)
+                + config.vector_weight * value(vector, vector_normal);
+            match sparse_normal {
+                Some(sparse_normal) => two + config.sparse_weight * value(found, sparse_normal),
+                None => two,
+            }
         }
     };
     let mut fused: Vec<Hit> = listed
         .into_iter()
-        .map(|(fact_id, (lexical, vector))| Hit {
+        .map(|(fact_id, components)| Hit {
             fact_id,
             rank: 0,
-            score: score(lexical, vector),
-            lexical,
-            vector,
+            score: score(components),
+            lexical: components.0,
+            vector: components.1,
+            sparse: components.2,
         })
         .collect();
     // Fact ids are unique here, so this order is total and an unstable selection gives the one answer.
@@ -634,8 +769,11 @@ fn fuse(
     for (index, hit) in fused.iter_mut().enumerate() {
         hit.rank = index + 1;
     }
-    let evidence =
-        normal.map(|(lexical, vector)| FusionEvidence { lexical: lexical.evidence, vector: vector.evidence });
+    let evidence = normal.map(|(lexical, vector, sparse)| FusionEvidence {
+        lexical: lexical.evidence,
+        vector: vector.evidence,
+        sparse: sparse.map(|sparse| sparse.evidence),
+    });
     (fused, evidence)
 }
 
@@ -696,7 +834,7 @@ mod tests {
     #[test]
     fn rrf_fuses_by_reciprocal_rank_and_explains_components() {
         let config = SearchConfig { top_k: 4, ..SearchConfig::default() };
-        let (hits, _) = fuse(&scored(&[1, 2, 3]), &scored(&[3, 4, 1]), &config);
+        let (hits, _) = fuse(&scored(&[1, 2, 3]), &scored(&[3, 4, 1]), None, &config);
         let ids: Vec<i64> = hits.iter().map(|h| h.fact_id.0).collect();
         // 1: 1/61 + 1/63; 3: 1/63 + 1/61 (tie, lower id first); 2: 1/62; 4: 1/62 (tie).
         assert_eq!(ids, vec![1, 3, 2, 4]);
@@ -726,7 +864,7 @@ mod tests {
             ..SearchConfig::default()
         };
         minmax.validate().unwrap();
-        let (hits, evidence) = fuse(&lexical, &vector, &minmax);
+        let (hits, evidence) = fuse(&lexical, &vector, None, &minmax);
         let evidence = evidence.unwrap();
         assert_eq!(evidence.lexical, ComponentNormalization { shift: 2.0, scale: 8.0, missing: 0.0 });
         assert_eq!(evidence.vector, ComponentNormalization { shift: 0.5, scale: 0.4, missing: 0.0 });
@@ -740,7 +878,7 @@ mod tests {
             fusion: Fusion::Convex { normalization: Normalization::ZScore, missing: Missing::Lowest },
             ..minmax.clone()
         };
-        let (hits, evidence) = fuse(&lexical, &vector, &zscore);
+        let (hits, evidence) = fuse(&lexical, &vector, None, &zscore);
         assert!((evidence.unwrap().vector.missing + 1.0).abs() < 1e-12, "the lowest z-score of two is -1");
         // Lexical z: (10-6)/sd, 0, -(4)/sd with sd = sqrt(32/3); vector z: +1, -1; a missing vector gets -1.
         let sd = (32.0f64 / 3.0).sqrt();
@@ -774,7 +912,7 @@ mod tests {
     #[test]
     fn rrf_weights_scale_components() {
         let config = SearchConfig { top_k: 2, fts_weight: 0.0, ..SearchConfig::default() };
-        let (hits, _) = fuse(&scored(&[1]), &scored(&[2]), &config);
+        let (hits, _) = fuse(&scored(&[1]), &scored(&[2]), None, &config);
         assert_eq!(hits[0].fact_id, FactId(2));
         assert_eq!(hits[1].score, 0.0);
     }

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::canonical_json::to_canonical_bytes;
 use crate::error::{Error, Result};
+use crate::sparse::SparseVector;
 use crate::vector::{Bounded, DEFAULT_ROWS_IN_MEMORY, VectorBackend, check_unit_vector};
 #[cfg(feature = "usearch")]
 use crate::vector::{HnswOptions, Usearch};
@@ -101,6 +102,8 @@ pub struct FactStore {
     /// The Lucene BM25 index, built on first use for the ties, k1 and b asked, and dropped whenever facts are
     /// inserted.
     pub(crate) lucene: std::cell::RefCell<Option<std::sync::Arc<crate::lucene_facts::LuceneFacts>>>,
+    /// The sparse vectors' inverted index, built on first use and dropped whenever sparse vectors are added.
+    pub(crate) sparse: std::cell::RefCell<Option<std::sync::Arc<crate::sparse::SparseIndex>>>,
     /// Which journal the database is in: rollback at rest, the write-ahead log while receipts are stored.
     journal: std::cell::Cell<Journal>,
 }
@@ -226,6 +229,7 @@ impl FactStore {
             interned: Interner::default(),
             bm25: std::cell::OnceCell::new(),
             lucene: std::cell::RefCell::new(None),
+            sparse: std::cell::RefCell::new(None),
             journal: std::cell::Cell::new(Journal::Rollback),
         };
         store.load_vectors()?;
@@ -392,6 +396,120 @@ impl FactStore {
         #[cfg(feature = "usearch")]
         self.save_hnsw()?;
         Ok(ids)
+    }
+
+    /// Stores a sparse vector for each fact named, in one transaction: the table `fact_sparse` (fact id, the
+    /// vector's stored form) is made with the first, so a store without sparse vectors keeps its bytes. A fact
+    /// holds at most one sparse vector, stored once. Nothing is stored if any pair is refused.
+    ///
+    /// # Errors
+    /// [`Error::InvalidVector`] for a vector [`SparseVector::check`] refuses, a fact the store does not hold,
+    /// or one that has a sparse vector already (named); [`Error::Sqlite`].
+    pub fn insert_sparse_vectors(&mut self, vectors: &[(FactId, &SparseVector)]) -> Result<()> {
+        for (fact, vector) in vectors {
+            vector.check().map_err(|error| match error {
+                Error::InvalidVector { reason } => {
+                    Error::InvalidVector { reason: format!("the sparse vector of fact {fact}: {reason}") }
+                }
+                other => other,
+            })?;
+            if fact.0 < 1 || fact.0 as usize > self.tags.len() {
+                return Err(Error::InvalidVector {
+                    reason: format!("fact {fact} is not in the store: its sparse vector has no fact"),
+                });
+            }
+        }
+        *self.sparse.borrow_mut() = None;
+        let path = self.path.clone();
+        let sql = |source| Error::Sqlite { path: path.clone(), source };
+        let tx = self.conn.transaction().map_err(sql)?;
+        tx.execute_batch(
+            "CREATE TABLE IF NOT EXISTS fact_sparse (fact_id INTEGER PRIMARY KEY, vector BLOB NOT NULL)",
+        )
+        .map_err(sql)?;
+        {
+            let mut insert = tx
+                .prepare_cached("INSERT INTO fact_sparse (fact_id, vector) VALUES (?1, ?2)")
+                .map_err(sql)?;
+            for (fact, vector) in vectors {
+                match insert.execute(params![fact.0, vector.to_bytes()]) {
+                    Ok(_) => {}
+                    Err(rusqlite::Error::SqliteFailure(failure, _))
+                        if failure.code == rusqlite::ErrorCode::ConstraintViolation =>
+                    {
+                        return Err(Error::InvalidVector {
+                            reason: format!("fact {fact} has a sparse vector already"),
+                        });
+                    }
+                    Err(other) => return Err(sql(other)),
+                }
+            }
+        }
+        tx.commit().map_err(sql)?;
+        Ok(())
+    }
+
+    /// The sparse vector stored for `fact`, if any.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`]; [`Error::IncompatibleStore`] when the stored form is malformed.
+    pub fn sparse_vector(&self, fact: FactId) -> Result<Option<SparseVector>> {
+        if !self.has_sparse_table()? {
+            return Ok(None);
+        }
+        let blob: Option<Vec<u8>> = self
+            .conn
+            .query_row("SELECT vector FROM fact_sparse WHERE fact_id = ?1", [fact.0], |row| row.get(0))
+            .optional()
+            .map_err(|source| self.sql_error(source))?;
+        blob.map(|blob| {
+            SparseVector::from_bytes(&blob).map_err(|error| Error::IncompatibleStore {
+                path: self.path.clone(),
+                reason: format!("the sparse vector of fact {fact}: {error}"),
+            })
+        })
+        .transpose()
+    }
+
+    /// Whether the store has the sparse vectors' table (made with the first one stored).
+    fn has_sparse_table(&self) -> Result<bool> {
+        let count: i64 = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'fact_sparse'",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(|source| self.sql_error(source))?;
+        Ok(count > 0)
+    }
+
+    /// The sparse index over every stored sparse vector, built on first use and dropped when vectors are added.
+    pub(crate) fn sparse_index(&self) -> Result<std::sync::Arc<crate::sparse::SparseIndex>> {
+        if let Some(index) = self.sparse.borrow().as_ref() {
+            return Ok(index.clone());
+        }
+        let mut vectors = Vec::new();
+        if self.has_sparse_table()? {
+            let mut statement = self
+                .conn
+                .prepare("SELECT fact_id, vector FROM fact_sparse ORDER BY fact_id")
+                .map_err(|source| self.sql_error(source))?;
+            let rows = statement
+                .query_map([], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, Vec<u8>>(1)?)))
+                .map_err(|source| self.sql_error(source))?;
+            for row in rows {
+                let (fact, blob) = row.map_err(|source| self.sql_error(source))?;
+                let vector = SparseVector::from_bytes(&blob).map_err(|error| Error::IncompatibleStore {
+                    path: self.path.clone(),
+                    reason: format!("the sparse vector of fact {fact}: {error}"),
+                })?;
+                vectors.push((FactId(fact), vector));
+            }
+        }
+        let index = std::sync::Arc::new(crate::sparse::SparseIndex::of(vectors));
+        *self.sparse.borrow_mut() = Some(index.clone());
+        Ok(index)
     }
 
     /// Reads one fact back.

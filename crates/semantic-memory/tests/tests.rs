@@ -10,5 +10,6 @@ mod fts;
 mod hybrid;
 mod lucene;
 mod receipts;
+mod sparse;
 mod store;
 mod vector;
