@@ -55,6 +55,27 @@ impl LexicalTies {
     }
 }
 
+/// How sparse scores are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SparseScoring {
+    /// The exact dot product of the f32 weights ([`crate::sparse_dot`]).
+    #[default]
+    Exact,
+    /// Anserini's impact scoring, as its `-impact` indexes of SPLADE vectors score: every weight quantized to
+    /// `round(w / 5 · 256)` ([`crate::anserini_quantize`]: the division and product in f32, Java's half-up
+    /// rounding), an id whose quantized weight is not above 0 left out (Anserini repeats a term that many times),
+    /// and the score the integer dot product of what remains ([`crate::impact_dot`]).
+    AnseriniImpact,
+}
+
+impl SparseScoring {
+    /// Returns true for [`SparseScoring::Exact`] (left out of serialized configurations).
+    pub fn is_exact(&self) -> bool {
+        *self == SparseScoring::Exact
+    }
+}
+
 /// Recency weighting. The store keeps no fact timestamps, so only `Off` is accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -145,6 +166,13 @@ pub struct SearchConfig {
     /// out, so configurations made before sparse lists keep their bytes and digests.
     #[serde(default = "default_candidates", skip_serializing_if = "is_default_candidates")]
     pub sparse_candidates: usize,
+    /// How sparse scores are computed. Default the exact f32 dot product, not written out.
+    #[serde(default, skip_serializing_if = "SparseScoring::is_exact")]
+    pub sparse_scoring: SparseScoring,
+    /// How the sparse list orders facts of equal score: by fact id (the default, not written out) or by a
+    /// string of each fact's metadata (Anserini orders equal impact scores by document id).
+    #[serde(default, skip_serializing_if = "LexicalTies::is_fact_id")]
+    pub sparse_ties: LexicalTies,
     /// Sparse retrieval derived from dense vectors. Default off; not supported.
     pub dense_derived_sparse: bool,
     /// Token-level late-interaction weight. Default 0; not supported.
@@ -183,6 +211,8 @@ impl Default for SearchConfig {
             vector_weight: 1.0,
             sparse_weight: 0.0,
             sparse_candidates: DEFAULT_CANDIDATES,
+            sparse_scoring: SparseScoring::Exact,
+            sparse_ties: LexicalTies::FactId,
             dense_derived_sparse: false,
             late_interaction_weight: 0.0,
             candidate_dims: None,
@@ -302,6 +332,11 @@ impl SearchConfig {
                 self.bm25_k1,
                 "FTS5's bm25() has fixed k1 = 1.2 and b = 0.75; use memory_bm25",
             );
+        }
+        if let LexicalTies::MetadataKey(key) = &self.sparse_ties
+            && (key.is_empty() || key.len() > 64)
+        {
+            return reject("sparse_ties", &self.sparse_ties, "a metadata key has 1 to 64 bytes");
         }
         if let LexicalTies::MetadataKey(key) = &self.lexical_ties {
             if self.lexical_backend != LexicalBackendKind::LuceneBm25 {

@@ -50,7 +50,7 @@ pub mod vector;
 pub use crate::bm25::LexicalIndexStats;
 pub use crate::config::{
     DerivedVectorBackend, ExactnessProfile, FTS5_B, FTS5_K1, Fusion, LexicalBackendKind, LexicalTies,
-    MAX_DEPTH, Missing, Normalization, Recency, SearchConfig,
+    MAX_DEPTH, Missing, Normalization, Recency, SearchConfig, SparseScoring,
 };
 pub use crate::error::{Error, Result};
 pub use crate::helper::{helper_jobs_reclaimed, searches_in_sequence, set_parallel_search};
@@ -62,7 +62,10 @@ pub use crate::receipt::{
 };
 pub use crate::search::{SearchContext, SearchOutcome, SearchTiming};
 pub use crate::simd::{SIMD_CAP_VAR, SimdCap};
-pub use crate::sparse::{MAX_SPARSE_ID, SPARSE_EXACTNESS, SparseVector, sparse_dot};
+pub use crate::sparse::{
+    IMPACT_EXACTNESS, MAX_SPARSE_ID, SPARSE_EXACTNESS, SparseVector, anserini_quantize, impact_dot,
+    sparse_dot,
+};
 pub use crate::store::{Fact, FactId, FactStore, NewFact, STORE_FORMAT, StoreOptions};
 #[cfg(feature = "usearch")]
 pub use crate::vector::HnswOptions;

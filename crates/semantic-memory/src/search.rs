@@ -8,7 +8,8 @@ use rusqlite::ErrorCode;
 use crate::bm25::{LexicalIndexStats, MemoryBm25, NotExact};
 use crate::canonical_json::sha256_digest;
 use crate::config::{
-    ExactnessProfile, FTS5_B, FTS5_K1, Fusion, LexicalBackendKind, Missing, Normalization, SearchConfig,
+    ExactnessProfile, FTS5_B, FTS5_K1, Fusion, LexicalBackendKind, LexicalTies, Missing, Normalization,
+    SearchConfig, SparseScoring,
 };
 use crate::error::{Error, Result};
 use crate::helper;
@@ -20,7 +21,7 @@ use crate::receipt::{
     RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, RECEIPT_SCHEMA_SPARSE, SearchMode, SearchReceipt,
     SparseEvidence, StoreEvidence, VectorEvidence,
 };
-use crate::sparse::{SPARSE_EXACTNESS, SparseVector};
+use crate::sparse::{IMPACT_EXACTNESS, SPARSE_EXACTNESS, SparseVector};
 use crate::store::{FactId, FactStore, STORE_FORMAT, vector_to_blob};
 use crate::vector::{ScoredFact, VectorBackend, check_unit_vector};
 
@@ -253,7 +254,7 @@ impl FactStore {
         );
         let (lexical, run) = (lexical?, vector?);
         let sparse_run = match sparse {
-            Some(sparse) => Some(self.sparse_run(sparse, context, config.sparse_candidates)?),
+            Some(sparse) => Some(self.sparse_run(sparse, config, context, config.sparse_candidates)?),
             None => None,
         };
         let sparse_candidates = sparse_run.as_ref().map(|run| run.candidates.as_slice());
@@ -285,7 +286,7 @@ impl FactStore {
     ) -> Result<SearchOutcome> {
         query.check()?;
         let started = self.begin(config, context)?;
-        let run = self.sparse_run(query, context, config.top_k)?;
+        let run = self.sparse_run(query, config, context, config.top_k)?;
         let hits = component_hits(&run.candidates, |component| (None, None, Some(component)));
         let retrieval = started.elapsed();
         let (mut asked, _) = query_evidence(None, None);
@@ -317,14 +318,36 @@ impl FactStore {
         self.hybrid(query, query_vector, Some(sparse), config, context)
     }
 
-    fn sparse_run(&self, query: &SparseVector, context: &SearchContext, limit: usize) -> Result<SparseRun> {
+    fn sparse_run(
+        &self,
+        query: &SparseVector,
+        config: &SearchConfig,
+        context: &SearchContext,
+        limit: usize,
+    ) -> Result<SparseRun> {
         let index = self.sparse_index()?;
         let in_scope = self.scope_filter(context);
-        let answer = index.search(query, limit, &in_scope);
+        let keys = match &config.sparse_ties {
+            LexicalTies::FactId => None,
+            LexicalTies::MetadataKey(key) => Some(self.tie_keys(key)?),
+        };
+        let by_key = |a: FactId, b: FactId| match &keys {
+            Some(keys) => keys.get(&a).cmp(&keys.get(&b)).then(a.cmp(&b)),
+            None => a.cmp(&b),
+        };
+        let answer = index.search(query, config.sparse_scoring, limit, &in_scope, Some(&by_key));
+        let (scoring, ties) = match (&config.sparse_scoring, &config.sparse_ties) {
+            (SparseScoring::Exact, ties) => (SPARSE_EXACTNESS, ties),
+            (SparseScoring::AnseriniImpact, ties) => (IMPACT_EXACTNESS, ties),
+        };
+        let ties = match ties {
+            LexicalTies::FactId => "ties by fact id".to_owned(),
+            LexicalTies::MetadataKey(key) => format!("ties by the metadata string {key:?}, then fact id"),
+        };
         let evidence = SparseEvidence {
             backend: "sparse_inverted_exact".to_owned(),
             exact: true,
-            exactness: SPARSE_EXACTNESS.to_owned(),
+            exactness: format!("{scoring}; {ties}"),
             index_digest: index.digest.clone(),
             index_size: index.facts,
             index_entries: index.entries,

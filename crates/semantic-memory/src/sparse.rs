@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::canonical_json::sha256_digest;
+use crate::config::SparseScoring;
 use crate::error::{Error, Result};
 use crate::store::FactId;
 use crate::vector::ScoredFact;
@@ -23,7 +24,43 @@ pub const MAX_SPARSE_ID: u32 = (1 << 24) - 1;
 
 /// What the index's exactness rests on, in one sentence: receipts carry it.
 pub const SPARSE_EXACTNESS: &str = "every fact sharing an id with the query is scored by the full dot product over \
-     the shared ids ascending (f32 products exact in f64, summed in f64); ties by fact id";
+     the shared ids ascending (f32 products exact in f64, summed in f64)";
+
+/// What impact scoring's exactness rests on ([`crate::SparseScoring::AnseriniImpact`]).
+pub const IMPACT_EXACTNESS: &str = "every fact sharing an id with the query, both weights quantized above 0 \
+     (round(w / 5 * 256) in f32, half up, as Anserini), is scored by the integer dot product of the quantized \
+     weights";
+
+/// Anserini's quantization of a SPLADE weight to an integer impact: `w / 5 · 256` in f32 (its `WEIGHT_RANGE`
+/// and `QUANT_RANGE`, computed in that order), rounded as Java's `Math.round(float)` rounds, half up (Python's
+/// `round` takes half to even: the two differ only on exact halves).
+pub fn anserini_quantize(weight: f32) -> i64 {
+    let scaled = (weight / 5.0) * 256.0;
+    // floor(x + 1/2) taken exactly: an f32 plus one half is exact in f64.
+    (f64::from(scaled) + 0.5).floor() as i64
+}
+
+/// The impact score of `query` and `document`: over the ids both hold with quantized weights above 0,
+/// ascending, the sum of the products of the quantized weights, in integers. `None` when no id remains.
+pub fn impact_dot(query: &SparseVector, document: &SparseVector) -> Option<i64> {
+    let (mut i, mut j) = (0, 0);
+    let mut sum = None::<i64>;
+    while i < query.indices.len() && j < document.indices.len() {
+        match query.indices[i].cmp(&document.indices[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                let (q, d) = (anserini_quantize(query.values[i]), anserini_quantize(document.values[j]));
+                if q > 0 && d > 0 {
+                    sum = Some(sum.unwrap_or(0) + q * d);
+                }
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    sum
+}
 
 /// A sparse vector: vocabulary ids ascending and unique, each with a finite, non-zero weight.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -178,27 +215,50 @@ impl SparseIndex {
         SparseIndex { postings, facts, entries, digest }
     }
 
-    /// The best `limit` facts `in_scope` admits for `query`, best first, equal scores by fact id.
+    /// The best `limit` facts `in_scope` admits for `query`, best first, scored by `scoring`, equal scores in
+    /// `ties`' order (by fact id when `None`).
     pub(crate) fn search(
         &self,
         query: &SparseVector,
+        scoring: SparseScoring,
         limit: usize,
         in_scope: &dyn Fn(FactId) -> bool,
+        ties: Option<&dyn Fn(FactId, FactId) -> std::cmp::Ordering>,
     ) -> SparseAnswer {
         let mut sums: HashMap<FactId, f64> = HashMap::new();
+        let mut impacts: HashMap<FactId, i64> = HashMap::new();
         for (id, weight) in query.indices.iter().zip(&query.values) {
             let Some(list) = self.postings.get(id) else { continue };
-            let weight = f64::from(*weight);
-            for (fact, value) in list {
-                if in_scope(*fact) {
-                    *sums.entry(*fact).or_insert(0.0) += weight * f64::from(*value);
+            match scoring {
+                SparseScoring::Exact => {
+                    let weight = f64::from(*weight);
+                    for (fact, value) in list {
+                        if in_scope(*fact) {
+                            *sums.entry(*fact).or_insert(0.0) += weight * f64::from(*value);
+                        }
+                    }
+                }
+                SparseScoring::AnseriniImpact => {
+                    let weight = anserini_quantize(*weight);
+                    if weight <= 0 {
+                        continue;
+                    }
+                    for (fact, value) in list {
+                        let value = anserini_quantize(*value);
+                        if value > 0 && in_scope(*fact) {
+                            *impacts.entry(*fact).or_insert(0) += weight * value;
+                        }
+                    }
                 }
             }
         }
+        // Integer impacts below 2^53 are exact as f64.
+        sums.extend(impacts.into_iter().map(|(fact, impact)| (fact, impact as f64)));
         let scored = sums.len();
         let mut candidates: Vec<ScoredFact> =
             sums.into_iter().map(|(fact_id, score)| ScoredFact { fact_id, score }).collect();
-        candidates.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.fact_id.cmp(&b.fact_id)));
+        let tie = |a: FactId, b: FactId| ties.map_or_else(|| a.cmp(&b), |order| order(a, b));
+        candidates.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| tie(a.fact_id, b.fact_id)));
         candidates.truncate(limit);
         SparseAnswer { candidates, scored }
     }
@@ -239,7 +299,7 @@ mod tests {
         ];
         let index = SparseIndex::of(docs.iter().enumerate().map(|(i, v)| (FactId(i as i64 + 1), v.clone())));
         let query = vector(&[(1, 1.1), (5, 0.7), (9, 3.0)]);
-        let answer = index.search(&query, 10, &|_| true);
+        let answer = index.search(&query, SparseScoring::Exact, 10, &|_| true, None);
         assert_eq!(answer.scored, 3);
         let ids: Vec<i64> = answer.candidates.iter().map(|c| c.fact_id.0).collect();
         assert_eq!(ids, [4, 1, 2], "fact 2 ties fact 1 and follows it");
@@ -247,9 +307,43 @@ mod tests {
             let expected = sparse_dot(&query, &docs[(candidate.fact_id.0 - 1) as usize]).unwrap();
             assert_eq!(candidate.score.to_bits(), expected.to_bits());
         }
-        assert_eq!(index.search(&query, 10, &|fact| fact.0 != 4).candidates.len(), 2);
-        assert_eq!(index.search(&query, 1, &|_| true).candidates.len(), 1);
+        assert_eq!(
+            index.search(&query, SparseScoring::Exact, 10, &|fact| fact.0 != 4, None).candidates.len(),
+            2
+        );
+        assert_eq!(index.search(&query, SparseScoring::Exact, 1, &|_| true, None).candidates.len(), 1);
         assert!(sparse_dot(&query, &docs[2]).is_none());
         assert_eq!((index.facts, index.entries), (4, 9));
+    }
+
+    /// Anserini's quantization rounds exact halves up (Python's round would take 2.5 to 2), computes in f32,
+    /// drops what quantizes to 0 or below, and the index scores the integer dot product of what is left, with
+    /// the ties a caller orders.
+    #[test]
+    fn impact_scoring_is_anserinis() {
+        // 25/512 / 5 · 256 = 2.5 exactly in f32.
+        assert_eq!(anserini_quantize(0.048_828_125), 3);
+        assert_eq!(anserini_quantize(5.0), 256);
+        assert_eq!(anserini_quantize(0.001), 0);
+        assert_eq!(anserini_quantize(-1.0), -51);
+        assert_eq!(anserini_quantize(1.0), 51, "1 / 5 · 256 = 51.2");
+        let query = vector(&[(1, 1.0), (2, 0.001), (3, 2.0)]);
+        let a = vector(&[(1, 1.0), (2, 4.0), (3, 0.5)]);
+        let b = vector(&[(2, 4.0)]);
+        let c = vector(&[(1, 1.0), (3, 0.5)]);
+        // 51·51 + 102·26 (id 2's query weight quantizes to 0 and drops out).
+        assert_eq!(impact_dot(&query, &a), Some(51 * 51 + 102 * 26));
+        assert_eq!(impact_dot(&query, &b), None);
+        let docs = [a, b, c];
+        let index = SparseIndex::of(docs.iter().enumerate().map(|(i, v)| (FactId(i as i64 + 1), v.clone())));
+        let answer = index.search(&query, SparseScoring::AnseriniImpact, 10, &|_| true, None);
+        assert_eq!(answer.scored, 2);
+        let score = f64::from(51 * 51 + 102 * 26);
+        let got: Vec<(i64, f64)> = answer.candidates.iter().map(|c| (c.fact_id.0, c.score)).collect();
+        assert_eq!(got, [(1, score), (3, score)]);
+        // Ties in a caller's order: fact 3 before fact 1.
+        let reversed = |x: FactId, y: FactId| y.cmp(&x);
+        let answer = index.search(&query, SparseScoring::AnseriniImpact, 10, &|_| true, Some(&reversed));
+        assert_eq!(answer.candidates.iter().map(|c| c.fact_id.0).collect::<Vec<_>>(), [3, 1]);
     }
 }

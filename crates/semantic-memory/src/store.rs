@@ -86,6 +86,9 @@ pub(crate) struct Tag {
     pub(crate) source_type: u32,
 }
 
+/// Each fact's tie string (a metadata value), shared with the searches that order by it.
+pub(crate) type TieKeys = std::sync::Arc<HashMap<FactId, String>>;
+
 /// A persisted fact store with lexical, vector and hybrid search.
 pub struct FactStore {
     pub(crate) conn: Connection,
@@ -104,6 +107,8 @@ pub struct FactStore {
     pub(crate) lucene: std::cell::RefCell<Option<std::sync::Arc<crate::lucene_facts::LuceneFacts>>>,
     /// The sparse vectors' inverted index, built on first use and dropped whenever sparse vectors are added.
     pub(crate) sparse: std::cell::RefCell<Option<std::sync::Arc<crate::sparse::SparseIndex>>>,
+    /// The metadata strings equal sparse scores are ordered by, for the key last asked; dropped on insert.
+    pub(crate) sparse_tie_keys: std::cell::RefCell<Option<(String, TieKeys)>>,
     /// Which journal the database is in: rollback at rest, the write-ahead log while receipts are stored.
     journal: std::cell::Cell<Journal>,
 }
@@ -230,6 +235,7 @@ impl FactStore {
             bm25: std::cell::OnceCell::new(),
             lucene: std::cell::RefCell::new(None),
             sparse: std::cell::RefCell::new(None),
+            sparse_tie_keys: std::cell::RefCell::new(None),
             journal: std::cell::Cell::new(Journal::Rollback),
         };
         store.load_vectors()?;
@@ -358,6 +364,7 @@ impl FactStore {
     pub fn insert_facts(&mut self, facts: &[NewFact<'_>]) -> Result<Vec<FactId>> {
         self.bm25 = std::cell::OnceCell::new();
         self.lucene = std::cell::RefCell::new(None);
+        self.sparse_tie_keys = std::cell::RefCell::new(None);
         for fact in facts {
             check_unit_vector(fact.vector, self.dims)?;
         }
@@ -510,6 +517,36 @@ impl FactStore {
         let index = std::sync::Arc::new(crate::sparse::SparseIndex::of(vectors));
         *self.sparse.borrow_mut() = Some(index.clone());
         Ok(index)
+    }
+
+    /// Every fact's string at `key` of its metadata, for ordering equal sparse scores as Anserini orders equal
+    /// impact scores (by document id); built on first use for a key.
+    pub(crate) fn tie_keys(&self, key: &str) -> Result<TieKeys> {
+        if let Some((cached, keys)) = self.sparse_tie_keys.borrow().as_ref()
+            && cached == key
+        {
+            return Ok(keys.clone());
+        }
+        let mut statement = self
+            .conn
+            .prepare("SELECT id, metadata FROM facts ORDER BY id")
+            .map_err(|source| self.sql_error(source))?;
+        let rows = statement
+            .query_map([], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)))
+            .map_err(|source| self.sql_error(source))?;
+        let mut keys = HashMap::new();
+        for row in rows {
+            let (fact, metadata) = row.map_err(|source| self.sql_error(source))?;
+            let value = serde_json::from_str::<Value>(&metadata)?
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| Error::MissingTieKey { fact: FactId(fact), key: key.to_owned() })?;
+            keys.insert(FactId(fact), value);
+        }
+        let keys = std::sync::Arc::new(keys);
+        *self.sparse_tie_keys.borrow_mut() = Some((key.to_owned(), keys.clone()));
+        Ok(keys)
     }
 
     /// Reads one fact back.
