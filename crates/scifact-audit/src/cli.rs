@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     max_term_width = 100,
     disable_help_subcommand = true,
     after_help = "Start: scifact-audit eval --profile tiny --work-dir target/tiny. One step at a time: build, run, \
-                  embed, validate, verify, export, bundle, sign."
+                  build-sparse, embed, validate, verify, export, bundle, sign."
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -195,6 +195,18 @@ pub(crate) enum Command {
         override_usage = "scifact-audit run [OPTIONS] --corpus <FIXTURE> --store-dir <DIR>\n       --output-dir <DIR> --split <SPLIT> --mode <MODE>"
     )]
     Run(RunArgs),
+    /// Encode a fixture's texts with a learned sparse model
+    ///
+    /// Encode every document and query of a fixture with a learned sparse (SPLADE) checkpoint, in-process,
+    /// and write the sparse fixture `run --sparse-fixture` searches with: each text's vocabulary ids and
+    /// weights, the model named by the digest of every file. Texts as sentence-transformers and MTEB give a
+    /// SparseEncoder (`title text` stripped; the query as written), behind the prompts the checkpoint
+    /// declares per role. Written atomically, only when complete.
+    #[command(hide = true)]
+    #[command(
+        override_usage = "scifact-audit build-sparse --corpus <FIXTURE> --sparse-model-dir <DIR>\n       --out <FILE>"
+    )]
+    BuildSparse(BuildSparseArgs),
     /// Embed texts from stdin; print one vector per line
     ///
     /// Embed texts read from stdin, one JSON string per line; write one `{"vector": [...], "tokens": N}` per
@@ -610,6 +622,9 @@ pub(crate) enum ModeArg {
     /// Reciprocal rank fusion of both, with component evidence.
     #[value(name = "hybrid")]
     Hybrid,
+    /// Learned sparse only: the exact inverted index over the sparse fixture's vectors (--sparse-fixture).
+    #[value(name = "sparse_only")]
+    SparseOnly,
     /// fts_only, vector_only and hybrid, in that order.
     #[value(name = "all")]
     All,
@@ -649,6 +664,34 @@ pub(crate) struct RunArgs {
     /// BM25 flat) or `fts5` (SQLite FTS5's BM25)
     #[arg(long, value_enum, default_value = "bm25-flat")]
     pub(crate) lexical: LexicalArg,
+    /// The sparse fixture of this fixture (`build-sparse`), for sparse_only and --sparse-weight
+    ///
+    /// The sparse fixture `build-sparse` wrote from this very fixture: its document vectors go into the store
+    /// before any search (bound by the store's digest), its query vectors are what sparse_only and a hybrid
+    /// with --sparse-weight search with
+    #[arg(long, value_name = "FILE")]
+    pub(crate) sparse_fixture: Option<PathBuf>,
+    /// The sparse list's weight in hybrid's fusion (0: two lists, the baseline)
+    #[arg(long, value_name = "W", default_value_t = 0.0, requires = "sparse_fixture")]
+    pub(crate) sparse_weight: f64,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct BuildSparseArgs {
+    /// The fixture whose texts are encoded (written by `build`)
+    #[arg(long, value_name = "FIXTURE")]
+    pub(crate) corpus: PathBuf,
+    /// The learned sparse checkpoint
+    ///
+    /// The learned sparse checkpoint: sentence-transformers' SparseEncoder (5 or 6), an inference-free Router,
+    /// or a bare BertForMaskedLM directory (naver's SPLADE), with safetensors weights
+    #[arg(long, value_name = "DIR")]
+    pub(crate) sparse_model_dir: PathBuf,
+    /// The sparse fixture to write (never over an existing file)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: PathBuf,
     #[command(flatten)]
     pub(crate) lock: LockArgs,
 }

@@ -439,6 +439,7 @@ pub(crate) fn run_split(
         config: SearchConfig::default(),
         build_revision: BUILD_REVISION.into(),
         generated_by: format!("scifact-audit {}", env!("CARGO_PKG_VERSION")),
+        sparse_fixture: None,
     };
     scifact_eval::run_configs(&options, &missing, progress).with_context(|| format!("running {split}"))?;
     Ok(())

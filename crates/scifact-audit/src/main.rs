@@ -79,6 +79,7 @@ fn run() -> anyhow::Result<ExitCode> {
         cli::Command::Embed(args) => embed::run(&args),
         cli::Command::Build(args) => build::run(&args),
         cli::Command::Run(args) => run::run(&args),
+        cli::Command::BuildSparse(args) => run::build_sparse(&args),
         cli::Command::Eval(args) => eval::run(&args),
         cli::Command::Validate(args) => audit::validate(&args),
         cli::Command::Verify(args) => audit::verify(&args),

@@ -35,6 +35,7 @@ pub mod schema;
 pub mod selection;
 mod shard;
 pub mod slsa;
+mod sparse_fixture;
 mod split;
 pub mod statistics;
 mod store;
@@ -77,12 +78,16 @@ pub use crate::run::{
 };
 pub use crate::schema::{AGGREGATE_SCHEMA, Aggregate, AttemptAnswers, AttemptsBinding, QueryRow, ROW_SCHEMA};
 pub use crate::shard::{MAX_SHARDS, Shard, ShardBinding, ShardError, shards_dir};
+pub use crate::sparse_fixture::{
+    MAX_SPARSE_FIXTURE_BYTES, SPARSE_FIXTURE_SCHEMA, SPARSE_TEXT_RULE, SparseEntry, SparseFixture,
+    build_sparse_fixture, sparse_document_text, sparse_query_text,
+};
 pub use crate::split::{
     CALIBRATION_COUNT, Split, calibration_count, request_id, select, selected_ids_digest, split_algorithm,
     split_order,
 };
 pub use crate::store::{
     BATCH, EvalStore, MAPPING_FILE, MAPPING_SCHEMA, Mapping, MappingEntry, NAMESPACE, SOURCE_TYPE,
-    STORE_FILE, document_text, open_or_build,
+    STORE_FILE, attach_sparse, document_text, open_or_build,
 };
 pub use crate::text::{MAX_SEMANTIC_CHARS, TextPolicyKind, document_semantic_text, query_semantic_text};

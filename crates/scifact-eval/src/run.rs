@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use semantic_memory::canonical_json::{canonical_bytes_of, sha256_digest};
-use semantic_memory::{FactId, FactStore, SearchConfig, SearchContext, SearchMode, SearchReceipt};
+use semantic_memory::{
+    FactId, FactStore, SearchConfig, SearchContext, SearchMode, SearchReceipt, SparseVector,
+};
 
 use crate::archive::sha256_hex;
 use crate::build::Progress;
@@ -23,10 +25,12 @@ use crate::provenance::{ExecutableIdentity, GitState, HostIdentity};
 use crate::schema::{
     AGGREGATE_SCHEMA, Aggregate, AggregateMetrics, AttemptAnswers, AttemptsBinding, BackendSummary,
     Capability, ClaimBoundary, CorpusBinding, QueryRow, QueryStatistics, ROW_SCHEMA, ReceiptsBinding,
-    ResultDetail, RetrievalBinding, RowsBinding, SourceBinding, SplitBinding, StoreBinding, TopDocument,
+    ResultDetail, RetrievalBinding, RowsBinding, SourceBinding, SparseBinding, SplitBinding, StoreBinding,
+    TopDocument,
 };
+use crate::sparse_fixture::SparseFixture;
 use crate::split::{Split, calibration_count, request_id, select, selected_ids_digest, split_algorithm};
-use crate::store::{EvalStore, Mapping, NAMESPACE, open_or_build};
+use crate::store::{EvalStore, Mapping, NAMESPACE, attach_sparse, open_or_build};
 
 /// Every mode, in the order `--mode all` runs them.
 pub const ALL_MODES: [SearchMode; 3] = [SearchMode::FtsOnly, SearchMode::VectorOnly, SearchMode::Hybrid];
@@ -53,6 +57,10 @@ pub struct RunOptions {
     pub build_revision: String,
     /// `scifact-audit <version>`, recorded as the aggregate's author.
     pub generated_by: String,
+    /// The sparse fixture of this fixture's texts ([`crate::SparseFixture`]), when sparse retrieval runs: its
+    /// document vectors go into the store before any search, its query vectors are what `sparse_only` and a
+    /// hybrid with a `sparse_weight` search with.
+    pub sparse_fixture: Option<PathBuf>,
 }
 
 /// The largest fixture the runner reads (the SciFact fixture is about 60 MB).
@@ -228,6 +236,7 @@ struct PreparedQuery {
     id: String,
     text: String,
     vector: Vec<f32>,
+    sparse: Option<SparseVector>,
     qrels: BTreeMap<String, i64>,
 }
 
@@ -259,9 +268,14 @@ pub fn run_configs(
     let fixture = LoadedFixture::read(&options.fixture)?;
     let fixture_sha256 = fixture.sha256.clone();
     let dataset = fixture.metadata.profile.as_str();
-    let queries = prepare_queries(&options.fixture, &fixture)?;
+    let mut queries = prepare_queries(&options.fixture, &fixture)?;
     let ids: Vec<String> = queries.keys().cloned().collect();
     let selected = select(&ids, options.split);
+    // Checked before the store is touched, so a sparse fixture of another fixture leaves nothing behind.
+    let sparse_fixture = match &options.sparse_fixture {
+        Some(path) => Some(SparseFixture::read(path, &fixture)?),
+        None => None,
+    };
 
     struct Plan {
         options: RunOptions,
@@ -304,9 +318,26 @@ pub fn run_configs(
     std::fs::create_dir_all(&options.output_dir)
         .map_err(|source| Error::Io { path: options.output_dir.clone(), source })?;
 
-    let eval_store = open_or_build(&options.store_dir, &fixture, &fixture_sha256, progress)?;
+    let mut eval_store = open_or_build(&options.store_dir, &fixture, &fixture_sha256, progress)?;
+    let sparse = match sparse_fixture {
+        Some((sparse, sha256)) => {
+            let documents = attach_sparse(&mut eval_store, &sparse)?;
+            for entry in &sparse.queries {
+                if let Some(query) = queries.get_mut(&entry.id) {
+                    query.sparse = Some(entry.vector()?);
+                }
+            }
+            Some(SparseBinding {
+                fixture_sha256: sha256,
+                fixture_schema: sparse.schema,
+                model: sparse.model,
+                documents,
+            })
+        }
+        None => None,
+    };
     let lexical_pending = plans.iter().any(|plan| {
-        plan.pending.iter().any(|m| *m != SearchMode::VectorOnly)
+        plan.pending.iter().any(|m| matches!(m, SearchMode::FtsOnly | SearchMode::Hybrid))
             && plan.options.config.lexical_backend == semantic_memory::LexicalBackendKind::MemoryBm25
     });
     if lexical_pending {
@@ -328,6 +359,7 @@ pub fn run_configs(
             git: git.clone(),
             host: host.clone(),
             executable: executable.clone(),
+            sparse: sparse.as_ref(),
         };
         let mut runs = Vec::new();
         for mode in plan.pending {
@@ -353,6 +385,7 @@ struct RunContext<'a> {
     git: GitState,
     host: HostIdentity,
     executable: ExecutableIdentity,
+    sparse: Option<&'a SparseBinding>,
 }
 
 /// Checks each query's vector belongs to its text (the semantic-text digest the builder embedded) and
@@ -375,6 +408,7 @@ fn prepare_queries(path: &Path, fixture: &LoadedFixture) -> Result<BTreeMap<Stri
             id: query.id.clone(),
             text: query.text.clone(),
             vector: query.vector.clone(),
+            sparse: None,
             qrels: BTreeMap::new(),
         };
         if queries.insert(query.id.clone(), prepared).is_some() {
@@ -560,7 +594,7 @@ fn run_mode(
     let summarise = |field: fn(&QueryRow) -> Option<f64>| {
         latency_summary(&rows.iter().filter_map(field).collect::<Vec<_>>())
     };
-    let aggregate = Aggregate {
+    let mut aggregate = Aggregate {
         schema: AGGREGATE_SCHEMA.into(),
         generated_by: options.generated_by.clone(),
         mode: mode.as_str().into(),
@@ -634,7 +668,11 @@ fn run_mode(
         },
         capabilities: capabilities(),
         claim_boundary: claim_boundary(),
+        sparse: context.sparse.cloned(),
     };
+    if context.sparse.is_some() {
+        with_sparse(&mut aggregate);
+    }
     let aggregate_path = options.output_dir.join(aggregate_file_name(dataset, mode, split, label));
     let mut aggregate_bytes = serde_json::to_vec_pretty(&aggregate)?;
     aggregate_bytes.push(b'\n');
@@ -712,13 +750,19 @@ fn run_query(
     let outcome = match mode {
         SearchMode::FtsOnly => store.search_fts_only_with_context(&query.text, config, &context),
         SearchMode::VectorOnly => store.search_vector_only_with_context(&query.vector, config, &context),
-        SearchMode::Hybrid => {
+        SearchMode::Hybrid if config.sparse_weight == 0.0 => {
             store.search_explained_with_context(&query.text, &query.vector, config, &context)
         }
-        // A fixture holds dense vectors only: no query here has a sparse vector to search with.
-        SearchMode::SparseOnly => Err(semantic_memory::Error::InvalidContext {
-            reason: "the fixture holds no sparse query vectors: sparse_only does not run from it",
-        }),
+        SearchMode::Hybrid => match &query.sparse {
+            Some(sparse) => {
+                store.search_fused_with_context(&query.text, &query.vector, sparse, config, &context)
+            }
+            None => Err(NO_SPARSE_QUERY),
+        },
+        SearchMode::SparseOnly => match &query.sparse {
+            Some(sparse) => store.search_sparse_only_with_context(sparse, config, &context),
+            None => Err(NO_SPARSE_QUERY),
+        },
     };
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     match outcome {
@@ -786,6 +830,7 @@ fn recovered_row(
             score: hit.score,
             lexical: hit.lexical,
             vector: hit.vector,
+            sparse: hit.sparse,
         });
     }
     row.ranked_doc_ids = results.iter().map(|r| r.doc_id.clone()).collect();
@@ -793,6 +838,30 @@ fn recovered_row(
     row.results = results;
     row.receipt = Some(receipt);
     row
+}
+
+/// What a query without a sparse vector answers in a mode that needs one (a run given no sparse fixture).
+const NO_SPARSE_QUERY: semantic_memory::Error = semantic_memory::Error::InvalidContext {
+    reason: "the run was given no sparse fixture: this query has no sparse vector to search with",
+};
+
+/// A run with sparse vectors can claim what they support: the boundary says so.
+fn with_sparse(aggregate: &mut Aggregate) {
+    for capability in &mut aggregate.capabilities {
+        if capability.name == "sparse" {
+            capability.available = true;
+            capability.reason =
+                "native sparse retrieval over the sparse fixture's vectors (an exact inverted \
+                                 index); dense-derived sparse retrieval is off"
+                    .into();
+        }
+    }
+    let boundary = &mut aggregate.claim_boundary;
+    boundary.does_not_establish.retain(|item| item != "native sparse/SPLADE retrieval");
+    boundary.supports.push(
+        "the learned sparse model, by the digest of every file, and every document's and query's sparse vector"
+            .into(),
+    );
 }
 
 /// Row statistics the contract asks for.

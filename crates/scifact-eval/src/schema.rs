@@ -112,6 +112,10 @@ pub struct ResultDetail {
     pub lexical: Option<ComponentHit>,
     /// The vector component, when present.
     pub vector: Option<ComponentHit>,
+    /// The sparse component, when a sparse list was searched and the fact was among its candidates; left out
+    /// otherwise, so that rows without one keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sparse: Option<ComponentHit>,
 }
 
 /// The aggregate receipt of one run: metrics plus everything the run is bound to.
@@ -161,6 +165,24 @@ pub struct Aggregate {
     pub capabilities: Vec<Capability>,
     /// What a validated run supports and what it does not.
     pub claim_boundary: ClaimBoundary,
+    /// The sparse fixture the run searched with, when it was given one; left out otherwise, so that aggregates
+    /// of runs without one keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sparse: Option<SparseBinding>,
+}
+
+/// What a run's sparse vectors are: the sparse fixture's digest and the model that encoded them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SparseBinding {
+    /// `sha256:` of the sparse fixture's bytes.
+    pub fixture_sha256: String,
+    /// Its schema id.
+    pub fixture_schema: String,
+    /// The sparse model, as the fixture records it.
+    pub model: embedding::SparseIdentity,
+    /// Documents with a sparse vector in the store.
+    pub documents: usize,
 }
 
 /// The contract's aggregate metrics.

@@ -240,3 +240,59 @@ fn check_prefix(store: &FactStore, fixture: &LoadedFixture, stored: usize, db_pa
 fn read(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|source| Error::Io { path: path.to_owned(), source })
 }
+
+/// Puts the sparse fixture's document vectors into the store, all in one transaction, or checks that the store
+/// holds exactly those (a resumed run). Returns how many documents have one.
+///
+/// # Errors
+/// [`Error::Store`] when the store holds some sparse vectors but not these (another sparse fixture's, or part of
+/// one); [`Error::SemanticMemory`] for a malformed vector or a database error.
+pub fn attach_sparse(eval_store: &mut EvalStore, sparse: &crate::SparseFixture) -> Result<usize> {
+    let store_path = eval_store.store.path().to_owned();
+    let refuse = |reason: String| Error::Store { path: store_path.clone(), reason };
+    if sparse.documents.len() != eval_store.mapping.entries.len() {
+        return Err(refuse(format!(
+            "holds {} documents, the sparse fixture {}",
+            eval_store.mapping.entries.len(),
+            sparse.documents.len()
+        )));
+    }
+    let mut vectors = Vec::with_capacity(sparse.documents.len());
+    for (entry, mapped) in sparse.documents.iter().zip(&eval_store.mapping.entries) {
+        if entry.id != mapped.doc_id {
+            return Err(refuse(format!(
+                "fact {} holds document {:?}, the sparse fixture's entry there is {:?}",
+                mapped.fact_id, mapped.doc_id, entry.id
+            )));
+        }
+        vectors.push((mapped.fact_id, entry.vector()?));
+    }
+    let stored = match vectors.first() {
+        Some((fact, _)) => eval_store.store.sparse_vector(*fact)?.is_some(),
+        None => false,
+    };
+    if stored {
+        for (fact, vector) in &vectors {
+            if eval_store.store.sparse_vector(*fact)?.as_ref() != Some(vector) {
+                return Err(refuse(format!(
+                    "holds another sparse vector for fact {fact} (or none): it was given another sparse \
+                     fixture; use a fresh --store-dir"
+                )));
+            }
+        }
+    } else {
+        for (fact, _) in &vectors {
+            if eval_store.store.sparse_vector(*fact)?.is_some() {
+                return Err(refuse(format!(
+                    "holds a sparse vector for fact {fact} but not for the first: it was given another sparse \
+                     fixture; use a fresh --store-dir"
+                )));
+            }
+        }
+        let pairs: Vec<(FactId, &semantic_memory::SparseVector)> =
+            vectors.iter().map(|(fact, vector)| (*fact, vector)).collect();
+        eval_store.store.insert_sparse_vectors(&pairs)?;
+        safe_fs::halt::point("run.sparse_stored");
+    }
+    Ok(vectors.len())
+}

@@ -180,6 +180,7 @@ fn the_runner_meets_the_published_floors_on_all_300_queries() {
         config: SearchConfig::default(),
         build_revision: "test".into(),
         generated_by: "tests".into(),
+        sparse_fixture: None,
     };
     let calibration = scifact_eval::run(&options(Split::Calibration), &NoProgress).unwrap();
     let heldout = scifact_eval::run(&options(Split::Heldout), &NoProgress).unwrap();

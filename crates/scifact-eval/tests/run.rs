@@ -83,6 +83,7 @@ impl Setup {
             config: SearchConfig::default(),
             build_revision: "test-revision".into(),
             generated_by: "tests".into(),
+            sparse_fixture: None,
         }
     }
 

@@ -19,4 +19,5 @@ mod real;
 mod reproduction;
 mod run;
 mod scipy;
+mod sparse;
 mod tiny;
