@@ -663,6 +663,7 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         },
         vectors: vectors_input,
         texts: texts_input,
+        sparse: Input::Absent("a bundle carries no sparse fixture"),
         embedding: &check.embedding,
         published: files.get(PUBLISHED_FILE).map(Vec::as_slice),
         identity_lists_files: claim_version(predicate_type) >= 8,

@@ -31,6 +31,8 @@ pub struct VerifyOptions {
     pub store_dir: Option<PathBuf>,
     /// The fixture.
     pub corpus: Option<PathBuf>,
+    /// The sparse fixture, when it is not where the aggregates record it.
+    pub sparse_fixture: Option<PathBuf>,
     /// The embedding re-check.
     pub embedding: EmbeddingCheck,
 }
@@ -173,6 +175,30 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
     if let (Some(view), Some(Ok(texts))) = (&view, &texts) {
         report.record("global", "texts.identity", crate::checks::rankings::texts_identity(view, texts));
     }
+    let sparse = read_sparse(options, &runs);
+    let sparse_input = match &sparse {
+        Some(Ok((origin, view))) => Input::Read { origin, content: view },
+        Some(Err(Found::Absent(reason))) => Input::Absent(reason),
+        Some(Err(Found::Refused(reason) | Found::Read(reason, _))) => Input::Refused(reason),
+        None => Input::Absent("no run searched with sparse vectors"),
+    };
+    if let Some(result) = &sparse {
+        let outcome = match result {
+            Ok((_, sparse)) => crate::checks::rankings::sparse_identity(
+                sparse,
+                &runs,
+                texts.as_ref().and_then(|t| t.as_ref().ok()),
+            ),
+            Err(Found::Absent(reason)) => Err(format!("not checked: {reason}")),
+            Err(Found::Refused(reason) | Found::Read(reason, _)) => Err(reason.clone()),
+        };
+        match outcome {
+            Err(reason) if reason.starts_with("not checked: ") => {
+                report.not_checked("global", "sparse.identity", &reason["not checked: ".len()..])
+            }
+            outcome => report.record("global", "sparse.identity", outcome),
+        }
+    }
     let frozen = match Found::at(&options.output_dir.join(EFFECTIVE_CONFIG_FILE), MAX_SIDECAR_BYTES) {
         Found::Read(origin, bytes) => {
             Some(crate::json::parse(&bytes).map_err(|e| Error::input(Path::new(&origin), e))?)
@@ -262,6 +288,7 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
             documents: if single { documents } else { Documents { key: None, ..documents } },
             vectors: vectors_input,
             texts: texts_input,
+            sparse: sparse_input,
             embedding: &options.embedding,
             published: published.as_deref(),
             identity_lists_files: true,
@@ -380,4 +407,31 @@ pub fn write_verification(dir: &Path, verified: &Verified) -> Result<PathBuf> {
         }
     }
     Ok(path)
+}
+
+/// The sparse fixture the runs record (or the one given), read and parsed: `None` when no run searched with
+/// sparse vectors; `Err` with why it is absent or refused.
+fn read_sparse(
+    options: &VerifyOptions,
+    runs: &[Run],
+) -> Option<std::result::Result<(String, crate::recompute::sparse::SparseView), Found>> {
+    let recorded: BTreeSet<&str> =
+        runs.iter().map(|run| run.str_at("/sparse/fixture_path")).filter(|p| !p.is_empty()).collect();
+    let path = match (&options.sparse_fixture, recorded.first()) {
+        (Some(path), _) => path.clone(),
+        (None, Some(path)) if recorded.len() == 1 => PathBuf::from(path),
+        (None, Some(_)) => {
+            return Some(Err(Found::Refused(format!(
+                "the runs record {} sparse fixtures; give the one to check with --sparse-fixture",
+                recorded.len()
+            ))));
+        }
+        (None, None) => return None,
+    };
+    Some(match Found::at(&path, crate::names::MAX_FIXTURE_BYTES) {
+        Found::Read(origin, bytes) => crate::recompute::sparse::SparseView::parse(&bytes)
+            .map(|view| (origin.clone(), view))
+            .map_err(|why| Found::Refused(format!("{origin}: {why}"))),
+        other => Err(other),
+    })
 }

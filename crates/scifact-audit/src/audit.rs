@@ -132,6 +132,7 @@ pub(crate) fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         output_dir: args.output_dir.clone(),
         store_dir: args.store_dir.clone(),
         corpus: args.corpus.clone(),
+        sparse_fixture: args.sparse_fixture.clone(),
         embedding: embedding_check(model_dir, &args.embedding),
     };
     let verified = receipt_verify::verify(&options)?;

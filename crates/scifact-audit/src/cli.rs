@@ -843,6 +843,9 @@ pub(crate) struct VerifyArgs {
     /// The fixture, when it moved
     #[arg(long, value_name = "FIXTURE")]
     pub(crate) corpus: Option<PathBuf>,
+    /// The sparse fixture, when it moved (runs with sparse vectors record where they read it)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) sparse_fixture: Option<PathBuf>,
     /// The model directory for the embedding re-check [default: $SCIFACT_MODEL_DIR, else the user cache]
     #[arg(long, value_name = "DIR")]
     pub(crate) model_dir: Option<PathBuf>,

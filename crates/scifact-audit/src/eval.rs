@@ -311,6 +311,7 @@ pub(crate) fn run_one(
             output_dir: results.clone(),
             store_dir: Some(store.clone()),
             corpus: Some(fixture.clone()),
+            sparse_fixture: None,
             embedding: EmbeddingCheck {
                 shards: None,
                 model_dir: model_dir.clone(),

@@ -52,3 +52,99 @@ fn embed_writes_sentence_transformers_sparse_vectors_for_each_role() {
     assert_eq!(gpu.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&gpu.stderr).contains("runs on the CPU only"));
 }
+
+/// Every check of `name` in the report of `verify`, one per run that makes it.
+fn statuses<'r>(report: &'r Value, name: &str) -> Vec<(&'r str, &'r str)> {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"] == name)
+        .map(|c| (c["scope"].as_str().unwrap(), c["status"].as_str().unwrap()))
+        .collect()
+}
+
+#[test]
+fn build_sparse_then_run_then_verify_recomputes_every_sparse_list_and_catches_an_edited_vector() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path();
+    let tiny = root().join("fixtures/tiny");
+    let fixture = work.join("fixture.json");
+    let sparse = work.join("sparse.json");
+    let model = tiny.join("model");
+    let ok = |args: &[&str]| {
+        let output = crate::scifact_audit_with(args, "", &[("SCIFACT_MODEL_DIR", path_str(&model))]);
+        assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        output
+    };
+    ok(&[
+        "build",
+        "--profile",
+        "tiny",
+        "--archive",
+        path_str(&tiny.join("scifact-tiny.zip")),
+        "--model-dir",
+        path_str(&model),
+        "--work-dir",
+        path_str(work),
+        "--out",
+        path_str(&fixture),
+    ]);
+    let built = ok(&[
+        "build-sparse",
+        "--corpus",
+        path_str(&fixture),
+        "--sparse-model-dir",
+        path_str(&root().join("fixtures/sparse/st6-fill-mask")),
+        "--out",
+        path_str(&sparse),
+    ]);
+    assert!(String::from_utf8_lossy(&built.stdout).contains("documents    300"));
+    let store = work.join("store");
+    let out = work.join("out");
+    for extra in [&["--mode", "sparse_only"][..], &["--mode", "hybrid", "--sparse-weight", "0.5"]] {
+        let mut args = vec![
+            "run",
+            "--corpus",
+            path_str(&fixture),
+            "--store-dir",
+            path_str(&store),
+            "--output-dir",
+            path_str(&out),
+            "--split",
+            "calibration",
+            "--sparse-fixture",
+            path_str(&sparse),
+        ];
+        args.extend_from_slice(extra);
+        let output = ok(&args);
+        assert!(!String::from_utf8_lossy(&output.stdout).contains("native sparse/SPLADE retrieval"));
+    }
+    let verify = |sparse: &std::path::Path| {
+        let output = crate::scifact_audit_with(
+            &["verify", "--output-dir", path_str(&out), "--sparse-fixture", path_str(sparse), "--json"],
+            "",
+            &[("SCIFACT_MODEL_DIR", path_str(&model))],
+        );
+        serde_json::from_slice::<Value>(&output.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stderr)))
+    };
+    let report = verify(&sparse);
+    assert_eq!(statuses(&report, "ranking.sparse").len(), 2, "both runs searched sparse vectors");
+    for name in ["ranking.sparse", "sparse.identity", "fusion.ranking", "fusion.scores", "exactness.policy"] {
+        let found = statuses(&report, name);
+        assert!(!found.is_empty(), "no {name} check");
+        assert!(found.iter().all(|(_, status)| *status == "pass"), "{name}: {found:?}");
+    }
+    assert!(statuses(&report, "store.format").iter().all(|(_, status)| *status == "pass"));
+
+    // One weight of one document changed to another f32: the file no longer binds, and the lists differ.
+    let mut edited: Value = serde_json::from_slice(&std::fs::read(&sparse).unwrap()).unwrap();
+    let value = &mut edited["documents"][7]["values"][0];
+    *value = Value::from(f64::from(value.as_f64().unwrap() as f32 * 4.0));
+    let forged = work.join("forged.json");
+    std::fs::write(&forged, serde_json::to_vec(&edited).unwrap()).unwrap();
+    let report = verify(&forged);
+    assert_eq!(report["verdict"], "failed");
+    assert!(statuses(&report, "sparse.identity").iter().all(|(_, status)| *status == "fail"));
+}

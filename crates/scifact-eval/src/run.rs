@@ -328,6 +328,11 @@ pub fn run_configs(
                 }
             }
             Some(SparseBinding {
+                fixture_path: options
+                    .sparse_fixture
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
                 fixture_sha256: sha256,
                 fixture_schema: sparse.schema,
                 model: sparse.model,

@@ -175,6 +175,8 @@ pub struct Aggregate {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SparseBinding {
+    /// Where the run read the sparse fixture.
+    pub fixture_path: String,
     /// `sha256:` of the sparse fixture's bytes.
     pub fixture_sha256: String,
     /// Its schema id.

@@ -70,6 +70,8 @@ pub(crate) struct Inputs<'a> {
     pub(crate) vectors: Input<'a, Vectors>,
     /// The corpus and query texts (the public archive, or the full fixture).
     pub(crate) texts: Input<'a, Texts>,
+    /// The sparse fixture the runs searched with, when one did.
+    pub(crate) sparse: Input<'a, crate::recompute::sparse::SparseView>,
     /// The embedding re-check.
     pub(crate) embedding: &'a EmbeddingCheck,
     /// `published.json`, when the evidence holds one.

@@ -1,8 +1,10 @@
 //! Every ranking of every query of every run, recomputed: `ranking.vector` (every vector candidate list is the
 //! exact top k of a full scan of the fixture's vectors, ids, order and score bits), `ranking.lexical` (every
 //! lexical candidate list is this verifier's own FTS5 ranking of the texts), `fusion.ranking` (every fused list
-//! and its normalisation follow from the two recomputed lists), `fusion.scores` (every fused score from its
-//! recorded components) and `embedding.values` (vectors re-embedded bit for bit). No sample of queries: all.
+//! and its normalisation follow from the two recomputed lists, three with a sparse one), `ranking.sparse`
+//! (every sparse candidate list is the exact top k of a full scan of the sparse fixture's document vectors),
+//! `fusion.scores` (every fused score from its recorded components) and `embedding.values` (vectors re-embedded
+//! bit for bit). No sample of queries: all.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -16,6 +18,7 @@ use crate::recompute::bm25_flat::Ranked;
 use crate::recompute::dense::Scans;
 use crate::recompute::fusion::{self, Component, Normalization, Plan};
 use crate::recompute::lexical::{FTS5_B, FTS5_K1, Lists};
+use crate::recompute::sparse::{SparseLists, SparseView};
 use crate::report::Report;
 use crate::texts::Texts;
 use crate::vectors::{Vectors, vector_digest};
@@ -34,6 +37,27 @@ struct Shared<'a> {
     lexical: Result<Lists, String>,
     /// The Lucene BM25 lists, for the one Lucene scorer the runs declare.
     lucene: Result<(Scorer, Ranked), String>,
+    /// The sparse fixture and its lists, for runs that searched sparse vectors.
+    sparse: Result<Recomputed<'a>, String>,
+}
+
+/// The sparse fixture, its lists, and the digest of the index its documents make in fact order.
+struct Recomputed<'a> {
+    view: &'a SparseView,
+    lists: SparseLists,
+    index_digest: String,
+}
+
+/// Whether `run` searched by dense vector, lexically, or with sparse vectors.
+fn searches(run: &Run) -> (bool, bool, bool) {
+    let sparse_fused =
+        run.mode() == "hybrid" && run.config()["sparse_weight"].as_f64().is_some_and(|w| w != 0.0);
+    match run.mode() {
+        "fts_only" => (false, true, false),
+        "vector_only" => (true, false, false),
+        "sparse_only" => (false, false, true),
+        _ => (true, true, sparse_fused),
+    }
 }
 
 /// The metadata key under which the runner's store keeps each fact's BEIR document id.
@@ -171,8 +195,9 @@ enum Unchecked {
 pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
     let mut report = Report::default();
     let runs = inputs.runs;
-    let wants_vector = runs.iter().any(|r| r.mode() != "fts_only");
-    let wants_lexical = runs.iter().any(|r| r.mode() != "vector_only");
+    let wants_vector = runs.iter().any(|r| searches(r).0);
+    let wants_lexical = runs.iter().any(|r| searches(r).1);
+    let wants_sparse = runs.iter().any(|r| searches(r).2);
     let layout = match inputs.fixture {
         Input::Read { content, .. } => layout(content, inputs.mapping),
         Input::Absent(reason) => Err(Unavailable::NotHere(reason.to_owned())),
@@ -197,26 +222,33 @@ pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
                 }
                 _ => HashMap::new(),
             };
-            let mut needed: (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+            let mut needed: (Vec<usize>, Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new(), Vec::new());
             let mut depth = 0usize;
             for run in runs {
                 let config = run.config();
+                // sparse_candidates is left out of configurations at its default, 100.
+                let sparse_candidates = config["sparse_candidates"].as_u64().unwrap_or(100) as usize;
+                depth = depth.max(sparse_candidates + 1);
                 for key in ["top_k", "lexical_candidates", "vector_candidates"] {
                     // One deeper: a list that leaves out the query's own document reaches one further.
                     depth = depth.max(config[key].as_u64().unwrap_or(0) as usize + 1);
                 }
+                let (dense, lexical, sparse) = searches(run);
                 for row in run.rows_or_empty() {
                     if let Some(&index) = query_index.get(query_id(row)) {
-                        if run.mode() != "fts_only" {
+                        if dense {
                             needed.0.push(index);
                         }
-                        if run.mode() != "vector_only" {
+                        if lexical {
                             needed.1.push(index);
+                        }
+                        if sparse {
+                            needed.2.push(index);
                         }
                     }
                 }
             }
-            for list in [&mut needed.0, &mut needed.1] {
+            for list in [&mut needed.0, &mut needed.1, &mut needed.2] {
                 list.sort_unstable();
                 list.dedup();
             }
@@ -231,7 +263,7 @@ pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
                 Input::Absent(reason) => Err(format!("not checked: {reason}")),
                 Input::Refused(reason) => Err(reason.to_owned()),
             };
-            let lexical_runs = || runs.iter().filter(|r| r.mode() != "vector_only");
+            let lexical_runs = || runs.iter().filter(|r| searches(r).1);
             let wants_fts5 = lexical_runs().any(|r| scorer(r) == Ok(Scorer::Fts5));
             let lucene_scorer = lexical_runs().find_map(|r| scorer(r).ok().filter(|s| *s != Scorer::Fts5));
             let lexical = match inputs.texts {
@@ -255,7 +287,25 @@ pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
                 (Input::Absent(reason), _) => Err(format!("not checked: {reason}")),
                 (Input::Refused(reason), _) => Err(reason.to_owned()),
             };
-            Ok(Shared { query_index, own_fact, vectors: inputs.vectors.content(), dense, lexical, lucene })
+            let sparse = match inputs.sparse {
+                Input::Read { content, .. } if wants_sparse => {
+                    SparseLists::compute(content, fact_ids, query_ids, &needed.2, depth).map(|lists| {
+                        Recomputed { view: content, lists, index_digest: content.index_digest(fact_ids) }
+                    })
+                }
+                Input::Read { .. } => Err("no run searched with sparse vectors".into()),
+                Input::Absent(reason) => Err(format!("not checked: {reason}")),
+                Input::Refused(reason) => Err(reason.to_owned()),
+            };
+            Ok(Shared {
+                query_index,
+                own_fact,
+                vectors: inputs.vectors.content(),
+                dense,
+                lexical,
+                lucene,
+                sparse,
+            })
         }
         Err(unavailable) => Err(unavailable.clone()),
     };
@@ -278,14 +328,23 @@ pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
             }
         };
         let plan = Plan::of(run.config());
-        if run.mode() != "fts_only" {
+        let (dense, lexical_searched, sparse_searched) = searches(run);
+        if sparse_searched {
+            match &shared.sparse {
+                Ok(recomputed) => {
+                    report.record(scope, "ranking.sparse", sparse(run, rows, shared, recomputed))
+                }
+                Err(reason) => unavailable(&mut report, scope, "ranking.sparse", reason),
+            }
+        }
+        if dense {
             match &shared.dense {
                 Ok(scans) => report.record(scope, "ranking.vector", vector(run, rows, shared, scans)),
                 Err(reason) => unavailable(&mut report, scope, "ranking.vector", reason),
             }
         }
         let source = Source::of(run, shared);
-        if run.mode() != "vector_only" {
+        if lexical_searched {
             match &source {
                 Ok(lists) => report.record(scope, "ranking.lexical", lexical(run, rows, shared, *lists)),
                 Err(Unchecked::Missing(reason)) => unavailable(&mut report, scope, "ranking.lexical", reason),
@@ -295,15 +354,22 @@ pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
             }
         }
         if run.mode() == "hybrid" {
-            match (&shared.dense, &source, &plan) {
-                (Ok(scans), Ok(lists), Ok(plan)) => {
-                    report.record(scope, "fusion.ranking", fused(run, rows, shared, scans, *lists, plan))
-                }
-                (_, _, Err(reason)) => report.record(scope, "fusion.ranking", Err(reason.clone())),
-                (Err(reason), _, _) | (_, Err(Unchecked::Missing(reason)), _) => {
-                    unavailable(&mut report, scope, "fusion.ranking", reason)
-                }
-                (_, Err(Unchecked::NotRecomputable(reason)), _) => {
+            let third = match (sparse_searched, &shared.sparse) {
+                (false, _) => Ok(None),
+                (true, Ok(recomputed)) => Ok(Some(&recomputed.lists)),
+                (true, Err(reason)) => Err(reason),
+            };
+            match (&shared.dense, &source, &plan, third) {
+                (Ok(scans), Ok(lists), Ok(plan), Ok(third)) => report.record(
+                    scope,
+                    "fusion.ranking",
+                    fused(run, rows, shared, scans, *lists, third, plan),
+                ),
+                (_, _, Err(reason), _) => report.record(scope, "fusion.ranking", Err(reason.clone())),
+                (Err(reason), _, _, _)
+                | (_, Err(Unchecked::Missing(reason)), _, _)
+                | (_, _, _, Err(reason)) => unavailable(&mut report, scope, "fusion.ranking", reason),
+                (_, Err(Unchecked::NotRecomputable(reason)), _, _) => {
                     report.not_checked(scope, "fusion.ranking", reason)
                 }
             }
@@ -320,11 +386,21 @@ enum Unavailable {
 }
 
 fn names(run: &Run) -> Vec<&'static str> {
-    match run.mode() {
-        "fts_only" => vec!["ranking.lexical"],
-        "vector_only" => vec!["ranking.vector"],
-        _ => vec!["ranking.vector", "ranking.lexical", "fusion.ranking"],
+    let (dense, lexical, sparse) = searches(run);
+    let mut names = Vec::new();
+    if sparse {
+        names.push("ranking.sparse");
     }
+    if dense {
+        names.push("ranking.vector");
+    }
+    if lexical {
+        names.push("ranking.lexical");
+    }
+    if run.mode() == "hybrid" {
+        names.push("fusion.ranking");
+    }
+    names
 }
 
 /// A recomputation that could not run: not checked when an input is absent, failed when it was broken.
@@ -435,6 +511,14 @@ fn without_own<'l>(list: &'l [(i64, f64)], own: Option<&i64>) -> std::borrow::Co
             list.iter().filter(|(fact, _)| fact != own).copied().collect::<Vec<_>>().into()
         }
         _ => list.into(),
+    }
+}
+
+/// `sparse_candidates`, which configurations leave out at its default (100).
+fn sparse_candidates(run: &Run) -> Result<usize, String> {
+    match &run.config()["sparse_candidates"] {
+        Value::Null => Ok(100),
+        _ => candidates(run, "sparse_candidates"),
     }
 }
 
@@ -580,6 +664,98 @@ fn vector(run: &Run, rows: &[Value], shared: &Shared<'_>, scans: &Scans) -> Outc
     ))
 }
 
+/// `ranking.sparse`: each query's sparse vector is the one its receipt searched, the index the receipt names is
+/// the sparse fixture's documents, and every sparse list (the whole answer of sparse_only, or hybrid's sparse
+/// candidates) is a full scan's.
+fn sparse(run: &Run, rows: &[Value], shared: &Shared<'_>, recomputed: &Recomputed<'_>) -> Outcome {
+    let Recomputed { view, lists, index_digest } = recomputed;
+    let config = run.config();
+    if !config["sparse_scoring"].is_null() || !config["sparse_ties"].is_null() {
+        return Err(format!(
+            "scoring {} with ties {}: this verifier recomputes the exact dot product with ties by fact id",
+            config["sparse_scoring"], config["sparse_ties"]
+        ));
+    }
+    let sparse_only = run.mode() == "sparse_only";
+    let depth = if sparse_only { candidates(run, "top_k")? } else { sparse_candidates(run)? };
+    if depth > lists.depth() {
+        return Err(format!("{depth} candidates asked, more than the {} scanned", lists.depth()));
+    }
+    let queries_by_id: HashMap<&str, &crate::recompute::sparse::Entry> =
+        view.queries.iter().map(|q| (q.id.as_str(), q)).collect();
+    let (mut queries, mut hits_checked) = (0, 0);
+    for row in rows {
+        let Some((index, receipt, hits)) = parts(row, shared)? else { continue };
+        let id = query_id(row);
+        let query = queries_by_id.get(id).ok_or_else(|| format!("the sparse fixture has no query {id:?}"))?;
+        let digest = query.digest();
+        if receipt["query"]["sparse_sha256"].as_str() != Some(digest.as_str()) {
+            return Err(format!(
+                "query {id:?}: the receipt searched sparse vector {}, the sparse fixture's is {digest}",
+                receipt["query"]["sparse_sha256"]
+            ));
+        }
+        let evidence = &receipt["sparse"];
+        if evidence["exact"] != true {
+            return Err(format!("query {id:?}: the sparse evidence does not say its scores are exact"));
+        }
+        if evidence["index_digest"].as_str() != Some(index_digest.as_str()) {
+            return Err(format!(
+                "query {id:?}: the receipt's sparse index is {}, the sparse fixture's documents in fact order give {index_digest}",
+                evidence["index_digest"]
+            ));
+        }
+        let list = lists.list(index).ok_or_else(|| format!("query {id:?} was not scanned"))?;
+        let list = &*without_own(list, shared.own_fact.get(id));
+        if sparse_only {
+            let expected = &list[..depth.min(list.len())];
+            if hits.len() != expected.len() {
+                return Err(format!(
+                    "query {id:?}: {} hits, the full scan's top {depth} has {}",
+                    hits.len(),
+                    expected.len()
+                ));
+            }
+            for (position, (hit, (fact, score))) in hits.iter().zip(expected).enumerate() {
+                if hit["fact_id"].as_i64() != Some(*fact) || bits(&hit["score"]) != Some(score.to_bits()) {
+                    return Err(format!(
+                        "query {id:?} rank {}: the receipt has fact {} score {}, a full scan of {} sparse vectors has fact {fact} score {score}",
+                        position + 1,
+                        hit["fact_id"],
+                        hit["score"],
+                        lists.documents
+                    ));
+                }
+            }
+        } else {
+            let at = positions(list, depth);
+            for hit in hits {
+                component(id, "sparse", hit, list, &at, depth)?;
+            }
+            if receipt["config"]["fusion"]["method"] == "convex" {
+                let plan = Plan::of(&receipt["config"])?;
+                if let fusion::Method::Convex { z_score, missing_lowest } = plan.method {
+                    let normal = fusion::normalize(&list[..depth.min(list.len())], z_score, missing_lowest);
+                    normalisation(id, "sparse", receipt, &normal)?;
+                }
+            }
+        }
+        let returned = evidence["returned"].as_u64();
+        if returned != Some(depth.min(list.len()) as u64) {
+            return Err(format!(
+                "query {id:?}: the sparse evidence says {returned:?} returned, the scan gives {}",
+                depth.min(list.len())
+            ));
+        }
+        queries += 1;
+        hits_checked += hits.len();
+    }
+    Ok(format!(
+        "{queries} queries: each query's sparse vector is the sparse fixture's ({}), and every sparse candidate list ({hits_checked} hits) is the exact top {depth} of a full scan of {} document sparse vectors (the dot product over shared ids ascending, in f64), ids, ranks and score bits",
+        view.sha256, lists.documents
+    ))
+}
+
 fn lexical(run: &Run, rows: &[Value], shared: &Shared<'_>, lists: Source<'_>) -> Outcome {
     let fts_only = run.mode() == "fts_only";
     let depth = if fts_only { candidates(run, "top_k")? } else { candidates(run, "lexical_candidates")? };
@@ -652,10 +828,12 @@ fn fused(
     shared: &Shared<'_>,
     scans: &Scans,
     lists: Source<'_>,
+    third: Option<&SparseLists>,
     plan: &Plan,
 ) -> Outcome {
     let lexical_depth = candidates(run, "lexical_candidates")?;
     let vector_depth = candidates(run, "vector_candidates")?;
+    let sparse_depth = sparse_candidates(run)?;
     let mut queries = 0;
     for row in rows {
         let Some((index, receipt, hits)) = parts(row, shared)? else { continue };
@@ -670,8 +848,16 @@ fn fused(
                 "query {id:?}: the receipt fuses under another configuration than the aggregate's"
             ));
         }
+        let s = match third {
+            Some(third) => {
+                let list = third.list(index).ok_or_else(|| format!("query {id:?} was not recomputed"))?;
+                Some(without_own(list, shared.own_fact.get(id)))
+            }
+            None => None,
+        };
+        let s = s.as_ref().map(|s| &s[..sparse_depth.min(s.len())]);
         let (expected, _) =
-            fusion::fuse(&l[..lexical_depth.min(l.len())], &v[..vector_depth.min(v.len())], plan);
+            fusion::fuse(&l[..lexical_depth.min(l.len())], &v[..vector_depth.min(v.len())], s, plan);
         if hits.len() != expected.len() {
             return Err(format!(
                 "query {id:?}: {} hits, fusion of the recomputed lists gives {}",
@@ -693,6 +879,7 @@ fn fused(
                 || bits(&hit["score"]) != Some(want.score.to_bits())
                 || !same_component(&hit["lexical"], want.lexical)
                 || !same_component(&hit["vector"], want.vector)
+                || !same_component(&hit["sparse"], want.sparse)
             {
                 return Err(format!(
                     "query {id:?} rank {}: the receipt has fact {} score {}, fusing the recomputed lists gives fact {} score {}",
@@ -706,8 +893,13 @@ fn fused(
         }
         queries += 1;
     }
+    let sparse_part = if third.is_some() {
+        format!(" and sparse top {sparse_depth} (weight {})", plan.sparse_weight)
+    } else {
+        String::new()
+    };
     Ok(format!(
-        "{queries} queries: every fused list (ids, ranks, score bits, components, normalisation) follows from the recomputed lexical top {lexical_depth} and vector top {vector_depth} under {}",
+        "{queries} queries: every fused list (ids, ranks, score bits, components, normalisation) follows from the recomputed lexical top {lexical_depth} and vector top {vector_depth}{sparse_part} under {}",
         match plan.method {
             fusion::Method::Rrf { k } => format!("reciprocal rank fusion, k {k}"),
             fusion::Method::Convex { z_score, missing_lowest } => format!(
@@ -846,6 +1038,8 @@ pub(crate) fn fusion_scores(run: &Run, rows: &[Value]) -> Outcome {
         let id = query_id(row);
         let receipt = &row["receipt"];
         let plan = Plan::of(&receipt["config"]).map_err(|e| format!("query {id:?}: {e}"))?;
+        // The library fuses a third list only when its weight is not 0.
+        let fuses_sparse = plan.sparse_weight != 0.0;
         let Some(list) = receipt["hits"].as_array() else {
             return Err(format!("query {id:?}: the receipt has no hits array"));
         };
@@ -864,7 +1058,9 @@ pub(crate) fn fusion_scores(run: &Run, rows: &[Value]) -> Outcome {
                         }
                         Ok(weight / (k + number(&component["rank"], "a component's rank")?))
                     };
-                    part(&hit["lexical"], plan.fts_weight)? + part(&hit["vector"], plan.vector_weight)?
+                    let two =
+                        part(&hit["lexical"], plan.fts_weight)? + part(&hit["vector"], plan.vector_weight)?;
+                    if fuses_sparse { two + part(&hit["sparse"], plan.sparse_weight)? } else { two }
                 }
                 fusion::Method::Convex { z_score, .. } => {
                     methods.insert("convex");
@@ -886,8 +1082,13 @@ pub(crate) fn fusion_scores(run: &Run, rows: &[Value]) -> Outcome {
                         }
                         Ok(value)
                     };
-                    plan.fts_weight * part(&hit["lexical"], "lexical")?
-                        + plan.vector_weight * part(&hit["vector"], "vector")?
+                    let two = plan.fts_weight * part(&hit["lexical"], "lexical")?
+                        + plan.vector_weight * part(&hit["vector"], "vector")?;
+                    if fuses_sparse {
+                        two + plan.sparse_weight * part(&hit["sparse"], "sparse")?
+                    } else {
+                        two
+                    }
                 }
             };
             if expected.to_bits() != recorded.to_bits() {
@@ -906,6 +1107,78 @@ pub(crate) fn fusion_scores(run: &Run, rows: &[Value]) -> Outcome {
     Ok(format!(
         "{hits} fused scores recomputed bit for bit from their recorded components ({})",
         methods.join(", ")
+    ))
+}
+
+/// `sparse.identity`: the sparse fixture is the one every sparse run binds (its digest and model), it pairs with
+/// the runs' fixture, and each entry is the text it says (the model's text policy: `title text` stripped, the
+/// query as written), in the texts' order, when the texts are here.
+pub(crate) fn sparse_identity(view: &SparseView, runs: &[Run], texts: Option<&Texts>) -> Outcome {
+    let mut bound = 0;
+    for run in runs.iter().filter(|run| !run.aggregate["sparse"].is_null()) {
+        let name = &run.name;
+        let recorded = run.str_at("/sparse/fixture_sha256");
+        if recorded != view.sha256 {
+            return Err(format!("{name} binds sparse fixture {recorded}, the file is {}", view.sha256));
+        }
+        if run.str_at("/corpus/fixture_sha256") != view.fixture_sha256 {
+            return Err(format!(
+                "{name} ran on fixture {}, the sparse fixture pairs with {}",
+                run.str_at("/corpus/fixture_sha256"),
+                view.fixture_sha256
+            ));
+        }
+        if run.aggregate["sparse"]["model"] != view.model {
+            return Err(format!("{name} records another sparse model than the sparse fixture's"));
+        }
+        if run.aggregate["sparse"]["documents"].as_u64() != Some(view.documents.len() as u64) {
+            return Err(format!(
+                "{name} says {} documents have a sparse vector, the sparse fixture holds {}",
+                run.aggregate["sparse"]["documents"],
+                view.documents.len()
+            ));
+        }
+        bound += 1;
+    }
+    let Some(texts) = texts else {
+        return Ok(format!(
+            "{bound} runs bind this sparse fixture ({}) and its model; its texts were not checked (no texts here)",
+            view.sha256
+        ));
+    };
+    let policy = crate::texts::Policy::Model;
+    let pairs = [
+        (
+            "document",
+            texts.documents.iter().map(|(id, _, _)| id).collect::<Vec<_>>(),
+            texts.document_semantic_digests(policy),
+            &view.documents,
+        ),
+        (
+            "query",
+            texts.queries.iter().map(|(id, _)| id).collect(),
+            texts.query_semantic_digests(policy),
+            &view.queries,
+        ),
+    ];
+    for (what, ids, digests, entries) in pairs {
+        if ids.len() != entries.len() {
+            return Err(format!("{} {what} entries, the texts hold {}", entries.len(), ids.len()));
+        }
+        for ((id, digest), entry) in ids.iter().zip(&digests).zip(entries) {
+            if &entry.id != *id || &entry.text_sha256 != digest {
+                return Err(format!(
+                    "the sparse fixture's {what} entry {:?} is not the text of {what} {id:?} (order or digest)",
+                    entry.id
+                ));
+            }
+        }
+    }
+    Ok(format!(
+        "{bound} runs bind this sparse fixture ({}) and its model, and each of its {} document and {} query entries encodes its text",
+        view.sha256,
+        view.documents.len(),
+        view.queries.len()
     ))
 }
 

@@ -43,10 +43,23 @@ fn exactness(run: &Run, rows: &[Value]) -> std::result::Result<String, String> {
         if receipt["mode"].as_str() != Some(mode) {
             return Err(format!("query {id:?}: receipt mode {} under a {mode} aggregate", receipt["mode"]));
         }
-        let wants_lexical = mode != "vector_only";
-        let wants_vector = mode != "fts_only";
-        if receipt["lexical"].is_null() == wants_lexical || receipt["vector"].is_null() == wants_vector {
+        let wants_lexical = matches!(mode, "fts_only" | "hybrid");
+        let wants_vector = matches!(mode, "vector_only" | "hybrid");
+        let sparse_weight = receipt["config"]["sparse_weight"].as_f64().unwrap_or(0.0);
+        let wants_sparse = mode == "sparse_only" || (mode == "hybrid" && sparse_weight != 0.0);
+        if receipt["lexical"].is_null() == wants_lexical
+            || receipt["vector"].is_null() == wants_vector
+            || receipt["sparse"].is_null() == wants_sparse
+        {
             return Err(format!("query {id:?}: component evidence does not fit mode {mode}"));
+        }
+        let sparse = &receipt["sparse"];
+        if wants_sparse
+            && (sparse["exact"] != true || sparse["facts_scored"].as_u64() > sparse["index_size"].as_u64())
+        {
+            return Err(format!(
+                "query {id:?}: the sparse evidence claims no exact answer, or scored more facts than its index holds"
+            ));
         }
         let vector = &receipt["vector"];
         if vector.is_null() {

@@ -1,7 +1,8 @@
-//! Fusion, recomputed from two candidate lists: reciprocal rank fusion, or the convex combination of min-max
-//! or z-score normalised scores with the declared rule for a document one list lacks. Written from the
-//! definitions, apart from the library's code, in the documented order of operations (contributions added
-//! lexical first; normalisation sums in candidate order), so that the results are the library's bits.
+//! Fusion, recomputed from two candidate lists (three with a sparse one): reciprocal rank fusion, or the convex
+//! combination of min-max or z-score normalised scores with the declared rule for a document one list lacks.
+//! Written from the definitions, apart from the library's code, in the documented order of operations
+//! (contributions added lexical first, then vector, the sparse one last; normalisation sums in candidate
+//! order), so that the results are the library's bits.
 
 use serde_json::Value;
 
@@ -21,6 +22,7 @@ pub(crate) struct Hit {
     pub(crate) score: f64,
     pub(crate) lexical: Option<Component>,
     pub(crate) vector: Option<Component>,
+    pub(crate) sparse: Option<Component>,
 }
 
 /// A list's normalisation: `(score - shift) / scale`, or `degenerate` when the scale is not positive; the
@@ -52,6 +54,8 @@ pub(crate) struct Plan {
     pub(crate) top_k: usize,
     pub(crate) fts_weight: f64,
     pub(crate) vector_weight: f64,
+    /// The sparse list's weight (0, or absent in configurations made before sparse lists: two lists).
+    pub(crate) sparse_weight: f64,
     pub(crate) method: Method,
 }
 
@@ -79,7 +83,17 @@ impl Plan {
             other => return Err(format!("unknown fusion method {other:?}")),
         };
         let top_k = config["top_k"].as_u64().ok_or("config.top_k is not a count")? as usize;
-        Ok(Plan { top_k, fts_weight: number("fts_weight")?, vector_weight: number("vector_weight")?, method })
+        let sparse_weight = match &config["sparse_weight"] {
+            Value::Null => 0.0,
+            _ => number("sparse_weight")?,
+        };
+        Ok(Plan {
+            top_k,
+            fts_weight: number("fts_weight")?,
+            vector_weight: number("vector_weight")?,
+            sparse_weight,
+            method,
+        })
     }
 }
 
@@ -105,50 +119,65 @@ pub(crate) fn normalize(list: &[(i64, f64)], z_score: bool, missing_lowest: bool
     normal
 }
 
-/// The fused top k of two ranked candidate lists, best first, ties by fact id; and the two normalisations
-/// (convex combination only).
+/// The three normalisations of a convex combination: lexical, vector, and sparse when a sparse list is fused.
+pub(crate) type Normalizations = (Normalization, Normalization, Option<Normalization>);
+
+/// The fused top k of two ranked candidate lists, and of a third sparse one when given, best first, ties by
+/// fact id; and the normalisations (convex combination only).
 pub(crate) fn fuse(
     lexical: &[(i64, f64)],
     vector: &[(i64, f64)],
+    sparse: Option<&[(i64, f64)]>,
     plan: &Plan,
-) -> (Vec<Hit>, Option<(Normalization, Normalization)>) {
+) -> (Vec<Hit>, Option<Normalizations>) {
     let normal = match plan.method {
         Method::Rrf { .. } => None,
-        Method::Convex { z_score, missing_lowest } => {
-            Some((normalize(lexical, z_score, missing_lowest), normalize(vector, z_score, missing_lowest)))
-        }
+        Method::Convex { z_score, missing_lowest } => Some((
+            normalize(lexical, z_score, missing_lowest),
+            normalize(vector, z_score, missing_lowest),
+            sparse.map(|sparse| normalize(sparse, z_score, missing_lowest)),
+        )),
     };
     let place = |index: usize, score: f64, normal: Option<&Normalization>| Component {
         rank: index + 1,
         score,
         normalized: normal.map(|n| n.of(score)),
     };
-    let mut by_fact: std::collections::BTreeMap<i64, (Option<Component>, Option<Component>)> =
-        std::collections::BTreeMap::new();
+    type Places = (Option<Component>, Option<Component>, Option<Component>);
+    let mut by_fact: std::collections::BTreeMap<i64, Places> = std::collections::BTreeMap::new();
     for (index, (fact, score)) in lexical.iter().enumerate() {
         by_fact.entry(*fact).or_default().0 = Some(place(index, *score, normal.as_ref().map(|n| &n.0)));
     }
     for (index, (fact, score)) in vector.iter().enumerate() {
         by_fact.entry(*fact).or_default().1 = Some(place(index, *score, normal.as_ref().map(|n| &n.1)));
     }
+    for (index, (fact, score)) in sparse.unwrap_or_default().iter().enumerate() {
+        let normal = normal.as_ref().and_then(|n| n.2.as_ref());
+        by_fact.entry(*fact).or_default().2 = Some(place(index, *score, normal));
+    }
     let mut hits: Vec<Hit> = by_fact
         .into_iter()
-        .map(|(fact, (lexical, vector))| {
+        .map(|(fact, (lexical, vector, found))| {
             let score = match (&plan.method, &normal) {
                 (Method::Rrf { k }, _) => {
                     let rrf =
                         |weight: f64, c: Option<Component>| c.map_or(0.0, |c| weight / (k + c.rank as f64));
-                    rrf(plan.fts_weight, lexical) + rrf(plan.vector_weight, vector)
+                    let two = rrf(plan.fts_weight, lexical) + rrf(plan.vector_weight, vector);
+                    if sparse.is_some() { two + rrf(plan.sparse_weight, found) } else { two }
                 }
-                (Method::Convex { .. }, Some((ln, vn))) => {
+                (Method::Convex { .. }, Some((ln, vn, sn))) => {
                     let value = |c: Option<Component>, n: &Normalization| {
                         c.and_then(|c| c.normalized).unwrap_or(n.missing)
                     };
-                    plan.fts_weight * value(lexical, ln) + plan.vector_weight * value(vector, vn)
+                    let two = plan.fts_weight * value(lexical, ln) + plan.vector_weight * value(vector, vn);
+                    match sn {
+                        Some(sn) => two + plan.sparse_weight * value(found, sn),
+                        None => two,
+                    }
                 }
                 (Method::Convex { .. }, None) => f64::NAN,
             };
-            Hit { fact, score, lexical, vector }
+            Hit { fact, score, lexical, vector, sparse: found }
         })
         .collect();
     hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.fact.cmp(&b.fact)));
@@ -162,8 +191,14 @@ mod tests {
 
     #[test]
     fn rrf_adds_weighted_reciprocal_ranks_lexical_first() {
-        let plan = Plan { top_k: 3, fts_weight: 1.0, vector_weight: 0.5, method: Method::Rrf { k: 60.0 } };
-        let (hits, normal) = fuse(&[(1, 9.0), (2, 8.0)], &[(2, 0.9), (3, 0.8)], &plan);
+        let plan = Plan {
+            top_k: 3,
+            fts_weight: 1.0,
+            vector_weight: 0.5,
+            sparse_weight: 0.0,
+            method: Method::Rrf { k: 60.0 },
+        };
+        let (hits, normal) = fuse(&[(1, 9.0), (2, 8.0)], &[(2, 0.9), (3, 0.8)], None, &plan);
         assert!(normal.is_none());
         assert_eq!(hits.iter().map(|h| h.fact).collect::<Vec<_>>(), vec![2, 1, 3]);
         assert_eq!(hits[0].score, 1.0 / 62.0 + 0.5 / 61.0);
@@ -177,20 +212,21 @@ mod tests {
             top_k: 10,
             fts_weight: 0.6,
             vector_weight: 0.4,
+            sparse_weight: 0.0,
             method: Method::Convex { z_score, missing_lowest },
         };
         let lexical = [(1, 10.0), (2, 6.0), (3, 2.0)];
         let vector = [(3, 0.5), (5, 0.375), (4, 0.25)];
-        let (hits, normal) = fuse(&lexical, &vector, &plan(false, false));
-        let (ln, vn) = normal.unwrap();
+        let (hits, normal) = fuse(&lexical, &vector, None, &plan(false, false));
+        let (ln, vn, _) = normal.unwrap();
         assert_eq!((ln.shift, ln.scale, ln.missing), (2.0, 8.0, 0.0));
         assert_eq!((vn.shift, vn.scale), (0.25, 0.25));
         let score = |hits: &[Hit], fact: i64| hits.iter().find(|h| h.fact == fact).unwrap().score;
         assert_eq!(score(&hits, 3), 0.6 * 0.0 + 0.4 * 1.0);
         assert_eq!(score(&hits, 2), 0.6 * 0.5, "a list the fact is missing from adds 0 (min-max, zero)");
         assert_eq!(score(&hits, 5), 0.4 * 0.5, "each normalised value is multiplied by its list's weight");
-        let (hits, normal) = fuse(&lexical, &vector, &plan(true, true));
-        let (ln, vn) = normal.unwrap();
+        let (hits, normal) = fuse(&lexical, &vector, None, &plan(true, true));
+        let (ln, vn, _) = normal.unwrap();
         // The population deviation: sqrt(((10 - 6)² + 0² + (2 - 6)²) / 3).
         assert_eq!((ln.shift, ln.scale), (6.0, (32.0f64 / 3.0).sqrt()));
         assert_eq!(ln.missing, (2.0 - 6.0) / (32.0f64 / 3.0).sqrt(), "lowest normalises the lowest score");
@@ -204,11 +240,47 @@ mod tests {
         let squares = |s: f64| (s - mean) * (s - mean);
         let deviation = ((squares(-0.98) + squares(9.71) + squares(8.46) + squares(0.83)) / 4.0f64).sqrt();
         assert_eq!((z.shift.to_bits(), z.scale.to_bits()), (mean.to_bits(), deviation.to_bits()));
-        let (hits, normal) = fuse(&lexical, &vector, &plan(true, false));
-        let (ln, vn) = normal.unwrap();
+        let (hits, normal) = fuse(&lexical, &vector, None, &plan(true, false));
+        let (ln, vn, _) = normal.unwrap();
         assert_eq!((ln.missing, vn.missing), (0.0, 0.0), "zero: a missing fact scores 0, not the lowest");
         assert_eq!(score(&hits, 1), 0.6 * ln.of(10.0));
-        let (_, normal) = fuse(&[(1, 5.0)], &[], &plan(false, false));
+        let (_, normal) = fuse(&[(1, 5.0)], &[], None, &plan(false, false));
         assert_eq!(normal.unwrap().0.of(5.0), 1.0, "a degenerate min-max list normalises to 1");
+    }
+
+    #[test]
+    fn a_sparse_list_adds_its_weighted_part_last_under_both_methods() {
+        let lexical = [(1, 10.0), (2, 6.0)];
+        let vector = [(2, 0.5), (3, 0.25)];
+        let sparse = [(3, 40.0), (4, 20.0), (1, 10.0)];
+        let rrf = Plan {
+            top_k: 10,
+            fts_weight: 1.0,
+            vector_weight: 1.0,
+            sparse_weight: 0.5,
+            method: Method::Rrf { k: 60.0 },
+        };
+        let (hits, _) = fuse(&lexical, &vector, Some(&sparse), &rrf);
+        let of = |hits: &[Hit], fact: i64| hits.iter().find(|h| h.fact == fact).unwrap().clone();
+        assert_eq!(of(&hits, 1).score, 1.0 / 61.0 + 0.0 + 0.5 / 63.0);
+        assert_eq!(of(&hits, 4).score, 0.5 / 62.0);
+        assert_eq!(of(&hits, 3).sparse.map(|c| c.rank), Some(1));
+        assert_eq!(of(&hits, 2).sparse, None);
+        let convex = Plan {
+            fts_weight: 0.5,
+            vector_weight: 0.25,
+            sparse_weight: 0.25,
+            method: Method::Convex { z_score: false, missing_lowest: false },
+            ..rrf
+        };
+        let (hits, normal) = fuse(&lexical, &vector, Some(&sparse), &convex);
+        let sn = normal.unwrap().2.unwrap();
+        assert_eq!((sn.shift, sn.scale), (10.0, 30.0));
+        assert_eq!(of(&hits, 3).score, 0.5 * 0.0 + 0.25 * 0.0 + 0.25 * 1.0);
+        assert_eq!(of(&hits, 1).score, 0.5 * 1.0 + 0.25 * 0.0 + 0.25 * 0.0);
+        // Without a sparse list the sparse weight adds nothing, whatever it is.
+        let (two, normal) = fuse(&lexical, &vector, None, &rrf);
+        assert!(normal.is_none());
+        assert_eq!(of(&two, 1).score, 1.0 / 61.0);
     }
 }

@@ -8,4 +8,5 @@ pub(crate) mod fusion;
 pub(crate) mod lexical;
 pub(crate) mod memo;
 pub mod metrics;
+pub(crate) mod sparse;
 pub(crate) mod statistics;
