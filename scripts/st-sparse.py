@@ -15,9 +15,9 @@ Every norm weight and bias is moved away from 1 and 0 (a default initialisation 
 checkpoint, `encode_query` and `encode_document` of every text, as (index, value) pairs.
 
 `reference` recomputes reference.json from the committed checkpoints (`--check`: fail when any value differs by
-more than 1e-6 or an index differs). `parity --bin PATH` has the installed sentence-transformers save each
-checkpoint again, runs the project's `embed --role query|document` on the saved copy, and requires every index
-and every value within 1e-5 of sentence-transformers' (CI's live peer).
+more than 1e-5, as torch's own kernels differ by CPU, or an index differs). `parity --bin PATH` has the installed
+sentence-transformers save each checkpoint again, runs the project's `embed --role query|document` on the saved
+copy, and requires every index and every value within 1e-5 of sentence-transformers' (CI's live peer).
 
 Needs torch, transformers and sentence-transformers 6.3 (scripts/peer-venv.sh makes ~/.cache/embed-peer).
 """
@@ -199,7 +199,9 @@ def reference(check):
     committed = json.loads(path.read_text())
     worst = compare(committed["checkpoints"], fresh["checkpoints"])
     print(f"sparse reference: {fresh['made_by']}: largest difference {worst:.2e} from the committed one")
-    return 0 if worst <= 1e-6 else 1
+    # torch's own kernels are not the same on every CPU (the reference made on an AMD EPYC differs by 1.4e-6 on
+    # an Intel Xeon): the project's tolerance against the peer, not bit equality.
+    return 0 if worst <= 1e-5 else 1
 
 
 def compare(expected, got, tolerance=None):
