@@ -176,7 +176,11 @@ pub fn sparse_dot(query: &SparseVector, document: &SparseVector) -> Option<f64> 
 /// The store's sparse vectors as an inverted index: for each id, the facts holding it (ascending) and their
 /// weights.
 pub(crate) struct SparseIndex {
-    postings: HashMap<u32, Vec<(FactId, f32)>>,
+    /// For each id, the positions (in `fact_ids`) of the facts holding it, ascending, with their weights: eight
+    /// bytes a posting.
+    postings: HashMap<u32, Vec<(u32, f32)>>,
+    /// The fact at each position, in fact order.
+    fact_ids: Vec<FactId>,
     /// Facts with a sparse vector.
     pub(crate) facts: usize,
     /// Entries over every vector.
@@ -197,22 +201,41 @@ impl SparseIndex {
     pub(crate) fn of(vectors: impl IntoIterator<Item = (FactId, SparseVector)>) -> SparseIndex {
         use sha2::Digest;
         let mut hasher = sha2::Sha256::new();
-        let mut postings: HashMap<u32, Vec<(FactId, f32)>> = HashMap::new();
+        let mut postings: HashMap<u32, Vec<(u32, f32)>> = HashMap::new();
+        let mut fact_ids = Vec::new();
         let (mut facts, mut entries) = (0, 0);
         for (fact, vector) in vectors {
+            // A store holds far fewer than 2^32 facts: its rowids would not fit in memory first.
+            let position = fact_ids.len() as u32;
+            fact_ids.push(fact);
             hasher.update(fact.0.to_le_bytes());
             let bytes = vector.to_bytes();
             hasher.update((bytes.len() as u64).to_le_bytes());
             hasher.update(&bytes);
             for (id, value) in vector.indices.iter().zip(&vector.values) {
-                postings.entry(*id).or_default().push((fact, *value));
+                postings.entry(*id).or_default().push((position, *value));
             }
             facts += 1;
             entries += vector.indices.len();
         }
+        // Growth leaves up to half of each list unused; the index lives as long as the store, so trim it once.
+        for list in postings.values_mut() {
+            list.shrink_to_fit();
+        }
+        postings.shrink_to_fit();
         let digest =
             format!("sha256:{}", hasher.finalize().iter().map(|b| format!("{b:02x}")).collect::<String>());
-        SparseIndex { postings, facts, entries, digest }
+        SparseIndex { postings, fact_ids, facts, entries, digest }
+    }
+
+    /// The heap bytes the index holds: every posting list's allocation and the table of lists.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let lists: usize =
+            self.postings.values().map(|list| list.capacity() * std::mem::size_of::<(u32, f32)>()).sum();
+        // The table's own slots: a key, a list header and a control byte each.
+        let table = self.postings.capacity()
+            * (std::mem::size_of::<u32>() + std::mem::size_of::<Vec<(u32, f32)>>() + 1);
+        lists + table + self.fact_ids.capacity() * std::mem::size_of::<FactId>()
     }
 
     /// The best `limit` facts `in_scope` admits for `query`, best first, scored by `scoring`, equal scores in
@@ -225,16 +248,35 @@ impl SparseIndex {
         in_scope: &dyn Fn(FactId) -> bool,
         ties: Option<&dyn Fn(FactId, FactId) -> std::cmp::Ordering>,
     ) -> SparseAnswer {
-        let mut sums: HashMap<FactId, f64> = HashMap::new();
-        let mut impacts: HashMap<FactId, i64> = HashMap::new();
+        // One accumulator per position, each from +0 in the query's id order (the definition's order for each
+        // fact), and the positions touched, in the order first touched.
+        let mut sums = vec![0.0f64; self.fact_ids.len()];
+        let mut impacts =
+            vec![0i64; if scoring == SparseScoring::AnseriniImpact { self.fact_ids.len() } else { 0 }];
+        let mut scope: Vec<Option<bool>> = vec![None; self.fact_ids.len()];
+        let mut touched: Vec<u32> = Vec::new();
+        let mut admits = |position: u32, touched: &mut Vec<u32>| {
+            let slot = &mut scope[position as usize];
+            match *slot {
+                Some(admitted) => admitted,
+                None => {
+                    let admitted = in_scope(self.fact_ids[position as usize]);
+                    *slot = Some(admitted);
+                    if admitted {
+                        touched.push(position);
+                    }
+                    admitted
+                }
+            }
+        };
         for (id, weight) in query.indices.iter().zip(&query.values) {
             let Some(list) = self.postings.get(id) else { continue };
             match scoring {
                 SparseScoring::Exact => {
                     let weight = f64::from(*weight);
-                    for (fact, value) in list {
-                        if in_scope(*fact) {
-                            *sums.entry(*fact).or_insert(0.0) += weight * f64::from(*value);
+                    for &(position, value) in list {
+                        if admits(position, &mut touched) {
+                            sums[position as usize] += weight * f64::from(value);
                         }
                     }
                 }
@@ -243,22 +285,38 @@ impl SparseIndex {
                     if weight <= 0 {
                         continue;
                     }
-                    for (fact, value) in list {
-                        let value = anserini_quantize(*value);
-                        if value > 0 && in_scope(*fact) {
-                            *impacts.entry(*fact).or_insert(0) += weight * value;
+                    for &(position, value) in list {
+                        let value = anserini_quantize(value);
+                        if value > 0 && admits(position, &mut touched) {
+                            impacts[position as usize] += weight * value;
                         }
                     }
                 }
             }
         }
-        // Integer impacts below 2^53 are exact as f64.
-        sums.extend(impacts.into_iter().map(|(fact, impact)| (fact, impact as f64)));
-        let scored = sums.len();
-        let mut candidates: Vec<ScoredFact> =
-            sums.into_iter().map(|(fact_id, score)| ScoredFact { fact_id, score }).collect();
+        // A fact touched only by postings that quantize to nothing was never admitted above: `touched` holds the
+        // facts scored. Integer impacts below 2^53 are exact as f64.
+        let scored = touched.len();
+        let mut candidates: Vec<ScoredFact> = touched
+            .into_iter()
+            .map(|position| ScoredFact {
+                fact_id: self.fact_ids[position as usize],
+                score: match scoring {
+                    SparseScoring::Exact => sums[position as usize],
+                    SparseScoring::AnseriniImpact => impacts[position as usize] as f64,
+                },
+            })
+            .collect();
         let tie = |a: FactId, b: FactId| ties.map_or_else(|| a.cmp(&b), |order| order(a, b));
-        candidates.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| tie(a.fact_id, b.fact_id)));
+        let order = |a: &ScoredFact, b: &ScoredFact| {
+            b.score.total_cmp(&a.score).then_with(|| tie(a.fact_id, b.fact_id))
+        };
+        // The order is total (fact ids are unique), so selecting before sorting gives the full sort's first `limit`.
+        if candidates.len() > limit && limit > 0 {
+            candidates.select_nth_unstable_by(limit - 1, order);
+            candidates.truncate(limit);
+        }
+        candidates.sort_by(order);
         candidates.truncate(limit);
         SparseAnswer { candidates, scored }
     }

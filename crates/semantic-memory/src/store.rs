@@ -478,6 +478,15 @@ impl FactStore {
         .transpose()
     }
 
+    /// The bytes the sparse index holds in memory (built now if it is not yet), for capacity planning: every
+    /// posting (a fact id and an f32 weight) and the table of lists.
+    ///
+    /// # Errors
+    /// As a sparse search's: [`Error::Sqlite`], [`Error::IncompatibleStore`].
+    pub fn sparse_index_bytes(&self) -> Result<usize> {
+        Ok(self.sparse_index()?.heap_bytes())
+    }
+
     /// Whether the store has the sparse vectors' table (made with the first one stored).
     fn has_sparse_table(&self) -> Result<bool> {
         let count: i64 = self
