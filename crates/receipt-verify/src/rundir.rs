@@ -33,6 +33,9 @@ pub struct VerifyOptions {
     pub corpus: Option<PathBuf>,
     /// The sparse fixture, when it is not where the aggregates record it.
     pub sparse_fixture: Option<PathBuf>,
+    /// The sparse checkpoint, to encode every text again (`sparse.values`); without it the sparse vectors rest on
+    /// whoever made the sparse fixture.
+    pub sparse_model_dir: Option<PathBuf>,
     /// The embedding re-check.
     pub embedding: EmbeddingCheck,
 }
@@ -197,6 +200,25 @@ pub fn verify(options: &VerifyOptions) -> Result<Verified> {
                 report.not_checked("global", "sparse.identity", &reason["not checked: ".len()..])
             }
             outcome => report.record("global", "sparse.identity", outcome),
+        }
+    }
+    if let Some(Ok((_, sparse))) = &sparse {
+        match (&options.sparse_model_dir, texts.as_ref().and_then(|t| t.as_ref().ok())) {
+            (Some(dir), Some(texts)) => report.record(
+                "global",
+                "sparse.values",
+                crate::recompute::sparse::reencode(sparse, texts, dir),
+            ),
+            (Some(_), None) => report.not_checked(
+                "global",
+                "sparse.values",
+                "no texts here to encode (pass the full fixture with --corpus)",
+            ),
+            (None, _) => report.not_checked(
+                "global",
+                "sparse.values",
+                "the sparse vectors rest on whoever made the sparse fixture: pass --sparse-model-dir to encode every text again",
+            ),
         }
     }
     let frozen = match Found::at(&options.output_dir.join(EFFECTIVE_CONFIG_FILE), MAX_SIDECAR_BYTES) {

@@ -133,6 +133,7 @@ pub(crate) fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         store_dir: args.store_dir.clone(),
         corpus: args.corpus.clone(),
         sparse_fixture: args.sparse_fixture.clone(),
+        sparse_model_dir: args.sparse_model_dir.clone(),
         embedding: embedding_check(model_dir, &args.embedding),
     };
     let verified = receipt_verify::verify(&options)?;

@@ -846,6 +846,9 @@ pub(crate) struct VerifyArgs {
     /// The sparse fixture, when it moved (runs with sparse vectors record where they read it)
     #[arg(long, value_name = "FILE")]
     pub(crate) sparse_fixture: Option<PathBuf>,
+    /// The sparse checkpoint, to encode every text again and require the sparse fixture's vectors to the bit
+    #[arg(long, value_name = "DIR")]
+    pub(crate) sparse_model_dir: Option<PathBuf>,
     /// The model directory for the embedding re-check [default: $SCIFACT_MODEL_DIR, else the user cache]
     #[arg(long, value_name = "DIR")]
     pub(crate) model_dir: Option<PathBuf>,

@@ -312,6 +312,7 @@ pub(crate) fn run_one(
             store_dir: Some(store.clone()),
             corpus: Some(fixture.clone()),
             sparse_fixture: None,
+            sparse_model_dir: None,
             embedding: EmbeddingCheck {
                 shards: None,
                 model_dir: model_dir.clone(),

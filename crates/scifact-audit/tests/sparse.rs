@@ -120,17 +120,24 @@ fn build_sparse_then_run_then_verify_recomputes_every_sparse_list_and_catches_an
         let output = ok(&args);
         assert!(!String::from_utf8_lossy(&output.stdout).contains("native sparse/SPLADE retrieval"));
     }
-    let verify = |sparse: &std::path::Path| {
-        let output = crate::scifact_audit_with(
-            &["verify", "--output-dir", path_str(&out), "--sparse-fixture", path_str(sparse), "--json"],
-            "",
-            &[("SCIFACT_MODEL_DIR", path_str(&model))],
-        );
+    let checkpoint = root().join("fixtures/sparse/st6-fill-mask");
+    let verify_with = |sparse: &std::path::Path, extra: &[&str]| {
+        let mut args =
+            vec!["verify", "--output-dir", path_str(&out), "--sparse-fixture", path_str(sparse), "--json"];
+        args.extend_from_slice(extra);
+        let output = crate::scifact_audit_with(&args, "", &[("SCIFACT_MODEL_DIR", path_str(&model))]);
         serde_json::from_slice::<Value>(&output.stdout)
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stderr)))
     };
+    let verify = |sparse: &std::path::Path| verify_with(sparse, &[]);
     let report = verify(&sparse);
     assert_eq!(statuses(&report, "ranking.sparse").len(), 2, "both runs searched sparse vectors");
+    assert_eq!(statuses(&report, "sparse.values"), [("global", "not_checked")], "no checkpoint given");
+    let encoded = verify_with(&sparse, &["--sparse-model-dir", path_str(&checkpoint)]);
+    assert_eq!(statuses(&encoded, "sparse.values"), [("global", "pass")]);
+    let other = root().join("fixtures/sparse/st5-mlm-sum");
+    let other = verify_with(&sparse, &["--sparse-model-dir", path_str(&other)]);
+    assert_eq!(statuses(&other, "sparse.values"), [("global", "fail")], "another checkpoint's identity");
     for name in ["ranking.sparse", "sparse.identity", "fusion.ranking", "fusion.scores", "exactness.policy"] {
         let found = statuses(&report, name);
         assert!(!found.is_empty(), "no {name} check");
@@ -144,7 +151,8 @@ fn build_sparse_then_run_then_verify_recomputes_every_sparse_list_and_catches_an
     *value = Value::from(f64::from(value.as_f64().unwrap() as f32 * 4.0));
     let forged = work.join("forged.json");
     std::fs::write(&forged, serde_json::to_vec(&edited).unwrap()).unwrap();
-    let report = verify(&forged);
+    let report = verify_with(&forged, &["--sparse-model-dir", path_str(&checkpoint)]);
     assert_eq!(report["verdict"], "failed");
     assert!(statuses(&report, "sparse.identity").iter().all(|(_, status)| *status == "fail"));
+    assert_eq!(statuses(&report, "sparse.values"), [("global", "fail")], "the edited vector, encoded again");
 }

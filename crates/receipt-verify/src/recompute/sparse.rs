@@ -207,6 +207,67 @@ impl SparseLists {
     }
 }
 
+/// `sparse.values`: every document and query encoded again with the sparse checkpoint in `model_dir` (this
+/// crate's `embedding` dependency, the forward pass a reader runs), from the texts as the model's text policy
+/// forms them, and each vector required equal to the sparse fixture's, every id and every weight's bits; and the
+/// checkpoint's identity the one the fixture records.
+///
+/// # Errors
+/// The first difference, or why the checkpoint could not be read.
+pub(crate) fn reencode(
+    view: &SparseView,
+    texts: &crate::texts::Texts,
+    model_dir: &std::path::Path,
+) -> Result<String, String> {
+    use embedding::{Role, SparseEncoder};
+    let encoder = SparseEncoder::load(model_dir)
+        .map_err(|e| format!("the sparse checkpoint {} cannot be read: {e}", model_dir.display()))?;
+    let identity = serde_json::to_value(encoder.identity()).map_err(|e| e.to_string())?;
+    if identity != view.model {
+        return Err(format!(
+            "{} is the sparse model {}, the sparse fixture records {}",
+            model_dir.display(),
+            identity["model"],
+            view.model["model"]
+        ));
+    }
+    let policy = crate::texts::Policy::Model;
+    let documents: Vec<String> =
+        texts.documents.iter().map(|(_, title, text)| policy.document(title, text)).collect();
+    let queries: Vec<String> = texts.queries.iter().map(|(_, text)| policy.query(text)).collect();
+    let mut compared = 0usize;
+    for (role, what, texts, entries) in [
+        (Role::Document, "document", &documents, &view.documents),
+        (Role::Query, "query", &queries, &view.queries),
+    ] {
+        if texts.len() != entries.len() {
+            return Err(format!("{} {what} texts, {} sparse entries", texts.len(), entries.len()));
+        }
+        for (chunk, entries) in texts.chunks(1024).zip(entries.chunks(1024)) {
+            let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
+            let encoded = encoder.encode(Some(role), &refs, &|_| {}).map_err(|e| e.to_string())?;
+            for (mine, theirs) in encoded.iter().zip(entries) {
+                let same_bits = mine.vector.values.len() == theirs.values.len()
+                    && mine.vector.values.iter().zip(&theirs.values).all(|(a, b)| a.to_bits() == b.to_bits());
+                if mine.vector.indices != theirs.indices || !same_bits {
+                    return Err(format!(
+                        "{what} {:?}: encoded again it is not the sparse fixture's vector ({} ids here, {} there)",
+                        theirs.id,
+                        mine.vector.indices.len(),
+                        theirs.indices.len()
+                    ));
+                }
+                compared += 1;
+            }
+        }
+    }
+    Ok(format!(
+        "{compared} texts encoded again with {} ({}): every sparse vector equal to the sparse fixture's, every id and weight bit",
+        view.model["model"].as_str().unwrap_or(""),
+        model_dir.display()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
