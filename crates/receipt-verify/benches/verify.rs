@@ -93,6 +93,7 @@ fn main() {
                     memo: None,
                 },
                 allow_legacy_signature: false,
+                sparse_model_dir: None,
                 limits: BUNDLE_LIMITS,
             };
             let started = Instant::now();

@@ -30,9 +30,10 @@ use crate::names::{
     FIXTURE_METADATA_FILE, MANIFEST_FILE, MAPPING_FILE, MAX_FIXTURE_BYTES, MAX_MANIFEST_BYTES,
     MAX_SIDECAR_BYTES, MAX_SUBJECTS, MAX_VECTORS_BYTES, PREDICATE_TYPE, PREDICATE_TYPE_V1, PREDICATE_TYPE_V2,
     PREDICATE_TYPE_V3, PREDICATE_TYPE_V4, PREDICATE_TYPE_V5, PREDICATE_TYPE_V6, PREDICATE_TYPE_V7,
-    PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, PUBLISHED_FILE, REPLACED_SIGNATURE_PREFIX,
-    REPORT_FILE, SELECTION_DOCUMENTS, SELECTION_FILE, SIGNATURE_FILE, STATEMENT_TYPE, STATISTICS_FILE,
-    TEST_RESULT_FILE, VECTORS_FILE, VERIFICATION_FILE, claim_version, is_plain_file_name,
+    PREDICATE_TYPE_V8, PREREGISTRATION_FILE, PREREGISTRATION_SIGNATURE_FILE, PUBLISHED_FILE,
+    REPLACED_SIGNATURE_PREFIX, REPORT_FILE, SELECTION_DOCUMENTS, SELECTION_FILE, SIGNATURE_FILE,
+    SPARSE_FIXTURE_FILE, STATEMENT_TYPE, STATISTICS_FILE, TEST_RESULT_FILE, VECTORS_FILE, VERIFICATION_FILE,
+    claim_version, is_plain_file_name,
 };
 use crate::report::{Basis, Report, Status, Verdict};
 use crate::sign::{MAX_KEY_FILE_BYTES, TRUSTED_COMMENT_PREFIX, VerifyingKey, verify_bytes};
@@ -53,6 +54,9 @@ pub struct BundleOptions {
     pub store_dir: Option<PathBuf>,
     /// The fixture, when it moved.
     pub corpus: Option<PathBuf>,
+    /// The sparse fixture the runs searched with, when they did (claim v9 carries it); `None` reads the path the
+    /// aggregates record.
+    pub sparse_fixture: Option<PathBuf>,
     /// Directories of comparisons with earlier attestations to carry (`compare --carried`'s output: each about
     /// this bundle's runs), as `comparison-<earlier>.json` with its signature and `compare-<earlier>.html`.
     pub comparisons: Vec<PathBuf>,
@@ -171,6 +175,34 @@ pub fn make_bundle(options: &BundleOptions) -> Result<Value> {
     };
     files.insert(EFFECTIVE_CONFIG_FILE.into(), config_file);
     files.extend(documents);
+    // Every sparse run binds the same sparse fixture, which the bundle carries: its vectors are the evidence.
+    let recorded: std::collections::BTreeSet<&str> =
+        runs.iter().map(|run| run.str_at("/sparse/fixture_sha256")).filter(|d| !d.is_empty()).collect();
+    if let Some(digest) = recorded.first() {
+        if recorded.len() > 1 {
+            return Err(Error::Usage(format!(
+                "the runs bind {} sparse fixtures; a bundle carries one",
+                recorded.len()
+            )));
+        }
+        let path = options.sparse_fixture.clone().unwrap_or_else(|| {
+            PathBuf::from(
+                runs.iter()
+                    .map(|run| run.str_at("/sparse/fixture_path"))
+                    .find(|p| !p.is_empty())
+                    .unwrap_or(""),
+            )
+        });
+        let bytes = safe_fs::read_regular(&path, MAX_FIXTURE_BYTES).map_err(Error::file)?;
+        if sha256_tagged(&bytes) != *digest {
+            return Err(Error::Usage(format!(
+                "{} hashes to {}, the runs bind the sparse fixture {digest}",
+                path.display(),
+                sha256_tagged(&bytes)
+            )));
+        }
+        files.insert(SPARSE_FIXTURE_FILE.into(), bytes);
+    }
     for name in export_names(&runs, &view.qrels_file()).into_iter().chain([TEST_RESULT_FILE.to_owned()]) {
         match Found::at(&options.output_dir.join(&name), MAX_FIXTURE_BYTES) {
             Found::Read(_, bytes) => {
@@ -240,6 +272,23 @@ fn pretty(value: &Value) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
     bytes.push(b'\n');
     bytes
+}
+
+/// The claim a version 9 bundle makes: version 8's, and the sparse fixture its sparse runs searched (`sparse`:
+/// the digest of [`SPARSE_FIXTURE_FILE`] and the sparse model's identity as the first sparse run records it).
+pub fn claim_v9(
+    runs: &[Run],
+    verification: &Value,
+    files: &BTreeMap<String, Vec<u8>>,
+    vectors_sha256: Option<&str>,
+) -> Value {
+    let mut value = claim_v8(runs, verification, files, vectors_sha256);
+    let model = runs.iter().map(|run| &run.aggregate["sparse"]["model"]).find(|m| !m.is_null());
+    value["sparse"] = json!({
+        "fixture_sha256": files.get(SPARSE_FIXTURE_FILE).map_or(Value::Null, |bytes| sha256_tagged(bytes).into()),
+        "model": model.cloned().unwrap_or(Value::Null),
+    });
+    value
 }
 
 /// The claim a version 8 bundle makes: version 7's, and the digest (hex) of every file that shapes its vectors
@@ -409,11 +458,17 @@ fn statement(
         .iter()
         .map(|(name, digest)| json!({"name": name, "digest": {"sha256": digest.trim_start_matches("sha256:")}}))
         .collect();
+    // A bundle without sparse runs makes version 8's claim, byte for byte what it made before version 9.
+    let (predicate_type, predicate) = if files.contains_key(SPARSE_FIXTURE_FILE) {
+        (PREDICATE_TYPE, claim_v9(runs, verification, files, vectors_sha256))
+    } else {
+        (PREDICATE_TYPE_V8, claim_v8(runs, verification, files, vectors_sha256))
+    };
     json!({
         "_type": STATEMENT_TYPE,
         "subject": subjects,
-        "predicateType": PREDICATE_TYPE,
-        "predicate": claim_v8(runs, verification, files, vectors_sha256),
+        "predicateType": predicate_type,
+        "predicate": predicate,
     })
 }
 
@@ -431,6 +486,9 @@ pub struct BundleCheck {
     pub archive: Option<PathBuf>,
     /// The embedding re-check (a model directory, with `archive`).
     pub embedding: EmbeddingCheck,
+    /// The sparse checkpoint, to encode every text again (with `archive`) and require the bundle's sparse
+    /// vectors to the bit.
+    pub sparse_model_dir: Option<PathBuf>,
     /// Accept a legacy (not prehashed) minisign signature.
     pub allow_legacy_signature: bool,
     /// Caps on the bundle's files.
@@ -547,8 +605,11 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
             PREDICATE_TYPE_V7 => {
                 Some(claim_v7(&runs, &verification, &files, large.as_ref().map(|l| l.sha256.as_str())))
             }
-            PREDICATE_TYPE => {
+            PREDICATE_TYPE_V8 => {
                 Some(claim_v8(&runs, &verification, &files, large.as_ref().map(|l| l.sha256.as_str())))
+            }
+            PREDICATE_TYPE => {
+                Some(claim_v9(&runs, &verification, &files, large.as_ref().map(|l| l.sha256.as_str())))
             }
             _ => None,
         };
@@ -645,6 +706,12 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         None => Input::Absent("no executable given"),
     };
     let frozen = json_of(EFFECTIVE_CONFIG_FILE);
+    let sparse = sparse_fixture(check, &files, &runs, texts.as_ref().ok(), &mut report);
+    let sparse_input = match &sparse {
+        Some(Ok(view)) => Input::Read { origin: SPARSE_FIXTURE_FILE, content: view },
+        Some(Err(reason)) => Input::Refused(reason),
+        None => Input::Absent("no run searched with sparse vectors"),
+    };
     let manifest_sha256 = sha256_tagged(&manifest_bytes);
     let outcome = run_all(&Inputs {
         manifest_sha256: Some(&manifest_sha256),
@@ -663,7 +730,7 @@ pub fn verify_bundle_contents(check: &BundleCheck) -> Result<(Report, Option<Bun
         },
         vectors: vectors_input,
         texts: texts_input,
-        sparse: Input::Absent("a bundle carries no sparse fixture"),
+        sparse: sparse_input,
         embedding: &check.embedding,
         published: files.get(PUBLISHED_FILE).map(Vec::as_slice),
         identity_lists_files: claim_version(predicate_type) >= 8,
@@ -826,6 +893,52 @@ fn shard_slice(
         Err(reason) => crate::shard::Finding::Differs(reason),
     };
     Ok(())
+}
+
+/// The bundle's sparse fixture, parsed, with `sparse.identity` and `sparse.values` recorded: `None` when no run
+/// searched with sparse vectors (a sparse run in a bundle that carries none fails `sparse.identity`).
+fn sparse_fixture(
+    check: &BundleCheck,
+    files: &Files,
+    runs: &[Run],
+    texts: Option<&crate::texts::Texts>,
+    report: &mut Report,
+) -> Option<std::result::Result<crate::recompute::sparse::SparseView, String>> {
+    let sparse_runs = runs.iter().any(|run| !run.aggregate["sparse"].is_null());
+    let Some(bytes) = files.get(SPARSE_FIXTURE_FILE) else {
+        if sparse_runs {
+            let reason =
+                format!("runs searched sparse vectors, but the bundle carries no {SPARSE_FIXTURE_FILE}");
+            report.record("global", "sparse.identity", Err(reason.clone()));
+            return Some(Err(reason));
+        }
+        return None;
+    };
+    let view = match crate::recompute::sparse::SparseView::parse(bytes) {
+        Ok(view) => view,
+        Err(reason) => {
+            let reason = format!("{SPARSE_FIXTURE_FILE}: {reason}");
+            report.record("global", "sparse.identity", Err(reason.clone()));
+            return Some(Err(reason));
+        }
+    };
+    report.record("global", "sparse.identity", crate::checks::rankings::sparse_identity(&view, runs, texts));
+    match (&check.sparse_model_dir, texts) {
+        (Some(dir), Some(texts)) => {
+            report.record("global", "sparse.values", crate::recompute::sparse::reencode(&view, texts, dir))
+        }
+        (Some(_), None) => report.not_checked(
+            "global",
+            "sparse.values",
+            "the texts are needed to encode them again: pass --archive",
+        ),
+        (None, _) => report.not_checked(
+            "global",
+            "sparse.values",
+            "the sparse vectors rest on the signer: pass --sparse-model-dir (with --archive) to encode every text again",
+        ),
+    }
+    Some(Ok(view))
 }
 
 /// `published.present`: a claim v6 bundle of one of BEIR's datasets carries `published.json`, so a row the run did

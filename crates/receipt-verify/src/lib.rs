@@ -51,7 +51,8 @@ pub use crate::artifacts::{AGGREGATE_SCHEMA, ROW_SCHEMA, Run, SCHEMAS, aggregate
 pub use crate::baseline::{bm25_flat_baseline, config_label, frozen_baseline, is_frozen_baseline};
 pub use crate::bundle::{
     BundleCheck, BundleContents, BundleOptions, check_bundle_files, claim, claim_v2, claim_v4, claim_v5,
-    claim_v6, claim_v7, claim_v8, make_bundle, verify_bundle, verify_bundle_contents, verify_embedding_shard,
+    claim_v6, claim_v7, claim_v8, claim_v9, make_bundle, verify_bundle, verify_bundle_contents,
+    verify_embedding_shard,
 };
 pub use crate::checks::carried::runs_digest;
 pub use crate::checks::exports::{

@@ -12,11 +12,16 @@ pub const SIGNATURE_FILE: &str = "manifest.json.minisig";
 pub const REPLACED_SIGNATURE_PREFIX: &str = "manifest.json.minisig.replaced-";
 /// The in-toto Statement type.
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
-/// The predicate type of the claims this build writes: version 8 is version 7's claim with the digest of every
-/// file that shapes the vectors (`model_files`: the weights, the tokenizer, `config.json` and each
-/// sentence-transformers file the checkpoint holds), which the model's identity in the fixture must list for
-/// a model run by this project's forward pass: `model.identity` judges the model's name from all of them.
-pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v8";
+/// The newest predicate type this build writes, for bundles with learned sparse runs: version 9 is version 8's
+/// claim with the sparse fixture the runs searched (`sparse`: its digest and the sparse model's identity, every
+/// file by digest), which the bundle carries as [`SPARSE_FIXTURE_FILE`] so that every sparse score is recomputed
+/// and, with the checkpoint, every sparse vector encoded again. A bundle without sparse runs is version 8.
+pub const PREDICATE_TYPE: &str = "urn:scifact-audit:claim:v9";
+/// Version 8: version 7's claim with the digest of every file that shapes the vectors (`model_files`: the
+/// weights, the tokenizer, `config.json` and each sentence-transformers file the checkpoint holds), which the
+/// model's identity in the fixture must list for a model run by this project's forward pass: `model.identity`
+/// judges the model's name from all of them. What this build writes for a bundle without sparse runs.
+pub const PREDICATE_TYPE_V8: &str = "urn:scifact-audit:claim:v8";
 /// Version 7: version 6's claim with the lexical scorer of its runs (`lexical`: `bm25_flat` or `fts5`), a
 /// `published.json` of version 3 or later (the registry whose BM25-flat rows a BM25-flat run can reproduce),
 /// and a report page that names the scorer, the archive and model a reader re-runs with, and keeps intervals,
@@ -51,6 +56,9 @@ pub fn claim_version(predicate_type: &str) -> u32 {
     let newest = number(PREDICATE_TYPE).unwrap_or(0);
     number(predicate_type).filter(|n| (1..=newest).contains(n)).unwrap_or(0)
 }
+
+/// The sparse fixture a claim v9 bundle carries: every document's and query's learned sparse vector.
+pub const SPARSE_FIXTURE_FILE: &str = "sparse-fixture.json";
 
 /// The human-readable report's file name, a subject of bundles with a selection.
 pub const REPORT_FILE: &str = "report.html";
@@ -159,8 +167,9 @@ mod tests {
     fn claim_versions_run_from_1_to_the_one_this_build_writes() {
         assert_eq!(claim_version(PREDICATE_TYPE_V1), 1);
         assert_eq!(claim_version(PREDICATE_TYPE_V7), 7);
-        assert_eq!(claim_version(PREDICATE_TYPE), 8);
-        for other in ["urn:scifact-audit:claim:v9", "urn:scifact-audit:claim:v0", "urn:other:claim:v3", ""] {
+        assert_eq!(claim_version(PREDICATE_TYPE_V8), 8);
+        assert_eq!(claim_version(PREDICATE_TYPE), 9);
+        for other in ["urn:scifact-audit:claim:v10", "urn:scifact-audit:claim:v0", "urn:other:claim:v3", ""] {
             assert_eq!(claim_version(other), 0, "{other}");
         }
     }

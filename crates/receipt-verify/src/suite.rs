@@ -423,6 +423,7 @@ fn bundle(
         archive,
         embedding: check.embedding.clone(),
         allow_legacy_signature: false,
+        sparse_model_dir: None,
         limits: check.limits,
     });
     let (bundle_report, contents) = match outcome {

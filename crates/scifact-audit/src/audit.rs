@@ -222,6 +222,7 @@ pub(crate) fn bundle(args: &BundleArgs) -> anyhow::Result<ExitCode> {
         bundle_dir: args.bundle_dir.clone(),
         store_dir: args.store_dir.clone(),
         corpus: args.corpus.clone(),
+        sparse_fixture: args.sparse_fixture.clone(),
         comparisons: args.comparison.clone(),
     })?;
     let mut out = std::io::stdout().lock();
@@ -291,6 +292,7 @@ pub(crate) fn verify_bundle(args: &VerifyBundleArgs) -> anyhow::Result<ExitCode>
         archive: args.archive.as_deref().map(crate::corpus::follow_archive).transpose()?,
         embedding,
         allow_legacy_signature: args.allow_legacy_signature,
+        sparse_model_dir: args.sparse_model_dir.clone(),
         limits: safe_fs::Limits {
             max_file_bytes: args.max_file_bytes,
             max_total_bytes: args.max_total_bytes,

@@ -767,6 +767,14 @@ pub(crate) struct EvalArgs {
     /// chance a forgery passes) and never stands in for a reader's `verify-bundle`, which re-embeds every vector
     #[arg(long, value_name = "N|all", default_value = "64", value_parser = parse_sample)]
     pub(crate) embedding_sample: receipt_verify::Sample,
+    /// Add learned sparse (SPLADE) runs with this checkpoint
+    ///
+    /// Add learned sparse retrieval: every text encoded with this SPLADE checkpoint (a SparseEncoder, a Router, or a
+    /// bare BertForMaskedLM with safetensors weights) into the sparse fixture, pre-registered with the fixture;
+    /// sparse_only runs on calibration and held-out beside the other modes; trials may set sparse_weight (a third
+    /// fused list). The bundle carries every sparse vector and the model's identity (claim v9)
+    #[arg(long, value_name = "DIR", help_heading = "Model")]
+    pub(crate) sparse_model_dir: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,
     #[command(flatten)]
@@ -900,6 +908,9 @@ pub(crate) struct BundleArgs {
     /// The fixture, when it moved
     #[arg(long, value_name = "FIXTURE")]
     pub(crate) corpus: Option<PathBuf>,
+    /// The sparse fixture the runs searched with, when it moved (carried as sparse-fixture.json: claim v9)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) sparse_fixture: Option<PathBuf>,
     /// Carry a comparison with an earlier attestation (`compare --carried`); repeatable
     ///
     /// Carry a comparison with an earlier attestation (the --out directory of `compare --carried` on this
@@ -1106,6 +1117,9 @@ pub(crate) struct VerifyBundleArgs {
     /// Accept a legacy (not prehashed) minisign signature; by default only prehashed ones verify
     #[arg(long)]
     pub(crate) allow_legacy_signature: bool,
+    /// The sparse checkpoint, to encode every text again (with --archive) and require the bundle's sparse vectors
+    #[arg(long, value_name = "DIR")]
+    pub(crate) sparse_model_dir: Option<PathBuf>,
     /// The largest file of the bundle that is read into memory
     ///
     /// A larger one fails the subjects check unread. vectors.f32 is not held: it is copied to a private temp file

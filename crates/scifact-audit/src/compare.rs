@@ -111,6 +111,7 @@ pub(crate) fn compare_bundles(
             archive: archive(dir),
             embedding: crate::audit::embedding_check(args.model_dir.clone(), &args.embedding),
             allow_legacy_signature: false,
+            sparse_model_dir: None,
             limits: BUNDLE_LIMITS,
         })?;
         let Some(contents) = contents.filter(|_| report.passed()) else {

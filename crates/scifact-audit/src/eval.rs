@@ -154,6 +154,13 @@ pub(crate) fn run_one(
         corpus.archive(target.archive, work, args.accept_archive_digest.as_deref(), &stages.progress)?;
     check_archive(&archive)?;
     let (embedder, model_dir) = open_embedder(&corpus.model_args(&args.model_args)?)?;
+    let sparse_encoder = match &args.sparse_model_dir {
+        Some(dir) => Some(
+            embedding::SparseEncoder::load(dir)
+                .with_context(|| format!("loading the sparse checkpoint {}", dir.display()))?,
+        ),
+        None => None,
+    };
 
     let fixture = work.join("fixture.json");
     let fixture_sha256 = stages.time("fixture", |progress| {
@@ -170,6 +177,21 @@ pub(crate) fn run_one(
         Ok(format!("sha256:{}", summary.fixture_sha256.trim_start_matches("sha256:")))
     })?;
     drop(embedder);
+    let sparse_fixture = match &sparse_encoder {
+        Some(encoder) => {
+            let path = work.join("sparse-fixture.json");
+            let sha256 = stages
+                .time("sparse fixture", |progress| ensure_sparse(&fixture, encoder, &path, progress))?;
+            Some((path, sha256))
+        }
+        None => None,
+    };
+    drop(sparse_encoder);
+    let sparse_path = sparse_fixture.as_ref().map(|(path, _)| path.as_path());
+    let mut modes = ALL_MODES.to_vec();
+    if sparse_fixture.is_some() {
+        modes.push(SearchMode::SparseOnly);
+    }
 
     let identity = scifact_eval::ExecutableIdentity::current();
     let Some(executable) = identity.sha256 else {
@@ -177,6 +199,7 @@ pub(crate) fn run_one(
     };
     let inputs = PreregistrationInputs {
         fixture_sha256: fixture_sha256.clone(),
+        sparse_fixture_sha256: sparse_fixture.as_ref().map(|(_, sha256)| sha256.clone()),
         executable_sha256: executable.clone(),
         build_revision: BUILD_REVISION.into(),
         source: space_source,
@@ -184,7 +207,21 @@ pub(crate) fn run_one(
         baseline: baseline.clone(),
     };
     // The run id digests what the pre-registration declares (not when), so a rerun resumes the same run.
-    let declared = digest_of(&Preregistration::new(&inputs, 0)?)?;
+    let declared_preregistration = Preregistration::new(&inputs, 0)?;
+    if sparse_fixture.is_none()
+        && let Some(trial) = declared_preregistration
+            .search_space
+            .trials
+            .iter()
+            .find(|trial| trial.config.sparse_weight != 0.0)
+    {
+        bail!(
+            "trial {:?} of the search space sets sparse_weight: it fuses learned sparse vectors, which need \
+             --sparse-model-dir",
+            trial.name
+        );
+    }
+    let declared = digest_of(&declared_preregistration)?;
     let run_id =
         sha256_hex(format!("{fixture_sha256}\n{declared}\n{executable}").as_bytes())[..16].to_owned();
     let run_dir = work.join("runs").join(&run_id);
@@ -216,18 +253,18 @@ pub(crate) fn run_one(
     );
     stages.time("calibration", |progress| {
         run_split(
-            (&fixture, dataset),
+            (&fixture, dataset, sparse_path),
             &store,
             &results,
             Split::Calibration,
             std::slice::from_ref(&baseline),
-            &ALL_MODES,
+            &modes,
             progress,
         )
     })?;
     stages.time("calibration trials", |progress| {
         run_split(
-            (&fixture, dataset),
+            (&fixture, dataset, sparse_path),
             &store,
             &results,
             Split::Calibration,
@@ -237,10 +274,8 @@ pub(crate) fn run_one(
         )
     })?;
     stages.time("validate calibration", |_| {
-        let mut names: Vec<String> = ALL_MODES
-            .iter()
-            .map(|mode| aggregate_file_name(dataset, *mode, Split::Calibration, None))
-            .collect();
+        let mut names: Vec<String> =
+            modes.iter().map(|mode| aggregate_file_name(dataset, *mode, Split::Calibration, None)).collect();
         for trial in &preregistration.search_space.trials[1..] {
             names.push(aggregate_file_name(
                 dataset,
@@ -271,20 +306,20 @@ pub(crate) fn run_one(
     };
     stages.time("held-out", |progress| {
         run_split(
-            (&fixture, dataset),
+            (&fixture, dataset, sparse_path),
             &store,
             &results,
             Split::Heldout,
             &heldout_configs,
-            &ALL_MODES,
+            &modes,
             progress,
         )
     })?;
     stages.time("validate held-out", |_| {
         let mut names = Vec::new();
         for label in [None, selection.winner.label.as_deref()] {
-            for mode in ALL_MODES {
-                names.push(aggregate_file_name(dataset, mode, Split::Heldout, label));
+            for mode in &modes {
+                names.push(aggregate_file_name(dataset, *mode, Split::Heldout, label));
             }
         }
         names.dedup();
@@ -311,8 +346,8 @@ pub(crate) fn run_one(
             output_dir: results.clone(),
             store_dir: Some(store.clone()),
             corpus: Some(fixture.clone()),
-            sparse_fixture: None,
-            sparse_model_dir: None,
+            sparse_fixture: sparse_path.map(Path::to_path_buf),
+            sparse_model_dir: args.sparse_model_dir.clone(),
             embedding: EmbeddingCheck {
                 shards: None,
                 model_dir: model_dir.clone(),
@@ -346,7 +381,7 @@ pub(crate) fn run_one(
         report_path.map_err(|reason| anyhow::anyhow!("report.html could not be drawn: {reason}"))?;
     safe_fs::halt::point("eval.reported");
     let bundle = work.join("bundles").join(&run_id);
-    stages.time("bundle", |_| ensure_bundle(&bundle, &results, &store, &fixture))?;
+    stages.time("bundle", |_| ensure_bundle(&bundle, &results, &store, &fixture, sparse_path))?;
     if let Some(signer) = signer {
         stages.time("sign", |_| ensure_signature(&bundle, signer))?;
     }
@@ -411,7 +446,7 @@ fn check_archive(archive: &Path) -> anyhow::Result<()> {
 /// Runs `modes` of `split` over the fixture at `fixture` (of `dataset`, which names the files) under each of
 /// `configs` whose aggregates are missing; a run interrupted earlier resumes.
 pub(crate) fn run_split(
-    (fixture, dataset): (&Path, &str),
+    (fixture, dataset, sparse): (&Path, &str, Option<&Path>),
     store: &Path,
     results: &Path,
     split: Split,
@@ -441,7 +476,7 @@ pub(crate) fn run_split(
         config: SearchConfig::default(),
         build_revision: BUILD_REVISION.into(),
         generated_by: format!("scifact-audit {}", env!("CARGO_PKG_VERSION")),
-        sparse_fixture: None,
+        sparse_fixture: sparse.map(Path::to_path_buf),
     };
     scifact_eval::run_configs(&options, &missing, progress).with_context(|| format!("running {split}"))?;
     Ok(())
@@ -468,7 +503,36 @@ fn validate_runs(results: &Path, names: &[String], what: &str, view: &FixtureVie
 
 /// Makes the bundle, or keeps the one a previous attempt made if every file in it still matches its
 /// manifest. One that does not is moved aside (never trusted, never deleted) and made again.
-fn ensure_bundle(bundle: &Path, results: &Path, store: &Path, fixture: &Path) -> anyhow::Result<()> {
+/// The sparse fixture of `fixture` encoded by `encoder` at `path`: kept when it pairs with this fixture and this
+/// model, otherwise (a new fixture or model) encoded afresh. Returns its digest.
+fn ensure_sparse(
+    fixture: &Path,
+    encoder: &embedding::SparseEncoder,
+    path: &Path,
+    progress: &StageProgress,
+) -> anyhow::Result<String> {
+    if path.symlink_metadata().is_ok() {
+        let dense = scifact_eval::LoadedFixture::read(fixture)?;
+        match scifact_eval::SparseFixture::read(path, &dense) {
+            Ok((sparse, sha256)) if &sparse.model == encoder.identity() => return Ok(sha256),
+            // Derived from the fixture and the model, both given: made again rather than trusted.
+            _ => std::fs::remove_file(path)
+                .with_context(|| format!("removing the stale {}", path.display()))?,
+        }
+    }
+    scifact_eval::build_sparse_fixture(fixture, encoder, path, progress)
+        .with_context(|| format!("encoding {} into {}", fixture.display(), path.display()))?;
+    let dense = scifact_eval::LoadedFixture::read(fixture)?;
+    Ok(scifact_eval::SparseFixture::read(path, &dense)?.1)
+}
+
+fn ensure_bundle(
+    bundle: &Path,
+    results: &Path,
+    store: &Path,
+    fixture: &Path,
+    sparse: Option<&Path>,
+) -> anyhow::Result<()> {
     if bundle.symlink_metadata().is_ok() {
         match receipt_verify::check_bundle_files(bundle) {
             Ok(()) => return Ok(()),
@@ -496,6 +560,7 @@ fn ensure_bundle(bundle: &Path, results: &Path, store: &Path, fixture: &Path) ->
         bundle_dir: bundle.to_owned(),
         store_dir: Some(store.to_owned()),
         corpus: Some(fixture.to_owned()),
+        sparse_fixture: sparse.map(Path::to_path_buf),
         comparisons: Vec::new(),
     })?;
     Ok(())

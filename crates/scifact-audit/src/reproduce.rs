@@ -85,6 +85,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
             memo: None,
         },
         allow_legacy_signature: false,
+        sparse_model_dir: None,
         limits: BUNDLE_LIMITS,
     })?;
     // Everything below works from the bytes the verification hashed, never from a second read.
@@ -97,6 +98,12 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     let Some(first) = runs.first().map(|run| run.aggregate.clone()) else {
         bail!("the bundle holds no aggregate")
     };
+    if runs.iter().any(|run| !run.aggregate["sparse"].is_null()) {
+        bail!(
+            "the bundle holds learned sparse runs, which reproduce does not re-execute yet; verify-bundle \
+             --sparse-model-dir recomputes every sparse score and encodes every sparse vector again"
+        );
+    }
 
     let metadata = contents
         .files
@@ -198,7 +205,15 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         }
         for (modes, group) in &groups {
             writeln!(out, "run          {split}: {} configuration(s), modes {modes:?}", group.len())?;
-            crate::eval::run_split((&fixture, dataset), &store, &results, split, group, modes, &progress)?;
+            crate::eval::run_split(
+                (&fixture, dataset, None),
+                &store,
+                &results,
+                split,
+                group,
+                modes,
+                &progress,
+            )?;
         }
     }
     crate::export::export(

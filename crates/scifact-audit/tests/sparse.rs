@@ -156,3 +156,100 @@ fn build_sparse_then_run_then_verify_recomputes_every_sparse_list_and_catches_an
     assert!(statuses(&report, "sparse.identity").iter().all(|(_, status)| *status == "fail"));
     assert_eq!(statuses(&report, "sparse.values"), [("global", "fail")], "the edited vector, encoded again");
 }
+
+/// `eval --sparse-model-dir` on the tiny corpus with a search space whose trial fuses the sparse list: a signed
+/// claim v9 bundle carrying the sparse fixture, which `verify-bundle --sparse-model-dir` calls verified, every
+/// sparse list recomputed and every sparse vector encoded again; without the checkpoint the vectors rest on the
+/// signer, and a trial with a sparse weight but no sparse model is refused before any work.
+#[test]
+fn a_tiny_eval_with_sparse_runs_is_signed_as_claim_v9_and_verifies_with_the_sparse_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let (secret, public) = crate::keys(dir.path());
+    let work = dir.path().join("work");
+    let tiny = root().join("fixtures/tiny");
+    let checkpoint = root().join("fixtures/sparse/st6-fill-mask");
+    let space = dir.path().join("space.json");
+    std::fs::write(
+        &space,
+        r#"{"schema": "scifact-audit-search-space-v1", "about": "the baseline and one trial fusing the sparse list",
+            "trials": [{"name": "baseline", "set": {}}, {"name": "with-sparse", "set": {"sparse_weight": 1.0}}]}"#,
+    )
+    .unwrap();
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = [
+            "eval",
+            "--profile",
+            "tiny",
+            "--work-dir",
+            path_str(&work),
+            "--archive",
+            path_str(&tiny.join("scifact-tiny.zip")),
+            "--model-dir",
+            path_str(&tiny.join("model")),
+            "--search-space",
+            path_str(&space),
+            "--secret-key",
+            path_str(&secret),
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        args
+    };
+    let run = |args: Vec<String>| {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        scifact_audit(&refs, "")
+    };
+
+    let refused = run(args(&[]));
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("sets sparse_weight") && stderr.contains("--sparse-model-dir"), "{stderr}");
+
+    let eval = run(args(&["--sparse-model-dir", path_str(&checkpoint)]));
+    assert!(eval.status.success(), "{}", String::from_utf8_lossy(&eval.stderr));
+    let bundle = crate::tiny::only_bundle(&work);
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["predicateType"], "urn:scifact-audit:claim:v9");
+    assert!(
+        manifest["predicate"]["sparse"]["model"]["model"].as_str().unwrap().starts_with("splade-sha256-")
+    );
+    assert!(bundle.join("sparse-fixture.json").is_file());
+    for split in ["calibration", "heldout"] {
+        assert!(bundle.join(format!("tiny-sparse_only-{split}.aggregate.json")).is_file(), "{split}");
+    }
+    let prereg: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("preregistration.json")).unwrap()).unwrap();
+    assert_eq!(prereg["sparse_fixture_sha256"], manifest["predicate"]["sparse"]["fixture_sha256"]);
+
+    let (archive, model) = (tiny.join("scifact-tiny.zip"), tiny.join("model"));
+    let verify = |extra: &[&str]| {
+        let mut args = vec![
+            "verify-bundle",
+            "--bundle-dir",
+            path_str(&bundle),
+            "--public-key",
+            path_str(&public),
+            "--archive",
+            path_str(&archive),
+            "--model-dir",
+            path_str(&model),
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let output = scifact_audit(&args, "");
+        serde_json::from_slice::<Value>(&output.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stderr)))
+    };
+    let report = verify(&["--sparse-model-dir", path_str(&checkpoint)]);
+    crate::assert_report_verdict(&report, &["verified"]);
+    for name in ["ranking.sparse", "sparse.identity", "sparse.values", "fusion.ranking"] {
+        let found = statuses(&report, name);
+        assert!(!found.is_empty() && found.iter().all(|(_, s)| *s == "pass"), "{name}: {found:?}");
+    }
+    let without = verify(&[]);
+    crate::assert_report_verdict(&without, &["publishable"]);
+    assert_eq!(statuses(&without, "sparse.values"), [("global", "not_checked")]);
+}

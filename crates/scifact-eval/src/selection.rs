@@ -228,6 +228,10 @@ pub struct Preregistration {
     pub created_unix: u64,
     /// The fixture the evaluation runs on.
     pub fixture_sha256: String,
+    /// The sparse fixture its sparse runs search with, when it has any: fixed, like the fixture, before the
+    /// first calibration query. Left out otherwise, so that earlier pre-registrations keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sparse_fixture_sha256: Option<String>,
     /// The executable that will run it.
     pub executable_sha256: String,
     /// Its source revision.
@@ -249,6 +253,8 @@ pub struct Preregistration {
 pub struct PreregistrationInputs {
     /// The fixture's digest.
     pub fixture_sha256: String,
+    /// The sparse fixture's digest, when the evaluation has sparse runs.
+    pub sparse_fixture_sha256: Option<String>,
     /// The executable's digest.
     pub executable_sha256: String,
     /// The source revision.
@@ -290,6 +296,7 @@ impl Preregistration {
             schema: PREREGISTRATION_SCHEMA.into(),
             created_unix,
             fixture_sha256: inputs.fixture_sha256.clone(),
+            sparse_fixture_sha256: inputs.sparse_fixture_sha256.clone(),
             executable_sha256: inputs.executable_sha256.clone(),
             build_revision: inputs.build_revision.clone(),
             baseline,

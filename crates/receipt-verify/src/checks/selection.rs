@@ -225,6 +225,14 @@ fn preregistration(prereg: &Value, runs: &[Run]) -> Outcome {
                 return Err(format!("{}: {pointer} differs from the pre-registration's {key}", run.name));
             }
         }
+        // A run that searched sparse vectors searched the ones fixed before calibration, or its claim is void.
+        let sparse = run.str_at("/sparse/fixture_sha256");
+        if !sparse.is_empty() && prereg["sparse_fixture_sha256"].as_str() != Some(sparse) {
+            return Err(format!(
+                "{}: its sparse fixture {sparse} is not the one pre-registered ({})",
+                run.name, prereg["sparse_fixture_sha256"]
+            ));
+        }
     }
     Ok(format!(
         "{} trials declared and expanded from the baseline, digests recomputed, binding these runs' fixture and executable",
