@@ -293,6 +293,7 @@ pub(crate) fn run_one(
     safe_fs::halt::point("eval.selected");
     crate::selection::ensure_freeze(
         &results,
+        &modes,
         &preregistration,
         &preregistration_sha256,
         &selection,
@@ -652,6 +653,32 @@ fn print_summary(
             latency["p95"].as_f64().unwrap_or(f64::NAN)
         )?;
     }
+    // Learned sparse runs are outside the pre-registered statistics plan: their means, without intervals.
+    for (config, label) in [("baseline", None), ("selected", winner.label.as_deref())] {
+        if config == "selected" && label.is_none() {
+            continue;
+        }
+        let name = aggregate_file_name(&published.dataset, SearchMode::SparseOnly, Split::Heldout, label);
+        let Ok(bytes) =
+            safe_fs::read_regular(&results.join(&name), receipt_verify::OUTPUT_LIMITS.max_file_bytes)
+        else {
+            continue;
+        };
+        let aggregate: Value = serde_json::from_slice(&bytes)?;
+        let metric = |key: &str| aggregate["metrics"][key].as_f64().unwrap_or(f64::NAN);
+        let latency = &aggregate["metrics"]["latency_ms"];
+        writeln!(
+            out,
+            "{:<9} {:<12} {:>24} {:>24} {:>8.4} {:>8.3} {:>8.3}",
+            config,
+            "sparse_only",
+            format!("{:.4} (no interval)", metric("ndcg@10")),
+            format!("{:.4}", metric("recall@10")),
+            metric("mrr@10"),
+            latency["p50"].as_f64().unwrap_or(f64::NAN),
+            latency["p95"].as_f64().unwrap_or(f64::NAN)
+        )?;
+    }
     if winner.label.is_none() {
         writeln!(out, "(the baseline won selection: held-out ran it alone)")?;
     }
@@ -783,7 +810,16 @@ fn print_summary(
         stages.started.elapsed().as_secs_f64()
     )?;
     writeln!(out)?;
-    let boundary = claim_boundary();
+    // The held-out aggregates' own boundary: a run with learned sparse vectors supports sparse claims.
+    let boundary = statistics
+        .runs
+        .first()
+        .and_then(|run| {
+            safe_fs::read_regular(&results.join(&run.aggregate), receipt_verify::OUTPUT_LIMITS.max_file_bytes)
+                .ok()
+        })
+        .and_then(|bytes| serde_json::from_slice::<scifact_eval::Aggregate>(&bytes).ok())
+        .map_or_else(claim_boundary, |aggregate| aggregate.claim_boundary);
     writeln!(out, "What this does not establish: {}.", boundary.does_not_establish.join("; "))?;
     writeln!(
         out,

@@ -187,6 +187,7 @@ pub(crate) fn ensure_selection(
 /// Writes the freeze (`effective-config.json`, schema v2) before any held-out work, or checks the one there.
 pub(crate) fn ensure_freeze(
     results: &Path,
+    modes: &[semantic_memory::SearchMode],
     preregistration: &Preregistration,
     preregistration_sha256: &str,
     selection: &Selection,
@@ -208,7 +209,7 @@ pub(crate) fn ensure_freeze(
         fixture_sha256: preregistration.fixture_sha256.clone(),
         executable_sha256: preregistration.executable_sha256.clone(),
         build_revision: preregistration.build_revision.clone(),
-        modes: ALL_MODES.iter().map(|m| m.as_str().to_owned()).collect(),
+        modes: modes.iter().map(|m| m.as_str().to_owned()).collect(),
     };
     if let Some((_, existing)) = read_json::<Freeze>(&path)? {
         if existing != expected(existing.frozen_unix) {
