@@ -382,7 +382,7 @@ pub(crate) struct ModelArgs {
     /// Accept a BERT checkpoint with this weights sha256 (hex) instead of all-MiniLM-L6-v2's published one
     #[arg(long, value_name = "HEX")]
     pub(crate) weights_sha256: Option<String>,
-    /// Texts run through the model together on the CPU (speed and memory, never bits)
+    /// Texts the model runs at once on the CPU (speed and memory, never bits)
     ///
     /// Texts run through the model together on the CPU (the vectors do not depend on it; speed and memory do).
     /// A GPU sizes its batches from its free memory
@@ -761,7 +761,7 @@ pub(crate) struct EvalArgs {
     /// f32, streamed, for corpora one document cannot hold
     #[arg(long, value_enum, default_value = "auto")]
     pub(crate) fixture_format: FixtureFormatArg,
-    /// Document vectors the verify stage re-embeds (every query is re-embedded always), or `all`
+    /// Document vectors the verify stage re-embeds (every query always), or `all`
     ///
     /// This is the signer's own check, so a sample is the default: it is stated as one (verdict `sampled`, with the
     /// chance a forgery passes) and never stands in for a reader's `verify-bundle`, which re-embeds every vector
@@ -773,7 +773,7 @@ pub(crate) struct EvalArgs {
     /// bare BertForMaskedLM with safetensors weights) into the sparse fixture, pre-registered with the fixture;
     /// sparse_only runs on calibration and held-out beside the other modes; trials may set sparse_weight (a third
     /// fused list). The bundle carries every sparse vector and the model's identity (claim v9)
-    #[arg(long, value_name = "DIR", help_heading = "Model")]
+    #[arg(long, value_name = "DIR")]
     pub(crate) sparse_model_dir: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,

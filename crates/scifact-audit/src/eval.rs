@@ -521,8 +521,16 @@ fn ensure_sparse(
                 .with_context(|| format!("removing the stale {}", path.display()))?,
         }
     }
-    scifact_eval::build_sparse_fixture(fixture, encoder, path, progress)
-        .with_context(|| format!("encoding {} into {}", fixture.display(), path.display()))?;
+    match scifact_eval::build_sparse_fixture(fixture, encoder, path, progress) {
+        // An interrupted encoding of another fixture or model: derived data of this work directory, started over.
+        Err(scifact_eval::Error::Journal { .. }) => {
+            let log = scifact_eval::sparse_progress_path(path);
+            std::fs::remove_file(&log).with_context(|| format!("removing the stale {}", log.display()))?;
+            scifact_eval::build_sparse_fixture(fixture, encoder, path, progress)
+        }
+        other => other,
+    }
+    .with_context(|| format!("encoding {} into {}", fixture.display(), path.display()))?;
     let dense = scifact_eval::LoadedFixture::read(fixture)?;
     Ok(scifact_eval::SparseFixture::read(path, &dense)?.1)
 }

@@ -253,3 +253,73 @@ fn a_tiny_eval_with_sparse_runs_is_signed_as_claim_v9_and_verifies_with_the_spar
     crate::assert_report_verdict(&without, &["publishable"]);
     assert_eq!(statuses(&without, "sparse.values"), [("global", "not_checked")]);
 }
+
+/// `build-sparse` killed after a chunk resumes from its progress log and writes the uninterrupted build's bytes;
+/// a log of another sparse model is refused, never mixed in.
+#[test]
+fn build_sparse_killed_mid_way_resumes_to_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path();
+    let tiny = root().join("fixtures/tiny");
+    let fixture = work.join("fixture.json");
+    let model = tiny.join("model");
+    let build = crate::scifact_audit(
+        &[
+            "build",
+            "--profile",
+            "tiny",
+            "--archive",
+            path_str(&tiny.join("scifact-tiny.zip")),
+            "--model-dir",
+            path_str(&model),
+            "--work-dir",
+            path_str(work),
+            "--out",
+            path_str(&fixture),
+        ],
+        "",
+    );
+    assert!(build.status.success(), "{}", String::from_utf8_lossy(&build.stderr));
+    let checkpoint = root().join("fixtures/sparse/st5-mlm-sum");
+    let args = |out: &std::path::Path, model: &std::path::Path| -> Vec<String> {
+        [
+            "build-sparse",
+            "--corpus",
+            path_str(&fixture),
+            "--sparse-model-dir",
+            path_str(model),
+            "--out",
+            path_str(out),
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect()
+    };
+    let run = |args: &[String]| {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        crate::scifact_audit(&refs, "")
+    };
+    let whole = work.join("whole.json");
+    assert!(run(&args(&whole, &checkpoint)).status.success());
+
+    let resumed = work.join("resumed.json");
+    let partial = work.join("resumed.json.partial.jsonl");
+    let args_resumed = args(&resumed, &checkpoint);
+    let refs: Vec<&str> = args_resumed.iter().map(String::as_str).collect();
+    assert_eq!(crate::crash::run_until(&refs, "sparse.chunk:2"), crate::crash::Outcome::Killed);
+    assert!(!resumed.exists() && partial.is_file(), "killed: no fixture, the log of two chunks");
+    let again = run(&args_resumed);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(std::fs::read(&resumed).unwrap(), std::fs::read(&whole).unwrap(), "the same bytes");
+    assert!(!partial.exists(), "the log is removed once the fixture is written");
+
+    let other = work.join("other.json");
+    let args_other = args(&other, &checkpoint);
+    let refs: Vec<&str> = args_other.iter().map(String::as_str).collect();
+    assert_eq!(crate::crash::run_until(&refs, "sparse.chunk:1"), crate::crash::Outcome::Killed);
+    let refused = run(&args(&other, &root().join("fixtures/sparse/st6-fill-mask")));
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("another fixture or sparse model"), "{stderr}");
+    assert!(!other.exists());
+}

@@ -79,8 +79,8 @@ pub use crate::run::{
 pub use crate::schema::{AGGREGATE_SCHEMA, Aggregate, AttemptAnswers, AttemptsBinding, QueryRow, ROW_SCHEMA};
 pub use crate::shard::{MAX_SHARDS, Shard, ShardBinding, ShardError, shards_dir};
 pub use crate::sparse_fixture::{
-    MAX_SPARSE_FIXTURE_BYTES, SPARSE_FIXTURE_SCHEMA, SPARSE_TEXT_RULE, SparseEntry, SparseFixture,
-    build_sparse_fixture, sparse_document_text, sparse_query_text,
+    MAX_SPARSE_FIXTURE_BYTES, SPARSE_FIXTURE_SCHEMA, SPARSE_PROGRESS_SCHEMA, SPARSE_TEXT_RULE, SparseEntry,
+    SparseFixture, build_sparse_fixture, sparse_document_text, sparse_progress_path, sparse_query_text,
 };
 pub use crate::split::{
     CALIBRATION_COUNT, Split, calibration_count, request_id, select, selected_ids_digest, split_algorithm,

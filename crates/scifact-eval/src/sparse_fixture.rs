@@ -13,6 +13,7 @@ use std::path::Path;
 use embedding::{Role, SparseEncoder, SparseIdentity};
 use serde::{Deserialize, Serialize};
 
+use crate::append_log::AppendLog;
 use crate::archive::sha256_hex;
 use crate::build::Progress;
 use crate::error::{Error, Result};
@@ -93,12 +94,35 @@ pub fn sparse_query_text(text: &str) -> String {
     TextPolicyKind::Model.query(text).0
 }
 
+/// The schema id of the first line of a sparse fixture's progress log.
+pub const SPARSE_PROGRESS_SCHEMA: &str = "scifact-audit-sparse-progress-v1";
+
+/// The first line of the progress log `<out>.partial.jsonl`: which fixture and model its entries belong to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProgressHeader {
+    schema: String,
+    fixture_sha256: String,
+    model: SparseIdentity,
+}
+
+/// The progress log beside `out`.
+pub fn sparse_progress_path(out: &Path) -> std::path::PathBuf {
+    let mut name = out.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".partial.jsonl");
+    out.with_file_name(name)
+}
+
 /// Encodes every document and query of the dense fixture at `fixture_path` with `encoder` and writes the sparse
-/// fixture to `out` atomically (temp file, fsync, rename). Documents are encoded in chunks of 256, with progress.
+/// fixture to `out` atomically (temp file, fsync, rename). Texts are encoded in chunks of 256 (documents, then
+/// queries), each chunk's entries appended and fsync'd to `<out>.partial.jsonl` as it is done, so that a killed
+/// build resumes at the chunk it was in, with the same chunks and so the same bits; the log is removed once the
+/// fixture is written.
 ///
 /// # Errors
 /// [`Error::Fixture`] for an unreadable dense fixture; [`Error::Embedding`] for a text the encoder refuses;
-/// [`Error::OutputExists`] when `out` exists; I/O errors.
+/// [`Error::OutputExists`] when `out` exists; [`Error::Journal`] for a progress log of another fixture or model,
+/// or a damaged one; I/O errors.
 pub fn build_sparse_fixture(
     fixture_path: &Path,
     encoder: &SparseEncoder,
@@ -110,40 +134,97 @@ pub fn build_sparse_fixture(
     }
     let fixture = LoadedFixture::read(fixture_path)?;
     let total = fixture.document_ids.len() + fixture.queries.len();
-    progress.start("sparse-encode", total as u64);
-    let mut documents = Vec::with_capacity(fixture.document_ids.len());
-    let mut batch: Vec<(String, String)> = Vec::with_capacity(CHUNK);
-    let encode = |batch: &mut Vec<(String, String)>, role: Role, into: &mut Vec<SparseEntry>| -> Result<()> {
-        let encoded = {
-            let texts: Vec<&str> = batch.iter().map(|(_, text)| text.as_str()).collect();
-            encoder.encode(Some(role), &texts, &|_| {})?
-        };
-        let count = batch.len();
-        for ((id, text), embedding) in batch.drain(..).zip(encoded) {
-            into.push(SparseEntry {
-                id,
-                text_sha256: sha256_hex(text.as_bytes()),
-                tokens: embedding.tokens,
-                indices: embedding.vector.indices,
-                values: embedding.vector.values.into_iter().map(f64::from).collect(),
-            });
-        }
-        progress.advance(count as u64);
-        Ok(())
+    let header = ProgressHeader {
+        schema: SPARSE_PROGRESS_SCHEMA.into(),
+        fixture_sha256: fixture.sha256.clone(),
+        model: encoder.identity().clone(),
     };
-    for document in fixture.documents(0)? {
+    let log_path = sparse_progress_path(out);
+    let refuse = |reason: String| Error::Journal { path: log_path.clone(), reason };
+    let opened = AppendLog::open(&log_path, |line, reason| refuse(format!("line {line}: {reason}")))?;
+    let mut log = opened.log;
+    let mut done: Vec<SparseEntry> = Vec::new();
+    match opened.lines.split_first() {
+        None => {
+            log.append(&[serde_json::to_string(&header)?])?;
+        }
+        Some((first, entries)) => {
+            let found: ProgressHeader = serde_json::from_slice(first)
+                .map_err(|e| refuse(format!("its first line is not a progress header: {e}")))?;
+            if found != header {
+                return Err(refuse(
+                    "it belongs to another fixture or sparse model; remove it to encode afresh".into(),
+                ));
+            }
+            for (at, line) in entries.iter().enumerate() {
+                done.push(serde_json::from_slice(line).map_err(|e| refuse(format!("line {}: {e}", at + 2)))?);
+            }
+        }
+    }
+    if done.len() > total {
+        return Err(refuse(format!("{} entries for {total} texts", done.len())));
+    }
+    let documents_logged = done.len().min(fixture.document_ids.len());
+    if documents_logged % CHUNK != 0 && documents_logged != fixture.document_ids.len() {
+        return Err(refuse(format!("{documents_logged} documents logged, not whole chunks of {CHUNK}")));
+    }
+    progress.start("sparse-encode", total as u64);
+    progress.skip(done.len() as u64);
+    let documents_done = done.len().min(fixture.document_ids.len());
+    let queries_done = done.len() - documents_done;
+    let mut documents = Vec::with_capacity(fixture.document_ids.len());
+    let mut queries = Vec::with_capacity(fixture.queries.len());
+    let mut kept = done.into_iter();
+    documents.extend(kept.by_ref().take(documents_done));
+    queries.extend(kept);
+    let mut batch: Vec<(String, String)> = Vec::with_capacity(CHUNK);
+    let mut encode =
+        |batch: &mut Vec<(String, String)>, role: Role, into: &mut Vec<SparseEntry>| -> Result<()> {
+            if batch.is_empty() {
+                return Ok(());
+            }
+            let encoded = {
+                let texts: Vec<&str> = batch.iter().map(|(_, text)| text.as_str()).collect();
+                encoder.encode(Some(role), &texts, &|_| {})?
+            };
+            let count = batch.len();
+            let mut lines = Vec::with_capacity(count);
+            for ((id, text), embedding) in batch.drain(..).zip(encoded) {
+                let entry = SparseEntry {
+                    id,
+                    text_sha256: sha256_hex(text.as_bytes()),
+                    tokens: embedding.tokens,
+                    indices: embedding.vector.indices,
+                    values: embedding.vector.values.into_iter().map(f64::from).collect(),
+                };
+                lines.push(serde_json::to_string(&entry)?);
+                into.push(entry);
+            }
+            log.append(&lines)?;
+            safe_fs::halt::point("sparse.chunk");
+            progress.advance(count as u64);
+            Ok(())
+        };
+    // Chunks fall on the same boundaries as an uninterrupted build's: every 256 documents, then every 256 queries.
+    for document in fixture.documents(documents_done)? {
         let document = document?;
         batch.push((document.id, sparse_document_text(&document.title, &document.text)));
-        if batch.len() == CHUNK {
+        if documents.len() + batch.len() == fixture.document_ids.len()
+            || (documents.len() + batch.len()) % CHUNK == 0
+        {
             encode(&mut batch, Role::Document, &mut documents)?;
         }
     }
     encode(&mut batch, Role::Document, &mut documents)?;
-    let mut queries = Vec::with_capacity(fixture.queries.len());
-    for chunk in fixture.queries.chunks(CHUNK) {
+    let chunks_done = queries_done / CHUNK;
+    if queries_done % CHUNK != 0 {
+        return Err(refuse(format!("{queries_done} queries logged, not whole chunks of {CHUNK}")));
+    }
+    for chunk in fixture.queries.chunks(CHUNK).skip(chunks_done) {
         batch.extend(chunk.iter().map(|query| (query.id.clone(), sparse_query_text(&query.text))));
         encode(&mut batch, Role::Query, &mut queries)?;
     }
+    drop(encode);
     progress.finish();
     let sparse = SparseFixture {
         schema: SPARSE_FIXTURE_SCHEMA.into(),
@@ -156,6 +237,8 @@ pub fn build_sparse_fixture(
     let mut bytes = serde_json::to_vec(&sparse)?;
     bytes.push(b'\n');
     safe_fs::write_new(out, &bytes)?;
+    drop(log);
+    std::fs::remove_file(&log_path).map_err(|source| Error::Io { path: log_path.clone(), source })?;
     Ok(sparse)
 }
 
