@@ -165,7 +165,7 @@ pub fn build_sparse_fixture(
         return Err(refuse(format!("{} entries for {total} texts", done.len())));
     }
     let documents_logged = done.len().min(fixture.document_ids.len());
-    if documents_logged % CHUNK != 0 && documents_logged != fixture.document_ids.len() {
+    if !documents_logged.is_multiple_of(CHUNK) && documents_logged != fixture.document_ids.len() {
         return Err(refuse(format!("{documents_logged} documents logged, not whole chunks of {CHUNK}")));
     }
     progress.start("sparse-encode", total as u64);
@@ -210,21 +210,20 @@ pub fn build_sparse_fixture(
         let document = document?;
         batch.push((document.id, sparse_document_text(&document.title, &document.text)));
         if documents.len() + batch.len() == fixture.document_ids.len()
-            || (documents.len() + batch.len()) % CHUNK == 0
+            || (documents.len() + batch.len()).is_multiple_of(CHUNK)
         {
             encode(&mut batch, Role::Document, &mut documents)?;
         }
     }
     encode(&mut batch, Role::Document, &mut documents)?;
     let chunks_done = queries_done / CHUNK;
-    if queries_done % CHUNK != 0 {
+    if !queries_done.is_multiple_of(CHUNK) {
         return Err(refuse(format!("{queries_done} queries logged, not whole chunks of {CHUNK}")));
     }
     for chunk in fixture.queries.chunks(CHUNK).skip(chunks_done) {
         batch.extend(chunk.iter().map(|query| (query.id.clone(), sparse_query_text(&query.text))));
         encode(&mut batch, Role::Query, &mut queries)?;
     }
-    drop(encode);
     progress.finish();
     let sparse = SparseFixture {
         schema: SPARSE_FIXTURE_SCHEMA.into(),
