@@ -104,6 +104,11 @@ impl Checkpoint {
         let raw: Value = serde_json::from_slice(&config_bytes)
             .map_err(|error| invalid(&config_path, format!("not JSON: {error}")))?;
         check_architecture(&config_path, &raw)?;
+        let raw = if raw.get("model_type").and_then(Value::as_str) == Some(crate::bert::nomic::MODEL_TYPE) {
+            crate::bert::nomic::native_config(&raw).map_err(|reason| invalid(&config_path, reason))?
+        } else {
+            raw
+        };
         for (field, _) in SIZE_CAPS {
             // Named here: serde's own message for a size that is not a whole number names no field.
             if raw.get(field).is_some_and(|value| value.as_u64().is_none()) {
@@ -113,7 +118,7 @@ impl Checkpoint {
         let config_class = raw.get("tokenizer_class").and_then(Value::as_str).map(str::to_owned);
         let config: Config = serde_json::from_value(raw).map_err(|error| invalid(&config_path, error))?;
         check_sizes(&config_path, &config)?;
-        if config.hidden_act != "gelu" {
+        if config.hidden_act != "gelu" && !config.is_nomic() {
             // The tanh approximation is measurably not the model's GELU (cosine 0.9999972 vs 1 - 1e-12).
             return Err(invalid(
                 &config_path,
@@ -342,19 +347,22 @@ pub(crate) fn check_sizes(path: &Path, config: &Config) -> Result<()> {
     Ok(())
 }
 
-/// BERT or XLM-RoBERTa (the same encoder, its positions counted from after the padding index and one
-/// token-type row), and nothing else: `model_type` and `architectures`, when given, must say so and agree.
+/// BERT, XLM-RoBERTa (the same encoder, its positions counted from after the padding index and one
+/// token-type row), MPNet or NomicBert, and nothing else: `model_type` and `architectures`, when given, must
+/// say so and agree.
 pub(crate) fn check_architecture(path: &Path, raw: &Value) -> Result<()> {
     let kind = raw.get("model_type").and_then(Value::as_str).unwrap_or("bert");
     let prefix = match kind {
         "bert" => "Bert",
         "xlm-roberta" => "XLMRoberta",
         "mpnet" => "MPNet",
+        crate::bert::nomic::MODEL_TYPE => "NomicBert",
         other => {
             return Err(invalid(
                 path,
                 format!(
-                    "model_type {other:?} is not \"bert\", \"xlm-roberta\" or \"mpnet\": only those checkpoints run here"
+                    "model_type {other:?} is not \"bert\", \"xlm-roberta\", \"mpnet\" or \"nomic_bert\": only those \
+                     checkpoints run here"
                 ),
             ));
         }

@@ -6,6 +6,7 @@ mod http;
 
 mod checkpoints;
 mod download;
+mod modern;
 mod ollama;
 mod parity;
 mod sparse;

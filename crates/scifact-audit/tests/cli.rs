@@ -27,6 +27,7 @@ mod hostile;
 mod keys;
 mod memo;
 mod models;
+mod modern;
 mod quirks;
 mod registered;
 mod reproduce;

@@ -9,7 +9,9 @@
 
 mod gemm;
 pub(crate) mod mlm;
+pub(crate) mod nomic;
 mod ops;
+pub(crate) mod rope;
 
 pub(crate) use ops::{erf, exp, gelu_one, layer_norm as layer_norm_rows, softmax_rows};
 
@@ -108,6 +110,10 @@ pub(crate) struct Config {
     /// MPNet's relative-position buckets (32), whose learned bias is added to every layer's attention scores.
     #[serde(default = "default_buckets")]
     pub(crate) relative_attention_num_buckets: usize,
+    /// The rotary base θ of an encoder with rotary positions (NomicBert), set when its configuration is read
+    /// (`nomic::native_config`); `None` for those with a learned position table.
+    #[serde(default)]
+    pub(crate) rope_theta: Option<f64>,
 }
 
 fn default_buckets() -> usize {
@@ -130,7 +136,7 @@ impl Config {
     /// The first position a sequence's first token takes: 0 for BERT; for XLM-RoBERTa `pad_token_id + 1`
     /// (fairseq's convention: positions are counted from after the padding index).
     pub(crate) fn position_offset(&self) -> usize {
-        if self.is_bert() { 0 } else { self.pad_token_id + 1 }
+        if self.counts_from_padding() { self.pad_token_id + 1 } else { 0 }
     }
 
     /// The row of the position table each token of a sequence takes: its index for BERT; for XLM-RoBERTa and
@@ -138,7 +144,7 @@ impl Config {
     /// non-padding tokens so far, and the padding index itself for a padding token (a text holding a literal
     /// `<pad>` is split to it), so that no padding token moves the positions of those after it.
     pub(crate) fn positions<'a>(&self, ids: &'a [u32]) -> impl Iterator<Item = usize> + use<'a> {
-        let (bert, pad) = (self.is_bert(), self.pad_token_id);
+        let (bert, pad) = (!self.counts_from_padding(), self.pad_token_id);
         let mut counted = 0usize;
         ids.iter().map(move |id| {
             if bert {
@@ -171,8 +177,14 @@ impl Config {
         Ok(())
     }
 
-    fn is_bert(&self) -> bool {
-        self.model_type == "bert"
+    /// XLM-RoBERTa and MPNet count positions from after the padding index (fairseq's convention).
+    fn counts_from_padding(&self) -> bool {
+        matches!(self.model_type.as_str(), "xlm-roberta" | "mpnet")
+    }
+
+    /// NomicBert: rotary positions (no position table), bias-free projections and a SwiGLU feed-forward.
+    pub(crate) fn is_nomic(&self) -> bool {
+        self.model_type == nomic::MODEL_TYPE
     }
 
     pub(crate) fn is_mpnet(&self) -> bool {
@@ -222,6 +234,8 @@ pub(crate) struct Weights {
     pub(crate) layers: Vec<LayerWeights>,
     /// MPNet's relative-position bias, `[bucket][head]`; empty for BERT and XLM-RoBERTa.
     pub(crate) relative_bias: Vec<f32>,
+    /// NomicBert's rotary tables (its `positions` are empty); `None` for the learned-position encoders.
+    pub(crate) rotary: Option<rope::Rotary>,
 }
 
 struct Layer {
@@ -244,6 +258,7 @@ pub(crate) struct Bert {
     embedding_norm: Norm,
     layers: Vec<Layer>,
     relative_bias: Vec<f32>,
+    rotary: Option<rope::Rotary>,
 }
 
 /// Reads a safetensors file's tensors by name (with or without a `bert.` or `roberta.` prefix) as f32.
@@ -281,6 +296,10 @@ impl Weights {
     /// Reads the weights of `config`'s shape from safetensors `bytes`.
     pub(crate) fn read(config: Config, bytes: &[u8]) -> std::result::Result<Weights, String> {
         let (h, i) = (config.hidden_size, config.intermediate_size);
+        if config.is_nomic() {
+            let file = safetensors::SafeTensors::deserialize(bytes).map_err(|e| e.to_string())?;
+            return nomic::read(config, &Tensors { file });
+        }
         if config.hidden_act != "gelu" {
             // The tanh approximation is measurably not the model's GELU (cosine 0.9999972 vs 1 - 1e-12).
             return Err("hidden_act must be \"gelu\" (exact erf GELU)".into());
@@ -365,6 +384,7 @@ impl Weights {
             config,
             layers,
             relative_bias,
+            rotary: None,
         })
     }
 }
@@ -478,7 +498,14 @@ impl Bert {
             embedding_norm: weights.embedding_norm,
             layers,
             relative_bias: weights.relative_bias,
+            rotary: weights.rotary,
         }
+    }
+
+    /// Rotates by the tables' frequencies one off (tests only: a fault the parity tests must catch).
+    #[cfg(test)]
+    pub(crate) fn put_rotary_frequencies_one_off(&mut self) {
+        self.rotary = self.rotary.as_ref().map(rope::Rotary::frequencies_one_off);
     }
 
     /// The kernels the weights are packed for.
@@ -524,13 +551,21 @@ impl Bert {
             x.chunks_exact_mut(h).zip(batch.iter().flat_map(|ids| ids.iter())).zip(places)
         {
             let word = &self.words[*id as usize * h..(*id as usize + 1) * h];
+            if self.rotary.is_some() {
+                // No position table: positions enter as rotations of the queries and keys.
+                for ((value, w), t) in row.iter_mut().zip(word).zip(&self.token_type) {
+                    *value = *w + *t;
+                }
+                continue;
+            }
             let place = &self.positions[position * h..(position + 1) * h];
             for (((value, w), p), t) in row.iter_mut().zip(word).zip(place).zip(&self.token_type) {
                 *value = (*w + *p) + *t;
             }
         }
         self.norm_rows(&mut x, &self.embedding_norm);
-        let mut activations = buffers.fit(tokens, h, self.config.intermediate_size);
+        let gated = self.rotary.is_some();
+        let mut activations = buffers.fit(tokens, h, self.config.intermediate_size, gated);
         for layer in &self.layers {
             self.block(layer, &mut x, &lengths, &mut activations);
         }
@@ -544,6 +579,15 @@ impl Bert {
         gemm::linear(k, x, tokens, &layer.qkv, activations.qkv);
         let heads = self.config.num_attention_heads;
         let head_dim = h / heads;
+        if let Some(rotary) = &self.rotary {
+            // Each token's place in its own sequence, from 0.
+            let places: Vec<usize> = lengths.iter().flat_map(|len| 0..*len).collect();
+            activations.qkv.par_chunks_mut(3 * h).zip(places.par_iter()).for_each(|(row, place)| {
+                for head in row[..2 * h].chunks_exact_mut(head_dim) {
+                    rotary.rotate(head, *place);
+                }
+            });
+        }
         // Each sequence's context rows are its own: hand them out by length.
         let mut jobs = Vec::with_capacity(lengths.len());
         let (mut qkv_rest, mut ctx_rest) = (&activations.qkv[..], &mut activations.context[..]);
@@ -561,9 +605,19 @@ impl Bert {
         let norm = residual_then_norm(k, h, eps, x, &layer.attention_norm);
         gemm::linear_then(k, context, tokens, &layer.output, projected, norm);
         let intermediate = &mut *activations.intermediate;
-        gemm::linear_then(k, projected, tokens, &layer.intermediate, intermediate, |_, rows| {
-            ops::gelu(k, rows)
-        });
+        if self.rotary.is_some() {
+            let width = self.config.intermediate_size;
+            let gated = &mut *activations.gated;
+            gemm::linear(k, projected, tokens, &layer.intermediate, gated);
+            intermediate
+                .par_chunks_mut(ROWS_PER_TASK * width)
+                .zip(gated.par_chunks(ROWS_PER_TASK * 2 * width))
+                .for_each(|(out, rows)| ops::swiglu(k, rows, out, width));
+        } else {
+            gemm::linear_then(k, projected, tokens, &layer.intermediate, intermediate, |_, rows| {
+                ops::gelu(k, rows)
+            });
+        }
         let norm = residual_then_norm(k, h, eps, projected, &layer.output_norm);
         gemm::linear_then(k, intermediate, tokens, &layer.down, x, norm);
     }
@@ -640,6 +694,7 @@ pub(crate) struct Buffers {
     context: Vec<f32>,
     projected: Vec<f32>,
     intermediate: Vec<f32>,
+    gated: Vec<f32>,
 }
 
 /// One pass's share of [`Buffers`]: exactly its tokens' rows.
@@ -648,10 +703,12 @@ struct Activations<'a> {
     context: &'a mut [f32],
     projected: &'a mut [f32],
     intermediate: &'a mut [f32],
+    /// A gated feed-forward's two products side by side (`[up | gate]`, twice the intermediate width).
+    gated: &'a mut [f32],
 }
 
 impl Buffers {
-    fn fit(&mut self, tokens: usize, hidden: usize, intermediate: usize) -> Activations<'_> {
+    fn fit(&mut self, tokens: usize, hidden: usize, intermediate: usize, gated: bool) -> Activations<'_> {
         fn rows(buffer: &mut Vec<f32>, len: usize) -> &mut [f32] {
             if buffer.len() < len {
                 buffer.resize(len, 0.0);
@@ -663,6 +720,7 @@ impl Buffers {
             context: rows(&mut self.context, tokens * hidden),
             projected: rows(&mut self.projected, tokens * hidden),
             intermediate: rows(&mut self.intermediate, tokens * intermediate),
+            gated: rows(&mut self.gated, if gated { tokens * 2 * intermediate } else { 0 }),
         }
     }
 }

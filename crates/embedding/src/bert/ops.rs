@@ -137,6 +137,18 @@ pub(crate) fn gelu_one(x: f32) -> f32 {
     value[0]
 }
 
+/// SwiGLU of each row of `gated` (`[up | gate]`, `2 · width` wide) into the row of `out` (`width` wide):
+/// `up · silu(gate)`, `silu(g) = g / (1 + e^-g)` with this module's own `exp` (torch's form of it).
+#[inline(always)]
+fn swiglu_body(gated: &[f32], out: &mut [f32], width: usize) {
+    for (row, into) in gated.chunks_exact(2 * width).zip(out.chunks_exact_mut(width)) {
+        let (up, gate) = row.split_at(width);
+        for ((o, u), g) in into.iter_mut().zip(up).zip(gate) {
+            *o = *u * (*g / (1.0 + exp(-*g)));
+        }
+    }
+}
+
 /// Softmax of each row of `scores` over its first `width` values, in place. Rows are `stride` apart, a
 /// multiple of 16 no less than `width`: the values between are the rows' padding, written and never read as
 /// scores, so that a row's last few values are worked at the vector width like the others.
@@ -227,6 +239,7 @@ macro_rules! dispatch {
 dispatch! {
     layer_norm => layer_norm_body(rows: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32);
     gelu => gelu_body(values: &mut [f32]);
+    swiglu => swiglu_body(gated: &[f32], out: &mut [f32], width: usize);
     softmax_rows => softmax_body(scores: &mut [f32], width: usize, stride: usize);
 }
 

@@ -1,0 +1,152 @@
+//! The 2024-2026 encoders (`fixtures/modern/`, made by `scripts/st-modern.py` over transformers' native classes):
+//! each checkpoint held to sentence-transformers' own vectors (`reference.json`), to the same bits on every
+//! kernel this CPU has, kept off the GPU kernels that do not mirror it, and a tampered table or spelling caught.
+
+use std::path::{Path, PathBuf};
+
+use embedding::{DeviceRequest, Error, Kernels, Role, SentenceBert, WeightPin};
+use serde_json::Value;
+
+fn modern_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/modern")
+}
+
+fn reference() -> Value {
+    serde_json::from_slice(&std::fs::read(modern_dir().join("reference.json")).unwrap()).unwrap()
+}
+
+fn load(dir: &Path) -> SentenceBert {
+    SentenceBert::load(dir, "modern", WeightPin::Unpinned)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+}
+
+/// The largest difference between `model`'s vectors of every reference text, in both roles with the role's
+/// prompt, and sentence-transformers' vectors for checkpoint `name`.
+fn largest_difference(model: &SentenceBert, name: &str) -> f64 {
+    let reference = reference();
+    let texts: Vec<&str> =
+        reference["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    let mut worst = 0.0f64;
+    for (role, rows) in reference["checkpoints"][name].as_object().unwrap() {
+        let role = if role == "query" { Role::Query } else { Role::Document };
+        let ours = model.embed_prompted(model.checkpoint().prompt(role), &texts, &|_| {}).unwrap();
+        for (mine, theirs) in ours.iter().zip(rows.as_array().unwrap()) {
+            let theirs = theirs.as_array().unwrap();
+            assert_eq!(mine.vector.len(), theirs.len(), "{name}: dimensions");
+            for (a, b) in mine.vector.iter().zip(theirs) {
+                worst = worst.max((f64::from(*a) - b.as_f64().unwrap()).abs());
+            }
+        }
+    }
+    worst
+}
+
+fn names() -> Vec<String> {
+    let names: Vec<String> = reference()["checkpoints"].as_object().unwrap().keys().cloned().collect();
+    assert!(names.iter().any(|n| n.starts_with("nomic")), "no NomicBert checkpoint in {names:?}");
+    names
+}
+
+#[test]
+fn every_component_is_within_1e_5_of_sentence_transformers() {
+    for name in names() {
+        let model = load(&modern_dir().join(&name));
+        let worst = largest_difference(&model, &name);
+        assert!(worst <= 1e-5, "{name}: a component differs by {worst:e}");
+    }
+}
+
+#[test]
+fn every_kernel_gives_the_same_bits() {
+    let reference = reference();
+    let texts: Vec<&str> =
+        reference["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    for name in names() {
+        let mut model = load(&modern_dir().join(&name));
+        let mut seen: Vec<(Kernels, Vec<Vec<u32>>)> = Vec::new();
+        for kernels in Kernels::available() {
+            model.use_kernels(kernels).unwrap();
+            let prompt = model.checkpoint().prompt(Role::Document).to_owned();
+            let bits = model
+                .embed_prompted(&prompt, &texts, &|_| {})
+                .unwrap()
+                .iter()
+                .map(|e| e.vector.iter().map(|x| x.to_bits()).collect())
+                .collect();
+            seen.push((kernels, bits));
+        }
+        for (kernels, bits) in &seen[1..] {
+            assert!(bits == &seen[0].1, "{name}: {kernels:?} differs from {:?}", seen[0].0);
+        }
+        // Alone or in a batch, the same bits.
+        let alone = model.embed_prompted("", &texts[4..5], &|_| {}).unwrap();
+        let together = model.embed_prompted("", &texts, &|_| {}).unwrap();
+        assert_eq!(alone[0].vector, together[4].vector, "{name}: batch companions changed a vector");
+    }
+}
+
+#[test]
+fn nomic_stays_off_the_gpu_kernels_that_do_not_mirror_it() {
+    let mut model = load(&modern_dir().join("nomic-native"));
+    let choice = model.use_device(DeviceRequest::Auto).unwrap();
+    assert!(matches!(choice.device, embedding::Device::Cpu(_)), "{:?}", choice.device);
+    assert!(choice.no_gpu.unwrap_or_default().contains("NomicBert"));
+    for request in [DeviceRequest::Emulated, DeviceRequest::Cuda] {
+        match model.use_device(request) {
+            Err(Error::Device(reason)) => assert!(reason.contains("NomicBert"), "{reason}"),
+            other => panic!("{request:?}: {other:?}"),
+        }
+    }
+}
+
+/// A copy of checkpoint `name` with its config.json edited by `edit`.
+fn edited(name: &str, edit: impl FnOnce(&mut Value)) -> tempfile::TempDir {
+    let copy = tempfile::tempdir().unwrap();
+    let from = modern_dir().join(name);
+    let mut stack = vec![PathBuf::new()];
+    while let Some(relative) = stack.pop() {
+        for entry in std::fs::read_dir(from.join(&relative)).unwrap() {
+            let entry = entry.unwrap();
+            let inner = relative.join(entry.file_name());
+            if entry.path().is_dir() {
+                std::fs::create_dir_all(copy.path().join(&inner)).unwrap();
+                stack.push(inner);
+            } else {
+                std::fs::copy(entry.path(), copy.path().join(&inner)).unwrap();
+            }
+        }
+    }
+    let path = copy.path().join("config.json");
+    let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    edit(&mut config);
+    std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+    copy
+}
+
+#[test]
+fn nomic_knobs_not_run_here_are_refused_naming_file_and_key() {
+    let cases: [(&str, Value, &str); 4] = [
+        ("nomic-original", serde_json::json!({"prenorm": true}), "prenorm"),
+        ("nomic-original", serde_json::json!({"rotary_emb_fraction": 0.5}), "rotary_emb_fraction"),
+        ("nomic-original", serde_json::json!({"n_embd": 48}), "disagree"),
+        ("nomic-native", serde_json::json!({"architectures": ["BertModel"]}), "architectures"),
+    ];
+    for (name, change, expected) in cases {
+        let copy = edited(name, |config| {
+            for (key, value) in change.as_object().unwrap() {
+                config[key] = value.clone();
+            }
+            if name == "nomic-original" && change.get("n_embd").is_some() {
+                config["hidden_size"] = 32.into();
+            }
+        });
+        match SentenceBert::load(copy.path(), "modern", WeightPin::Unpinned) {
+            Err(Error::InvalidModelFile { path, reason }) => {
+                assert!(path.ends_with("config.json"), "{}", path.display());
+                assert!(reason.contains(expected), "{change}: {reason}");
+            }
+            Err(other) => panic!("{change}: {other}"),
+            Ok(_) => panic!("{change}: loaded"),
+        }
+    }
+}

@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""The parity checkpoints of the 2024-2026 encoders and sentence-transformers' own vectors for them: the oracle the
+project's forward pass is held to for each new architecture (fixtures/modern/).
+
+`make` builds, with seeded random weights, small checkpoints over transformers' native classes, and has
+sentence-transformers 6.3 save each as it saves its own (`SentenceTransformer(modules=[...]).save_pretrained`):
+  nomic-native       NomicBert in the native spelling 6.3 saves (hidden 32, 2 heads of 16, θ 1000), mean pooling,
+                     Normalize, `search_query: ` / `search_document: ` prompts, no max_seq_length (so the window is
+                     max_position_embeddings, 40)
+  nomic-original     NomicBert in nomic-embed-text-v1.5's own spelling of config.json (`n_embd`, `n_head`,
+                     `rotary_emb_base`, ...), heads of 8 (a scale 1/√8 that is not a power of two), θ 50, a window
+                     of 20 (max_seq_length), CLS pooling without Normalize
+Every norm weight and bias is moved away from 1 and 0 (a default initialisation hides a mapping bug), and the texts
+(fixtures/modern/texts.json) run past each window. A checkpoint in an original spelling is encoded by
+sentence-transformers from a copy whose config.json this script translates to the native keys (transformers'
+class ignores the original ones), so the project's own translation is checked against this one.
+
+`reference` recomputes fixtures/modern/reference.json from the committed checkpoints (`--check`: fail when any
+component differs by more than 1e-5). `parity --bin PATH` has the installed sentence-transformers save each native
+checkpoint again, runs the project's `embed --role query|document` on the saved copy (and on the committed
+original-spelling ones), and requires every component within 1e-5 of sentence-transformers' (CI's live peer).
+
+Needs torch, transformers and sentence-transformers 6.3 (scripts/peer-venv.sh makes ~/.cache/embed-peer).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+import sentence_transformers  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from sentence_transformers import SentenceTransformer  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "modern"
+TOLERANCE = 1e-5
+
+WORDS = """the of and to in a is that for it as was with be by on not he this are or his from at which but have an
+they you were her she there one all we their been has when who will more no if out so said what up its about into
+than them can only other new some could time these two may then do first any my now such like our over man me even
+protein cell cells gene genes expression patients disease cancer risk study studies effect effects treatment
+clinical human mice data analysis activity role levels function increased associated response high low results
+tumor blood brain drug virus infection immune dna rna binding receptor signaling pathway mutation mutations aging
+search query document fast causes red planet known""".split()
+PIECES = ["##s", "##ed", "##ing", "##ly", "##er", "##ion", "##al", "##ic", "##es", "##e", "##a", "##y", "##t", "##n"]
+LETTERS = list("abcdefghijklmnopqrstuvwxyz0123456789")
+PUNCT = list(".,;:!?()[]{}-'\"/%+=<>&*#@$_")
+
+TEXTS = [
+    "what causes aging fast",
+    "Protein expression in Human cells is Increased by the drug.",
+    "the red planet",
+    "",
+    " ".join(WORDS[:70]),
+    "Mice with the mutation: increased risk of cancer (data analysis, 2 studies)!",
+    "binding binding binding receptor receptor",
+    "UNSEEN zebrafish xylophone quokka",
+]
+
+# nomic-embed-text-v1.5's own keys for the native ones (its remote code's spelling).
+ORIGINAL_KEYS = {"hidden_size": "n_embd", "num_attention_heads": "n_head", "num_hidden_layers": "n_layer",
+                 "intermediate_size": "n_inner", "layer_norm_eps": "layer_norm_epsilon"}
+
+
+def vocabulary():
+    specials = ["[PAD]"] + [f"[unused{i}]" for i in range(3)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    seen, vocab = set(), []
+    for token in specials + PUNCT + LETTERS + ["##" + c for c in LETTERS] + PIECES + sorted(set(WORDS)):
+        if token not in seen:
+            seen.add(token)
+            vocab.append(token)
+    return vocab
+
+
+def wordpiece(max_length):
+    vocab = {token: i for i, token in enumerate(vocabulary())}
+    return transformers.BertTokenizerFast(vocab=vocab, do_lower_case=True, model_max_length=max_length)
+
+
+def perturb(model, seed):
+    """Weights drawn from `seed`: norms away from 1 and 0, the rest scaled up so that small differences show."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in sorted(model.named_parameters()):
+            noise = torch.rand(parameter.shape, generator=generator) - 0.5
+            if "norm" in name.lower() and name.endswith("weight"):
+                parameter.copy_(1.0 + 0.5 * noise)
+            elif name.endswith("bias"):
+                parameter.copy_(0.2 * noise)
+            else:
+                parameter.copy_(0.4 * noise)
+    return model
+
+
+def nomic(seed, hidden, heads, theta, positions):
+    torch.manual_seed(seed)
+    config = transformers.NomicBertConfig(
+        vocab_size=len(vocabulary()), hidden_size=hidden, num_hidden_layers=2, num_attention_heads=heads,
+        intermediate_size=48, max_position_embeddings=positions, type_vocab_size=2, layer_norm_eps=1e-12,
+        rope_parameters={"rope_theta": float(theta), "rope_type": "default"},
+    )
+    return perturb(transformers.NomicBertModel(config), seed + 1)
+
+
+def save_base(directory, model, max_length):
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(directory), safe_serialization=True)
+    wordpiece(max_length).save_pretrained(str(directory))
+    return directory
+
+
+def original_spelling(config):
+    """A native NomicBert config.json in nomic-embed-text-v1.5's own keys, as its file spells them."""
+    out = {key: value for key, value in config.items() if key not in ORIGINAL_KEYS and key != "hidden_act"}
+    for native, original in ORIGINAL_KEYS.items():
+        out[original] = config[native]
+    theta = config["rope_parameters"]["rope_theta"]
+    out.update({"activation_function": "swiglu", "rotary_emb_base": theta, "rotary_emb_fraction": 1.0,
+                "rotary_emb_interleaved": False, "rotary_emb_scale_base": None, "rotary_scaling_factor": None,
+                "qkv_proj_bias": False, "mlp_fc1_bias": False, "mlp_fc2_bias": False, "prenorm": False,
+                "n_positions": 8192, "causal": False, "use_rms_norm": False})
+    return out
+
+
+def native_spelling(config):
+    """The inverse, as this script reads an original-spelling config.json (independently of the project)."""
+    out = {key: value for key, value in config.items() if key not in ORIGINAL_KEYS.values()}
+    for native, original in ORIGINAL_KEYS.items():
+        out[native] = config[original]
+    out["hidden_act"] = "silu"
+    return out
+
+
+def make(out):
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    (out / "texts.json").write_text(json.dumps({"texts": TEXTS}, indent=1) + "\n", encoding="utf-8")
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        base = save_base(scratch / "a", nomic(11, hidden=32, heads=2, theta=1000, positions=40), 512)
+        transformer = Transformer(str(base))
+        model = SentenceTransformer(
+            modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean"), Normalize()],
+            prompts={"query": "search_query: ", "document": "search_document: "},
+        )
+        model.save_pretrained(str(out / "nomic-native"))
+        base = save_base(scratch / "b", nomic(22, hidden=32, heads=4, theta=50, positions=64), 512)
+        transformer = Transformer(str(base), max_seq_length=20)
+        model = SentenceTransformer(
+            modules=[transformer, Pooling(transformer.get_embedding_dimension(), "cls")],
+            prompts={"query": "search_query: ", "document": "search_document: "},
+        )
+        target = out / "nomic-original"
+        model.save_pretrained(str(target))
+        config = json.loads((target / "config.json").read_text())
+        (target / "config.json").write_text(json.dumps(original_spelling(config), indent=2) + "\n")
+    for directory in out.iterdir():
+        for junk in directory.rglob("README.md"):
+            junk.unlink()
+
+
+def readable_copy(directory, scratch):
+    """`directory` itself, or, for an original spelling, a copy whose config.json has the native keys."""
+    config = json.loads((directory / "config.json").read_text())
+    if "n_embd" not in config:
+        return directory
+    copy = Path(scratch) / directory.name
+    shutil.copytree(directory, copy)
+    (copy / "config.json").write_text(json.dumps(native_spelling(config), indent=2) + "\n")
+    return copy
+
+
+def encode_all(directory, texts):
+    with tempfile.TemporaryDirectory() as scratch:
+        model = SentenceTransformer(str(readable_copy(directory, scratch)), device="cpu")
+        out = {}
+        for role in ("query", "document"):
+            encode = model.encode_query if role == "query" else model.encode_document
+            vectors = encode(texts, convert_to_numpy=True, batch_size=3)
+            out[role] = [[float(x) for x in row] for row in vectors]
+        return out
+
+
+def compare(expected, found):
+    worst = 0.0
+    for name, roles in expected.items():
+        for role, rows in roles.items():
+            theirs = found[name][role]
+            if len(rows) != len(theirs):
+                sys.exit(f"{name} {role}: {len(theirs)} vectors, expected {len(rows)}")
+            for at, (a, b) in enumerate(zip(rows, theirs)):
+                if len(a) != len(b):
+                    sys.exit(f"{name} {role} text {at}: {len(b)} dimensions, expected {len(a)}")
+                worst = max(worst, max(abs(x - y) for x, y in zip(a, b)))
+    return worst
+
+
+def checkpoints():
+    return sorted(d for d in ROOT.iterdir() if d.is_dir())
+
+
+def reference(check):
+    texts = json.loads((ROOT / "texts.json").read_text())["texts"]
+    torch.set_num_threads(1)
+    fresh = {
+        "made_by": f"sentence-transformers {sentence_transformers.__version__}, transformers "
+                   f"{transformers.__version__}, torch {torch.__version__}",
+        "texts": texts,
+        "checkpoints": {d.name: encode_all(d, texts) for d in checkpoints()},
+    }
+    path = ROOT / "reference.json"
+    if not check:
+        path.write_text(json.dumps(fresh, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {path} ({fresh['made_by']})")
+        return
+    committed = json.loads(path.read_text())
+    if sorted(committed["checkpoints"]) != sorted(fresh["checkpoints"]):
+        sys.exit(f"reference.json holds {sorted(committed['checkpoints'])}, the folder {sorted(fresh['checkpoints'])}")
+    worst = compare(committed["checkpoints"], fresh["checkpoints"])
+    print(f"modern checkpoints: sentence-transformers ({fresh['made_by']}) against the committed reference "
+          f"({committed['made_by']}): largest difference {worst:.2e}")
+    if worst > TOLERANCE:
+        sys.exit("the committed reference is not what sentence-transformers gives")
+
+
+def ours(binary, directory, role, texts):
+    lines = "".join(json.dumps(text) + "\n" for text in texts)
+    done = subprocess.run(
+        [binary, "embed", "--model-dir", str(directory), "--role", role, "--device", "cpu"],
+        input=lines.encode(), capture_output=True,
+    )
+    if done.returncode != 0:
+        sys.exit(f"{directory} ({role}): scifact-audit embed refused it:\n{done.stderr.decode()}")
+    return [json.loads(line)["vector"] for line in done.stdout.decode().splitlines()]
+
+
+def parity(binary):
+    texts = json.loads((ROOT / "texts.json").read_text())["texts"]
+    torch.set_num_threads(2)
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as scratch:
+        for directory in checkpoints():
+            config = json.loads((directory / "config.json").read_text())
+            if "n_embd" in config:
+                saved = directory
+            else:
+                saved = Path(scratch) / directory.name
+                SentenceTransformer(str(directory), device="cpu").save_pretrained(str(saved))
+            theirs = {directory.name: encode_all(saved, texts)}
+            mine = {directory.name: {role: ours(binary, saved, role, texts) for role in ("query", "document")}}
+            difference = compare(theirs, mine)
+            print(f"{directory.name}: {len(texts)} texts x 2 roles, largest difference {difference:.2e}")
+            worst = max(worst, difference)
+    print(f"modern checkpoints as sentence-transformers {sentence_transformers.__version__} saves them: "
+          f"largest difference {worst:.2e} (tolerance {TOLERANCE})")
+    if worst > TOLERANCE:
+        sys.exit("the project's vectors are not sentence-transformers'")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("make")
+    check = sub.add_parser("reference")
+    check.add_argument("--check", action="store_true")
+    live = sub.add_parser("parity")
+    live.add_argument("--bin", required=True)
+    args = parser.parse_args()
+    if args.command == "make":
+        make(ROOT)
+        reference(check=False)
+    elif args.command == "reference":
+        reference(args.check)
+    else:
+        parity(args.bin)
+
+
+if __name__ == "__main__":
+    main()
