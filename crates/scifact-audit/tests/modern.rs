@@ -5,56 +5,18 @@
 
 use serde_json::Value;
 
-use crate::tiny::root;
-use crate::{path_str, scifact_audit};
+use crate::tiny::{evaluated_bundle, root, verify_bundle_json};
 
 #[test]
 fn a_tiny_eval_with_a_nomic_bert_checkpoint_verifies_every_vector() {
     let dir = tempfile::tempdir().unwrap();
     let (secret, public) = crate::keys(dir.path());
-    let work = dir.path().join("work");
     let archive = root().join("fixtures/tiny/scifact-tiny.zip");
     let model = root().join("fixtures/modern/nomic-native");
-    let eval = scifact_audit(
-        &[
-            "eval",
-            "--profile",
-            "tiny",
-            "--work-dir",
-            path_str(&work),
-            "--archive",
-            path_str(&archive),
-            "--model-dir",
-            path_str(&model),
-            "--embedding-sample",
-            "all",
-            "--secret-key",
-            path_str(&secret),
-        ],
-        "",
-    );
-    assert!(eval.status.success(), "{}", String::from_utf8_lossy(&eval.stderr));
-    let bundle = crate::tiny::only_bundle(&work);
-    let verify = |model_dir: &std::path::Path| {
-        let output = scifact_audit(
-            &[
-                "verify-bundle",
-                "--bundle-dir",
-                path_str(&bundle),
-                "--public-key",
-                path_str(&public),
-                "--archive",
-                path_str(&archive),
-                "--model-dir",
-                path_str(model_dir),
-                "--json",
-            ],
-            "",
-        );
-        serde_json::from_slice::<Value>(&output.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stderr)))
-    };
-    let report = verify(&model);
+    let extra = ["--profile", "tiny", "--embedding-sample", "all"];
+    let bundle = evaluated_bundle(&dir.path().join("work"), &secret, &archive, &model, &extra);
+
+    let (_, report) = verify_bundle_json(&bundle, &public, &archive, &model);
     crate::assert_report_verdict(&report, &["verified"]);
     let values: Vec<&Value> =
         report["checks"].as_array().unwrap().iter().filter(|c| c["name"] == "embedding.values").collect();
@@ -62,6 +24,7 @@ fn a_tiny_eval_with_a_nomic_bert_checkpoint_verifies_every_vector() {
     let evidence = values[0]["evidence"].as_str().unwrap();
     assert!(evidence.contains("every vector equal to the bit"), "{evidence}");
 
-    let other = verify(&root().join("fixtures/modern/nomic-original"));
+    let other = root().join("fixtures/modern/nomic-original");
+    let (_, other) = verify_bundle_json(&bundle, &public, &archive, &other);
     assert_eq!(other["verdict"], "failed", "{other:#}");
 }

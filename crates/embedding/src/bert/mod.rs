@@ -187,6 +187,12 @@ impl Config {
         self.model_type == nomic::MODEL_TYPE
     }
 
+    /// Whether the feed-forward is gated (SwiGLU: its first product is `[up | gate]`, twice the intermediate
+    /// width) rather than BERT's GELU.
+    fn gated_feed_forward(&self) -> bool {
+        self.is_nomic()
+    }
+
     pub(crate) fn is_mpnet(&self) -> bool {
         self.model_type == "mpnet"
     }
@@ -546,9 +552,9 @@ impl Bert {
         let lengths: Vec<usize> = batch.iter().map(|ids| ids.len()).collect();
         let tokens: usize = lengths.iter().sum();
         let mut x = vec![0.0f32; tokens * h];
-        let places = batch.iter().flat_map(|ids| self.config.positions(ids));
+        let places: Vec<usize> = batch.iter().flat_map(|ids| self.config.positions(ids)).collect();
         for ((row, id), position) in
-            x.chunks_exact_mut(h).zip(batch.iter().flat_map(|ids| ids.iter())).zip(places)
+            x.chunks_exact_mut(h).zip(batch.iter().flat_map(|ids| ids.iter())).zip(places.iter().copied())
         {
             let word = &self.words[*id as usize * h..(*id as usize + 1) * h];
             if self.rotary.is_some() {
@@ -564,24 +570,29 @@ impl Bert {
             }
         }
         self.norm_rows(&mut x, &self.embedding_norm);
-        let gated = self.rotary.is_some();
+        let gated = self.config.gated_feed_forward();
         let mut activations = buffers.fit(tokens, h, self.config.intermediate_size, gated);
         for layer in &self.layers {
-            self.block(layer, &mut x, &lengths, &mut activations);
+            self.block(layer, &mut x, (&lengths, &places), &mut activations);
         }
         Ok(x)
     }
 
     /// One transformer block, post-norm as BERT: attention, residual, norm; feed-forward, residual, norm.
-    fn block(&self, layer: &Layer, x: &mut [f32], lengths: &[usize], activations: &mut Activations<'_>) {
+    /// `lengths` are the sequences' token counts, `places` each token's position (what the rotary tables take).
+    fn block(
+        &self,
+        layer: &Layer,
+        x: &mut [f32],
+        (lengths, places): (&[usize], &[usize]),
+        activations: &mut Activations<'_>,
+    ) {
         let (h, k) = (self.config.hidden_size, self.kernels);
         let tokens = x.len() / h;
         gemm::linear(k, x, tokens, &layer.qkv, activations.qkv);
         let heads = self.config.num_attention_heads;
         let head_dim = h / heads;
         if let Some(rotary) = &self.rotary {
-            // Each token's place in its own sequence, from 0.
-            let places: Vec<usize> = lengths.iter().flat_map(|len| 0..*len).collect();
             activations.qkv.par_chunks_mut(3 * h).zip(places.par_iter()).for_each(|(row, place)| {
                 for head in row[..2 * h].chunks_exact_mut(head_dim) {
                     rotary.rotate(head, *place);
@@ -605,7 +616,7 @@ impl Bert {
         let norm = residual_then_norm(k, h, eps, x, &layer.attention_norm);
         gemm::linear_then(k, context, tokens, &layer.output, projected, norm);
         let intermediate = &mut *activations.intermediate;
-        if self.rotary.is_some() {
+        if self.config.gated_feed_forward() {
             let width = self.config.intermediate_size;
             let gated = &mut *activations.gated;
             gemm::linear(k, projected, tokens, &layer.intermediate, gated);
