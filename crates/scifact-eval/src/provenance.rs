@@ -27,27 +27,34 @@ pub struct ExecutableIdentity {
 }
 
 impl ExecutableIdentity {
-    /// Identifies the current process.
+    /// Identifies the current process. The executable is read and hashed once per process, when first asked:
+    /// what ran is what was there when it started (a file replaced later is not what this process runs), and
+    /// a debug build's hundreds of megabytes are not hashed again for every run of an evaluation.
     pub fn current() -> Self {
+        static RUNNING: std::sync::OnceLock<Result<(String, String), String>> = std::sync::OnceLock::new();
         let invocation = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
         let launcher = std::env::var("SCIFACT_EVAL_LAUNCHER").ok();
-        let found = std::env::current_exe()
-            .and_then(|path| path.canonicalize())
-            .and_then(|path| std::fs::read(&path).map(|bytes| (path, bytes)));
+        let found = RUNNING.get_or_init(|| {
+            std::env::current_exe()
+                .and_then(|path| path.canonicalize())
+                .and_then(|path| std::fs::read(&path).map(|bytes| (path, bytes)))
+                .map(|(path, bytes)| (path.display().to_string(), format!("sha256:{}", sha256_hex(&bytes))))
+                .map_err(|error| format!("cannot read the running executable: {error}"))
+        });
         match found {
-            Ok((path, bytes)) => ExecutableIdentity {
-                path: Some(path.display().to_string()),
-                sha256: Some(format!("sha256:{}", sha256_hex(&bytes))),
+            Ok((path, sha256)) => ExecutableIdentity {
+                path: Some(path.clone()),
+                sha256: Some(sha256.clone()),
                 invocation,
                 launcher,
                 unavailable: None,
             },
-            Err(error) => ExecutableIdentity {
+            Err(reason) => ExecutableIdentity {
                 path: None,
                 sha256: None,
                 invocation,
                 launcher,
-                unavailable: Some(format!("cannot read the running executable: {error}")),
+                unavailable: Some(reason.clone()),
             },
         }
     }
