@@ -10,6 +10,13 @@ sentence-transformers 6.3 save each as it saves its own (`SentenceTransformer(mo
   nomic-original     NomicBert in nomic-embed-text-v1.5's own spelling of config.json (`n_embd`, `n_head`,
                      `rotary_emb_base`, ...), heads of 8 (a scale 1/√8 that is not a power of two), θ 50, a window
                      of 20 (max_seq_length), CLS pooling without Normalize
+  modernbert-cls     ModernBERT as transformers 5 saves it (`rope_parameters`, `layer_types`): 4 layers, global on
+                     0 and 3 (θ 1000), local on 1 and 2 (θ 50, `local_attention` 8: keys within 4), heads of 16,
+                     a byte-level BPE tokenizer, CLS pooling, Normalize, the window max_position_embeddings (40)
+  modernbert-legacy  ModernBERT in the spelling of the released checkpoints (`global_rope_theta`,
+                     `local_rope_theta`, `global_attn_every_n_layers` 2, no `layer_types`), 3 layers, heads of 8,
+                     `local_attention` 6, mean pooling with `search_query: ` / `search_document: ` prompts, a
+                     window of 24 (max_seq_length), no Normalize
 Every norm weight and bias is moved away from 1 and 0 (a default initialisation hides a mapping bug), and the texts
 (fixtures/modern/texts.json) run past each window. A checkpoint in an original spelling is encoded by
 sentence-transformers from a copy whose config.json this script translates to the native keys (transformers'
@@ -109,6 +116,50 @@ def nomic(seed, hidden, heads, theta, positions):
     return perturb(transformers.NomicBertModel(config), seed + 1)
 
 
+def byte_level_bpe(max_length):
+    """A small byte-level BPE tokenizer in ModernBERT's shape (no normalizer, ByteLevel pre-tokenizer without a
+    prefix space, `[CLS] $A [SEP]`), trained on this script's words: every byte is in its alphabet."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=420, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    corpus = [" ".join(WORDS[i:i + 12]) for i in range(0, len(WORDS), 12)] + TEXTS
+    tokenizer.train_from_iterator(corpus, trainer)
+    ids = {token: tokenizer.token_to_id(token) for token in specials}
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", ids["[CLS]"]), ("[SEP]", ids["[SEP]"])])
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
+        mask_token="[MASK]", unk_token="[UNK]", model_max_length=max_length), ids
+
+
+def modernbert(seed, tokenizer_ids, vocab, heads, layers, local, thetas, every, positions):
+    torch.manual_seed(seed)
+    config = transformers.ModernBertConfig(
+        vocab_size=vocab, hidden_size=32, intermediate_size=48, num_hidden_layers=layers, num_attention_heads=heads,
+        max_position_embeddings=positions, local_attention=local, global_attn_every_n_layers=every,
+        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": float(thetas[0])},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": float(thetas[1])}},
+        pad_token_id=tokenizer_ids["[PAD]"], bos_token_id=tokenizer_ids["[CLS]"], cls_token_id=tokenizer_ids["[CLS]"],
+        eos_token_id=tokenizer_ids["[SEP]"], sep_token_id=tokenizer_ids["[SEP]"], norm_eps=1e-5,
+    )
+    return perturb(transformers.ModernBertModel(config), seed + 1)
+
+
+def legacy_spelling(config, thetas, every):
+    """A ModernBERT config.json as the released checkpoints spell it (transformers 4): the bases and the layer
+    pattern as `global_rope_theta`, `local_rope_theta` and `global_attn_every_n_layers`."""
+    out = {key: value for key, value in config.items() if key not in ("rope_parameters", "layer_types")}
+    out.update({"global_rope_theta": float(thetas[0]), "local_rope_theta": float(thetas[1]),
+                "global_attn_every_n_layers": every})
+    return out
+
+
 def save_base(directory, model, max_length):
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(directory), safe_serialization=True)
@@ -163,6 +214,30 @@ def make(out):
         model.save_pretrained(str(target))
         config = json.loads((target / "config.json").read_text())
         (target / "config.json").write_text(json.dumps(original_spelling(config), indent=2) + "\n")
+
+        tokenizer, ids = byte_level_bpe(512)
+        vocab = len(tokenizer)
+        base = scratch / "c"
+        modernbert(33, ids, vocab, heads=2, layers=4, local=8, thetas=(1000, 50), every=3,
+                   positions=40).save_pretrained(str(base), safe_serialization=True)
+        tokenizer.save_pretrained(str(base))
+        transformer = Transformer(str(base))
+        model = SentenceTransformer(
+            modules=[transformer, Pooling(transformer.get_embedding_dimension(), "cls"), Normalize()])
+        model.save_pretrained(str(out / "modernbert-cls"))
+        base = scratch / "d"
+        modernbert(44, ids, vocab, heads=4, layers=3, local=6, thetas=(300, 20), every=2,
+                   positions=64).save_pretrained(str(base), safe_serialization=True)
+        tokenizer.save_pretrained(str(base))
+        transformer = Transformer(str(base), max_seq_length=24)
+        model = SentenceTransformer(
+            modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean")],
+            prompts={"query": "search_query: ", "document": "search_document: "},
+        )
+        target = out / "modernbert-legacy"
+        model.save_pretrained(str(target))
+        config = json.loads((target / "config.json").read_text())
+        (target / "config.json").write_text(json.dumps(legacy_spelling(config, (300, 20), 2), indent=2) + "\n")
     for directory in out.iterdir():
         for junk in directory.rglob("README.md"):
             junk.unlink()
@@ -250,7 +325,7 @@ def parity(binary):
     with tempfile.TemporaryDirectory() as scratch:
         for directory in checkpoints():
             config = json.loads((directory / "config.json").read_text())
-            if "n_embd" in config:
+            if "n_embd" in config or "global_rope_theta" in config:
                 saved = directory
             else:
                 saved = Path(scratch) / directory.name

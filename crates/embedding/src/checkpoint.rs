@@ -104,11 +104,12 @@ impl Checkpoint {
         let raw: Value = serde_json::from_slice(&config_bytes)
             .map_err(|error| invalid(&config_path, format!("not JSON: {error}")))?;
         check_architecture(&config_path, &raw)?;
-        let raw = if raw.get("model_type").and_then(Value::as_str) == Some(crate::bert::nomic::MODEL_TYPE) {
-            crate::bert::nomic::native_config(&raw).map_err(|reason| invalid(&config_path, reason))?
-        } else {
-            raw
-        };
+        let raw = match raw.get("model_type").and_then(Value::as_str) {
+            Some(crate::bert::nomic::MODEL_TYPE) => crate::bert::nomic::native_config(&raw),
+            Some(crate::bert::modernbert::MODEL_TYPE) => crate::bert::modernbert::native_config(&raw),
+            _ => Ok(raw),
+        }
+        .map_err(|reason| invalid(&config_path, reason))?;
         for (field, _) in SIZE_CAPS {
             // Named here: serde's own message for a size that is not a whole number names no field.
             if raw.get(field).is_some_and(|value| value.as_u64().is_none()) {
@@ -348,8 +349,8 @@ pub(crate) fn check_sizes(path: &Path, config: &Config) -> Result<()> {
 }
 
 /// BERT, XLM-RoBERTa (the same encoder, its positions counted from after the padding index and one
-/// token-type row), MPNet or NomicBert, and nothing else: `model_type` and `architectures`, when given, must
-/// say so and agree.
+/// token-type row), MPNet, NomicBert or ModernBERT, and nothing else: `model_type` and `architectures`, when
+/// given, must say so and agree.
 pub(crate) fn check_architecture(path: &Path, raw: &Value) -> Result<()> {
     let kind = raw.get("model_type").and_then(Value::as_str).unwrap_or("bert");
     let prefix = match kind {
@@ -357,12 +358,13 @@ pub(crate) fn check_architecture(path: &Path, raw: &Value) -> Result<()> {
         "xlm-roberta" => "XLMRoberta",
         "mpnet" => "MPNet",
         crate::bert::nomic::MODEL_TYPE => "NomicBert",
+        crate::bert::modernbert::MODEL_TYPE => "ModernBert",
         other => {
             return Err(invalid(
                 path,
                 format!(
-                    "model_type {other:?} is not \"bert\", \"xlm-roberta\", \"mpnet\" or \"nomic_bert\": only those \
-                     checkpoints run here"
+                    "model_type {other:?} is not \"bert\", \"xlm-roberta\", \"mpnet\", \"nomic_bert\" or \
+                     \"modernbert\": only those checkpoints run here"
                 ),
             ));
         }

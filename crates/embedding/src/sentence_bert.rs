@@ -286,11 +286,11 @@ impl SentenceBert {
     /// differing), or the weights cannot be put
     /// on it.
     pub fn use_device(&mut self, request: DeviceRequest) -> Result<DeviceChoice> {
-        if self.checkpoint.config.is_nomic() {
-            // The GPU kernels mirror the learned-position encoders only: rotary positions and SwiGLU run on
-            // the CPU until kernels.cu has them too.
-            let why =
-                "the GPU kernels run BERT, XLM-RoBERTa and MPNet; a NomicBert checkpoint runs on the CPU";
+        if !self.checkpoint.config.runs_on_gpu() {
+            // The GPU kernels mirror the learned-position encoders only: rotary positions, gated feed-forwards,
+            // pre-norm blocks and bands run on the CPU until kernels.cu has them too.
+            let why = "the GPU kernels run BERT, XLM-RoBERTa and MPNet; a NomicBert or ModernBERT checkpoint runs \
+                       on the CPU";
             return match request {
                 DeviceRequest::Cpu => Ok(DeviceChoice { device: self.device(), no_gpu: None }),
                 DeviceRequest::Auto => {
@@ -680,6 +680,33 @@ mod tests {
         model.model.put_rotary_frequencies_one_off();
         let shifted = worst(&model);
         assert!(shifted > 1e-4, "frequencies one off moved no component beyond {shifted:e}");
+    }
+
+    #[test]
+    fn a_local_band_one_wider_leaves_the_tolerance() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/modern");
+        let reference: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(root.join("reference.json")).unwrap()).unwrap();
+        let texts: Vec<&str> =
+            reference["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+        let expected = reference["checkpoints"]["modernbert-cls"]["document"].as_array().unwrap();
+        let mut model =
+            super::SentenceBert::load(&root.join("modernbert-cls"), "modernbert", super::WeightPin::Unpinned)
+                .unwrap();
+        let worst = |model: &super::SentenceBert| {
+            let ours = model.embed_prompted("", &texts, &|_| {}).unwrap();
+            let mut worst = 0.0f64;
+            for (mine, theirs) in ours.iter().zip(expected) {
+                for (a, b) in mine.vector.iter().zip(theirs.as_array().unwrap()) {
+                    worst = worst.max((f64::from(*a) - b.as_f64().unwrap()).abs());
+                }
+            }
+            worst
+        };
+        assert!(worst(&model) <= 1e-5);
+        model.model.put_bands_one_wider();
+        let widened = worst(&model);
+        assert!(widened > 1e-4, "a band one wider moved no component beyond {widened:e}");
     }
 
     #[test]

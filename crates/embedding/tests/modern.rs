@@ -44,6 +44,7 @@ fn largest_difference(model: &SentenceBert, name: &str) -> f64 {
 fn names() -> Vec<String> {
     let names: Vec<String> = reference()["checkpoints"].as_object().unwrap().keys().cloned().collect();
     assert!(names.iter().any(|n| n.starts_with("nomic")), "no NomicBert checkpoint in {names:?}");
+    assert!(names.iter().any(|n| n.starts_with("modernbert")), "no ModernBERT checkpoint in {names:?}");
     names
 }
 
@@ -86,15 +87,17 @@ fn every_kernel_gives_the_same_bits() {
 }
 
 #[test]
-fn nomic_stays_off_the_gpu_kernels_that_do_not_mirror_it() {
-    let mut model = load(&modern_dir().join("nomic-native"));
-    let choice = model.use_device(DeviceRequest::Auto).unwrap();
-    assert!(matches!(choice.device, embedding::Device::Cpu(_)), "{:?}", choice.device);
-    assert!(choice.no_gpu.unwrap_or_default().contains("NomicBert"));
-    for request in [DeviceRequest::Emulated, DeviceRequest::Cuda] {
-        match model.use_device(request) {
-            Err(Error::Device(reason)) => assert!(reason.contains("NomicBert"), "{reason}"),
-            other => panic!("{request:?}: {other:?}"),
+fn the_rotary_encoders_stay_off_the_gpu_kernels_that_do_not_mirror_them() {
+    for (name, family) in [("nomic-native", "NomicBert"), ("modernbert-cls", "ModernBERT")] {
+        let mut model = load(&modern_dir().join(name));
+        let choice = model.use_device(DeviceRequest::Auto).unwrap();
+        assert!(matches!(choice.device, embedding::Device::Cpu(_)), "{:?}", choice.device);
+        assert!(choice.no_gpu.unwrap_or_default().contains(family));
+        for request in [DeviceRequest::Emulated, DeviceRequest::Cuda] {
+            match model.use_device(request) {
+                Err(Error::Device(reason)) => assert!(reason.contains(family), "{reason}"),
+                other => panic!("{name} {request:?}: {other:?}"),
+            }
         }
     }
 }
@@ -149,4 +152,66 @@ fn nomic_knobs_not_run_here_are_refused_naming_file_and_key() {
             Ok(_) => panic!("{change}: loaded"),
         }
     }
+}
+
+#[test]
+fn modernbert_knobs_not_run_here_are_refused_naming_file_and_key() {
+    let cases: [(Value, &str); 6] = [
+        (serde_json::json!({"norm_bias": true}), "norm_bias"),
+        (serde_json::json!({"hidden_activation": "gelu_pytorch_tanh"}), "hidden_activation"),
+        (serde_json::json!({"layer_types": ["full_attention", "sliding_attention"]}), "layer_types"),
+        (serde_json::json!({"rope_scaling": {"rope_type": "linear", "factor": 2.0}}), "rope_scaling"),
+        (serde_json::json!({"global_attn_every_n_layers": 0}), "global_attn_every_n_layers"),
+        (serde_json::json!({"model_type": "gemma3_text"}), "model_type"),
+    ];
+    for (change, expected) in cases {
+        let name = if change.get("global_attn_every_n_layers").is_some() {
+            "modernbert-legacy"
+        } else {
+            "modernbert-cls"
+        };
+        let copy = edited(name, |config| {
+            for (key, value) in change.as_object().unwrap() {
+                config[key] = value.clone();
+            }
+        });
+        match SentenceBert::load(copy.path(), "modern", WeightPin::Unpinned) {
+            Err(Error::InvalidModelFile { path, reason }) => {
+                assert!(path.ends_with("config.json"), "{}", path.display());
+                assert!(reason.contains(expected), "{change}: {reason}");
+            }
+            Err(other) => panic!("{change}: {other}"),
+            Ok(_) => panic!("{change}: loaded"),
+        }
+    }
+}
+
+/// The legacy spelling (`global_rope_theta`, `local_rope_theta`, `global_attn_every_n_layers`) and the one
+/// transformers 5 writes (`rope_parameters`, `layer_types`) of one configuration give the same bits.
+#[test]
+fn both_spellings_of_a_modernbert_configuration_give_the_same_bits() {
+    let texts =
+        ["Protein expression in Human cells is Increased by the drug, in mice with the mutation.", "a"];
+    let legacy = load(&modern_dir().join("modernbert-legacy"));
+    let respelled = edited("modernbert-legacy", |config| {
+        let map = config.as_object_mut().unwrap();
+        let (global, local) =
+            (map.remove("global_rope_theta").unwrap(), map.remove("local_rope_theta").unwrap());
+        map.remove("global_attn_every_n_layers");
+        map.insert(
+            "layer_types".into(),
+            serde_json::json!(["full_attention", "sliding_attention", "full_attention"]),
+        );
+        map.insert(
+            "rope_parameters".into(),
+            serde_json::json!({"full_attention": {"rope_type": "default", "rope_theta": global},
+                               "sliding_attention": {"rope_type": "default", "rope_theta": local}}),
+        );
+    });
+    let respelled = load(respelled.path());
+    let bits = |model: &SentenceBert| -> Vec<Vec<u32>> {
+        let vectors = model.embed_prompted("", &texts, &|_| {}).unwrap();
+        vectors.iter().map(|e| e.vector.iter().map(|x| x.to_bits()).collect()).collect()
+    };
+    assert_eq!(bits(&legacy), bits(&respelled));
 }

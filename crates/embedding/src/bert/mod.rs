@@ -9,6 +9,7 @@
 
 mod gemm;
 pub(crate) mod mlm;
+pub(crate) mod modernbert;
 pub(crate) mod nomic;
 mod ops;
 pub(crate) mod rope;
@@ -114,6 +115,17 @@ pub(crate) struct Config {
     /// (`nomic::native_config`); `None` for those with a learned position table.
     #[serde(default)]
     pub(crate) rope_theta: Option<f64>,
+    /// ModernBERT's rotary base for its local (banded) layers (`modernbert::native_config`).
+    #[serde(default)]
+    pub(crate) local_rope_theta: Option<f64>,
+    /// Each layer's attention, `full_attention` or `sliding_attention` (ModernBERT; empty for the rest: all
+    /// full).
+    #[serde(default)]
+    pub(crate) layer_types: Vec<String>,
+    /// ModernBERT's local window: a local layer's query attends to the keys within `local_attention / 2`
+    /// positions of it, both sides, inclusive.
+    #[serde(default)]
+    pub(crate) local_attention: usize,
 }
 
 fn default_buckets() -> usize {
@@ -187,10 +199,21 @@ impl Config {
         self.model_type == nomic::MODEL_TYPE
     }
 
-    /// Whether the feed-forward is gated (SwiGLU: its first product is `[up | gate]`, twice the intermediate
-    /// width) rather than BERT's GELU.
+    /// ModernBERT: pre-norm blocks, rotary positions with two bases, banded local layers, GeGLU.
+    pub(crate) fn is_modernbert(&self) -> bool {
+        self.model_type == modernbert::MODEL_TYPE
+    }
+
+    /// Whether the forward pass is one the GPU kernels mirror (the learned-position encoders): the rotary
+    /// ones run on the CPU only.
+    pub(crate) fn runs_on_gpu(&self) -> bool {
+        !self.is_nomic() && !self.is_modernbert()
+    }
+
+    /// Whether the feed-forward is gated (its first product twice the intermediate width: NomicBert's SwiGLU
+    /// `[up | gate]`, ModernBERT's GeGLU `[input | gate]`) rather than BERT's GELU.
     fn gated_feed_forward(&self) -> bool {
-        self.is_nomic()
+        self.is_nomic() || self.is_modernbert()
     }
 
     pub(crate) fn is_mpnet(&self) -> bool {
@@ -221,10 +244,15 @@ pub(crate) struct LayerWeights {
     /// Query, key and value in one (3 × hidden outputs), the query rows scaled by 1/√head_dim.
     pub(crate) qkv: Linear,
     pub(crate) output: Linear,
-    pub(crate) attention_norm: Norm,
+    /// After the attention's residual (post-norm), or before the attention (pre-norm: `None` on ModernBERT's
+    /// first layer, whose attention reads the embeddings' norm).
+    pub(crate) attention_norm: Option<Norm>,
     pub(crate) intermediate: Linear,
     pub(crate) down: Linear,
+    /// After the feed-forward's residual (post-norm), or before the feed-forward (pre-norm).
     pub(crate) output_norm: Norm,
+    /// A local layer's half window (keys within it of each query, inclusive); `None` attends to every key.
+    pub(crate) band: Option<usize>,
 }
 
 /// The encoder's weights as read from the checkpoint, before any kernel's packing: what the CPU packs
@@ -240,17 +268,23 @@ pub(crate) struct Weights {
     pub(crate) layers: Vec<LayerWeights>,
     /// MPNet's relative-position bias, `[bucket][head]`; empty for BERT and XLM-RoBERTa.
     pub(crate) relative_bias: Vec<f32>,
-    /// NomicBert's rotary tables (its `positions` are empty); `None` for the learned-position encoders.
+    /// The rotary tables of a rotary encoder (NomicBert, ModernBERT's global layers; its `positions` are
+    /// empty); `None` for the learned-position encoders.
     pub(crate) rotary: Option<rope::Rotary>,
+    /// ModernBERT's tables for its local layers.
+    pub(crate) local_rotary: Option<rope::Rotary>,
+    /// A pre-norm encoder's norm after its last layer (ModernBERT); `None` for the post-norm ones.
+    pub(crate) final_norm: Option<Norm>,
 }
 
 struct Layer {
     qkv: gemm::Packed,
     output: gemm::Packed,
-    attention_norm: Norm,
+    attention_norm: Option<Norm>,
     intermediate: gemm::Packed,
     down: gemm::Packed,
     output_norm: Norm,
+    band: Option<usize>,
 }
 
 /// The encoder's weights, packed for one kind of kernel.
@@ -265,9 +299,12 @@ pub(crate) struct Bert {
     layers: Vec<Layer>,
     relative_bias: Vec<f32>,
     rotary: Option<rope::Rotary>,
+    local_rotary: Option<rope::Rotary>,
+    final_norm: Option<Norm>,
 }
 
-/// Reads a safetensors file's tensors by name (with or without a `bert.` or `roberta.` prefix) as f32.
+/// Reads a safetensors file's tensors by name (with or without a `bert.`, `roberta.`, `mpnet.` or `model.`
+/// prefix) as f32.
 struct Tensors<'a> {
     file: safetensors::SafeTensors<'a>,
 }
@@ -280,6 +317,7 @@ impl Tensors<'_> {
             .or_else(|_| self.file.tensor(&format!("bert.{name}")))
             .or_else(|_| self.file.tensor(&format!("roberta.{name}")))
             .or_else(|_| self.file.tensor(&format!("mpnet.{name}")))
+            .or_else(|_| self.file.tensor(&format!("model.{name}")))
             .map_err(|_| format!("no tensor {name}"))?;
         if view.dtype() != safetensors::Dtype::F32 {
             return Err(format!("{name} is {:?}, not F32", view.dtype()));
@@ -302,9 +340,14 @@ impl Weights {
     /// Reads the weights of `config`'s shape from safetensors `bytes`.
     pub(crate) fn read(config: Config, bytes: &[u8]) -> std::result::Result<Weights, String> {
         let (h, i) = (config.hidden_size, config.intermediate_size);
-        if config.is_nomic() {
+        if config.is_nomic() || config.is_modernbert() {
             let file = safetensors::SafeTensors::deserialize(bytes).map_err(|e| e.to_string())?;
-            return nomic::read(config, &Tensors { file });
+            let tensors = Tensors { file };
+            return if config.is_nomic() {
+                nomic::read(config, &tensors)
+            } else {
+                modernbert::read(config, &tensors)
+            };
         }
         if config.hidden_act != "gelu" {
             // The tanh approximation is measurably not the model's GELU (cosine 0.9999972 vs 1 - 1e-12).
@@ -375,10 +418,11 @@ impl Weights {
             layers.push(LayerWeights {
                 qkv: Linear { weight, bias, n: 3 * h, k: h },
                 output: linear(output, h, h)?,
-                attention_norm: tensors.norm(&at(attention_norm), h)?,
+                attention_norm: Some(tensors.norm(&at(attention_norm), h)?),
                 intermediate: linear("intermediate.dense", i, h)?,
                 down: linear("output.dense", h, i)?,
                 output_norm: tensors.norm(&at("output.LayerNorm"), h)?,
+                band: None,
             });
         }
         Ok(Weights {
@@ -391,6 +435,8 @@ impl Weights {
             layers,
             relative_bias,
             rotary: None,
+            local_rotary: None,
+            final_norm: None,
         })
     }
 }
@@ -492,6 +538,7 @@ impl Bert {
                 intermediate: pack(&layer.intermediate),
                 down: pack(&layer.down),
                 output_norm: layer.output_norm,
+                band: layer.band,
             })
             .collect();
         Bert {
@@ -505,6 +552,8 @@ impl Bert {
             layers,
             relative_bias: weights.relative_bias,
             rotary: weights.rotary,
+            local_rotary: weights.local_rotary,
+            final_norm: weights.final_norm,
         }
     }
 
@@ -512,6 +561,16 @@ impl Bert {
     #[cfg(test)]
     pub(crate) fn put_rotary_frequencies_one_off(&mut self) {
         self.rotary = self.rotary.as_ref().map(rope::Rotary::frequencies_one_off);
+        self.local_rotary = self.local_rotary.as_ref().map(rope::Rotary::frequencies_one_off);
+    }
+
+    /// Widens every local layer's band by one key on each side (tests only: a fault the parity tests must
+    /// catch).
+    #[cfg(test)]
+    pub(crate) fn put_bands_one_wider(&mut self) {
+        for layer in &mut self.layers {
+            layer.band = layer.band.map(|half| half + 1);
+        }
     }
 
     /// The kernels the weights are packed for.
@@ -572,8 +631,18 @@ impl Bert {
         self.norm_rows(&mut x, &self.embedding_norm);
         let gated = self.config.gated_feed_forward();
         let mut activations = buffers.fit(tokens, h, self.config.intermediate_size, gated);
-        for layer in &self.layers {
-            self.block(layer, &mut x, (&lengths, &places), &mut activations);
+        match &self.final_norm {
+            None => {
+                for layer in &self.layers {
+                    self.block(layer, &mut x, (&lengths, &places), &mut activations);
+                }
+            }
+            Some(final_norm) => {
+                for layer in &self.layers {
+                    self.pre_norm_block(layer, &mut x, (&lengths, &places), &mut activations);
+                }
+                self.norm_rows(&mut x, final_norm);
+            }
         }
         Ok(x)
     }
@@ -587,13 +656,64 @@ impl Bert {
         (lengths, places): (&[usize], &[usize]),
         activations: &mut Activations<'_>,
     ) {
+        let (h, k, eps) = (self.config.hidden_size, self.kernels, self.eps);
+        let tokens = x.len() / h;
+        self.self_attention(layer, x, (lengths, places), activations.qkv, activations.context);
+        let (context, projected) = (&*activations.context, &mut *activations.projected);
+        let norm = residual_then_norm(k, h, eps, x, layer.attention_norm.as_ref());
+        gemm::linear_then(k, context, tokens, &layer.output, projected, norm);
+        self.feed_forward(layer, projected, activations.gated, activations.intermediate);
+        let norm = residual_then_norm(k, h, eps, projected, Some(&layer.output_norm));
+        gemm::linear_then(k, activations.intermediate, tokens, &layer.down, x, norm);
+    }
+
+    /// One pre-norm block (ModernBERT): `x + attention(norm(x))` (no norm where the layer has none), then
+    /// `x + feed_forward(norm(x))`. Each residual is one addition per element, the branch's value to `x`'s.
+    fn pre_norm_block(
+        &self,
+        layer: &Layer,
+        x: &mut [f32],
+        (lengths, places): (&[usize], &[usize]),
+        activations: &mut Activations<'_>,
+    ) {
         let (h, k) = (self.config.hidden_size, self.kernels);
         let tokens = x.len() / h;
-        gemm::linear(k, x, tokens, &layer.qkv, activations.qkv);
+        // `projected` holds each branch's normed input, then (once that is read) the branch's output.
+        let normed = &mut *activations.projected;
+        normed.copy_from_slice(x);
+        if let Some(norm) = &layer.attention_norm {
+            self.norm_rows(normed, norm);
+        }
+        let normed = &*activations.projected;
+        self.self_attention(layer, normed, (lengths, places), activations.qkv, activations.context);
+        gemm::linear(k, activations.context, tokens, &layer.output, activations.projected);
+        add_rows(x, activations.projected);
+        activations.projected.copy_from_slice(x);
+        self.norm_rows(activations.projected, &layer.output_norm);
+        self.feed_forward(layer, activations.projected, activations.gated, activations.intermediate);
+        gemm::linear(k, activations.intermediate, tokens, &layer.down, activations.projected);
+        add_rows(x, activations.projected);
+    }
+
+    /// The attention's context rows of every sequence (`context`) from the rows of `input`: the
+    /// fused query-key-value product, the rotation of the queries and keys by position (rotary encoders, the
+    /// table of the layer's kind), and each sequence's attention over its own keys (within the layer's band).
+    fn self_attention(
+        &self,
+        layer: &Layer,
+        input: &[f32],
+        (lengths, places): (&[usize], &[usize]),
+        qkv: &mut [f32],
+        context: &mut [f32],
+    ) {
+        let (h, k) = (self.config.hidden_size, self.kernels);
+        let tokens = input.len() / h;
+        gemm::linear(k, input, tokens, &layer.qkv, qkv);
         let heads = self.config.num_attention_heads;
         let head_dim = h / heads;
-        if let Some(rotary) = &self.rotary {
-            activations.qkv.par_chunks_mut(3 * h).zip(places.par_iter()).for_each(|(row, place)| {
+        let rotary = if layer.band.is_some() { self.local_rotary.as_ref() } else { self.rotary.as_ref() };
+        if let Some(rotary) = rotary {
+            qkv.par_chunks_mut(3 * h).zip(places.par_iter()).for_each(|(row, place)| {
                 for head in row[..2 * h].chunks_exact_mut(head_dim) {
                     rotary.rotate(head, *place);
                 }
@@ -601,7 +721,7 @@ impl Bert {
         }
         // Each sequence's context rows are its own: hand them out by length.
         let mut jobs = Vec::with_capacity(lengths.len());
-        let (mut qkv_rest, mut ctx_rest) = (&activations.qkv[..], &mut activations.context[..]);
+        let (mut qkv_rest, mut ctx_rest) = (&qkv[..], context);
         for len in lengths {
             let (qkv, q_next) = qkv_rest.split_at(len * 3 * h);
             let (ctx, c_next) = std::mem::take(&mut ctx_rest).split_at_mut(len * h);
@@ -609,28 +729,31 @@ impl Bert {
             (qkv_rest, ctx_rest) = (q_next, c_next);
         }
         let bias = &self.relative_bias[..];
+        let band = layer.band;
         jobs.into_par_iter()
-            .for_each(|(len, qkv, ctx)| attention(k, qkv, len, (h, heads, head_dim), bias, ctx));
-        let eps = self.eps;
-        let (context, projected) = (&*activations.context, &mut *activations.projected);
-        let norm = residual_then_norm(k, h, eps, x, &layer.attention_norm);
-        gemm::linear_then(k, context, tokens, &layer.output, projected, norm);
-        let intermediate = &mut *activations.intermediate;
-        if self.config.gated_feed_forward() {
-            let width = self.config.intermediate_size;
-            let gated = &mut *activations.gated;
-            gemm::linear(k, projected, tokens, &layer.intermediate, gated);
-            intermediate
-                .par_chunks_mut(ROWS_PER_TASK * width)
-                .zip(gated.par_chunks(ROWS_PER_TASK * 2 * width))
-                .for_each(|(out, rows)| ops::swiglu(k, rows, out, width));
-        } else {
-            gemm::linear_then(k, projected, tokens, &layer.intermediate, intermediate, |_, rows| {
+            .for_each(|(len, qkv, ctx)| attention(k, qkv, len, (h, heads, head_dim), (bias, band), ctx));
+    }
+
+    /// The feed-forward's inner rows (`intermediate`) from the rows of `input`: BERT's GELU of one product, or
+    /// a gated pair (`gated`, twice as wide) combined by NomicBert's SwiGLU or ModernBERT's GeGLU.
+    fn feed_forward(&self, layer: &Layer, input: &[f32], gated: &mut [f32], intermediate: &mut [f32]) {
+        let (h, k) = (self.config.hidden_size, self.kernels);
+        let tokens = input.len() / h;
+        if !self.config.gated_feed_forward() {
+            gemm::linear_then(k, input, tokens, &layer.intermediate, intermediate, |_, rows| {
                 ops::gelu(k, rows)
             });
+            return;
         }
-        let norm = residual_then_norm(k, h, eps, projected, &layer.output_norm);
-        gemm::linear_then(k, intermediate, tokens, &layer.down, x, norm);
+        let width = self.config.intermediate_size;
+        gemm::linear(k, input, tokens, &layer.intermediate, gated);
+        let modern = self.config.is_modernbert();
+        intermediate
+            .par_chunks_mut(ROWS_PER_TASK * width)
+            .zip(gated.par_chunks(ROWS_PER_TASK * 2 * width))
+            .for_each(|(out, rows)| {
+                if modern { ops::geglu(k, rows, out, width) } else { ops::swiglu(k, rows, out, width) }
+            });
     }
 
     fn norm_rows(&self, rows: &mut [f32], norm: &Norm) {
@@ -645,13 +768,15 @@ impl Bert {
 /// scores = q·kᵀ and context = softmax(scores)·v, run on the linear layers' kernels with a zero bias, so each
 /// score and each context value is one fused multiply-add chain (over the head's dimensions, then over the
 /// keys in order), as in `gemm`. `bias` (MPNet's, `[bucket][head]`, else empty) is added to each score by its
-/// relative-position bucket before the softmax, one addition.
+/// relative-position bucket before the softmax, one addition. With a `band` (ModernBERT's local layers), each
+/// query's softmax runs over the keys within `band` positions of it only, and the others take probability 0:
+/// left out, not masked by a large negative score (the own `exp` clamps, so a masked key would still count).
 fn attention(
     k: Kernels,
     qkv: &[f32],
     len: usize,
     (hidden, heads, head_dim): (usize, usize, usize),
-    bias: &[f32],
+    (bias, band): (&[f32], Option<usize>),
     out: &mut [f32],
 ) {
     let stride = 3 * hidden;
@@ -670,7 +795,11 @@ fn attention(
                 }
             }
         }
-        ops::softmax_rows(k, &mut scores, len, padded);
+        match band {
+            // A band that holds every key is the whole row.
+            Some(half) if half + 1 < len => ops::softmax_band_rows(k, &mut scores, len, padded, half),
+            _ => ops::softmax_rows(k, &mut scores, len, padded),
+        }
         let values = gemm::Rows { data: &qkv[v_at..], m: len, stride };
         let value_panels = gemm::Packed::columns(values, head_dim, k);
         let probabilities = gemm::Rows { data: &scores, m: len, stride: padded };
@@ -743,14 +872,25 @@ fn residual_then_norm<'a>(
     hidden: usize,
     eps: f32,
     residual: &'a [f32],
-    norm: &'a Norm,
+    norm: Option<&'a Norm>,
 ) -> impl Fn(usize, &mut [f32]) + Sync + 'a {
     move |first, rows| {
         for (t, a) in rows.iter_mut().zip(&residual[first * hidden..]) {
             *t += *a;
         }
-        ops::layer_norm(kernels, rows, &norm.gamma, &norm.beta, eps);
+        if let Some(norm) = norm {
+            ops::layer_norm(kernels, rows, &norm.gamma, &norm.beta, eps);
+        }
     }
+}
+
+/// `x += branch`, element by element (a pre-norm block's residual).
+fn add_rows(x: &mut [f32], branch: &[f32]) {
+    x.par_chunks_mut(ROWS_PER_TASK * 64).zip(branch.par_chunks(ROWS_PER_TASK * 64)).for_each(|(x, b)| {
+        for (x, b) in x.iter_mut().zip(b) {
+            *x += *b;
+        }
+    });
 }
 
 /// One sequence's `rows` (each `hidden` wide) pooled over the rows after the first `skip` (all of them when

@@ -189,10 +189,11 @@ pub(super) fn read(config: Config, tensors: &super::Tensors<'_>) -> Result<Weigh
         layers.push(LayerWeights {
             qkv,
             output: unbiased("attn.out_proj", h, h)?,
-            attention_norm: tensors.norm(&at("norm1"), h)?,
+            attention_norm: Some(tensors.norm(&at("norm1"), h)?),
             intermediate: gated,
             down: unbiased("mlp.fc2", h, i)?,
             output_norm: tensors.norm(&at("norm2"), h)?,
+            band: None,
         });
     }
     let rotary = Rotary::new(theta, head_dim, config.max_sequence());
@@ -206,6 +207,8 @@ pub(super) fn read(config: Config, tensors: &super::Tensors<'_>) -> Result<Weigh
         layers,
         relative_bias: Vec::new(),
         rotary: Some(rotary),
+        local_rotary: None,
+        final_norm: None,
     })
 }
 

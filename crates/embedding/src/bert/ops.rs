@@ -149,6 +149,38 @@ fn swiglu_body(gated: &[f32], out: &mut [f32], width: usize) {
     }
 }
 
+/// GeGLU of each row of `gated` (`[input | gate]`, `2 · width` wide) into the row of `out` (`width` wide):
+/// `gelu(input) · gate`, the exact GELU as [`gelu`] computes it (ModernBERT's `act(input) * gate`).
+#[inline(always)]
+fn geglu_body(gated: &[f32], out: &mut [f32], width: usize) {
+    for (row, into) in gated.chunks_exact(2 * width).zip(out.chunks_exact_mut(width)) {
+        let (input, gate) = row.split_at(width);
+        for ((o, x), g) in into.iter_mut().zip(input).zip(gate) {
+            *o = (*x * 0.5 * (1.0 + erf(*x * std::f32::consts::FRAC_1_SQRT_2))) * *g;
+        }
+    }
+}
+
+/// Softmax of each row of `scores` over the keys within `band` of the row's query (row r of a sequence of
+/// `width` keys: keys `r - band ..= r + band` that exist), in place; every other key's value becomes 0. Each
+/// row's band is worked as a row of its own (copied to the start of a scratch row of whole chunks of 16, so
+/// that its 16-partial order starts at the band's first key), so the band's probabilities are what
+/// [`softmax`] gives for those scores alone.
+#[inline(always)]
+fn softmax_band_body(scores: &mut [f32], width: usize, stride: usize, band: usize) {
+    let mut scratch = vec![0.0f32; (2 * band + 1).next_multiple_of(16)];
+    for (query, row) in scores.chunks_exact_mut(stride).enumerate() {
+        let (lo, hi) = (query.saturating_sub(band), (query + band + 1).min(width));
+        let kept = hi - lo;
+        let padded = kept.next_multiple_of(16);
+        scratch[..kept].copy_from_slice(&row[lo..hi]);
+        softmax(&mut scratch[..padded], kept);
+        row[..lo].fill(0.0);
+        row[lo..hi].copy_from_slice(&scratch[..kept]);
+        row[hi..width].fill(0.0);
+    }
+}
+
 /// Softmax of each row of `scores` over its first `width` values, in place. Rows are `stride` apart, a
 /// multiple of 16 no less than `width`: the values between are the rows' padding, written and never read as
 /// scores, so that a row's last few values are worked at the vector width like the others.
@@ -240,6 +272,8 @@ dispatch! {
     layer_norm => layer_norm_body(rows: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32);
     gelu => gelu_body(values: &mut [f32]);
     swiglu => swiglu_body(gated: &[f32], out: &mut [f32], width: usize);
+    geglu => geglu_body(gated: &[f32], out: &mut [f32], width: usize);
+    softmax_band_rows => softmax_band_body(scores: &mut [f32], width: usize, stride: usize, band: usize);
     softmax_rows => softmax_body(scores: &mut [f32], width: usize, stride: usize);
 }
 
@@ -383,6 +417,62 @@ mod tests {
                     padded_softmax(kernels, &scores, width).into_iter().map(f32::to_bits).collect();
                 assert_eq!(got, expected, "{kernels:?}, rows of {width}");
             }
+        }
+    }
+
+    /// The banded softmax of each row is the definition's over the row's band alone (its 16 partials counted
+    /// from the band's first key), and exactly 0 outside it, on every kernel: catches a band one off on either
+    /// side, partials anchored at the row's start, and keys outside the band given any weight.
+    #[test]
+    fn a_banded_softmax_is_the_definitions_over_the_band_and_zero_outside() {
+        for (width, band) in [(40usize, 4usize), (40, 3), (9, 4), (33, 16)] {
+            let stride = width.next_multiple_of(16);
+            let scores: Vec<f32> =
+                (0..width * stride).map(|i| ((i * 7919) % 1013) as f32 / 61.0 - 8.0).collect();
+            let mut expected = vec![0u32; width * stride];
+            for (query, (row, want)) in scores.chunks(stride).zip(expected.chunks_mut(stride)).enumerate() {
+                let (lo, hi) = (query.saturating_sub(band), (query + band + 1).min(width));
+                want[..width].fill(0f32.to_bits());
+                for (at, p) in softmax_by_definition(&row[lo..hi]).into_iter().enumerate() {
+                    want[lo + at] = p.to_bits();
+                }
+            }
+            for kernels in Kernels::available() {
+                let mut got = scores.clone();
+                softmax_band_rows(kernels, &mut got, width, stride, band);
+                for (query, (row, want)) in got.chunks(stride).zip(expected.chunks(stride)).enumerate() {
+                    let row: Vec<u32> = row[..width].iter().map(|x| x.to_bits()).collect();
+                    assert_eq!(row, want[..width], "{kernels:?}: {width} keys, band {band}, query {query}");
+                }
+            }
+        }
+    }
+
+    /// GeGLU is `gelu(input) · gate`, the input the first half of each row, within the GELU's tolerance of
+    /// the f64 definition, and the same bits on every kernel.
+    #[test]
+    fn geglu_takes_the_first_half_as_input_and_every_kernel_agrees() {
+        let width = 40;
+        let gated = rows(2 * width, 3);
+        let run = |kernels: Kernels| {
+            let mut out = vec![0.0f32; 3 * width];
+            geglu(kernels, &gated, &mut out, width);
+            out
+        };
+        let portable = run(Kernels::Scalar);
+        for (row, got) in gated.chunks(2 * width).zip(portable.chunks(width)) {
+            for ((x, g), y) in row[..width].iter().zip(&row[width..]).zip(got) {
+                let x = f64::from(*x);
+                let expected = x * 0.5 * (1.0 + erf_reference(x / std::f64::consts::SQRT_2)) * f64::from(*g);
+                assert!(
+                    (f64::from(*y) - expected).abs() < 1e-5,
+                    "geglu({x}, {g}) = {y}, expected {expected}"
+                );
+            }
+        }
+        for kernels in Kernels::available() {
+            let bits: Vec<u32> = run(kernels).iter().map(|x| x.to_bits()).collect();
+            assert_eq!(bits, portable.iter().map(|x| x.to_bits()).collect::<Vec<u32>>(), "{kernels:?}");
         }
     }
 

@@ -140,7 +140,14 @@ impl GpuModel {
             layers.push(DeviceLayer {
                 qkv: upload_linear(b, &layer.qkv)?,
                 output: upload_linear(b, &layer.output)?,
-                attention_norm: upload_norm(b, &layer.attention_norm)?,
+                attention_norm: match &layer.attention_norm {
+                    Some(norm) => upload_norm(b, norm)?,
+                    None => {
+                        return Err(DeviceError::Failed(
+                            "a pre-norm block (no attention norm) is not run here".into(),
+                        ));
+                    }
+                },
                 intermediate: upload_linear(b, &layer.intermediate)?,
                 down: upload_linear(b, &layer.down)?,
                 output_norm: upload_norm(b, &layer.output_norm)?,
