@@ -17,6 +17,11 @@ sentence-transformers 6.3 save each as it saves its own (`SentenceTransformer(mo
                      `local_rope_theta`, `global_attn_every_n_layers` 2, no `layer_types`), 3 layers, heads of 8,
                      `local_attention` 6, mean pooling with `search_query: ` / `search_document: ` prompts, a
                      window of 24 (max_seq_length), no Normalize
+and three BERT checkpoints for sentence-transformers' other poolings (the pipeline the 2024-2026 encoders bring):
+  pool-lasttoken     lasttoken pooling (a decoder's), Normalize
+  pool-weightedmean  weightedmean pooling with include_prompt false (the prompt's tokens weigh 0, the rest keep
+                     their positions) and prompts
+  pool-sqrt-flags    mean_sqrt_len_tokens in the older pooling_mode_* flag form, a window of 12
 Every norm weight and bias is moved away from 1 and 0 (a default initialisation hides a mapping bug), and the texts
 (fixtures/modern/texts.json) run past each window. A checkpoint in an original spelling is encoded by
 sentence-transformers from a copy whose config.json this script translates to the native keys (transformers'
@@ -114,6 +119,15 @@ def nomic(seed, hidden, heads, theta, positions):
         rope_parameters={"rope_theta": float(theta), "rope_type": "default"},
     )
     return perturb(transformers.NomicBertModel(config), seed + 1)
+
+
+def bert(seed, positions=64):
+    torch.manual_seed(seed)
+    config = transformers.BertConfig(
+        vocab_size=len(vocabulary()), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=48, max_position_embeddings=positions, hidden_act="gelu", layer_norm_eps=1e-12,
+    )
+    return perturb(transformers.BertModel(config, add_pooling_layer=False), seed + 1)
 
 
 def byte_level_bpe(max_length):
@@ -238,6 +252,28 @@ def make(out):
         model.save_pretrained(str(target))
         config = json.loads((target / "config.json").read_text())
         (target / "config.json").write_text(json.dumps(legacy_spelling(config, (300, 20), 2), indent=2) + "\n")
+        for name, seed, mode, include_prompt, length, normalize in [
+            ("pool-lasttoken", 55, "lasttoken", True, None, True),
+            ("pool-weightedmean", 66, "weightedmean", False, None, False),
+            ("pool-sqrt-flags", 77, "mean_sqrt_len_tokens", True, 12, False),
+        ]:
+            base = save_base(scratch / name, bert(seed), 512)
+            transformer = Transformer(str(base), max_seq_length=length) if length else Transformer(str(base))
+            modules = [transformer, Pooling(transformer.get_embedding_dimension(), mode, include_prompt=include_prompt)]
+            model = SentenceTransformer(
+                modules=modules + ([Normalize()] if normalize else []),
+                prompts={"query": "search_query: ", "document": "search_document: "},
+            )
+            model.save_pretrained(str(out / name))
+            if name == "pool-sqrt-flags":
+                pooling = out / name / "1_Pooling" / "config.json"
+                config = json.loads(pooling.read_text())
+                flags = {"word_embedding_dimension": config["embedding_dimension"]}
+                for flag in ["cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens",
+                             "lasttoken"]:
+                    flags[f"pooling_mode_{flag}"] = flag == "mean_sqrt_len_tokens"
+                flags["include_prompt"] = True
+                pooling.write_text(json.dumps(flags, indent=4) + "\n")
     for directory in out.iterdir():
         for junk in directory.rglob("README.md"):
             junk.unlink()

@@ -31,6 +31,13 @@ pub enum Pooling {
     Mean,
     /// The component-wise maximum over the sequence's tokens.
     Max,
+    /// The last token's state (`lasttoken`: a decoder's, whose last token has seen every other).
+    LastToken,
+    /// The mean weighted by each token's 1-based position in the sequence (`weightedmean`; a left-out prompt's
+    /// tokens weigh 0 and the rest keep their positions).
+    WeightedMean,
+    /// The sum over the tokens divided by the square root of their count (`mean_sqrt_len_tokens`).
+    MeanSqrtLen,
 }
 
 impl Pooling {
@@ -40,6 +47,20 @@ impl Pooling {
             Pooling::Cls => "cls",
             Pooling::Mean => "mean",
             Pooling::Max => "max",
+            Pooling::LastToken => "lasttoken",
+            Pooling::WeightedMean => "weightedmean",
+            Pooling::MeanSqrtLen => "mean_sqrt_len_tokens",
+        }
+    }
+
+    /// The pooling kernel's mode for the poolings the GPU kernels have (CLS, mean, max); `None` for the rest,
+    /// which pool on the CPU.
+    pub(crate) fn gpu_mode(self) -> Option<i32> {
+        match self {
+            Pooling::Cls => Some(0),
+            Pooling::Mean => Some(1),
+            Pooling::Max => Some(2),
+            Pooling::LastToken | Pooling::WeightedMean | Pooling::MeanSqrtLen => None,
         }
     }
 }
@@ -387,7 +408,8 @@ pub(crate) fn check_architecture(path: &Path, raw: &Value) -> Result<()> {
 }
 
 /// The pooling from either form of the Pooling config: `pooling_mode` (newer) or the
-/// `pooling_mode_*_token(s)` flags (older), exactly one of CLS, mean and max, and `include_prompt`.
+/// `pooling_mode_*_token(s)` flags (older), exactly one mode (several are concatenated by sentence-transformers,
+/// which is not run here), and `include_prompt`.
 fn read_pooling(path: &Path, value: &Value, hidden: usize) -> Result<(Pooling, bool)> {
     // `embedding_dimension` is what sentence-transformers 6 writes for the older `word_embedding_dimension`.
     for key in ["word_embedding_dimension", "embedding_dimension"] {
@@ -411,10 +433,16 @@ fn read_pooling(path: &Path, value: &Value, hidden: usize) -> Result<(Pooling, b
             Some("cls") => Pooling::Cls,
             Some("mean") => Pooling::Mean,
             Some("max") => Pooling::Max,
+            Some("lasttoken") => Pooling::LastToken,
+            Some("weightedmean") => Pooling::WeightedMean,
+            Some("mean_sqrt_len_tokens") => Pooling::MeanSqrtLen,
             _ => {
                 return Err(invalid(
                     path,
-                    format!("pooling_mode {mode} is not run here (cls, mean and max are)"),
+                    format!(
+                        "pooling_mode {mode} is not run here (one of cls, mean, max, lasttoken, weightedmean and \
+                         mean_sqrt_len_tokens is)"
+                    ),
                 ));
             }
         };
@@ -428,17 +456,13 @@ fn read_pooling(path: &Path, value: &Value, hidden: usize) -> Result<(Pooling, b
             }
         }
     };
-    for unsupported in
-        ["pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"]
-    {
-        if flag(unsupported)? {
-            return Err(invalid(path, format!("{unsupported} is not run here (cls, mean and max are)")));
-        }
-    }
     let chosen: Vec<Pooling> = [
         ("pooling_mode_cls_token", Pooling::Cls),
-        ("pooling_mode_mean_tokens", Pooling::Mean),
         ("pooling_mode_max_tokens", Pooling::Max),
+        ("pooling_mode_mean_tokens", Pooling::Mean),
+        ("pooling_mode_mean_sqrt_len_tokens", Pooling::MeanSqrtLen),
+        ("pooling_mode_weightedmean_tokens", Pooling::WeightedMean),
+        ("pooling_mode_lasttoken", Pooling::LastToken),
     ]
     .into_iter()
     .filter_map(|(name, pooling)| flag(name).map(|on| on.then_some(pooling)).transpose())

@@ -1,7 +1,7 @@
 //! `SentenceBert`: a BERT sentence-transformers checkpoint run in-process by this crate's own forward pass
 //! (`bert`), with what the checkpoint itself declares ([`Checkpoint`]): its shape, truncation, lower-casing,
-//! pooling (CLS, mean or max, a prompt's tokens left out when it says so), normalisation and prompts. A text's
-//! vector does not depend on what it is batched with.
+//! pooling (CLS, mean, max, last token, weighted mean or √length mean, a prompt's tokens left out when it says
+//! so), normalisation and prompts. A text's vector does not depend on what it is batched with.
 //!
 //! all-MiniLM-L6-v2 is the documented default, pinned by name: every file that shapes its vectors must have
 //! its published digest, and its identity is the one its fixtures have always recorded.
@@ -286,11 +286,21 @@ impl SentenceBert {
     /// differing), or the weights cannot be put
     /// on it.
     pub fn use_device(&mut self, request: DeviceRequest) -> Result<DeviceChoice> {
-        if !self.checkpoint.config.runs_on_gpu() {
-            // The GPU kernels mirror the learned-position encoders only: rotary positions, gated feed-forwards,
-            // pre-norm blocks and bands run on the CPU until kernels.cu has them too.
-            let why = "the GPU kernels run BERT, XLM-RoBERTa and MPNet; a NomicBert or ModernBERT checkpoint runs \
-                       on the CPU";
+        let pooling = self.checkpoint.pooling;
+        if !self.checkpoint.config.runs_on_gpu() || pooling.gpu_mode().is_none() {
+            // The GPU kernels mirror the learned-position encoders and CLS, mean and max pooling only: rotary
+            // positions, gated feed-forwards, pre-norm blocks, bands and the other poolings run on the CPU
+            // until kernels.cu has them too.
+            let why = if self.checkpoint.config.runs_on_gpu() {
+                format!(
+                    "the GPU kernels pool by CLS, mean or max; {} pooling runs on the CPU",
+                    pooling.name()
+                )
+            } else {
+                "the GPU kernels run BERT, XLM-RoBERTa and MPNet; a NomicBert or ModernBERT checkpoint runs on \
+                 the CPU"
+                    .to_owned()
+            };
             return match request {
                 DeviceRequest::Cpu => Ok(DeviceChoice { device: self.device(), no_gpu: None }),
                 DeviceRequest::Auto => {
@@ -548,6 +558,8 @@ fn identity(
         (Pooling::Mean, false) => "mean without the prompt's tokens".to_owned(),
         (Pooling::Max, false) => "max without the prompt's tokens".to_owned(),
         (Pooling::Cls, false) => "cls, the first token after the prompt's".to_owned(),
+        (Pooling::WeightedMean, false) => "weightedmean without the prompt's tokens".to_owned(),
+        (Pooling::MeanSqrtLen, false) => "mean_sqrt_len_tokens without the prompt's tokens".to_owned(),
         (pooling, _) => pooling.name().to_owned(),
     };
     EmbedderIdentity {

@@ -222,15 +222,15 @@ fn what_cannot_be_run_exactly_is_refused_naming_the_file_and_the_field() {
             "cls-normalize-instruction",
             "1_Pooling/config.json",
             "\"cls\"",
-            "\"lasttoken\"",
-            "pooling_mode \"lasttoken\"",
+            "\"cls_then_mean\"",
+            "pooling_mode \"cls_then_mean\"",
         ),
         (
             "mean-two-prompts",
             "1_Pooling/config.json",
             "\"pooling_mode_mean_sqrt_len_tokens\": false",
             "\"pooling_mode_mean_sqrt_len_tokens\": true",
-            "pooling_mode_mean_sqrt_len_tokens",
+            "more than one pooling mode",
         ),
         (
             "mean-two-prompts",

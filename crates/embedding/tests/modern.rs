@@ -87,8 +87,12 @@ fn every_kernel_gives_the_same_bits() {
 }
 
 #[test]
-fn the_rotary_encoders_stay_off_the_gpu_kernels_that_do_not_mirror_them() {
-    for (name, family) in [("nomic-native", "NomicBert"), ("modernbert-cls", "ModernBERT")] {
+fn what_the_gpu_kernels_do_not_mirror_stays_off_them() {
+    for (name, family) in [
+        ("nomic-native", "NomicBert"),
+        ("modernbert-cls", "ModernBERT"),
+        ("pool-lasttoken", "lasttoken pooling"),
+    ] {
         let mut model = load(&modern_dir().join(name));
         let choice = model.use_device(DeviceRequest::Auto).unwrap();
         assert!(matches!(choice.device, embedding::Device::Cpu(_)), "{:?}", choice.device);

@@ -921,6 +921,31 @@ pub(crate) fn pool(
             let count = (kept.len() / hidden) as f32;
             sum.iter().map(|s| s / count).collect()
         }
+        Pooling::MeanSqrtLen => {
+            let mut sum = vec![0.0f32; hidden];
+            for row in kept.chunks_exact(hidden) {
+                for (s, v) in sum.iter_mut().zip(row) {
+                    *s += *v;
+                }
+            }
+            let root = ((kept.len() / hidden) as f32).sqrt();
+            sum.iter().map(|s| s / root).collect()
+        }
+        // Each kept token weighs its 1-based position in the whole sequence (a left-out prompt's tokens weigh
+        // 0, as sentence-transformers masks them, and the rest keep their places).
+        Pooling::WeightedMean => {
+            let first = count - kept.len() / hidden;
+            let (mut sum, mut weights) = (vec![0.0f32; hidden], 0.0f32);
+            for (at, row) in kept.chunks_exact(hidden).enumerate() {
+                let weight = (first + at + 1) as f32;
+                weights += weight;
+                for (s, v) in sum.iter_mut().zip(row) {
+                    *s += *v * weight;
+                }
+            }
+            sum.iter().map(|s| s / weights).collect()
+        }
+        Pooling::LastToken => kept[kept.len() - hidden..].to_vec(),
         Pooling::Max => {
             let mut max = kept[..hidden].to_vec();
             for row in kept.chunks_exact(hidden).skip(1) {
@@ -995,5 +1020,17 @@ mod tests {
         assert!(super::pool(&[f32::NAN, f32::NAN], 1, Pooling::Max, 0)[0].is_nan());
         // Two columns, pooled independently.
         assert_eq!(super::pool(&[1.0, -0.0, 2.0, 0.0], 2, Pooling::Max, 0), vec![2.0, -0.0]);
+    }
+
+    #[test]
+    fn the_other_poolings_follow_sentence_transformers_definitions() {
+        use crate::checkpoint::Pooling;
+        let rows = [1.0f32, 2.0, 3.0];
+        // Positions count from the sequence's first token; a left-out prompt's tokens weigh nothing.
+        assert_eq!(super::pool(&rows, 1, Pooling::WeightedMean, 0), vec![14.0 / 6.0]);
+        assert_eq!(super::pool(&rows, 1, Pooling::WeightedMean, 1), vec![13.0 / 5.0]);
+        assert_eq!(super::pool(&rows, 1, Pooling::MeanSqrtLen, 0), vec![6.0 / 3f32.sqrt()]);
+        assert_eq!(super::pool(&rows, 1, Pooling::MeanSqrtLen, 2), vec![3.0]);
+        assert_eq!(super::pool(&rows, 1, Pooling::LastToken, 1), vec![3.0]);
     }
 }

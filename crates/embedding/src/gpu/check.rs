@@ -569,10 +569,8 @@ fn check_pool(backend: &Arc<dyn Backend>, pooling: Pooling) -> std::result::Resu
         x[at(4)] = f32::NAN;
         x[at(5)] = 0.25;
     }
-    let mode = match pooling {
-        Pooling::Cls => 0,
-        Pooling::Mean => 1,
-        Pooling::Max => 2,
+    let Some(mode) = pooling.gpu_mode() else {
+        return Err(DeviceError::Failed(format!("{} pooling is not run on the GPU", pooling.name())));
     };
     let mut table = Vec::new();
     for (first, count) in sequences {

@@ -344,10 +344,8 @@ impl GpuModel {
 
         let count = plan.lengths.len();
         let pooled = Buffer::new(b, 4 * count * h)?;
-        let mode = match pooling {
-            Pooling::Cls => 0,
-            Pooling::Mean => 1,
-            Pooling::Max => 2,
+        let Some(mode) = pooling.gpu_mode() else {
+            return Err(DeviceError::Failed(format!("{} pooling is not run on the GPU", pooling.name())));
         };
         self.run(pool(
             work.x.address(),
