@@ -22,6 +22,11 @@ and three BERT checkpoints for sentence-transformers' other poolings (the pipeli
   pool-weightedmean  weightedmean pooling with include_prompt false (the prompt's tokens weigh 0, the rest keep
                      their positions) and prompts
   pool-sqrt-flags    mean_sqrt_len_tokens in the older pooling_mode_* flag form, a window of 12
+and two for its Dense modules after the pooling:
+  dense-two          mean, Dense 32→48 (bias, Tanh: the default), Dense 48→24 (no bias, Identity), Normalize
+                     (EmbeddingGemma's pipeline in small)
+  dense-residual     CLS, Dense 32→32 (Identity, the input added back), Dense 32→16 (Tanh, no bias, a projected
+                     residual), no Normalize
 Every norm weight and bias is moved away from 1 and 0 (a default initialisation hides a mapping bug), and the texts
 (fixtures/modern/texts.json) run past each window. A checkpoint in an original spelling is encoded by
 sentence-transformers from a copy whose config.json this script translates to the native keys (transformers'
@@ -274,6 +279,29 @@ def make(out):
                     flags[f"pooling_mode_{flag}"] = flag == "mean_sqrt_len_tokens"
                 flags["include_prompt"] = True
                 pooling.write_text(json.dumps(flags, indent=4) + "\n")
+        from sentence_transformers.sentence_transformer.modules import Dense
+
+        for name, seed, pooling, dense, normalize in [
+            ("dense-two", 88, "mean", [dict(in_features=32, out_features=48),
+                                       dict(in_features=48, out_features=24, bias=False,
+                                            activation_function=torch.nn.Identity())], True),
+            ("dense-residual", 99, "cls", [dict(in_features=32, out_features=32,
+                                                activation_function=torch.nn.Identity(), use_residual=True),
+                                           dict(in_features=32, out_features=16, bias=False, use_residual=True)],
+             False),
+        ]:
+            base = save_base(scratch / name, bert(seed), 512)
+            transformer = Transformer(str(base))
+            modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling)]
+            for index, arguments in enumerate(dense):
+                module = Dense(**arguments)
+                perturb(module, seed + 10 + index)
+                modules.append(module)
+            model = SentenceTransformer(
+                modules=modules + ([Normalize()] if normalize else []),
+                prompts={"query": "search_query: ", "document": "search_document: "},
+            )
+            model.save_pretrained(str(out / name))
     for directory in out.iterdir():
         for junk in directory.rglob("README.md"):
             junk.unlink()

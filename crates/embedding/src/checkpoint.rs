@@ -95,6 +95,8 @@ pub struct Checkpoint {
     /// the directory: `config.json`, and when present `modules.json`, the pooling's config,
     /// `sentence_bert_config.json` and `config_sentence_transformers.json`.
     pub files: BTreeMap<String, String>,
+    /// The Dense modules between the pooling and the normalisation, in order (none for most checkpoints).
+    pub dense: Vec<crate::dense::DenseSpec>,
 }
 
 pub(crate) fn invalid(path: &Path, reason: impl std::fmt::Display) -> Error {
@@ -195,6 +197,7 @@ impl Checkpoint {
                 lower_case: false,
                 prompts: BTreeMap::new(),
                 sentence_transformers: false,
+                dense: Vec::new(),
                 sentencepiece,
                 files,
             });
@@ -204,6 +207,7 @@ impl Checkpoint {
             return Err(invalid(&modules_path, "not a list of modules"));
         };
         let (mut pooling_dir, mut normalize, mut transformer) = (None, false, false);
+        let mut dense_dirs = Vec::new();
         for (index, module) in modules.iter().enumerate() {
             let kind = module["type"].as_str().unwrap_or("");
             let at = |field: &str| format!("module {index} ({kind:?}): {field}");
@@ -219,11 +223,21 @@ impl Checkpoint {
                     pooling_dir = Some(path.to_owned());
                 }
                 "Normalize" => normalize = true,
+                "Dense" => {
+                    if pooling_dir.is_none() || normalize {
+                        return Err(invalid(
+                            &modules_path,
+                            at("a Dense module runs here between the Pooling and the Normalize"),
+                        ));
+                    }
+                    let path = module["path"].as_str().ok_or_else(|| invalid(&modules_path, at("path")))?;
+                    dense_dirs.push(path.to_owned());
+                }
                 _ => {
                     return Err(invalid(
                         &modules_path,
                         format!(
-                            "module {index}: type {kind:?} is not run here (Transformer, Pooling and Normalize are)"
+                            "module {index}: type {kind:?} is not run here (Transformer, Pooling, Dense and Normalize are)"
                         ),
                     ));
                 }
@@ -247,6 +261,22 @@ impl Checkpoint {
             .ok_or_else(|| invalid(&pooling_path, "missing (the Pooling module's config)"))?;
         files.insert(pooling_name, sha256_hex(&pooling_bytes));
         let (pooling, include_prompt) = read_pooling(&pooling_path, &pooling_config, config.hidden_size)?;
+        let mut dense = Vec::new();
+        for path in dense_dirs {
+            if path.is_empty() || path.contains("..") || Path::new(&path).is_absolute() {
+                return Err(invalid(
+                    &modules_path,
+                    format!("the Dense path {path:?} is not a folder inside the directory"),
+                ));
+            }
+            let name = format!("{path}/config.json");
+            let file = dir.join(&name);
+            let (bytes, value) = optional_json(&model_dir, &file, &name)?
+                .ok_or_else(|| invalid(&file, "missing (the Dense module's config)"))?;
+            files.insert(name, sha256_hex(&bytes));
+            let width = dense.last().map_or(config.hidden_size, |d: &crate::dense::DenseSpec| d.out_features);
+            dense.push(crate::dense::DenseSpec::read(&file, &path, &value, width)?);
+        }
 
         let mut max_tokens = None;
         let mut lower_case = false;
@@ -294,6 +324,7 @@ impl Checkpoint {
             lower_case,
             prompts,
             sentence_transformers: true,
+            dense,
             sentencepiece,
             files,
         })
@@ -304,9 +335,9 @@ impl Checkpoint {
         self.prompts.get(&role).map_or("", String::as_str)
     }
 
-    /// The hidden size, which is the vectors' dimension.
+    /// The vectors' dimension: the hidden size, or the last Dense module's output width.
     pub fn dims(&self) -> usize {
-        self.config.hidden_size
+        self.dense.last().map_or(self.config.hidden_size, |dense| dense.out_features)
     }
 }
 
@@ -481,7 +512,10 @@ fn read_pooling(path: &Path, value: &Value, hidden: usize) -> Result<(Pooling, b
 /// versions save the class's own module (`sentence_transformers.base.modules.transformer.Transformer`,
 /// `sentence_transformers.sentence_transformer.modules.pooling.Pooling`, …).
 pub(crate) fn module_kind(kind: &str) -> &'static str {
-    const SPELLINGS: [(&str, &str); 9] = [
+    const SPELLINGS: [(&str, &str); 12] = [
+        ("sentence_transformers.models.Dense", "Dense"),
+        ("sentence_transformers.base.modules.dense.Dense", "Dense"),
+        ("sentence_transformers.sentence_transformer.modules.dense.Dense", "Dense"),
         ("sentence_transformers.models.Transformer", "Transformer"),
         ("sentence_transformers.models.Pooling", "Pooling"),
         ("sentence_transformers.models.Normalize", "Normalize"),

@@ -64,6 +64,8 @@ pub struct SentenceBert {
     identity: EmbedderIdentity,
     digests: crate::registry::Digests,
     batch_size: usize,
+    /// The Dense modules after the pooling (`Checkpoint::dense`), with their weights.
+    dense: Vec<crate::dense::Dense>,
     /// The forward pass on a GPU (or the emulator), when one was asked for and found.
     pub(crate) gpu: Option<Gpu>,
 }
@@ -144,7 +146,13 @@ impl SentenceBert {
         {
             return Err(Error::WeightDigestMismatch { path: weights_path, expected, actual: weights_sha256 });
         }
-        let checkpoint = Checkpoint::read(dir)?;
+        let mut checkpoint = Checkpoint::read(dir)?;
+        let mut dense = Vec::with_capacity(checkpoint.dense.len());
+        for spec in checkpoint.dense.clone() {
+            let (module, digest) = crate::dense::Dense::load(model_dir, dir, &spec)?;
+            checkpoint.files.insert(format!("{}/model.safetensors", spec.path), digest);
+            dense.push(module);
+        }
         let tokenizer_path = dir.join("tokenizer.json");
         let tokenizer_bytes = model_dir.read("tokenizer.json", MAX_TOKENIZER_BYTES)?;
         let tokenizer_sha256 = sha256_hex(&tokenizer_bytes);
@@ -216,6 +224,7 @@ impl SentenceBert {
             identity,
             digests,
             batch_size: 64,
+            dense,
             gpu: None,
         })
     }
@@ -287,19 +296,21 @@ impl SentenceBert {
     /// on it.
     pub fn use_device(&mut self, request: DeviceRequest) -> Result<DeviceChoice> {
         let pooling = self.checkpoint.pooling;
-        if !self.checkpoint.config.runs_on_gpu() || pooling.gpu_mode().is_none() {
-            // The GPU kernels mirror the learned-position encoders and CLS, mean and max pooling only: rotary
-            // positions, gated feed-forwards, pre-norm blocks, bands and the other poolings run on the CPU
-            // until kernels.cu has them too.
-            let why = if self.checkpoint.config.runs_on_gpu() {
+        if !self.checkpoint.config.runs_on_gpu() || pooling.gpu_mode().is_none() || !self.dense.is_empty() {
+            // The GPU kernels mirror the learned-position encoders, CLS, mean and max pooling and nothing after
+            // the pooling but the normalisation: rotary positions, gated feed-forwards, pre-norm blocks, bands,
+            // the other poolings and Dense modules run on the CPU until kernels.cu has them too.
+            let why = if !self.checkpoint.config.runs_on_gpu() {
+                "the GPU kernels run BERT, XLM-RoBERTa and MPNet; a NomicBert or ModernBERT checkpoint runs on \
+                 the CPU"
+                    .to_owned()
+            } else if pooling.gpu_mode().is_none() {
                 format!(
                     "the GPU kernels pool by CLS, mean or max; {} pooling runs on the CPU",
                     pooling.name()
                 )
             } else {
-                "the GPU kernels run BERT, XLM-RoBERTa and MPNet; a NomicBert or ModernBERT checkpoint runs on \
-                 the CPU"
-                    .to_owned()
+                "the GPU kernels have no Dense module; a checkpoint with one runs on the CPU".to_owned()
             };
             return match request {
                 DeviceRequest::Cpu => Ok(DeviceChoice { device: self.device(), no_gpu: None }),
@@ -445,6 +456,9 @@ impl SentenceBert {
             .enumerate()
             .map(|(index, ((vector, normalized), ids))| {
                 let mut vector = vector.unwrap_or_default();
+                for dense in &self.dense {
+                    vector = dense.apply(&vector);
+                }
                 if self.checkpoint.normalize {
                     match normalized {
                         Some(normalized) => {

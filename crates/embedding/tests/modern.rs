@@ -92,6 +92,7 @@ fn what_the_gpu_kernels_do_not_mirror_stays_off_them() {
         ("nomic-native", "NomicBert"),
         ("modernbert-cls", "ModernBERT"),
         ("pool-lasttoken", "lasttoken pooling"),
+        ("dense-two", "Dense module"),
     ] {
         let mut model = load(&modern_dir().join(name));
         let choice = model.use_device(DeviceRequest::Auto).unwrap();
@@ -218,4 +219,46 @@ fn both_spellings_of_a_modernbert_configuration_give_the_same_bits() {
         vectors.iter().map(|e| e.vector.iter().map(|x| x.to_bits()).collect()).collect()
     };
     assert_eq!(bits(&legacy), bits(&respelled));
+}
+
+/// What loading a copy of checkpoint `name` whose file `file` `edit` rewrote says: the refusal's file and reason.
+fn refusal(name: &str, file: &str, edit: impl FnOnce(&str) -> String) -> (PathBuf, String) {
+    let copy = edited(name, |_| {});
+    let path = copy.path().join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, edit(&text)).unwrap();
+    match SentenceBert::load(copy.path(), "modern", WeightPin::Unpinned) {
+        Err(Error::InvalidModelFile { path, reason }) => (path, reason),
+        Err(other) => panic!("{file}: {other}"),
+        Ok(_) => panic!("{file}: loaded"),
+    }
+}
+
+#[test]
+fn dense_modules_set_the_dimension_bind_their_files_and_what_is_not_run_is_refused_by_file() {
+    let model = load(&modern_dir().join("dense-two"));
+    assert_eq!(model.checkpoint().dims(), 24);
+    assert_eq!(model.checkpoint().dense.len(), 2);
+    let bound: Vec<&String> = model.digests().keys().collect();
+    for file in ["2_Dense/config.json", "2_Dense/model.safetensors", "3_Dense/model.safetensors"] {
+        assert!(bound.iter().any(|f| f.as_str() == file), "{file} not bound: {bound:?}");
+    }
+    let (path, reason) = refusal("dense-two", "2_Dense/config.json", |t| {
+        t.replace("\"in_features\": 32", "\"in_features\": 31")
+    });
+    assert!(path.ends_with("2_Dense/config.json") && reason.contains("in_features 31"), "{reason}");
+    let (path, reason) = refusal("dense-two", "3_Dense/config.json", |t| {
+        t.replace("torch.nn.modules.linear.Identity", "torch.nn.modules.activation.GELU")
+    });
+    assert!(path.ends_with("3_Dense/config.json") && reason.contains("GELU"), "{reason}");
+    // A Dense module after the Normalize is not the pipeline run here.
+    let (path, reason) = refusal("dense-two", "modules.json", |t| {
+        let mut list: Value = serde_json::from_str(t).unwrap();
+        list.as_array_mut().unwrap().swap(3, 4);
+        serde_json::to_string(&list).unwrap()
+    });
+    assert!(
+        path.ends_with("modules.json") && reason.contains("between the Pooling and the Normalize"),
+        "{reason}"
+    );
 }

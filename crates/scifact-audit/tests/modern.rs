@@ -17,6 +17,11 @@ fn a_tiny_eval_with_a_modernbert_checkpoint_verifies_every_vector() {
     evaluated_and_verified("modernbert-cls", "modernbert-legacy");
 }
 
+#[test]
+fn a_tiny_eval_with_dense_modules_after_the_pooling_verifies_every_vector() {
+    evaluated_and_verified("dense-two", "pool-lasttoken");
+}
+
 /// A tiny eval with fixtures/modern/`name`, verified with it (every vector equal to the bit) and failed with
 /// `other`.
 fn evaluated_and_verified(name: &str, other: &str) {
