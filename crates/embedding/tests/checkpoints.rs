@@ -268,8 +268,8 @@ fn what_cannot_be_run_exactly_is_refused_naming_the_file_and_the_field() {
             "max-short-lowercase",
             "modules.json",
             "models.Normalize",
-            "models.Dense",
-            "sentence_transformers.models.Dense",
+            "models.LayerNorm",
+            "sentence_transformers.models.LayerNorm",
         ),
     ];
     for (name, file, from, to, says) in cases {
