@@ -677,61 +677,50 @@ pub(crate) fn python_lower(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// The largest difference between `model`'s document vectors of fixtures/modern's texts and
+    /// sentence-transformers' for checkpoint `name` there.
+    fn largest_difference(model: &super::SentenceBert, name: &str) -> f64 {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/modern");
+        let reference: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(root.join("reference.json")).unwrap()).unwrap();
+        let texts: Vec<&str> =
+            reference["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+        let expected = reference["checkpoints"][name]["document"].as_array().unwrap();
+        let prompt = model.checkpoint.prompt(crate::Role::Document).to_owned();
+        let ours = model.embed_prompted(&prompt, &texts, &|_| {}).unwrap();
+        let mut worst = 0.0f64;
+        for (mine, theirs) in ours.iter().zip(expected) {
+            for (a, b) in mine.vector.iter().zip(theirs.as_array().unwrap()) {
+                worst = worst.max((f64::from(*a) - b.as_f64().unwrap()).abs());
+            }
+        }
+        worst
+    }
+
+    fn modern(name: &str) -> super::SentenceBert {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/modern");
+        super::SentenceBert::load(&root.join(name), name, super::WeightPin::Unpinned).unwrap()
+    }
+
     /// The modern parity reference notices a rotary table one off: each frequency taking the next one's place
     /// moves a component of nomic-native's vectors beyond the tolerance, which the right tables keep. (Shifting
     /// every position by one would not: attention sees only the positions' differences.)
     #[test]
     fn a_rotary_table_one_off_leaves_the_tolerance() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/modern");
-        let reference: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(root.join("reference.json")).unwrap()).unwrap();
-        let texts: Vec<&str> =
-            reference["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
-        let expected = reference["checkpoints"]["nomic-native"]["document"].as_array().unwrap();
-        let mut model =
-            super::SentenceBert::load(&root.join("nomic-native"), "nomic", super::WeightPin::Unpinned)
-                .unwrap();
-        let worst = |model: &super::SentenceBert| {
-            let prompt = model.checkpoint.prompt(crate::Role::Document).to_owned();
-            let ours = model.embed_prompted(&prompt, &texts, &|_| {}).unwrap();
-            let mut worst = 0.0f64;
-            for (mine, theirs) in ours.iter().zip(expected) {
-                for (a, b) in mine.vector.iter().zip(theirs.as_array().unwrap()) {
-                    worst = worst.max((f64::from(*a) - b.as_f64().unwrap()).abs());
-                }
-            }
-            worst
-        };
-        assert!(worst(&model) <= 1e-5);
+        let mut model = modern("nomic-native");
+        assert!(largest_difference(&model, "nomic-native") <= 1e-5);
         model.model.put_rotary_frequencies_one_off();
-        let shifted = worst(&model);
+        let shifted = largest_difference(&model, "nomic-native");
         assert!(shifted > 1e-4, "frequencies one off moved no component beyond {shifted:e}");
     }
 
+    /// The same for ModernBERT's local bands: one key more on each side moves a component beyond it.
     #[test]
     fn a_local_band_one_wider_leaves_the_tolerance() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/modern");
-        let reference: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(root.join("reference.json")).unwrap()).unwrap();
-        let texts: Vec<&str> =
-            reference["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
-        let expected = reference["checkpoints"]["modernbert-cls"]["document"].as_array().unwrap();
-        let mut model =
-            super::SentenceBert::load(&root.join("modernbert-cls"), "modernbert", super::WeightPin::Unpinned)
-                .unwrap();
-        let worst = |model: &super::SentenceBert| {
-            let ours = model.embed_prompted("", &texts, &|_| {}).unwrap();
-            let mut worst = 0.0f64;
-            for (mine, theirs) in ours.iter().zip(expected) {
-                for (a, b) in mine.vector.iter().zip(theirs.as_array().unwrap()) {
-                    worst = worst.max((f64::from(*a) - b.as_f64().unwrap()).abs());
-                }
-            }
-            worst
-        };
-        assert!(worst(&model) <= 1e-5);
+        let mut model = modern("modernbert-cls");
+        assert!(largest_difference(&model, "modernbert-cls") <= 1e-5);
         model.model.put_bands_one_wider();
-        let widened = worst(&model);
+        let widened = largest_difference(&model, "modernbert-cls");
         assert!(widened > 1e-4, "a band one wider moved no component beyond {widened:e}");
     }
 

@@ -129,20 +129,7 @@ pub(crate) fn native_config(raw: &Value) -> Result<Value, String> {
     native.insert("rope_theta".into(), json!(theta(GLOBAL, "global_rope_theta", DEFAULT_GLOBAL_THETA)?));
     native.insert("local_rope_theta".into(), json!(theta(LOCAL, "local_rope_theta", DEFAULT_LOCAL_THETA)?));
     let (hidden, heads) = (whole(&native, "hidden_size"), whole(&native, "num_attention_heads"));
-    if let Some(head_dim) = given("head_dim")
-        && let (Some(hidden), Some(heads)) = (hidden, heads)
-        && (heads == 0 || hidden % heads != 0 || head_dim.as_u64() != Some(hidden / heads))
-    {
-        return Err(format!(
-            "head_dim {head_dim} is not hidden_size {hidden} / num_attention_heads {heads} (only that is run here)"
-        ));
-    }
-    if let (Some(hidden), Some(heads)) = (hidden, heads)
-        && heads > 0
-        && (hidden / heads) % 2 == 1
-    {
-        return Err(format!("hidden_size {hidden} / num_attention_heads {heads} is odd: no rotary halves"));
-    }
+    super::rope::check_head_width(hidden, heads, given("head_dim"))?;
     Ok(Value::Object(native))
 }
 

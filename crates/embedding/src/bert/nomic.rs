@@ -128,22 +128,8 @@ pub(crate) fn native_config(raw: &Value) -> Result<Value, String> {
     }
     native.entry("layer_norm_eps".to_owned()).or_insert(json!(1e-12));
     let whole = |key: &str| native.get(key).and_then(Value::as_u64);
-    if let Some(head_dim) = native.get("head_dim").filter(|v| !v.is_null()) {
-        let (hidden, heads) = (whole("hidden_size"), whole("num_attention_heads"));
-        if let (Some(hidden), Some(heads)) = (hidden, heads)
-            && (heads == 0 || head_dim.as_u64() != Some(hidden / heads) || hidden % heads != 0)
-        {
-            return Err(format!(
-                "head_dim {head_dim} is not hidden_size {hidden} / num_attention_heads {heads} (only that is run here)"
-            ));
-        }
-    }
-    if let (Some(hidden), Some(heads)) = (whole("hidden_size"), whole("num_attention_heads"))
-        && heads > 0
-        && (hidden / heads) % 2 == 1
-    {
-        return Err(format!("hidden_size {hidden} / num_attention_heads {heads} is odd: no rotary halves"));
-    }
+    let head_dim = native.get("head_dim").filter(|v| !v.is_null());
+    super::rope::check_head_width(whole("hidden_size"), whole("num_attention_heads"), head_dim)?;
     Ok(Value::Object(native))
 }
 

@@ -6,6 +6,28 @@
 //! three are computed here in f64 from `+`, `×`, `÷` and comparisons only (no libm, whose results differ between
 //! C libraries) and rounded to f32 once: every CPU builds the same tables, and a GPU is handed the same ones.
 
+/// Refuses a configuration whose heads the rotary encoders cannot rotate: a `head_dim` other than hidden /
+/// heads (the only width run here) or an odd head width (no halves to rotate). `None` sizes are left to the
+/// size checks.
+pub(crate) fn check_head_width(
+    hidden: Option<u64>,
+    heads: Option<u64>,
+    head_dim: Option<&serde_json::Value>,
+) -> Result<(), String> {
+    let (Some(hidden), Some(heads)) = (hidden, heads) else { return Ok(()) };
+    if let Some(head_dim) = head_dim
+        && (heads == 0 || hidden % heads != 0 || head_dim.as_u64() != Some(hidden / heads))
+    {
+        return Err(format!(
+            "head_dim {head_dim} is not hidden_size {hidden} / num_attention_heads {heads} (only that is run here)"
+        ));
+    }
+    if heads > 0 && (hidden / heads) % 2 == 1 {
+        return Err(format!("hidden_size {hidden} / num_attention_heads {heads} is odd: no rotary halves"));
+    }
+    Ok(())
+}
+
 /// cos and sin of every position's angles, `[position][i]` for the `d/2` frequencies of a head of width `d`.
 #[derive(Debug, Clone)]
 pub(crate) struct Rotary {
