@@ -208,31 +208,51 @@ def native_spelling(config):
     return out
 
 
-def make(out):
+PROMPTS = {"query": "search_query: ", "document": "search_document: "}
+
+
+def save_sentence_transformer(base, target, pooling, length=None, include_prompt=True, after=list, normalize=False,
+                              prompts=PROMPTS):
+    """Saves, as sentence-transformers saves its own, the checkpoint of the transformer at `base` (its window
+    `length` when given) pooled by `pooling`, then the modules `after()` makes, then Normalize when `normalize`.
+    `after` is called once the Transformer is built: loading a BertModel draws its unused pooler from torch's
+    global generator, so the order keeps the saved bytes."""
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 
+    transformer = Transformer(str(base), max_seq_length=length) if length else Transformer(str(base))
+    modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling, include_prompt=include_prompt)]
+    modules += after() + ([Normalize()] if normalize else [])
+    SentenceTransformer(modules=modules, prompts=prompts).save_pretrained(str(target))
+    return target
+
+
+def respell(target, spelling, name="config.json", indent=2):
+    """Rewrites the JSON file `name` of the saved checkpoint `target` as `spelling` gives it."""
+    path = target / name
+    path.write_text(json.dumps(spelling(json.loads(path.read_text())), indent=indent) + "\n")
+
+
+def pooling_flags(config):
+    """A Pooling config.json of one mode in the older `pooling_mode_*` flag form."""
+    mode = config["pooling_mode"]
+    flags = {"word_embedding_dimension": config["embedding_dimension"]}
+    for flag in ["cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken"]:
+        flags[f"pooling_mode_{flag}"] = flag == mode or flag == f"{mode}_tokens"
+    flags["include_prompt"] = config["include_prompt"]
+    return flags
+
+
+def make(out):
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     (out / "texts.json").write_text(json.dumps({"texts": TEXTS}, indent=1) + "\n", encoding="utf-8")
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         base = save_base(scratch / "a", nomic(11, hidden=32, heads=2, theta=1000, positions=40), 512)
-        transformer = Transformer(str(base))
-        model = SentenceTransformer(
-            modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean"), Normalize()],
-            prompts={"query": "search_query: ", "document": "search_document: "},
-        )
-        model.save_pretrained(str(out / "nomic-native"))
+        save_sentence_transformer(base, out / "nomic-native", "mean", normalize=True)
         base = save_base(scratch / "b", nomic(22, hidden=32, heads=4, theta=50, positions=64), 512)
-        transformer = Transformer(str(base), max_seq_length=20)
-        model = SentenceTransformer(
-            modules=[transformer, Pooling(transformer.get_embedding_dimension(), "cls")],
-            prompts={"query": "search_query: ", "document": "search_document: "},
-        )
-        target = out / "nomic-original"
-        model.save_pretrained(str(target))
-        config = json.loads((target / "config.json").read_text())
-        (target / "config.json").write_text(json.dumps(original_spelling(config), indent=2) + "\n")
+        target = save_sentence_transformer(base, out / "nomic-original", "cls", length=20)
+        respell(target, original_spelling)
 
         tokenizer, ids = byte_level_bpe(512)
         vocab = len(tokenizer)
@@ -240,45 +260,24 @@ def make(out):
         modernbert(33, ids, vocab, heads=2, layers=4, local=8, thetas=(1000, 50), every=3,
                    positions=40).save_pretrained(str(base), safe_serialization=True)
         tokenizer.save_pretrained(str(base))
-        transformer = Transformer(str(base))
-        model = SentenceTransformer(
-            modules=[transformer, Pooling(transformer.get_embedding_dimension(), "cls"), Normalize()])
-        model.save_pretrained(str(out / "modernbert-cls"))
+        save_sentence_transformer(base, out / "modernbert-cls", "cls", normalize=True, prompts=None)
         base = scratch / "d"
         modernbert(44, ids, vocab, heads=4, layers=3, local=6, thetas=(300, 20), every=2,
                    positions=64).save_pretrained(str(base), safe_serialization=True)
         tokenizer.save_pretrained(str(base))
-        transformer = Transformer(str(base), max_seq_length=24)
-        model = SentenceTransformer(
-            modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean")],
-            prompts={"query": "search_query: ", "document": "search_document: "},
-        )
-        target = out / "modernbert-legacy"
-        model.save_pretrained(str(target))
-        config = json.loads((target / "config.json").read_text())
-        (target / "config.json").write_text(json.dumps(legacy_spelling(config, (300, 20), 2), indent=2) + "\n")
+        target = save_sentence_transformer(base, out / "modernbert-legacy", "mean", length=24)
+        respell(target, lambda config: legacy_spelling(config, (300, 20), 2))
+
         for name, seed, mode, include_prompt, length, normalize in [
             ("pool-lasttoken", 55, "lasttoken", True, None, True),
             ("pool-weightedmean", 66, "weightedmean", False, None, False),
             ("pool-sqrt-flags", 77, "mean_sqrt_len_tokens", True, 12, False),
         ]:
             base = save_base(scratch / name, bert(seed), 512)
-            transformer = Transformer(str(base), max_seq_length=length) if length else Transformer(str(base))
-            modules = [transformer, Pooling(transformer.get_embedding_dimension(), mode, include_prompt=include_prompt)]
-            model = SentenceTransformer(
-                modules=modules + ([Normalize()] if normalize else []),
-                prompts={"query": "search_query: ", "document": "search_document: "},
-            )
-            model.save_pretrained(str(out / name))
-            if name == "pool-sqrt-flags":
-                pooling = out / name / "1_Pooling" / "config.json"
-                config = json.loads(pooling.read_text())
-                flags = {"word_embedding_dimension": config["embedding_dimension"]}
-                for flag in ["cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens",
-                             "lasttoken"]:
-                    flags[f"pooling_mode_{flag}"] = flag == "mean_sqrt_len_tokens"
-                flags["include_prompt"] = True
-                pooling.write_text(json.dumps(flags, indent=4) + "\n")
+            save_sentence_transformer(base, out / name, mode, length=length, include_prompt=include_prompt,
+                                      normalize=normalize)
+        respell(out / "pool-sqrt-flags", pooling_flags, "1_Pooling/config.json", indent=4)
+
         from sentence_transformers.sentence_transformer.modules import Dense
 
         for name, seed, pooling, dense, normalize in [
@@ -291,17 +290,10 @@ def make(out):
              False),
         ]:
             base = save_base(scratch / name, bert(seed), 512)
-            transformer = Transformer(str(base))
-            modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling)]
-            for index, arguments in enumerate(dense):
-                module = Dense(**arguments)
-                perturb(module, seed + 10 + index)
-                modules.append(module)
-            model = SentenceTransformer(
-                modules=modules + ([Normalize()] if normalize else []),
-                prompts={"query": "search_query: ", "document": "search_document: "},
-            )
-            model.save_pretrained(str(out / name))
+            def after(dense=dense, seed=seed):
+                return [perturb(Dense(**arguments), seed + 10 + index) for index, arguments in enumerate(dense)]
+
+            save_sentence_transformer(base, out / name, pooling, after=after, normalize=normalize)
     for directory in out.iterdir():
         for junk in directory.rglob("README.md"):
             junk.unlink()

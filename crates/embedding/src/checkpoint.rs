@@ -248,34 +248,29 @@ impl Checkpoint {
         }
         let pooling_dir = pooling_dir
             .ok_or_else(|| invalid(&modules_path, "no sentence_transformers.models.Pooling module"))?;
-        // An empty path would make the model's own config.json the Pooling's.
-        if pooling_dir.is_empty() || pooling_dir.contains("..") || Path::new(&pooling_dir).is_absolute() {
-            return Err(invalid(
-                &modules_path,
-                format!("the Pooling path {pooling_dir:?} is not a folder inside the directory"),
-            ));
-        }
-        let pooling_name = format!("{pooling_dir}/config.json");
-        let pooling_path = dir.join(&pooling_name);
-        let (pooling_bytes, pooling_config) = optional_json(&model_dir, &pooling_path, &pooling_name)?
-            .ok_or_else(|| invalid(&pooling_path, "missing (the Pooling module's config)"))?;
-        files.insert(pooling_name, sha256_hex(&pooling_bytes));
-        let (pooling, include_prompt) = read_pooling(&pooling_path, &pooling_config, config.hidden_size)?;
-        let mut dense = Vec::new();
-        for path in dense_dirs {
-            if path.is_empty() || path.contains("..") || Path::new(&path).is_absolute() {
+        // A module's folder, inside the directory, and its config.json, read, parsed and bound into `files`.
+        let mut module_config = |kind: &str, folder: &str| -> Result<(PathBuf, Value)> {
+            // An empty path would make the model's own config.json the module's.
+            if folder.is_empty() || folder.contains("..") || Path::new(folder).is_absolute() {
                 return Err(invalid(
                     &modules_path,
-                    format!("the Dense path {path:?} is not a folder inside the directory"),
+                    format!("the {kind} path {folder:?} is not a folder inside the directory"),
                 ));
             }
-            let name = format!("{path}/config.json");
+            let name = format!("{folder}/config.json");
             let file = dir.join(&name);
             let (bytes, value) = optional_json(&model_dir, &file, &name)?
-                .ok_or_else(|| invalid(&file, "missing (the Dense module's config)"))?;
+                .ok_or_else(|| invalid(&file, format!("missing (the {kind} module's config)")))?;
             files.insert(name, sha256_hex(&bytes));
-            let width = dense.last().map_or(config.hidden_size, |d: &crate::dense::DenseSpec| d.out_features);
-            dense.push(crate::dense::DenseSpec::read(&file, &path, &value, width)?);
+            Ok((file, value))
+        };
+        let (pooling_path, pooling_config) = module_config("Pooling", &pooling_dir)?;
+        let (pooling, include_prompt) = read_pooling(&pooling_path, &pooling_config, config.hidden_size)?;
+        let mut dense: Vec<crate::dense::DenseSpec> = Vec::new();
+        for folder in dense_dirs {
+            let (file, value) = module_config("Dense", &folder)?;
+            let width = dense.last().map_or(config.hidden_size, |d| d.out_features);
+            dense.push(crate::dense::DenseSpec::read(&file, &folder, &value, width)?);
         }
 
         let mut max_tokens = None;

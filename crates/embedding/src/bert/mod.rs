@@ -224,6 +224,15 @@ impl Config {
     pub(crate) fn max_sequence(&self) -> usize {
         self.max_position_embeddings.saturating_sub(self.position_offset())
     }
+
+    /// A rotary encoder's head width, hidden / heads, which must be even (the rotation pairs its halves).
+    pub(crate) fn rotary_head_dim(&self) -> std::result::Result<usize, String> {
+        let (h, heads) = (self.hidden_size, self.num_attention_heads);
+        if heads == 0 || h % heads != 0 || (h / heads) % 2 == 1 {
+            return Err(format!("hidden_size {h} is not an even width per each of {heads} heads"));
+        }
+        Ok(h / heads)
+    }
 }
 
 pub(crate) struct Norm {
@@ -333,6 +342,29 @@ impl Tensors<'_> {
             gamma: self.get(&format!("{prefix}.weight"), &[width])?,
             beta: self.get(&format!("{prefix}.bias"), &[width])?,
         })
+    }
+
+    /// A bias-free linear layer, `{prefix}.weight` of `n` rows of `k`, with a zero bias (each product starts
+    /// from its bias).
+    fn unbiased(&self, prefix: &str, n: usize, k: usize) -> std::result::Result<Linear, String> {
+        Ok(Linear { weight: self.get(&format!("{prefix}.weight"), &[n, k])?, bias: vec![0.0; n], n, k })
+    }
+
+    /// A bias-free fused `[q; k; v]` projection (`{prefix}.weight`, 3 × `hidden` rows of `hidden`) with its
+    /// query rows scaled by 1/√`head_dim`, as the rotary encoders' `Wqkv` is run (the scale commutes with the
+    /// rotation exactly when it is a power of two, head widths 4, 16, 64, 256).
+    fn scaled_qkv(
+        &self,
+        prefix: &str,
+        hidden: usize,
+        head_dim: usize,
+    ) -> std::result::Result<Linear, String> {
+        let mut qkv = self.unbiased(prefix, 3 * hidden, hidden)?;
+        let scale = 1.0 / (head_dim as f32).sqrt();
+        for value in &mut qkv.weight[..hidden * hidden] {
+            *value *= scale;
+        }
+        Ok(qkv)
     }
 }
 

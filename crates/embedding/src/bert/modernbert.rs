@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Config, LayerWeights, Linear, Norm, Weights, rope::Rotary};
+use super::{Config, LayerWeights, Norm, Weights, rope::Rotary};
 
 /// `model_type` of ModernBERT.
 pub(crate) const MODEL_TYPE: &str = "modernbert";
@@ -139,11 +139,7 @@ pub(crate) fn native_config(raw: &Value) -> Result<Value, String> {
 /// width, the final norm, and the two rotary tables.
 pub(super) fn read(config: Config, tensors: &super::Tensors<'_>) -> Result<Weights, String> {
     let (h, i) = (config.hidden_size, config.intermediate_size);
-    let heads = config.num_attention_heads;
-    if heads == 0 || h % heads != 0 || (h / heads) % 2 == 1 {
-        return Err(format!("hidden_size {h} is not an even width per each of {heads} heads"));
-    }
-    let head_dim = h / heads;
+    let head_dim = config.rotary_head_dim()?;
     let global_theta = config.rope_theta.ok_or("no rotary base (rope_parameters.full_attention)")?;
     let local_theta = config.local_rope_theta.ok_or("no rotary base (rope_parameters.sliding_attention)")?;
     if config.layer_types.len() != config.num_hidden_layers {
@@ -158,25 +154,16 @@ pub(super) fn read(config: Config, tensors: &super::Tensors<'_>) -> Result<Weigh
         Ok(Norm { gamma: tensors.get(&format!("{name}.weight"), &[h])?, beta: vec![0.0; h] })
     };
     let embedding_norm = unbiased_norm("embeddings.norm")?;
-    let scale = 1.0 / (head_dim as f32).sqrt();
     let band = config.local_attention / 2;
     let mut layers = Vec::new();
     for (layer, kind) in config.layer_types.iter().enumerate() {
         let at = |name: &str| format!("layers.{layer}.{name}");
-        let unbiased = |name: &str, n: usize, k: usize| -> Result<Linear, String> {
-            let weight = tensors.get(&at(&format!("{name}.weight")), &[n, k])?;
-            Ok(Linear { weight, bias: vec![0.0; n], n, k })
-        };
-        let mut qkv = unbiased("attn.Wqkv", 3 * h, h)?;
-        for value in &mut qkv.weight[..h * h] {
-            *value *= scale;
-        }
         layers.push(LayerWeights {
-            qkv,
-            output: unbiased("attn.Wo", h, h)?,
+            qkv: tensors.scaled_qkv(&at("attn.Wqkv"), h, head_dim)?,
+            output: tensors.unbiased(&at("attn.Wo"), h, h)?,
             attention_norm: if layer == 0 { None } else { Some(unbiased_norm(&at("attn_norm"))?) },
-            intermediate: unbiased("mlp.Wi", 2 * i, h)?,
-            down: unbiased("mlp.Wo", h, i)?,
+            intermediate: tensors.unbiased(&at("mlp.Wi"), 2 * i, h)?,
+            down: tensors.unbiased(&at("mlp.Wo"), h, i)?,
             output_norm: unbiased_norm(&at("mlp_norm"))?,
             band: (kind == LOCAL).then_some(band),
         });

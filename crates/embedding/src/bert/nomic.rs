@@ -139,11 +139,7 @@ pub(crate) fn native_config(raw: &Value) -> Result<Value, String> {
 /// and the rotary tables for every position the configuration allows.
 pub(super) fn read(config: Config, tensors: &super::Tensors<'_>) -> Result<Weights, String> {
     let (h, i) = (config.hidden_size, config.intermediate_size);
-    let heads = config.num_attention_heads;
-    if heads == 0 || h % heads != 0 || (h / heads) % 2 == 1 {
-        return Err(format!("hidden_size {h} is not an even width per each of {heads} heads"));
-    }
-    let head_dim = h / heads;
+    let head_dim = config.rotary_head_dim()?;
     let theta = config.rope_theta.ok_or("no rotary base (rope_parameters.rope_theta)")?;
     let words = tensors.get("embeddings.word_embeddings.weight", &[config.vocab_size, h])?;
     if config.type_vocab_size == 0 {
@@ -152,20 +148,11 @@ pub(super) fn read(config: Config, tensors: &super::Tensors<'_>) -> Result<Weigh
     let token_type =
         tensors.get("embeddings.token_type_embeddings.weight", &[config.type_vocab_size, h])?[..h].to_vec();
     let embedding_norm = tensors.norm("emb_ln", h)?;
-    let scale = 1.0 / (head_dim as f32).sqrt();
     let mut layers = Vec::new();
     for layer in 0..config.num_hidden_layers {
         let at = |name: &str| format!("encoder.layers.{layer}.{name}");
-        let unbiased = |name: &str, n: usize, k: usize| -> Result<Linear, String> {
-            let weight = tensors.get(&at(&format!("{name}.weight")), &[n, k])?;
-            Ok(Linear { weight, bias: vec![0.0; n], n, k })
-        };
-        let mut qkv = unbiased("attn.Wqkv", 3 * h, h)?;
-        for value in &mut qkv.weight[..h * h] {
-            *value *= scale;
-        }
-        let up = unbiased("mlp.fc11", i, h)?;
-        let gate = unbiased("mlp.fc12", i, h)?;
+        let up = tensors.unbiased(&at("mlp.fc11"), i, h)?;
+        let gate = tensors.unbiased(&at("mlp.fc12"), i, h)?;
         let gated = Linear {
             weight: up.weight.into_iter().chain(gate.weight).collect(),
             bias: vec![0.0; 2 * i],
@@ -173,11 +160,11 @@ pub(super) fn read(config: Config, tensors: &super::Tensors<'_>) -> Result<Weigh
             k: h,
         };
         layers.push(LayerWeights {
-            qkv,
-            output: unbiased("attn.out_proj", h, h)?,
+            qkv: tensors.scaled_qkv(&at("attn.Wqkv"), h, head_dim)?,
+            output: tensors.unbiased(&at("attn.out_proj"), h, h)?,
             attention_norm: Some(tensors.norm(&at("norm1"), h)?),
             intermediate: gated,
-            down: unbiased("mlp.fc2", h, i)?,
+            down: tensors.unbiased(&at("mlp.fc2"), h, i)?,
             output_norm: tensors.norm(&at("norm2"), h)?,
             band: None,
         });
