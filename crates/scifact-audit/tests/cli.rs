@@ -442,6 +442,15 @@ pub(crate) fn unsharded(report: &serde_json::Value) -> (serde_json::Value, usize
     (report, named)
 }
 
+/// `fixtures/tiny/four-trials.json`: the search space of the tests that forge or verify one evaluation many
+/// times, where the number of trials is not what they check.
+pub(crate) fn four_trials() -> String {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/tiny/four-trials.json")
+        .display()
+        .to_string()
+}
+
 pub(crate) fn path_str(path: &Path) -> &str {
     path.to_str().unwrap()
 }

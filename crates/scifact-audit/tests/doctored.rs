@@ -74,6 +74,8 @@ fn honest() -> &'static Honest {
             &archive(),
             "--model-dir",
             &model(),
+            "--search-space",
+            &crate::four_trials(),
         ]);
         let fixture = serde_json::from_slice(&std::fs::read(work.join("fixture.json")).unwrap()).unwrap();
         Honest { dir, fixture, secret_key, public_key }
@@ -181,6 +183,8 @@ fn forge(edits: &[Edit]) -> Forged {
         &archive(),
         "--model-dir",
         &model(),
+        "--search-space",
+        &crate::four_trials(),
         "--secret-key",
         secret,
     ]);

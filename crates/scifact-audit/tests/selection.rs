@@ -25,14 +25,16 @@ pub(crate) struct Evaluated {
     pub(crate) model: crate::TinyModel,
 }
 
-/// One signed `eval` of a synthetic archive with the tiny model.
+/// One signed `eval` of a synthetic archive with the tiny model, over `fixtures/tiny/four-trials.json`.
 pub(crate) fn evaluated() -> Evaluated {
     let model = tiny_model();
     let dir = tempfile::tempdir().unwrap();
     let archive = synthetic_scifact_zip(dir.path(), 5_183);
     let (secret, public) = keys(dir.path());
     let work = dir.path().join("work");
-    let args = eval_args(&work, &archive, &model, Some(&secret));
+    let space = crate::four_trials();
+    let mut args = eval_args(&work, &archive, &model, Some(&secret));
+    args.extend(["--search-space", &space]);
     let output = scifact_audit(&args, "");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let run = std::fs::read_dir(work.join("runs")).unwrap().next().unwrap().unwrap().path();

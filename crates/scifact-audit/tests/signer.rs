@@ -46,7 +46,8 @@ fn model() -> String {
     root().join("fixtures/tiny/model").display().to_string()
 }
 
-/// The tiny eval's signed bundle, its git state laundered to clean, re-signed: made once for every test here.
+/// The tiny eval's signed bundle (over `fixtures/tiny/four-trials.json`), its git state laundered to clean,
+/// re-signed: made once for every test here.
 fn base() -> &'static Base {
     static BASE: OnceLock<Base> = OnceLock::new();
     BASE.get_or_init(|| {
@@ -66,6 +67,8 @@ fn base() -> &'static Base {
             &archive,
             "--model-dir",
             &model,
+            "--search-space",
+            &crate::four_trials(),
             "--secret-key",
             secret,
         ]);
