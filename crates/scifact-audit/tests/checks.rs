@@ -475,7 +475,9 @@ fn the_embedding_check_fails_alone_when_the_model_is_not_the_one_that_embedded()
     let dir = tempfile::tempdir().unwrap();
     let archive = synthetic_scifact_zip(dir.path(), 5_183);
     let work = dir.path().join("work");
-    let eval = eval_args(&work, &archive, &model, None);
+    let space = crate::four_trials();
+    let mut eval = eval_args(&work, &archive, &model, None);
+    eval.extend(["--search-space", &space]);
     let output = scifact_audit(&eval, "");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let run = std::fs::read_dir(work.join("runs")).unwrap().next().unwrap().unwrap().path();

@@ -99,7 +99,10 @@ fn eval_killed_at_every_stage_finishes_when_rerun_and_equals_an_uninterrupted_ru
     let archive = synthetic_scifact_zip(dir.path(), 5_183);
     let (secret, public) = keys(dir.path());
     let (clean, killed) = (dir.path().join("clean"), dir.path().join("killed"));
-    let clean_args = eval_args(&clean, &archive, &model, Some(&secret));
+    // Four trials: the kill points below are in stages every trial passes through, and fall within four.
+    let space = crate::four_trials();
+    let mut clean_args = eval_args(&clean, &archive, &model, Some(&secret));
+    clean_args.extend(["--search-space", &space]);
     let first = scifact_audit(&clean_args, "");
     assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
 
@@ -124,7 +127,8 @@ fn eval_killed_at_every_stage_finishes_when_rerun_and_equals_an_uninterrupted_ru
         "bundle.staged:1",      // the whole bundle staged, not yet published
         "eval.signing:1",       // bundle published, not yet signed
     ];
-    let args = eval_args(&killed, &archive, &model, Some(&secret));
+    let mut args = eval_args(&killed, &archive, &model, Some(&secret));
+    args.extend(["--search-space", &space]);
     for point in points {
         assert_eq!(run_until(&args, point), Outcome::Killed, "{point} was never reached");
     }

@@ -157,10 +157,11 @@ fn build_sparse_then_run_then_verify_recomputes_every_sparse_list_and_catches_an
     assert_eq!(statuses(&report, "sparse.values"), [("global", "fail")], "the edited vector, encoded again");
 }
 
-/// `eval --sparse-model-dir` on the tiny corpus with a search space whose trial fuses the sparse list: a signed
-/// claim v9 bundle carrying the sparse fixture, which `verify-bundle --sparse-model-dir` calls verified, every
-/// sparse list recomputed and every sparse vector encoded again; without the checkpoint the vectors rest on the
-/// signer, and a trial with a sparse weight but no sparse model is refused before any work.
+/// `eval --sparse-model-dir` on the tiny corpus with a search space whose trials fuse the sparse list, one of
+/// them scored as Anserini's impact indexes score (quantized weights, ties by BEIR document id): a signed claim
+/// v9 bundle carrying the sparse fixture, which `verify-bundle --sparse-model-dir` calls verified, every sparse
+/// list recomputed under its run's rule and every sparse vector encoded again; without the checkpoint the
+/// vectors rest on the signer, and a trial with a sparse weight but no sparse model is refused before any work.
 #[test]
 fn a_tiny_eval_with_sparse_runs_is_signed_as_claim_v9_and_verifies_with_the_sparse_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
@@ -172,7 +173,9 @@ fn a_tiny_eval_with_sparse_runs_is_signed_as_claim_v9_and_verifies_with_the_spar
     std::fs::write(
         &space,
         r#"{"schema": "scifact-audit-search-space-v1", "about": "the baseline and one trial fusing the sparse list",
-            "trials": [{"name": "baseline", "set": {}}, {"name": "with-sparse", "set": {"sparse_weight": 1.0}}]}"#,
+            "trials": [{"name": "baseline", "set": {}}, {"name": "with-sparse", "set": {"sparse_weight": 1.0}},
+                {"name": "with-impacts", "set": {"sparse_weight": 1.0, "sparse_scoring": "anserini_impact",
+                    "sparse_ties": {"metadata_key": "beir_doc_id"}}}]}"#,
     )
     .unwrap();
     let args = |extra: &[&str]| -> Vec<String> {
@@ -249,6 +252,16 @@ fn a_tiny_eval_with_sparse_runs_is_signed_as_claim_v9_and_verifies_with_the_spar
         let found = statuses(&report, name);
         assert!(!found.is_empty() && found.iter().all(|(_, s)| *s == "pass"), "{name}: {found:?}");
     }
+    // The impact trial's sparse lists were recomputed under its own rule, and the exact trial's under its.
+    let evidence: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"] == "ranking.sparse")
+        .map(|c| c["evidence"].as_str().unwrap())
+        .collect();
+    assert!(evidence.iter().any(|e| e.contains("Anserini's impact score") && e.contains("BEIR document id")));
+    assert!(evidence.iter().any(|e| e.contains("in f64; ties by fact id")), "{evidence:?}");
     let without = verify(&[]);
     crate::assert_report_verdict(&without, &["publishable"]);
     assert_eq!(statuses(&without, "sparse.values"), [("global", "not_checked")]);

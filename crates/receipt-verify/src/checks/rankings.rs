@@ -18,7 +18,7 @@ use crate::recompute::bm25_flat::Ranked;
 use crate::recompute::dense::Scans;
 use crate::recompute::fusion::{self, Component, Normalization, Plan};
 use crate::recompute::lexical::{FTS5_B, FTS5_K1, Lists};
-use crate::recompute::sparse::{SparseLists, SparseView};
+use crate::recompute::sparse::{SparseLists, SparseRule, SparseView};
 use crate::report::Report;
 use crate::texts::Texts;
 use crate::vectors::{Vectors, vector_digest};
@@ -41,11 +41,46 @@ struct Shared<'a> {
     sparse: Result<Recomputed<'a>, String>,
 }
 
-/// The sparse fixture, its lists, and the digest of the index its documents make in fact order.
+/// The sparse fixture, its lists under each rule the runs declare, and the digest of the index its documents
+/// make in fact order.
 struct Recomputed<'a> {
     view: &'a SparseView,
-    lists: SparseLists,
+    lists: HashMap<SparseRule, SparseLists>,
     index_digest: String,
+}
+
+impl Recomputed<'_> {
+    /// The lists made by `run`'s rule.
+    fn lists_of(&self, run: &Run) -> Result<(SparseRule, &SparseLists), String> {
+        let rule = sparse_rule(run)?;
+        self.lists.get(&rule).map(|lists| (rule, lists)).ok_or_else(|| format!("no lists under {rule:?}"))
+    }
+}
+
+/// How `run` scores its sparse list and orders equal scores, from its configuration: the exact dot product
+/// (`sparse_scoring` left out) or Anserini's impact scoring, ties by fact id (`sparse_ties` left out) or by BEIR
+/// document id.
+fn sparse_rule(run: &Run) -> Result<SparseRule, String> {
+    let config = run.config();
+    let impact = match &config["sparse_scoring"] {
+        Value::Null => false,
+        scoring if scoring == "anserini_impact" => true,
+        scoring => {
+            return Err(format!(
+                "scoring {scoring}: this verifier recomputes the exact dot product and Anserini's impact scoring"
+            ));
+        }
+    };
+    let by_document_id = match &config["sparse_ties"] {
+        Value::Null => false,
+        ties if *ties == serde_json::json!({ "metadata_key": BEIR_ID_KEY }) => true,
+        ties => {
+            return Err(format!(
+                "sparse ties by {ties}: this verifier orders equal scores by fact id or by BEIR document id (metadata key {BEIR_ID_KEY:?})"
+            ));
+        }
+    };
+    Ok(SparseRule { impact, by_document_id })
 }
 
 /// Whether `run` searched by dense vector, lexically, or with sparse vectors.
@@ -289,9 +324,23 @@ pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
             };
             let sparse = match inputs.sparse {
                 Input::Read { content, .. } if wants_sparse => {
-                    SparseLists::compute(content, fact_ids, query_ids, &needed.2, depth).map(|lists| {
-                        Recomputed { view: content, lists, index_digest: content.index_digest(fact_ids) }
-                    })
+                    // One scan per rule the runs declare; a run whose rule is not one is failed on its own.
+                    let mut rules: Vec<SparseRule> =
+                        runs.iter().filter(|r| searches(r).2).filter_map(|r| sparse_rule(r).ok()).collect();
+                    rules.sort_by_key(|rule| (rule.impact, rule.by_document_id));
+                    rules.dedup();
+                    rules
+                        .into_iter()
+                        .map(|rule| {
+                            SparseLists::compute(content, fact_ids, query_ids, &needed.2, depth, rule)
+                                .map(|lists| (rule, lists))
+                        })
+                        .collect::<Result<HashMap<_, _>, String>>()
+                        .map(|lists| Recomputed {
+                            view: content,
+                            lists,
+                            index_digest: content.index_digest(fact_ids),
+                        })
                 }
                 Input::Read { .. } => Err("no run searched with sparse vectors".into()),
                 Input::Absent(reason) => Err(format!("not checked: {reason}")),
@@ -356,7 +405,13 @@ pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
         if run.mode() == "hybrid" {
             let third = match (sparse_searched, &shared.sparse) {
                 (false, _) => Ok(None),
-                (true, Ok(recomputed)) => Ok(Some(&recomputed.lists)),
+                (true, Ok(recomputed)) => match recomputed.lists_of(run) {
+                    Ok((_, lists)) => Ok(Some(lists)),
+                    Err(reason) => {
+                        report.record(scope, "fusion.ranking", Err(reason));
+                        continue;
+                    }
+                },
                 (true, Err(reason)) => Err(reason),
             };
             match (&shared.dense, &source, &plan, third) {
@@ -668,14 +723,8 @@ fn vector(run: &Run, rows: &[Value], shared: &Shared<'_>, scans: &Scans) -> Outc
 /// the sparse fixture's documents, and every sparse list (the whole answer of sparse_only, or hybrid's sparse
 /// candidates) is a full scan's.
 fn sparse(run: &Run, rows: &[Value], shared: &Shared<'_>, recomputed: &Recomputed<'_>) -> Outcome {
-    let Recomputed { view, lists, index_digest } = recomputed;
-    let config = run.config();
-    if !config["sparse_scoring"].is_null() || !config["sparse_ties"].is_null() {
-        return Err(format!(
-            "scoring {} with ties {}: this verifier recomputes the exact dot product with ties by fact id",
-            config["sparse_scoring"], config["sparse_ties"]
-        ));
-    }
+    let Recomputed { view, index_digest, .. } = recomputed;
+    let (rule, lists) = recomputed.lists_of(run)?;
     let sparse_only = run.mode() == "sparse_only";
     let depth = if sparse_only { candidates(run, "top_k")? } else { sparse_candidates(run)? };
     if depth > lists.depth() {
@@ -751,8 +800,10 @@ fn sparse(run: &Run, rows: &[Value], shared: &Shared<'_>, recomputed: &Recompute
         hits_checked += hits.len();
     }
     Ok(format!(
-        "{queries} queries: each query's sparse vector is the sparse fixture's ({}), and every sparse candidate list ({hits_checked} hits) is the exact top {depth} of a full scan of {} document sparse vectors (the dot product over shared ids ascending, in f64), ids, ranks and score bits",
-        view.sha256, lists.documents
+        "{queries} queries: each query's sparse vector is the sparse fixture's ({}), and every sparse candidate list ({hits_checked} hits) is the exact top {depth} of a full scan of {} document sparse vectors ({}), ids, ranks and score bits",
+        view.sha256,
+        lists.documents,
+        rule.describe()
     ))
 }
 

@@ -3,7 +3,14 @@
 //! states, written here apart from the library's inverted index: over the ids a query and a document share,
 //! ascending, each product of the two f32 weights taken in f64 (exact), summed in f64 from +0; a document that
 //! shares no id is no candidate. Lists are best first, equal scores by fact id.
+//!
+//! A run may declare Anserini's impact scoring instead (`sparse_scoring: anserini_impact`, the way its `-impact`
+//! indexes of SPLADE vectors score, which the published SPLADE rows come from): each weight quantized to the
+//! integer nearest `w / 5 · 256` computed in f32, halves up (Java's `Math.round(float)`), an id whose quantized
+//! weight is not above 0 dropped from both sides, and the score the integer dot product of what remains; and its
+//! equal scores ordered by BEIR document id (`sparse_ties`), as Anserini orders them, then fact id.
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use rayon::prelude::*;
@@ -144,6 +151,64 @@ pub(crate) fn dot(query: &Entry, document: &Entry) -> Option<f64> {
     sum
 }
 
+/// How a run's sparse list is scored and its equal scores ordered, as its configuration declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct SparseRule {
+    /// Anserini's impact scoring ([`impact_dot`]) rather than the exact dot product ([`dot`]).
+    pub(crate) impact: bool,
+    /// Equal scores by BEIR document id (byte order), then fact id, rather than by fact id alone.
+    pub(crate) by_document_id: bool,
+}
+
+impl SparseRule {
+    /// The definition's words, for a check's evidence.
+    pub(crate) fn describe(self) -> &'static str {
+        match (self.impact, self.by_document_id) {
+            (false, false) => "the dot product over shared ids ascending, in f64; ties by fact id",
+            (false, true) => "the dot product over shared ids ascending, in f64; ties by BEIR document id",
+            (true, false) => {
+                "Anserini's impact score: the integer dot product of weights quantized to round(w / 5 * 256) in f32, halves up, those not above 0 dropped; ties by fact id"
+            }
+            (true, true) => {
+                "Anserini's impact score: the integer dot product of weights quantized to round(w / 5 * 256) in f32, halves up, those not above 0 dropped; ties by BEIR document id"
+            }
+        }
+    }
+}
+
+/// Anserini's impact of a weight: `w / 5 · 256` in f32 (the division first), then the nearest integer with
+/// halves taken up, as Java's `Math.round(float)` gives it (Python's `round` takes halves to even).
+pub(crate) fn quantize(weight: f32) -> i64 {
+    let scaled = (weight / 5.0) * 256.0;
+    let below = scaled.floor();
+    // Exact: an f32 less its own floor is representable.
+    let fraction = scaled - below;
+    let nearest = if fraction >= 0.5 { below + 1.0 } else { below };
+    nearest as i64
+}
+
+/// Anserini's impact score of two sparse vectors: over the ids both hold whose quantized weights are both above
+/// 0, the sum of the products of the quantized weights, in integers; `None` when no such id exists.
+pub(crate) fn impact_dot(query: &Entry, document: &Entry) -> Option<i64> {
+    let weights = |entry: &Entry| -> HashMap<u32, i64> {
+        entry
+            .indices
+            .iter()
+            .zip(&entry.values)
+            .map(|(id, value)| (*id, quantize(*value)))
+            .filter(|(_, impact)| *impact > 0)
+            .collect()
+    };
+    let document = weights(document);
+    let mut sum = None::<i64>;
+    for (id, impact) in weights(query) {
+        if let Some(other) = document.get(&id) {
+            sum = Some(sum.unwrap_or(0) + impact * other);
+        }
+    }
+    sum
+}
+
 /// Every needed query's sparse candidate list: a full scan of the documents, the best `depth` kept.
 pub(crate) struct SparseLists {
     lists: HashMap<usize, Vec<(i64, f64)>>,
@@ -154,7 +219,7 @@ pub(crate) struct SparseLists {
 
 impl SparseLists {
     /// Scans every document for each query index in `needed` (an index into `query_ids`, the fixture's query
-    /// order), its sparse vector taken from `view` by id.
+    /// order), its sparse vector taken from `view` by id, scored and ordered by `rule`.
     ///
     /// # Errors
     /// A query the sparse fixture lacks, or a document count that is not the fixture's.
@@ -164,6 +229,7 @@ impl SparseLists {
         query_ids: &[String],
         needed: &[usize],
         depth: usize,
+        rule: SparseRule,
     ) -> Result<SparseLists, String> {
         if view.documents.len() != fact_ids.len() {
             return Err(format!(
@@ -182,14 +248,27 @@ impl SparseLists {
                 let query = by_id
                     .get(id.as_str())
                     .ok_or_else(|| format!("the sparse fixture has no query {id:?}"))?;
-                let mut list: Vec<(i64, f64)> = view
+                let score = |document: &Entry| match rule.impact {
+                    // An impact sum is an integer far below 2^53: its f64 is exact, as the receipt writes it.
+                    true => impact_dot(query, document).map(|impact| impact as f64),
+                    false => dot(query, document),
+                };
+                let mut list: Vec<(i64, f64, &str)> = view
                     .documents
                     .iter()
                     .zip(fact_ids)
-                    .filter_map(|(document, fact)| dot(query, document).map(|score| (*fact, score)))
+                    .filter_map(|(document, fact)| score(document).map(|s| (*fact, s, document.id.as_str())))
                     .collect();
-                list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                list.sort_by(|a, b| {
+                    let ties = if rule.by_document_id {
+                        a.2.as_bytes().cmp(b.2.as_bytes())
+                    } else {
+                        Ordering::Equal
+                    };
+                    b.1.total_cmp(&a.1).then(ties).then(a.0.cmp(&b.0))
+                });
                 list.truncate(depth);
+                let list: Vec<(i64, f64)> = list.into_iter().map(|(fact, score, _)| (fact, score)).collect();
                 Ok((index, list))
             })
             .collect::<Result<HashMap<usize, Vec<(i64, f64)>>, String>>()?;
@@ -288,6 +367,59 @@ mod tests {
         assert_eq!(dot(&q, &d), Some(3.0 * f64::from(0.1f32) + f64::from(1e-8f32) * 7.0));
         assert_eq!(dot(&q, &entry(&[2, 3], &[1.0, 1.0])), None);
         assert_eq!(dot(&q, &entry(&[], &[])), None);
+    }
+
+    #[test]
+    fn impacts_are_javas_half_up_rounding_of_w_over_5_times_256_in_f32() {
+        assert_eq!(quantize(1.0), 51); // 51.2
+        assert_eq!(quantize(0.5), 26); // 25.6
+        assert_eq!(quantize(5.0 / 256.0 * 0.5), 1); // 0.5 exactly: up, where Python's round gives 0
+        assert_eq!(quantize(5.0 / 256.0 * 2.5), 3); // 2.5: up, where half to even gives 2
+        assert_eq!(quantize(0.009), 0); // 0.4608: dropped from the score
+        assert_eq!(quantize(-1.0), -51);
+        // The division comes first, in f32: w * 51.2 would round otherwise for some weights.
+        for bits in (0x3c00_0000u32..0x4100_0000).step_by(9_973) {
+            let w = f32::from_bits(bits);
+            let scaled = (w / 5.0) * 256.0;
+            assert_eq!(quantize(w), (f64::from(scaled) + 0.5).floor() as i64, "{w}");
+        }
+    }
+
+    #[test]
+    fn the_impact_score_keeps_ids_both_sides_weigh_above_0_and_none_shares_nothing() {
+        let q = entry(&[1, 4, 9], &[1.0, 0.5, 0.001]);
+        let d = entry(&[1, 4, 9], &[0.5, 1.0, 3.0]);
+        // 51 * 26 + 26 * 51; id 9's query impact rounds to 0 and drops out.
+        assert_eq!(impact_dot(&q, &d), Some(51 * 26 + 26 * 51));
+        assert_eq!(impact_dot(&entry(&[9], &[0.001]), &d), None);
+        assert_eq!(impact_dot(&q, &entry(&[2], &[1.0])), None);
+    }
+
+    #[test]
+    fn impact_lists_order_equal_scores_by_document_id_when_the_rule_says_so() {
+        let document = |id: &str, value: f32| Entry {
+            id: id.into(),
+            text_sha256: String::new(),
+            indices: vec![3],
+            values: vec![value],
+        };
+        // 1.0 and 1.001 quantize alike (51): equal impacts, different exact scores.
+        let view = SparseView {
+            sha256: String::new(),
+            fixture_sha256: String::new(),
+            model: Value::Null,
+            documents: vec![document("b", 1.0), document("a", 1.001), document("c", 2.0)],
+            queries: vec![Entry { id: "q".into(), ..document("q", 1.0) }],
+        };
+        let facts = [10, 11, 12];
+        let lists = |impact, by_document_id| {
+            let rule = SparseRule { impact, by_document_id };
+            let lists = SparseLists::compute(&view, &facts, &["q".into()], &[0], 3, rule).unwrap();
+            lists.list(0).unwrap().iter().map(|(fact, _)| *fact).collect::<Vec<_>>()
+        };
+        assert_eq!(lists(false, false), [12, 11, 10]);
+        assert_eq!(lists(true, false), [12, 10, 11]);
+        assert_eq!(lists(true, true), [12, 11, 10]);
     }
 
     #[test]
