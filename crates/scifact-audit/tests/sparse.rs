@@ -262,6 +262,69 @@ fn a_tiny_eval_with_sparse_runs_is_signed_as_claim_v9_and_verifies_with_the_spar
         .collect();
     assert!(evidence.iter().any(|e| e.contains("Anserini's impact score") && e.contains("BEIR document id")));
     assert!(evidence.iter().any(|e| e.contains("in f64; ties by fact id")), "{evidence:?}");
+
+    // One impact score of the impact trial's calibration run raised by one, in a copy of the run's results (its
+    // rows digest repaired): ranking.sparse fails for that run, naming the component, and for no other.
+    let results =
+        std::fs::read_dir(work.join("runs")).unwrap().next().unwrap().unwrap().path().join("results");
+    let nudged = dir.path().join("nudged");
+    crate::forge::copy_dir(&results, &nudged);
+    let mut edited = 0;
+    for entry in std::fs::read_dir(&nudged).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.to_string_lossy().ends_with(".aggregate.json") {
+            continue;
+        }
+        let mut aggregate: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let config = &aggregate["retrieval"]["config"];
+        if config["sparse_scoring"] != "anserini_impact" || aggregate["split"] != "calibration" {
+            continue;
+        }
+        let rows_path = nudged.join(aggregate["rows"]["file"].as_str().unwrap());
+        let mut raised = false;
+        let lines: Vec<String> = std::fs::read_to_string(&rows_path)
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let mut row: Value = serde_json::from_str(line).unwrap();
+                let hits = row["receipt"]["hits"].as_array_mut();
+                let first = hits.and_then(|h| h.iter_mut().find(|h| h["sparse"].is_object()));
+                if let (Some(hit), false) = (first, raised) {
+                    let score = hit["sparse"]["score"].as_f64().unwrap();
+                    hit["sparse"]["score"] = Value::from(score + 1.0);
+                    raised = true;
+                }
+                serde_json::to_string(&row).unwrap()
+            })
+            .collect();
+        assert!(raised, "a sparse component in {}", rows_path.display());
+        let bytes = lines.join("\n") + "\n";
+        std::fs::write(&rows_path, &bytes).unwrap();
+        aggregate["rows"]["sha256"] = Value::from(crate::forge::sha256(bytes.as_bytes()));
+        std::fs::write(&path, serde_json::to_vec_pretty(&aggregate).unwrap()).unwrap();
+        edited += 1;
+    }
+    assert_eq!(edited, 1, "one impact run on calibration");
+    let sparse_fixture = work.join("sparse-fixture.json");
+    let args = [
+        "verify",
+        "--output-dir",
+        path_str(&nudged),
+        "--sparse-fixture",
+        path_str(&sparse_fixture),
+        "--json",
+    ];
+    let output = scifact_audit(&args, "");
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stderr)));
+    let failed: Vec<&Value> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"] == "ranking.sparse" && c["status"] == "fail")
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert!(failed[0]["evidence"].as_str().unwrap().contains("sparse component is rank"), "{failed:#?}");
     let without = verify(&[]);
     crate::assert_report_verdict(&without, &["publishable"]);
     assert_eq!(statuses(&without, "sparse.values"), [("global", "not_checked")]);
