@@ -185,9 +185,11 @@ fn verdict(predicate: &Value) -> Outcome {
     let tolerances = published_tolerances();
     let runs = predicate["runs"].as_array().cloned().unwrap_or_default();
     let effects = predicate["comparisons"].as_array().cloned().unwrap_or_default();
-    // `same_vectors` (when the bundle carries vectors): every one of them is the rebuild's.
-    let mut exact =
-        predicate["inputs"]["same_fixture"] == true && predicate["inputs"]["same_vectors"] != false;
+    // `same_vectors` (when the bundle carries vectors): every one of them is the rebuild's; `sparse` (when it
+    // holds sparse runs): its sparse fixture is the one encoded again.
+    let mut exact = predicate["inputs"]["same_fixture"] == true
+        && predicate["inputs"]["same_vectors"] != false
+        && predicate["sparse"]["same_sparse_fixture"] != false;
     let mut within = true;
     for run in &runs {
         listed_metrics(run)?;

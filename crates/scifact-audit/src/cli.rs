@@ -974,6 +974,12 @@ pub(crate) struct ReproduceArgs {
     /// The reproducer's minisign secret key, to sign reproduction.json
     #[arg(long, value_name = "FILE")]
     pub(crate) secret_key: Option<PathBuf>,
+    /// The learned sparse checkpoint of a bundle with sparse runs (claim v9)
+    ///
+    /// The learned sparse checkpoint of a bundle with sparse runs (claim v9): every text is encoded again into a
+    /// sparse fixture, which must be the bundle's to the byte, and the sparse runs are re-executed from it
+    #[arg(long, value_name = "DIR")]
+    pub(crate) sparse_model_dir: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,
     #[command(flatten)]

@@ -506,7 +506,9 @@ fn validate_runs(results: &Path, names: &[String], what: &str, view: &FixtureVie
 /// manifest. One that does not is moved aside (never trusted, never deleted) and made again.
 /// The sparse fixture of `fixture` encoded by `encoder` at `path`: kept when it pairs with this fixture and this
 /// model, otherwise (a new fixture or model) encoded afresh. Returns its digest.
-fn ensure_sparse(
+/// The sparse fixture of `fixture` by `encoder` at `path`: the one there when it pairs with both, else encoded
+/// (resuming an interrupted encoding of the same pair); its `sha256:` digest.
+pub(crate) fn ensure_sparse(
     fixture: &Path,
     encoder: &embedding::SparseEncoder,
     path: &Path,

@@ -98,12 +98,29 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     let Some(first) = runs.first().map(|run| run.aggregate.clone()) else {
         bail!("the bundle holds no aggregate")
     };
-    if runs.iter().any(|run| !run.aggregate["sparse"].is_null()) {
-        bail!(
-            "the bundle holds learned sparse runs, which reproduce does not re-execute yet; verify-bundle \
-             --sparse-model-dir recomputes every sparse score and encodes every sparse vector again"
-        );
-    }
+    // Learned sparse runs are re-executed from a sparse fixture encoded here again, with the checkpoint given.
+    let sparse_runs = runs.iter().any(|run| !run.aggregate["sparse"].is_null());
+    let sparse_encoder = match (sparse_runs, &args.sparse_model_dir) {
+        (false, None) => None,
+        (false, Some(dir)) => {
+            return refuse(
+                "sparse.model",
+                format!("the bundle holds no learned sparse run; {} would not be used", dir.display()),
+            );
+        }
+        (true, None) => {
+            return refuse(
+                "sparse.model",
+                "the bundle holds learned sparse runs: pass --sparse-model-dir with the sparse checkpoint they \
+                 name, whose encoding of every text must be the bundle's sparse fixture"
+                    .into(),
+            );
+        }
+        (true, Some(dir)) => Some(
+            embedding::SparseEncoder::load(dir)
+                .with_context(|| format!("loading the sparse checkpoint {}", dir.display()))?,
+        ),
+    };
 
     let metadata = contents
         .files
@@ -180,6 +197,25 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     // The rebuild embedded every text again: each of the bundle's vectors must be the one it gave.
     let vectors = same_vectors(contents.vectors.as_ref(), &rebuilt);
 
+    // The sparse fixture encoded again from the rebuilt fixture: the bundle's to the byte, or the runs differ.
+    let sparse = match &sparse_encoder {
+        Some(encoder) => {
+            let path = work.join("sparse-fixture.json");
+            writeln!(out, "sparse       encoding every text again (resumable)")?;
+            let reproduced = tagged(&crate::eval::ensure_sparse(&fixture, encoder, &path, &progress)?);
+            let held = contents
+                .files
+                .get(receipt_verify::SPARSE_FIXTURE_FILE)
+                .map(|bytes| tagged(&sha256_hex(bytes)))
+                .unwrap_or_default();
+            Some((path, held, reproduced))
+        }
+        None => None,
+    };
+    drop(sparse_encoder);
+    let sparse_path = sparse.as_ref().map(|(path, _, _)| path.as_path());
+    let same_sparse = sparse.as_ref().map(|(_, held, reproduced)| held == reproduced);
+
     let (store, results) = (work.join("store"), work.join("results"));
     let dataset = rebuilt.metadata.profile.as_str();
     for split in [Split::Calibration, Split::Heldout] {
@@ -206,7 +242,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         for (modes, group) in &groups {
             writeln!(out, "run          {split}: {} configuration(s), modes {modes:?}", group.len())?;
             crate::eval::run_split(
-                (&fixture, dataset, None),
+                (&fixture, dataset, sparse_path),
                 &store,
                 &results,
                 split,
@@ -244,15 +280,20 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
     }
     let effects = effects(&contents.files, runs, &reproduced_rows)?;
     let tolerances = Tolerances::STANDARD;
-    let (verdict, mut reasons) =
-        verdict(same_fixture && vectors.as_ref().is_none_or(Result::is_ok), &compared, &effects, &tolerances);
+    let same_inputs =
+        same_fixture && vectors.as_ref().is_none_or(Result::is_ok) && same_sparse != Some(false);
+    let (verdict, mut reasons) = verdict(same_inputs, &compared, &effects, &tolerances);
     if let Some(Err(difference)) = &vectors {
         reasons.insert(0, format!("the bundle's vectors are not the rebuilt ones: {difference}"));
+    }
+    if let Some((_, held, reproduced)) = sparse.as_ref().filter(|_| same_sparse == Some(false)) {
+        reasons
+            .insert(0, format!("the bundle's sparse fixture is {held}, the one encoded here {reproduced}"));
     }
 
     let identity = ExecutableIdentity::current();
     let finished = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let statement = json!({
+    let mut statement = json!({
         "_type": "https://in-toto.io/Statement/v1",
         "subject": [{"name": MANIFEST_FILE, "digest": {"sha256": sha256_hex(manifest_bytes)}}],
         "predicateType": REPRODUCTION_TYPE,
@@ -270,6 +311,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
                 "same_fixture": same_fixture,
                 "same_vectors": vectors.as_ref().map(Result::is_ok),
             },
+
             "reproducer": {
                 "executable": identity,
                 "build_revision": BUILD_REVISION,
@@ -285,6 +327,13 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
             "reasons": reasons,
         },
     });
+    // Only a bundle with sparse runs says how its sparse fixture was reproduced: other statements keep their shape.
+    if let Some((_, held, reproduced)) = &sparse {
+        statement["predicate"]["sparse"] = json!({
+            "fixture_sha256": {"bundle": held, "reproduction": reproduced},
+            "same_sparse_fixture": held == reproduced,
+        });
+    }
     let mut bytes = serde_json::to_vec_pretty(&statement)?;
     bytes.push(b'\n');
     let path = work.join(REPRODUCTION_FILE);

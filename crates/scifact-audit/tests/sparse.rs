@@ -328,6 +328,64 @@ fn a_tiny_eval_with_sparse_runs_is_signed_as_claim_v9_and_verifies_with_the_spar
     let without = verify(&[]);
     crate::assert_report_verdict(&without, &["publishable"]);
     assert_eq!(statuses(&without, "sparse.values"), [("global", "not_checked")]);
+
+    // reproduce: refused without the sparse checkpoint, by name; with it, every text encoded again into the
+    // bundle's sparse fixture and every run (sparse_only and the sparse trials among them) re-executed exactly,
+    // signed, and verify-reproduction holds the statement to the bundle.
+    let reproduce = |work: &std::path::Path, extra: &[&str]| {
+        let mut args = vec![
+            "reproduce",
+            "--bundle-dir",
+            path_str(&bundle),
+            "--public-key",
+            path_str(&public),
+            "--work-dir",
+            path_str(work),
+            "--archive",
+            path_str(&archive),
+            "--model-dir",
+            path_str(&model),
+            "--secret-key",
+            path_str(&secret),
+        ];
+        args.extend_from_slice(extra);
+        scifact_audit(&args, "")
+    };
+    let refused = reproduce(&dir.path().join("refused"), &[]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("refused (sparse.model)"), "{refused:?}");
+    let reproduction = dir.path().join("reproduction");
+    let reproduced = reproduce(&reproduction, &["--sparse-model-dir", path_str(&checkpoint)]);
+    assert!(reproduced.status.success(), "{}", String::from_utf8_lossy(&reproduced.stderr));
+    let statement = reproduction.join("reproduction.json");
+    let predicate =
+        serde_json::from_slice::<Value>(&std::fs::read(&statement).unwrap()).unwrap()["predicate"].clone();
+    assert_eq!(predicate["verdict"], "reproduced_exactly", "{predicate:#}");
+    assert_eq!(predicate["sparse"]["same_sparse_fixture"], true);
+    assert_eq!(
+        predicate["sparse"]["fixture_sha256"]["bundle"],
+        manifest["predicate"]["sparse"]["fixture_sha256"]
+    );
+    let sparse_runs = predicate["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|run| run["aggregate"].as_str().unwrap().contains("sparse_only"))
+        .count();
+    assert_eq!(sparse_runs, 2, "sparse_only on calibration and held-out re-executed");
+    let checked = scifact_audit(
+        &[
+            "verify-reproduction",
+            "--bundle-dir",
+            path_str(&bundle),
+            "--statement",
+            path_str(&statement),
+            "--public-key",
+            path_str(&public),
+        ],
+        "",
+    );
+    assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stdout));
 }
 
 /// `build-sparse` killed after a chunk resumes from its progress log and writes the uninterrupted build's bytes;
