@@ -147,7 +147,39 @@ fn original(predicate: &Value, files: &BTreeMap<String, Vec<u8>>) -> Outcome {
             }
         }
     }
-    Ok(format!("every one of the bundle's {} runs is compared, with the bundle's own metrics", runs.len()))
+    let sparse = sparse_fixture(predicate, files)?;
+    Ok(format!(
+        "every one of the bundle's {} runs is compared, with the bundle's own metrics{sparse}",
+        runs.len()
+    ))
+}
+
+/// What the statement says of the bundle's sparse fixture: its digest where the bundle carries one (and
+/// `same_sparse_fixture` what the two digests give), nothing where it does not.
+fn sparse_fixture(predicate: &Value, files: &BTreeMap<String, Vec<u8>>) -> Outcome {
+    let stated = &predicate["sparse"];
+    let Some(bytes) = files.get(crate::names::SPARSE_FIXTURE_FILE) else {
+        return match stated {
+            Value::Null => Ok(String::new()),
+            _ => Err("the statement speaks of a sparse fixture; the bundle carries none".into()),
+        };
+    };
+    let held = sha256_tagged(bytes);
+    let digests = &stated["fixture_sha256"];
+    if digests["bundle"] != held.as_str() {
+        return Err(format!(
+            "the statement's sparse fixture of the bundle is {}, the bundle's is {held}",
+            digests["bundle"]
+        ));
+    }
+    let same = digests["reproduction"].as_str() == Some(held.as_str());
+    if stated["same_sparse_fixture"] != same {
+        return Err(format!(
+            "same_sparse_fixture is {}, the two digests give {same}",
+            stated["same_sparse_fixture"]
+        ));
+    }
+    Ok(format!(", and its sparse fixture ({held}) with the one encoded again"))
 }
 
 /// A run compares every metric of the contract, no fewer and no others: a statement that lists none would

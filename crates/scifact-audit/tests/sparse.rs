@@ -386,6 +386,42 @@ fn a_tiny_eval_with_sparse_runs_is_signed_as_claim_v9_and_verifies_with_the_spar
         "",
     );
     assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stdout));
+    // The statement re-signed with another digest for the bundle's sparse fixture: what it says of the original
+    // no longer holds.
+    let mut forged: Value = serde_json::from_slice(&std::fs::read(&statement).unwrap()).unwrap();
+    forged["predicate"]["sparse"]["fixture_sha256"]["bundle"] =
+        Value::from(format!("sha256:{}", "0".repeat(64)));
+    let forged_path = reproduction.join("forged.json");
+    let bytes = serde_json::to_vec_pretty(&forged).unwrap();
+    std::fs::write(&forged_path, &bytes).unwrap();
+    let key = receipt_verify::load_secret_key(&secret, None).unwrap();
+    let signature = receipt_verify::sign_document(&key, &bytes, "reproduction").unwrap();
+    std::fs::write(reproduction.join("forged.json.minisig"), signature).unwrap();
+    let args = [
+        "verify-reproduction",
+        "--bundle-dir",
+        path_str(&bundle),
+        "--statement",
+        path_str(&forged_path),
+        "--public-key",
+        path_str(&public),
+        "--json",
+    ];
+    let caught = scifact_audit(&args, "");
+    assert_eq!(caught.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&caught.stdout).unwrap();
+    let original: Vec<&Value> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"] == "reproduction.original")
+        .collect();
+    assert_eq!(original.len(), 1);
+    assert_eq!(original[0]["status"], "fail");
+    assert!(
+        original[0]["evidence"].as_str().unwrap().contains("sparse fixture of the bundle"),
+        "{original:#?}"
+    );
 }
 
 /// `build-sparse` killed after a chunk resumes from its progress log and writes the uninterrupted build's bytes;
