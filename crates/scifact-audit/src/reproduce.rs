@@ -311,7 +311,6 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
                 "same_fixture": same_fixture,
                 "same_vectors": vectors.as_ref().map(Result::is_ok),
             },
-
             "reproducer": {
                 "executable": identity,
                 "build_revision": BUILD_REVISION,

@@ -71,16 +71,19 @@ fn sparse_rule(run: &Run) -> Result<SparseRule, String> {
             ));
         }
     };
-    let by_document_id = match &config["sparse_ties"] {
-        Value::Null => false,
-        ties if *ties == serde_json::json!({ "metadata_key": BEIR_ID_KEY }) => true,
-        ties => {
-            return Err(format!(
-                "sparse ties by {ties}: this verifier orders equal scores by fact id or by BEIR document id (metadata key {BEIR_ID_KEY:?})"
-            ));
-        }
-    };
-    Ok(SparseRule { impact, by_document_id })
+    Ok(SparseRule { impact, by_document_id: by_document_id(&config["sparse_ties"], "sparse ties")? })
+}
+
+/// Whether a list's declared ties (`lexical_ties`, `sparse_ties`) order equal scores by BEIR document id (the
+/// store's metadata key for it) rather than by fact id (left out); any other key is not recomputed here.
+fn by_document_id(ties: &Value, what: &str) -> Result<bool, String> {
+    match ties {
+        Value::Null => Ok(false),
+        ties if *ties == serde_json::json!({ "metadata_key": BEIR_ID_KEY }) => Ok(true),
+        ties => Err(format!(
+            "{what} by {ties}: this verifier orders a store's facts by fact id or by their BEIR document id (metadata key {BEIR_ID_KEY:?})"
+        )),
+    }
 }
 
 /// Whether `run` searched by dense vector, lexically, or with sparse vectors.
@@ -130,15 +133,7 @@ fn scorer(run: &Run) -> Result<Scorer, String> {
     let parameter = |key: &str| {
         config[key].as_f64().map(|value| value as f32).ok_or_else(|| format!("config.{key} is not a number"))
     };
-    let by_document_id = match &config["lexical_ties"] {
-        Value::Null => false,
-        ties if *ties == serde_json::json!({ "metadata_key": BEIR_ID_KEY }) => true,
-        ties => {
-            return Err(format!(
-                "ties by {ties}: this verifier orders a store's facts by fact id or by their BEIR document id (metadata key {BEIR_ID_KEY:?})"
-            ));
-        }
-    };
+    let by_document_id = by_document_id(&config["lexical_ties"], "ties")?;
     Ok(Scorer::Lucene { by_document_id, k1: parameter("bm25_k1")?, b: parameter("bm25_b")? })
 }
 

@@ -132,23 +132,29 @@ fn entry_of(entry: &Value) -> Result<Entry, String> {
     Ok(Entry { id, text_sha256, indices, values })
 }
 
-/// The definition's score, or `None` when the two share no id.
-pub(crate) fn dot(query: &Entry, document: &Entry) -> Option<f64> {
+/// The weights of every id `query` and `document` both hold, in ascending id order: what each score sums.
+fn shared<'a>(query: &'a Entry, document: &'a Entry) -> impl Iterator<Item = (f32, f32)> + 'a {
     let (mut i, mut j) = (0, 0);
-    let mut sum: Option<f64> = None;
-    while i < query.indices.len() && j < document.indices.len() {
-        match query.indices[i].cmp(&document.indices[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                let product = f64::from(query.values[i]) * f64::from(document.values[j]);
-                sum = Some(sum.unwrap_or(0.0) + product);
-                i += 1;
-                j += 1;
+    std::iter::from_fn(move || {
+        while i < query.indices.len() && j < document.indices.len() {
+            match query.indices[i].cmp(&document.indices[j]) {
+                Ordering::Less => i += 1,
+                Ordering::Greater => j += 1,
+                Ordering::Equal => {
+                    let pair = (query.values[i], document.values[j]);
+                    i += 1;
+                    j += 1;
+                    return Some(pair);
+                }
             }
         }
-    }
-    sum
+        None
+    })
+}
+
+/// The definition's score, or `None` when the two share no id.
+pub(crate) fn dot(query: &Entry, document: &Entry) -> Option<f64> {
+    shared(query, document).fold(None, |sum, (q, d)| Some(sum.unwrap_or(0.0) + f64::from(q) * f64::from(d)))
 }
 
 /// How a run's sparse list is scored and its equal scores ordered, as its configuration declares.
@@ -162,17 +168,15 @@ pub(crate) struct SparseRule {
 
 impl SparseRule {
     /// The definition's words, for a check's evidence.
-    pub(crate) fn describe(self) -> &'static str {
-        match (self.impact, self.by_document_id) {
-            (false, false) => "the dot product over shared ids ascending, in f64; ties by fact id",
-            (false, true) => "the dot product over shared ids ascending, in f64; ties by BEIR document id",
-            (true, false) => {
-                "Anserini's impact score: the integer dot product of weights quantized to round(w / 5 * 256) in f32, halves up, those not above 0 dropped; ties by fact id"
-            }
-            (true, true) => {
-                "Anserini's impact score: the integer dot product of weights quantized to round(w / 5 * 256) in f32, halves up, those not above 0 dropped; ties by BEIR document id"
-            }
-        }
+    pub(crate) fn describe(self) -> String {
+        let score = if self.impact {
+            "Anserini's impact score: the integer dot product of weights quantized to round(w / 5 * 256) in f32, \
+             halves up, those not above 0 dropped"
+        } else {
+            "the dot product over shared ids ascending, in f64"
+        };
+        let ties = if self.by_document_id { "BEIR document id" } else { "fact id" };
+        format!("{score}; ties by {ties}")
     }
 }
 
@@ -190,23 +194,10 @@ pub(crate) fn quantize(weight: f32) -> i64 {
 /// Anserini's impact score of two sparse vectors: over the ids both hold whose quantized weights are both above
 /// 0, the sum of the products of the quantized weights, in integers; `None` when no such id exists.
 pub(crate) fn impact_dot(query: &Entry, document: &Entry) -> Option<i64> {
-    let weights = |entry: &Entry| -> HashMap<u32, i64> {
-        entry
-            .indices
-            .iter()
-            .zip(&entry.values)
-            .map(|(id, value)| (*id, quantize(*value)))
-            .filter(|(_, impact)| *impact > 0)
-            .collect()
-    };
-    let document = weights(document);
-    let mut sum = None::<i64>;
-    for (id, impact) in weights(query) {
-        if let Some(other) = document.get(&id) {
-            sum = Some(sum.unwrap_or(0) + impact * other);
-        }
-    }
-    sum
+    shared(query, document)
+        .map(|(q, d)| (quantize(q), quantize(d)))
+        .filter(|(q, d)| *q > 0 && *d > 0)
+        .fold(None, |sum, (q, d)| Some(sum.unwrap_or(0) + q * d))
 }
 
 /// Every needed query's sparse candidate list: a full scan of the documents, the best `depth` kept.
