@@ -40,10 +40,60 @@ pub fn bm25_flat_baseline() -> Value {
     baseline
 }
 
+/// Anserini's impact scoring of the sparse list as a configuration states it, with its ties by BEIR document id.
+fn anserini_impact() -> (Value, Value) {
+    (json!("anserini_impact"), json!({ "metadata_key": "beir_doc_id" }))
+}
+
+/// `config` with its sparse list scored the contract's way (both fields left out), when it scores it either
+/// way a baseline may: the exact product with ties by fact id (both left out), or Anserini's impact scoring
+/// with ties by BEIR document id.
+fn with_exact_sparse(config: &Value) -> Option<Value> {
+    let mut exact = config.as_object()?.clone();
+    let stated = (exact.remove("sparse_scoring"), exact.remove("sparse_ties"));
+    match stated {
+        (None, None) => Some(Value::Object(exact)),
+        (Some(scoring), Some(ties)) if (scoring.clone(), ties.clone()) == anserini_impact() => {
+            Some(Value::Object(exact))
+        }
+        _ => None,
+    }
+}
+
+/// The sparse scorer a run's configuration declares, as the published-rows registry names it: `exact` (the
+/// f32 dot product, ties by fact id), `anserini_impact` (ties by BEIR id, as Anserini's), or `another sparse
+/// scorer`.
+pub(crate) fn sparse_scorer(config: &Value) -> &'static str {
+    match (config.get("sparse_scoring"), config.get("sparse_ties")) {
+        (None, None) => "exact",
+        (Some(scoring), Some(ties)) if (scoring.clone(), ties.clone()) == anserini_impact() => {
+            "anserini_impact"
+        }
+        _ => "another sparse scorer",
+    }
+}
+
+/// Every baseline a pre-registration may declare, as the runner writes them: [`frozen_baseline`] and
+/// [`bm25_flat_baseline`], each with its sparse list scored exactly or by Anserini's impact scoring.
+pub fn declarable_baselines() -> Vec<Value> {
+    let mut baselines = Vec::new();
+    for exact in [frozen_baseline(), bm25_flat_baseline()] {
+        let mut impact = exact.clone();
+        let (scoring, ties) = anserini_impact();
+        impact["sparse_scoring"] = scoring;
+        impact["sparse_ties"] = ties;
+        baselines.extend([exact, impact]);
+    }
+    baselines
+}
+
 /// Returns true when `config` is a frozen baseline: [`bm25_flat_baseline`], or equal to [`frozen_baseline`]
 /// except that the lexical backend may be either exact FTS5 one (`fts5` or `memory_bm25`), and that
-/// configurations written before k1 and b were configurable may lack them.
+/// configurations written before k1 and b were configurable may lack them; either with its sparse list scored
+/// exactly or by Anserini's impact scoring (ties by BEIR id).
 pub fn is_frozen_baseline(config: &Value) -> bool {
+    let Some(exact) = with_exact_sparse(config) else { return false };
+    let config = &exact;
     if canonical_digest(config) == canonical_digest(&bm25_flat_baseline()) {
         return true;
     }
@@ -103,5 +153,30 @@ mod tests {
         other["bm25_k1"] = json!(0.9);
         assert_eq!(lexical_scorer(&other), "another BM25");
         assert!(config_label(&other).is_some());
+    }
+
+    #[test]
+    fn either_sparse_scorer_keeps_a_baseline_frozen_and_nothing_between() {
+        for baseline in [frozen_baseline(), bm25_flat_baseline()] {
+            let mut impact = baseline.clone();
+            impact["sparse_scoring"] = json!("anserini_impact");
+            impact["sparse_ties"] = json!({ "metadata_key": "beir_doc_id" });
+            assert!(is_frozen_baseline(&impact));
+            assert_eq!(config_label(&impact), None);
+            assert_eq!((sparse_scorer(&impact), sparse_scorer(&baseline)), ("anserini_impact", "exact"));
+            let mut by_fact = impact.clone();
+            by_fact.as_object_mut().unwrap().remove("sparse_ties");
+            assert!(!is_frozen_baseline(&by_fact), "Anserini orders equal impact scores by document id");
+            assert_eq!(sparse_scorer(&by_fact), "another sparse scorer");
+            let mut exact_by_id = impact.clone();
+            exact_by_id.as_object_mut().unwrap().remove("sparse_scoring");
+            assert!(!is_frozen_baseline(&exact_by_id));
+            let mut trial = impact;
+            trial["sparse_weight"] = json!(1.0);
+            assert!(!is_frozen_baseline(&trial));
+        }
+        let declarable = declarable_baselines();
+        assert_eq!(declarable.len(), 4);
+        assert!(declarable.iter().all(|b| is_frozen_baseline(b) && config_label(b).is_none()));
     }
 }

@@ -954,13 +954,21 @@ fn published_present(
         && claim_version(predicate_type) >= 7
     {
         // Claim v7 compares BM25-flat runs with the BM25-flat rows: only registry version 2 (comparison v3) can.
+        // Claim v9 (learned sparse runs) compares its sparse_only runs with the sparse rows: registry version 3
+        // (comparison v4).
         let schema = crate::json::parse(bytes).ok().and_then(|v| v["schema"].as_str().map(str::to_owned));
-        if schema.as_deref() != Some("scifact-audit-published-comparison-v3") {
+        let (wanted, registry) = if claim_version(predicate_type) >= 9 {
+            ("scifact-audit-published-comparison-v4", "version 3")
+        } else {
+            ("scifact-audit-published-comparison-v3", "version 2")
+        };
+        if schema.as_deref() != Some(wanted) {
             report.record(
                 "published",
                 "published.present",
                 Err(format!(
-                    "a claim v7 or later bundle's {PUBLISHED_FILE} is of schema {}; claim v7 and later carry scifact-audit-published-comparison-v3 (the registry of version 2)",
+                    "a claim {} bundle's {PUBLISHED_FILE} is of schema {}; it carries {wanted} (the registry of {registry})",
+                    predicate_type.rsplit(':').next().unwrap_or(predicate_type),
                     schema.unwrap_or_else(|| "none".into())
                 )),
             );

@@ -417,6 +417,19 @@ pub(crate) struct EmbedArgs {
     pub(crate) text_policy: TextPolicyArg,
 }
 
+/// A sparse checkpoint's name the published-rows registry lists.
+fn sparse_model_name(name: &str) -> Result<String, String> {
+    let known = scifact_eval::published::sparse_model_names()?;
+    if known.iter().any(|k| k == name) {
+        Ok(name.to_owned())
+    } else {
+        Err(format!(
+            "no published row names the sparse checkpoint {name:?}; the registry's are {}",
+            known.join(", ")
+        ))
+    }
+}
+
 /// The evaluation's lexical scorer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum LexicalArg {
@@ -432,6 +445,25 @@ impl LexicalArg {
         match self {
             LexicalArg::Bm25Flat => scifact_eval::baseline::Lexical::Bm25Flat,
             LexicalArg::Fts5 => scifact_eval::baseline::Lexical::Fts5,
+        }
+    }
+}
+
+/// How the evaluation's learned sparse list is scored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SparseScoringArg {
+    /// The exact f32 dot product, ties by fact id.
+    Exact,
+    /// Anserini's impact scoring, ties by BEIR document id.
+    AnseriniImpact,
+}
+
+impl SparseScoringArg {
+    /// The runner's name for it.
+    pub(crate) fn sparse(self) -> scifact_eval::baseline::Sparse {
+        match self {
+            SparseScoringArg::Exact => scifact_eval::baseline::Sparse::Exact,
+            SparseScoringArg::AnseriniImpact => scifact_eval::baseline::Sparse::AnseriniImpact,
         }
     }
 }
@@ -731,35 +763,35 @@ pub(crate) struct EvalArgs {
     /// [default: the built-in configs/search-space.json, 32 trials]
     #[arg(long, value_name = "FILE")]
     pub(crate) search_space: Option<PathBuf>,
-    /// The lexical scorer: `bm25-flat` (Anserini's BM25 flat) or `fts5` (SQLite FTS5's)
+    /// The lexical scorer: `bm25-flat` (Anserini's) or `fts5` (FTS5's)
     ///
     /// The lexical scorer of the `fts_only` runs and of the hybrid's lexical half: `bm25-flat` (Anserini's BM25
     /// flat, Lucene's BM25 at k1 0.9 and b 0.4: the lexical baseline BEIR papers cite, beside its published
     /// rows) or `fts5` (SQLite FTS5's BM25, k1 1.2 and b 0.75: the scorer of claims up to v6)
-    #[arg(long, value_enum, default_value = "bm25-flat")]
+    #[arg(long, value_enum, default_value = "bm25-flat", hide_possible_values = true)]
     pub(crate) lexical: LexicalArg,
-    /// Which corpus: `tiny` runs the whole evaluation on the committed stand-in
+    /// Which corpus: `scifact`, or `tiny` (the committed stand-in, in seconds)
     ///
-    /// Which corpus: `tiny` runs the whole evaluation on the committed stand-in in seconds, offline (from the
-    /// source checkout), to see that this build works before the real one
-    #[arg(long, value_enum, default_value = "scifact")]
+    /// Which corpus: `scifact`, or `tiny`, which runs the whole evaluation on the committed stand-in in seconds,
+    /// offline (from the source checkout), to see that this build works before the real one
+    #[arg(long, value_enum, default_value = "scifact", hide_possible_values = true)]
     pub(crate) profile: CorpusArg,
     #[command(flatten)]
     pub(crate) dataset: DatasetArgs,
-    /// How texts are built and prompted: the checkpoint's way or the contract's
+    /// How texts are built: `model` (the checkpoint's way), `contract` or `auto`
     ///
     /// How texts are built and prompted: `model` (the checkpoint's own prompts, the text as
     /// sentence-transformers and MTEB build it: what published MTEB rows were computed with), `contract` (the
     /// evaluation contract's), or `auto` (the default): the checkpoint's own when --model-dir is a
     /// sentence-transformers checkpoint other than all-MiniLM-L6-v2, the contract's otherwise. Part of the
     /// fixture's identity and every bundle
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, value_enum, default_value = "auto", hide_possible_values = true)]
     pub(crate) text_policy: TextPolicyArg,
-    /// The fixture's layout: `auto` (v1 up to 100,000 documents, v2 above), `v1` or `v2`
+    /// The fixture's layout: `auto` (v2 above 100,000 documents), `v1` or `v2`
     ///
-    /// `v1` is one JSON document; `v2` a JSON file beside the documents as JSON lines and the vectors as binary
-    /// f32, streamed, for corpora one document cannot hold
-    #[arg(long, value_enum, default_value = "auto")]
+    /// `auto` writes v1 up to 100,000 documents and v2 above. `v1` is one JSON document; `v2` a JSON file beside
+    /// the documents as JSON lines and the vectors as binary f32, streamed, for corpora one document cannot hold
+    #[arg(long, value_enum, default_value = "auto", hide_possible_values = true)]
     pub(crate) fixture_format: FixtureFormatArg,
     /// Document vectors the verify stage re-embeds (every query always), or `all`
     ///
@@ -775,6 +807,30 @@ pub(crate) struct EvalArgs {
     /// fused list). The bundle carries every sparse vector and the model's identity (claim v9)
     #[arg(long, value_name = "DIR")]
     pub(crate) sparse_model_dir: Option<PathBuf>,
+    /// How sparse_only scores: `exact` (default) or `anserini-impact` (the SPLADE rows')
+    ///
+    /// How the frozen baseline scores the learned sparse list (sparse_only, and every trial's sparse list):
+    /// `exact`, the f32 dot product, ties by fact id; or `anserini-impact`, as Anserini's -impact indexes scored
+    /// the published SPLADE rows: each weight quantized to round(w / 5 * 256), integer dot products, ties by
+    /// BEIR document id
+    #[arg(
+        long,
+        value_enum,
+        value_name = "SCORING",
+        default_value = "exact",
+        hide_default_value = true,
+        hide_possible_values = true,
+        requires = "sparse_model_dir"
+    )]
+    pub(crate) sparse_scoring: SparseScoringArg,
+    /// The sparse checkpoint's name in your word, to be compared with its published rows
+    ///
+    /// The sparse checkpoint's name, one the published-rows registry lists (naver/splade-cocondenser-ensembledistil,
+    /// naver/splade-v3): recorded in the sparse fixture as the signer's word, for published.json to set the run
+    /// beside that checkpoint's published rows. No digest pins those checkpoints, so the name claims nothing
+    /// about the bytes; the vectors are re-encoded from whatever checkpoint a reader passes
+    #[arg(long, value_name = "NAME", requires = "sparse_model_dir", value_parser = sparse_model_name)]
+    pub(crate) sparse_model_name: Option<String>,
     #[command(flatten)]
     pub(crate) model_args: ModelArgs,
     #[command(flatten)]

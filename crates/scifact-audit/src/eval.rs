@@ -147,7 +147,7 @@ pub(crate) fn run_one(
         crate::guard::writing("eval", &[work], &[], &args.lock, crate::guard::OnStop::AtDurablePoint)?;
 
     // Everything the run will need, checked before the first expensive stage.
-    let baseline = args.lexical.lexical().baseline();
+    let baseline = args.sparse_scoring.sparse().apply(args.lexical.lexical().baseline());
     let (space_source, space_bytes) = crate::selection::load_space(args.search_space.as_deref(), &baseline)?;
     let corpus = target.corpus;
     let (archive, digest_policy) =
@@ -180,12 +180,18 @@ pub(crate) fn run_one(
     let sparse_fixture = match &sparse_encoder {
         Some(encoder) => {
             let path = work.join("sparse-fixture.json");
-            let sha256 = stages
-                .time("sparse fixture", |progress| ensure_sparse(&fixture, encoder, &path, progress))?;
+            let sha256 = stages.time("sparse fixture", |progress| {
+                ensure_sparse(&fixture, encoder, args.sparse_model_name.as_deref(), &path, progress)
+            })?;
             Some((path, sha256))
         }
         None => None,
     };
+    // How published.json names the sparse checkpoint: the signer's name for it, else its identity's.
+    let sparse_name = sparse_encoder.as_ref().map(|encoder| match &args.sparse_model_name {
+        Some(name) => (name.clone(), true),
+        None => (encoder.identity().model.clone(), false),
+    });
     drop(sparse_encoder);
     let sparse_path = sparse_fixture.as_ref().map(|(path, _)| path.as_path());
     let mut modes = ALL_MODES.to_vec();
@@ -335,8 +341,9 @@ pub(crate) fn run_one(
             &selection,
         )
     })?;
-    let published =
-        stages.time("published rows", |_| crate::selection::ensure_published(&results, &metadata))?;
+    let published = stages.time("published rows", |_| {
+        crate::selection::ensure_published(&results, &metadata, sparse_name.as_ref())
+    })?;
     stages.time("export", |_| {
         crate::export::export(&results, &metadata, &view.qrels, model_dir.as_deref(), &run_id).map(|_| ())
     })?;
@@ -502,22 +509,22 @@ fn validate_runs(results: &Path, names: &[String], what: &str, view: &FixtureVie
     Ok(())
 }
 
-/// Makes the bundle, or keeps the one a previous attempt made if every file in it still matches its
-/// manifest. One that does not is moved aside (never trusted, never deleted) and made again.
-/// The sparse fixture of `fixture` encoded by `encoder` at `path`: kept when it pairs with this fixture and this
-/// model, otherwise (a new fixture or model) encoded afresh. Returns its digest.
-/// The sparse fixture of `fixture` by `encoder` at `path`: the one there when it pairs with both, else encoded
-/// (resuming an interrupted encoding of the same pair); its `sha256:` digest.
+/// The sparse fixture of `fixture` by `encoder` at `path`, its checkpoint named `name` in the signer's word
+/// (`--sparse-model-name`): the one there when it pairs with both (renamed in place when only the name
+/// differs), else encoded (resuming an interrupted encoding of the same pair); its `sha256:` digest.
 pub(crate) fn ensure_sparse(
     fixture: &Path,
     encoder: &embedding::SparseEncoder,
+    name: Option<&str>,
     path: &Path,
     progress: &StageProgress,
 ) -> anyhow::Result<String> {
+    let dense = scifact_eval::LoadedFixture::read(fixture)?;
     if path.symlink_metadata().is_ok() {
-        let dense = scifact_eval::LoadedFixture::read(fixture)?;
         match scifact_eval::SparseFixture::read(path, &dense) {
-            Ok((sparse, sha256)) if &sparse.model == encoder.identity() => return Ok(sha256),
+            Ok((sparse, _)) if &sparse.model == encoder.identity() => {
+                return Ok(scifact_eval::SparseFixture::rename(path, &dense, name)?);
+            }
             // Derived from the fixture and the model, both given: made again rather than trusted.
             _ => std::fs::remove_file(path)
                 .with_context(|| format!("removing the stale {}", path.display()))?,
@@ -533,10 +540,11 @@ pub(crate) fn ensure_sparse(
         other => other,
     }
     .with_context(|| format!("encoding {} into {}", fixture.display(), path.display()))?;
-    let dense = scifact_eval::LoadedFixture::read(fixture)?;
-    Ok(scifact_eval::SparseFixture::read(path, &dense)?.1)
+    Ok(scifact_eval::SparseFixture::rename(path, &dense, name)?)
 }
 
+/// Makes the bundle, or keeps the one a previous attempt made if every file in it still matches its
+/// manifest. One that does not is moved aside (never trusted, never deleted) and made again.
 fn ensure_bundle(
     bundle: &Path,
     results: &Path,

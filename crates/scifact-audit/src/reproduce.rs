@@ -202,12 +202,14 @@ pub(crate) fn run(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
         Some(encoder) => {
             let path = work.join("sparse-fixture.json");
             writeln!(out, "sparse       encoding every text again (resumable)")?;
-            let reproduced = tagged(&crate::eval::ensure_sparse(&fixture, encoder, &path, &progress)?);
-            let held = contents
-                .files
-                .get(receipt_verify::SPARSE_FIXTURE_FILE)
-                .map(|bytes| tagged(&sha256_hex(bytes)))
-                .unwrap_or_default();
+            let bundled = contents.files.get(receipt_verify::SPARSE_FIXTURE_FILE);
+            // The name the signer gave the checkpoint is the bundle's, as every other declared input is.
+            let name = bundled
+                .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(bytes).ok())
+                .and_then(|value| value["named_by_signer"].as_str().map(str::to_owned));
+            let reproduced =
+                tagged(&crate::eval::ensure_sparse(&fixture, encoder, name.as_deref(), &path, &progress)?);
+            let held = bundled.map(|bytes| tagged(&sha256_hex(bytes))).unwrap_or_default();
             Some((path, held, reproduced))
         }
         None => None,

@@ -13,6 +13,7 @@ use scifact_eval::selection::{
 };
 use scifact_eval::statistics::{Arm, ArmRows, Statistics, compute};
 use scifact_eval::{ALL_MODES, FinishedRun, Split, sha256_hex};
+use semantic_memory::SearchMode;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -187,7 +188,7 @@ pub(crate) fn ensure_selection(
 /// Writes the freeze (`effective-config.json`, schema v2) before any held-out work, or checks the one there.
 pub(crate) fn ensure_freeze(
     results: &Path,
-    modes: &[semantic_memory::SearchMode],
+    modes: &[SearchMode],
     preregistration: &Preregistration,
     preregistration_sha256: &str,
     selection: &Selection,
@@ -277,20 +278,38 @@ pub(crate) fn ensure_statistics(
 
 /// Computes `published.json`: every published row of the fixture's dataset beside the frozen baseline's run of
 /// its mode over every test query (calibration and held-out), written once or checked against the one there.
+/// `sparse` names the sparse checkpoint of an evaluation with learned sparse runs (and whether that name is the
+/// signer's word): its `sparse_only` runs are compared too.
 pub(crate) fn ensure_published(
     results: &Path,
     fixture: &scifact_eval::FixtureMetadata,
+    sparse: Option<&(String, bool)>,
 ) -> anyhow::Result<scifact_eval::published::PublishedComparison> {
     let mut runs = Vec::new();
-    for mode in ALL_MODES {
+    let sparse_mode = sparse.map(|_| SearchMode::SparseOnly);
+    for mode in ALL_MODES.into_iter().chain(sparse_mode) {
         let calibration = FinishedRun::read(results, &fixture.profile, mode, Split::Calibration, None)?;
         let heldout = FinishedRun::read(results, &fixture.profile, mode, Split::Heldout, None)?;
-        let lexical = scifact_eval::baseline::Lexical::of(&heldout.aggregate.retrieval.config);
+        let config = &heldout.aggregate.retrieval.config;
+        let lexical = scifact_eval::baseline::Lexical::of(config);
+        let measured_sparse = match (mode, sparse) {
+            (SearchMode::SparseOnly, Some((model, named_by_signer))) => {
+                Some(scifact_eval::published::MeasuredSparse {
+                    scoring: scifact_eval::baseline::Sparse::of(config)
+                        .map_or("another sparse scorer", |sparse| sparse.key())
+                        .into(),
+                    model: model.clone(),
+                    named_by_signer: *named_by_signer,
+                })
+            }
+            _ => None,
+        };
         runs.push(scifact_eval::published::MeasuredRun {
             mode: mode.as_str().into(),
             lexical: lexical.map_or("another BM25", |lexical| lexical.key()).into(),
             text_policy: fixture.text_policy.policy.unwrap_or_default(),
             model: fixture.embedding.model.clone(),
+            sparse: measured_sparse,
             ndcg_10: scifact_eval::published::per_query_ndcg(&[&calibration.rows, &heldout.rows]),
         });
     }

@@ -210,12 +210,20 @@ fn a_tiny_eval_with_sparse_runs_is_signed_as_claim_v9_and_verifies_with_the_spar
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("sets sparse_weight") && stderr.contains("--sparse-model-dir"), "{stderr}");
 
-    let eval = run(args(&["--sparse-model-dir", path_str(&checkpoint)]));
+    // The checkpoint named in the signer's word: `reproduce` below must carry the name to give the same bytes.
+    let eval =
+        run(args(&["--sparse-model-dir", path_str(&checkpoint), "--sparse-model-name", "naver/splade-v3"]));
     assert!(eval.status.success(), "{}", String::from_utf8_lossy(&eval.stderr));
     let bundle = crate::tiny::only_bundle(&work);
+    let named: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("sparse-fixture.json")).unwrap()).unwrap();
+    assert_eq!(named["named_by_signer"], "naver/splade-v3");
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["predicateType"], "urn:scifact-audit:claim:v9");
+    let published: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("published.json")).unwrap()).unwrap();
+    assert_eq!(published["schema"], "scifact-audit-published-comparison-v4", "claim v9 cites registry v3");
     assert!(
         manifest["predicate"]["sparse"]["model"]["model"].as_str().unwrap().starts_with("splade-sha256-")
     );
@@ -492,4 +500,117 @@ fn build_sparse_killed_mid_way_resumes_to_the_same_bytes() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("another fixture or sparse model"), "{stderr}");
     assert!(!other.exists());
+}
+
+/// `eval --sparse-scoring anserini-impact --sparse-model-name naver/splade-v3` over an archive of SciFact's shape
+/// (not BEIR's file): the frozen baseline scores the sparse list as Anserini's impact indexes do (its runs keep
+/// the baseline's file names), the sparse fixture records the name as the signer's word, and published.json is
+/// comparison v4, which sets both SPLADE rows beside the sparse_only runs (not comparable here: the archive is
+/// not BEIR's) and which verify-bundle re-derives. A name the registry does not list, and either flag without a
+/// sparse checkpoint, are refused before any work.
+#[test]
+fn an_impact_scored_sparse_eval_names_its_checkpoint_beside_the_splade_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("scifact.zip");
+    scifact_eval::tiny::write_shaped_archive(&archive, "scifact", 5_183, 300).unwrap();
+    let (secret, public) = crate::keys(dir.path());
+    let work = dir.path().join("work");
+    let model = root().join("fixtures/tiny/model");
+    let checkpoint = root().join("fixtures/sparse/st6-fill-mask");
+    let eval = |extra: &[&str]| {
+        let args = crate::tiny::eval_args(&work, &secret, &archive, &model, extra);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        scifact_audit(&refs, "")
+    };
+    let named = ["--sparse-model-dir", path_str(&checkpoint), "--sparse-model-name"];
+    for (extra, says) in [
+        (&["--sparse-scoring", "anserini-impact"][..], "--sparse-model-dir"),
+        (&["--sparse-model-name", "naver/splade-v3"][..], "--sparse-model-dir"),
+        (
+            &[named[0], named[1], named[2], "naver/splade-v2"][..],
+            "the registry's are naver/splade-cocondenser-ensembledistil, naver/splade-v3",
+        ),
+    ] {
+        let refused = eval(extra);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(says), "{extra:?}: {stderr}");
+        assert!(!work.exists(), "{extra:?}: refused before any work");
+    }
+
+    let made =
+        eval(&[named[0], named[1], named[2], "naver/splade-v3", "--sparse-scoring", "anserini-impact"]);
+    assert!(
+        made.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&made.stdout),
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let bundle = crate::tiny::only_bundle(&work);
+    let sparse: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("sparse-fixture.json")).unwrap()).unwrap();
+    assert_eq!(sparse["named_by_signer"], "naver/splade-v3");
+    assert!(
+        sparse["model"]["model"].as_str().unwrap().starts_with("splade-sha256-"),
+        "the identity's own name"
+    );
+    for split in ["calibration", "heldout"] {
+        let aggregate: Value = serde_json::from_slice(
+            &std::fs::read(bundle.join(format!("scifact-sparse_only-{split}.aggregate.json"))).unwrap(),
+        )
+        .unwrap();
+        let config = &aggregate["retrieval"]["config"];
+        assert_eq!(config["sparse_scoring"], "anserini_impact", "{split}");
+        assert_eq!(config["sparse_ties"], serde_json::json!({"metadata_key": "beir_doc_id"}), "{split}");
+    }
+    let published: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("published.json")).unwrap()).unwrap();
+    assert_eq!(published["schema"], "scifact-audit-published-comparison-v4");
+    let splade: Vec<&Value> =
+        published["rows"].as_array().unwrap().iter().filter(|r| r["mode"] == "sparse_only").collect();
+    let systems: Vec<&str> = splade.iter().map(|r| r["published"]["system"].as_str().unwrap()).collect();
+    assert_eq!(
+        systems,
+        [
+            "naver/splade-cocondenser-ensembledistil (SPLADE++ ED, Pyserini / Anserini impact)",
+            "naver/splade-v3 (Anserini impact, ONNX)"
+        ]
+    );
+    for row in &splade {
+        assert_eq!(row["queries"], 300, "{row}");
+        assert_eq!(row["verdict"], "not_comparable", "{row}");
+        assert!(row["why"].as_str().unwrap().contains("not BEIR's published file"), "{row}");
+    }
+
+    let verify = scifact_audit(
+        &[
+            "verify-bundle",
+            "--bundle-dir",
+            path_str(&bundle),
+            "--public-key",
+            path_str(&public),
+            "--archive",
+            path_str(&archive),
+            "--model-dir",
+            path_str(&model),
+            "--sparse-model-dir",
+            path_str(&checkpoint),
+            "--json",
+        ],
+        "",
+    );
+    let report: Value = serde_json::from_slice(&verify.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&verify.stderr)));
+    crate::assert_report_verdict(&report, &["verified"]);
+    assert_eq!(statuses(&report, "published.rows"), [("published", "pass")]);
+    assert_eq!(statuses(&report, "published.present"), Vec::<(&str, &str)>::new(), "a v9 bundle with v4");
+    let evidence =
+        report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "published.rows").unwrap();
+    assert!(
+        evidence["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("sparse_only naver/splade-v3 (Anserini impact, ONNX)"),
+        "{evidence}"
+    );
 }

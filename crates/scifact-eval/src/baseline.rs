@@ -1,7 +1,7 @@
 //! The frozen baselines: the contract's configuration an evaluation starts from and compares against, with
-//! one of two lexical scorers. Every selection trial is a change of one of them.
+//! one of two lexical scorers and one of two sparse scorers. Every selection trial is a change of one of them.
 
-use semantic_memory::SearchConfig;
+use semantic_memory::{SearchConfig, SparseScoring};
 
 /// The metadata key under which the store keeps each document fact's BEIR id (see `store`), by which BM25
 /// flat orders equal scores as Anserini does.
@@ -58,10 +58,61 @@ impl Lexical {
     }
 }
 
+/// How the learned sparse list is scored (`sparse_only`, and a hybrid's third list): exactly, or as Anserini's
+/// `-impact` indexes of SPLADE vectors score, which is how the published SPLADE rows were made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sparse {
+    /// The exact dot product of the f32 weights, ties by fact id: the contract's, and the default.
+    Exact,
+    /// Anserini's impact scoring: weights quantized to `round(w / 5 · 256)`, integer dot products, equal scores
+    /// ordered by BEIR document id ([`semantic_memory::SparseScoring::AnseriniImpact`]).
+    AnseriniImpact,
+}
+
+impl Sparse {
+    /// `baseline` scoring its sparse list this way.
+    pub fn apply(self, baseline: SearchConfig) -> SearchConfig {
+        match self {
+            Sparse::Exact => SearchConfig {
+                sparse_scoring: SparseScoring::Exact,
+                sparse_ties: semantic_memory::LexicalTies::FactId,
+                ..baseline
+            },
+            Sparse::AnseriniImpact => SearchConfig {
+                sparse_scoring: SparseScoring::AnseriniImpact,
+                sparse_ties: semantic_memory::LexicalTies::MetadataKey(BEIR_ID_KEY.into()),
+                ..baseline
+            },
+        }
+    }
+
+    /// Its name in registries and comparisons: `exact` or `anserini_impact`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Sparse::Exact => "exact",
+            Sparse::AnseriniImpact => "anserini_impact",
+        }
+    }
+
+    /// The sparse scorer of a run under `config`: `None` for a combination neither is (impact scores with ties
+    /// by fact id, or the exact product with ties by document id).
+    pub fn of(config: &SearchConfig) -> Option<Sparse> {
+        [Sparse::Exact, Sparse::AnseriniImpact].into_iter().find(|sparse| {
+            let applied = sparse.apply(config.clone());
+            applied.sparse_scoring == config.sparse_scoring && applied.sparse_ties == config.sparse_ties
+        })
+    }
+}
+
 /// Returns true when `config` is a frozen baseline: FTS5's (with either of its equal backends) or BM25
-/// flat's.
+/// flat's, its sparse list scored either way of [`Sparse`].
 pub fn is_frozen_baseline(config: &SearchConfig) -> bool {
-    config.is_baseline() || *config == Lexical::Bm25Flat.baseline()
+    let Some(sparse) = Sparse::of(config) else { return false };
+    let exact = match sparse {
+        Sparse::Exact => config.clone(),
+        Sparse::AnseriniImpact => Sparse::Exact.apply(config.clone()),
+    };
+    exact.is_baseline() || exact == Lexical::Bm25Flat.baseline()
 }
 
 #[cfg(test)]
@@ -85,5 +136,27 @@ mod tests {
         let fts_parameters = SearchConfig { bm25_k1: 1.2, bm25_b: 0.75, ..bm25 };
         assert!(!is_frozen_baseline(&fts_parameters));
         assert_eq!(Lexical::of(&fts_parameters), None);
+    }
+
+    #[test]
+    fn either_sparse_scorer_keeps_a_baseline_frozen_and_nothing_between() {
+        for lexical in [Lexical::Fts5, Lexical::Bm25Flat] {
+            let impact = Sparse::AnseriniImpact.apply(lexical.baseline());
+            assert!(is_frozen_baseline(&impact), "{lexical:?}");
+            assert_eq!(Sparse::of(&impact), Some(Sparse::AnseriniImpact));
+            assert_eq!(Lexical::of(&impact), Some(lexical), "the lexical scorer is untouched");
+            assert_eq!(Sparse::Exact.apply(impact.clone()), lexical.baseline());
+            assert_eq!(Sparse::of(&lexical.baseline()), Some(Sparse::Exact));
+            // Impact scores with ties by fact id, or the exact product with Anserini's ties: neither scorer.
+            let by_fact = SearchConfig { sparse_ties: LexicalTies::FactId, ..impact.clone() };
+            assert_eq!(Sparse::of(&by_fact), None);
+            assert!(!is_frozen_baseline(&by_fact));
+            let exact_by_id = SearchConfig { sparse_scoring: SparseScoring::Exact, ..impact.clone() };
+            assert_eq!(Sparse::of(&exact_by_id), None);
+            assert!(!is_frozen_baseline(&exact_by_id));
+            // A trial's change on top of the impact baseline is no baseline.
+            assert!(!is_frozen_baseline(&SearchConfig { sparse_weight: 1.0, ..impact }));
+        }
+        assert_eq!(Sparse::AnseriniImpact.key(), "anserini_impact");
     }
 }

@@ -1,12 +1,17 @@
 //! Published rows beside measured ones: a reviewer's first question about a retrieval number is "does it match
-//! the published one?". The registry (`configs/published-rows-v2.json`, built in) holds, per dataset, what others
+//! the published one?". The registry (`configs/published-rows-v3.json`, built in) holds, per dataset, what others
 //! published (BM25 flat from Pyserini's two-click reproductions and Anserini, all-MiniLM-L6-v2 from MTEB,
-//! bge-base-en-v1.5 from Anserini), each with its source (repository, path, commit) and what it was computed
-//! with. An evaluation's comparison (`published.json`) puts each matching row beside the measured value over
-//! every test query, with the difference and its 95% bootstrap interval, and says it was reproduced only where
-//! the run was made the way the row was (mode, lexical scorer, model, text policy, BEIR's archive) and the difference is within
-//! the registry's declared tolerance — at the published value's own precision or only within the tolerance; a
-//! row made another way on purpose says so, and claims nothing.
+//! bge-base-en-v1.5 from Anserini, SPLADE++ ED and SPLADE-v3 from Pyserini and Anserini), each with its source
+//! (repository, path, commit) and what it was computed with. An evaluation's comparison (`published.json`) puts
+//! each matching row beside the measured value over every test query, with the difference and its 95% bootstrap
+//! interval, and says it was reproduced only where the run was made the way the row was (mode, lexical scorer,
+//! sparse scorer, model, sparse model, text policy, BEIR's archive) and the difference is within the registry's
+//! declared tolerance — at the published value's own precision or only within the tolerance; a row made another
+//! way on purpose says so, and claims nothing.
+//!
+//! An evaluation with learned sparse runs cites version 3 of the registry (comparison v4); any other cites
+//! version 2 (comparison v3), whose rows are version 3's but for the sparse ones, so that its bundle keeps the
+//! bytes it had before sparse runs existed.
 
 use std::collections::BTreeMap;
 
@@ -16,17 +21,24 @@ use serde_json::Value;
 use crate::statistics::{Interval, bootstrap_intervals};
 use crate::text::TextPolicyKind;
 
-/// The registry, as built into this executable.
+/// The registry's version 2, as built into this executable: what an evaluation without learned sparse runs cites.
 pub const PUBLISHED_ROWS: &str = include_str!("../../../configs/published-rows-v2.json");
-/// The registry's schema. Version 2's BM25-flat rows compare with a lexical run scored by BM25 flat (version 1,
+/// Its schema. Version 2's BM25-flat rows compare with a lexical run scored by BM25 flat (version 1,
 /// `configs/published-rows.json`, which bundles of claim v6 cite, called every lexical run another BM25).
 pub const PUBLISHED_ROWS_SCHEMA: &str = "scifact-audit-published-rows-v2";
-/// A comparison's schema (`published.json`). Version 3 cites registry version 2, and a row names the lexical
-/// scorer it was made with. Version 2 states whose archive was evaluated, and no row is comparable over an
-/// archive that is not BEIR's published file; a row within the tolerance says how close it came
-/// (`reproduced_at_published_precision` or `reproduced_within_tolerance`). Version 1 (every bundle before it)
-/// did neither: its one word was `reproduced`.
+/// The registry's version 3: version 2's rows and the learned sparse ones, which compare with a `sparse_only`
+/// run by its sparse scorer and the name its signer gives the sparse checkpoint ([`SparseModelEntry`]).
+pub const PUBLISHED_ROWS_V3: &str = include_str!("../../../configs/published-rows-v3.json");
+/// Its schema.
+pub const PUBLISHED_ROWS_V3_SCHEMA: &str = "scifact-audit-published-rows-v3";
+/// A comparison's schema (`published.json`) without learned sparse runs. Version 3 cites registry version 2,
+/// and a row names the lexical scorer it was made with. Version 2 states whose archive was evaluated, and no row
+/// is comparable over an archive that is not BEIR's published file; a row within the tolerance says how close it
+/// came (`reproduced_at_published_precision` or `reproduced_within_tolerance`). Version 1 (every bundle before
+/// it) did neither: its one word was `reproduced`.
 pub const PUBLISHED_SCHEMA: &str = "scifact-audit-published-comparison-v3";
+/// The comparison's schema with learned sparse runs: version 4 cites registry version 3.
+pub const PUBLISHED_SCHEMA_V4: &str = "scifact-audit-published-comparison-v4";
 /// The comparison's file, beside the aggregates and in the bundle.
 pub const PUBLISHED_FILE: &str = "published.json";
 /// Bootstrap resamples of a measured mean.
@@ -43,8 +55,23 @@ pub struct Registry {
     pub about: String,
     /// How far a measured mean may be from a published one and still reproduce it, and why.
     pub tolerance: Tolerance,
+    /// The sparse checkpoints its rows name, and on what a bundle's use of each name rests (version 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sparse_models: Vec<SparseModelEntry>,
     /// Every published row.
     pub rows: Vec<PublishedRow>,
+}
+
+/// A sparse checkpoint the registry's rows name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SparseModelEntry {
+    /// Its name (the checkpoint's repository id).
+    pub name: String,
+    /// Whether its files' digests are pinned; never yet: no two public sources give them.
+    pub files_pinned: bool,
+    /// What a bundle naming it rests on.
+    pub why: String,
 }
 
 /// The declared tolerance.
@@ -100,30 +127,49 @@ pub struct ComparesWith {
     /// The model the row's vectors come from, when it matters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The sparse checkpoint the row's sparse vectors come from, by the name its signer gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sparse_model: Option<String>,
+    /// The sparse scorer the row's run used (`anserini_impact`; see [`crate::baseline::Sparse::key`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sparse_scoring: Option<String>,
 }
 
-/// The registry built into this executable.
+/// The registry's newest version built into this executable: every row (version 2's and the sparse ones).
 ///
 /// # Errors
 /// When the built-in file does not parse (a build of a broken tree).
 pub fn registry() -> Result<Registry, String> {
-    let mut registry: Registry = serde_json::from_str(PUBLISHED_ROWS)
-        .map_err(|error| format!("configs/published-rows-v2.json: {error}"))?;
-    if registry.schema != PUBLISHED_ROWS_SCHEMA {
-        return Err(format!("configs/published-rows-v2.json: schema {:?}", registry.schema));
+    registry_of(true)
+}
+
+/// The registry an evaluation cites: version 3 when it has learned sparse runs, else version 2.
+fn registry_of(sparse: bool) -> Result<Registry, String> {
+    let (text, file, schema) = if sparse {
+        (PUBLISHED_ROWS_V3, "configs/published-rows-v3.json", PUBLISHED_ROWS_V3_SCHEMA)
+    } else {
+        (PUBLISHED_ROWS, "configs/published-rows-v2.json", PUBLISHED_ROWS_SCHEMA)
+    };
+    let mut registry: Registry = serde_json::from_str(text).map_err(|error| format!("{file}: {error}"))?;
+    if registry.schema != schema {
+        return Err(format!("{file}: schema {:?}", registry.schema));
     }
-    let literals = value_literals(PUBLISHED_ROWS);
+    let literals = value_literals(text);
     if literals.len() != registry.rows.len() {
-        return Err(format!(
-            "configs/published-rows-v2.json: {} rows and {} values",
-            registry.rows.len(),
-            literals.len()
-        ));
+        return Err(format!("{file}: {} rows and {} values", registry.rows.len(), literals.len()));
     }
     for (row, literal) in registry.rows.iter_mut().zip(literals) {
         row.decimals = Some(literal.split_once('.').map_or(0, |(_, fraction)| fraction.len()));
     }
     Ok(registry)
+}
+
+/// The names of the sparse checkpoints the registry's rows name, each a name `eval --sparse-model-name` takes.
+///
+/// # Errors
+/// When the built-in registry does not parse.
+pub fn sparse_model_names() -> Result<Vec<String>, String> {
+    Ok(registry()?.sparse_models.into_iter().map(|entry| entry.name).collect())
 }
 
 /// The text of every `"value"` in the registry, in order: the number as its publisher wrote it.
@@ -155,8 +201,22 @@ pub struct MeasuredRun {
     pub text_policy: TextPolicyKind,
     /// The embedding model's name.
     pub model: String,
+    /// The learned sparse run's scorer (`exact`, `anserini_impact`, or `another sparse scorer`) and its
+    /// checkpoint's name (the name the signer gives it, else its digest name); `None` for the other modes.
+    pub sparse: Option<MeasuredSparse>,
     /// nDCG@10 per test query, in a fixed order.
     pub ndcg_10: Vec<f64>,
+}
+
+/// How a learned sparse run was made, as the comparison reads it.
+#[derive(Debug, Clone)]
+pub struct MeasuredSparse {
+    /// [`crate::baseline::Sparse::key`], or `another sparse scorer`.
+    pub scoring: String,
+    /// The checkpoint's name: the one its signer gives it (`named_by_signer`), else its identity's.
+    pub model: String,
+    /// Whether `model` is the signer's word.
+    pub named_by_signer: bool,
 }
 
 /// `published.json`: every published row of the dataset beside the measured run made like it.
@@ -315,7 +375,8 @@ fn equal_at_precision(measured: f64, row: &PublishedRow) -> bool {
 /// When the registry does not parse.
 pub fn compare(scored: Scored, runs: &[MeasuredRun]) -> Result<PublishedComparison, String> {
     let Scored { dataset, split, registered, .. } = scored;
-    let registry = registry()?;
+    let sparse = runs.iter().any(|run| run.sparse.is_some());
+    let registry = registry_of(sparse)?;
     let archive = ArchiveStanding::of(&scored)?;
     let mut rows = Vec::new();
     for row in registry.rows.iter().filter(|row| registered && row.dataset == dataset && row.split == split) {
@@ -349,6 +410,21 @@ pub fn compare(scored: Scored, runs: &[MeasuredRun]) -> Result<PublishedComparis
                 .as_deref()
                 .filter(|model| *model != run.model)
                 .map(|model| format!("the row is {model}'s, this run is {}'s", run.model)),
+            compares.sparse_scoring.as_deref().and_then(|wanted| match &run.sparse {
+                Some(made) if made.scoring == wanted => None,
+                made => Some(format!(
+                    "the row's sparse scores are {wanted}'s, this run's {} (eval --sparse-scoring)",
+                    made.as_ref().map_or("none", |made| made.scoring.as_str())
+                )),
+            }),
+            compares.sparse_model.as_deref().and_then(|wanted| match &run.sparse {
+                Some(made) if made.model == wanted => None,
+                made => Some(format!(
+                    "the row's sparse checkpoint is {wanted}, this run's is {} (eval --sparse-model-name gives \
+                     the signer's name for it)",
+                    made.as_ref().map_or("none", |made| made.model.as_str())
+                )),
+            }),
         ]
         .into_iter()
         .flatten()
@@ -391,6 +467,17 @@ pub fn compare(scored: Scored, runs: &[MeasuredRun]) -> Result<PublishedComparis
                 ),
             ),
         };
+        let why = match &run.sparse {
+            Some(made)
+                if made.named_by_signer && compares.sparse_model.is_some() && verdict != "not_comparable" =>
+            {
+                format!(
+                    "{why}; the sparse checkpoint is {} in its signer's word, no digest pins it",
+                    made.model
+                )
+            }
+            _ => why,
+        };
         rows.push(ComparedRow {
             published: row.clone(),
             mode: run.mode.clone(),
@@ -402,9 +489,12 @@ pub fn compare(scored: Scored, runs: &[MeasuredRun]) -> Result<PublishedComparis
         });
     }
     Ok(PublishedComparison {
-        schema: PUBLISHED_SCHEMA.into(),
+        schema: if sparse { PUBLISHED_SCHEMA_V4 } else { PUBLISHED_SCHEMA }.into(),
         dataset: dataset.into(),
-        registry_sha256: format!("sha256:{}", crate::archive::sha256_hex(PUBLISHED_ROWS.as_bytes())),
+        registry_sha256: format!(
+            "sha256:{}",
+            crate::archive::sha256_hex(if sparse { PUBLISHED_ROWS_V3 } else { PUBLISHED_ROWS }.as_bytes())
+        ),
         tolerance: registry.tolerance,
         bootstrap: serde_json::json!({
             "resamples": PUBLISHED_RESAMPLES,
@@ -472,6 +562,7 @@ mod tests {
             lexical: "fts5".into(),
             text_policy: policy,
             model: model.into(),
+            sparse: None,
             ndcg_10: values,
         }
     }
@@ -501,13 +592,78 @@ mod tests {
     }
 
     #[test]
-    fn the_registry_parses_and_holds_scifacts_three_rows() {
+    fn the_registry_parses_and_holds_scifacts_five_rows() {
         let registry = registry().unwrap();
         let scifact: Vec<&PublishedRow> = registry.rows.iter().filter(|r| r.dataset == "scifact").collect();
         let values: Vec<f64> = scifact.iter().map(|r| r.value).collect();
-        assert_eq!(values, [0.6789, 0.64508, 0.7408]);
+        assert_eq!(values, [0.6789, 0.64508, 0.7408, 0.7036, 0.7140]);
         assert!(registry.rows.iter().all(|r| r.metric == "ndcg@10" && r.value > 0.0 && r.value < 1.0));
         assert_eq!(registry.tolerance.ndcg_10, 0.005);
+        // Version 2 is version 3 without the sparse rows and the sparse models, row for row.
+        let v2 = registry_of(false).unwrap();
+        let dense: Vec<&PublishedRow> =
+            registry.rows.iter().filter(|r| r.compares_with.sparse_model.is_none()).collect();
+        assert_eq!(v2.rows.iter().collect::<Vec<_>>(), dense);
+        assert_eq!((v2.tolerance, v2.sparse_models.len()), (registry.tolerance.clone(), 0));
+        // Every sparse row names a sparse model the registry lists, and none is pinned.
+        let names = sparse_model_names().unwrap();
+        assert_eq!(names, ["naver/splade-cocondenser-ensembledistil", "naver/splade-v3"]);
+        for row in registry.rows.iter().filter(|r| r.compares_with.mode == "sparse_only") {
+            assert!(names.contains(row.compares_with.sparse_model.as_ref().unwrap()), "{}", row.system);
+            assert_eq!(row.compares_with.sparse_scoring.as_deref(), Some("anserini_impact"));
+        }
+        assert!(registry.sparse_models.iter().all(|m| !m.files_pinned && m.why.contains("signer's word")));
+        assert_eq!(
+            written_value(&registry.rows.iter().find(|r| r.value == 0.714).unwrap().clone()),
+            "0.7140"
+        );
+    }
+
+    #[test]
+    fn a_sparse_row_is_reproduced_only_by_impact_scores_of_the_checkpoint_its_signer_names() {
+        // 300 queries whose mean is SPLADE-v3's 0.7140.
+        let mut values = vec![0.714; 300];
+        values[0] = 0.714 + 0.2;
+        values[1] = 0.714 - 0.2;
+        let sparse = |scoring: &str, model: &str, named_by_signer: bool| MeasuredRun {
+            sparse: Some(MeasuredSparse { scoring: scoring.into(), model: model.into(), named_by_signer }),
+            ..run("sparse_only", TextPolicyKind::Contract, "m", values.clone())
+        };
+        let verdicts = |made: &MeasuredRun| -> Vec<(String, String, String)> {
+            let comparison = compare(SCIFACT, std::slice::from_ref(made)).unwrap();
+            assert_eq!(comparison.schema, PUBLISHED_SCHEMA_V4);
+            assert_eq!(
+                comparison.registry_sha256,
+                format!("sha256:{}", crate::archive::sha256_hex(PUBLISHED_ROWS_V3.as_bytes()))
+            );
+            comparison.rows.into_iter().map(|r| (r.published.system, r.verdict, r.why)).collect()
+        };
+        let named = verdicts(&sparse("anserini_impact", "naver/splade-v3", true));
+        assert_eq!(named.len(), 2, "both sparse rows of scifact");
+        assert_eq!(named[0].1, "not_comparable");
+        assert!(
+            named[0].2.contains("sparse checkpoint is naver/splade-cocondenser-ensembledistil"),
+            "{}",
+            named[0].2
+        );
+        assert_eq!(named[1].0, "naver/splade-v3 (Anserini impact, ONNX)");
+        assert_eq!(named[1].1, "reproduced_at_published_precision", "{}", named[1].2);
+        assert!(named[1].2.contains("in its signer's word"), "{}", named[1].2);
+        let exact = verdicts(&sparse("exact", "naver/splade-v3", true));
+        assert_eq!(exact[1].1, "not_comparable");
+        assert!(
+            exact[1].2.contains("sparse scores are anserini_impact's, this run's exact"),
+            "{}",
+            exact[1].2
+        );
+        let unnamed = verdicts(&sparse("anserini_impact", "sparse-sha256-0123", false));
+        assert_eq!(unnamed[1].1, "not_comparable");
+        assert!(unnamed[1].2.contains("this run's is sparse-sha256-0123"), "{}", unnamed[1].2);
+        // Without a sparse run, the comparison is version 3's, over version 2's rows: no sparse row at all.
+        let dense =
+            compare(SCIFACT, &[run("fts_only", TextPolicyKind::Contract, "m", values.clone())]).unwrap();
+        assert_eq!(dense.schema, PUBLISHED_SCHEMA);
+        assert!(dense.rows.iter().all(|r| r.published.compares_with.mode != "sparse_only"));
     }
 
     #[test]

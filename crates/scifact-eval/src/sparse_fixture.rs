@@ -43,6 +43,12 @@ pub struct SparseFixture {
     pub fixture_sha256: String,
     /// The sparse model: every file that shapes a vector, by digest, and how it is read.
     pub model: SparseIdentity,
+    /// The checkpoint's name as the evaluation's signer gives it (`eval --sparse-model-name`: one of the sparse
+    /// models the published-rows registry names), for the published rows of that checkpoint: the signer's word,
+    /// not a claim about bytes (no digest pins those checkpoints). Absent when not given, so fixtures without it
+    /// keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub named_by_signer: Option<String>,
     /// [`SPARSE_TEXT_RULE`].
     pub text_rule: String,
     /// One entry per document, in the dense fixture's order.
@@ -229,6 +235,7 @@ pub fn build_sparse_fixture(
         schema: SPARSE_FIXTURE_SCHEMA.into(),
         fixture_sha256: fixture.sha256.clone(),
         model: encoder.identity().clone(),
+        named_by_signer: None,
         text_rule: SPARSE_TEXT_RULE.into(),
         documents,
         queries,
@@ -242,6 +249,24 @@ pub fn build_sparse_fixture(
 }
 
 impl SparseFixture {
+    /// Gives the sparse fixture at `path` (paired with `dense`) the signer's name `name` for its checkpoint, or
+    /// takes it away (`None`): its vectors untouched, the file replaced atomically (temp file, fsync, rename)
+    /// only when the name changes. Returns the file's `sha256:` digest as it then is.
+    ///
+    /// # Errors
+    /// As [`SparseFixture::read`]; [`Error::File`] when the file cannot be replaced.
+    pub fn rename(path: &Path, dense: &LoadedFixture, name: Option<&str>) -> Result<String> {
+        let (mut sparse, sha256) = SparseFixture::read(path, dense)?;
+        if sparse.named_by_signer.as_deref() == name {
+            return Ok(sha256);
+        }
+        sparse.named_by_signer = name.map(str::to_owned);
+        let mut bytes = serde_json::to_vec(&sparse)?;
+        bytes.push(b'\n');
+        safe_fs::write_atomically(path, &bytes)?;
+        Ok(format!("sha256:{}", sha256_hex(&bytes)))
+    }
+
     /// Reads the sparse fixture at `path` and checks it against the dense fixture it pairs with: its schema, the
     /// dense fixture's digest, one entry per document and query in the dense fixture's order, each text's digest
     /// and each vector well formed.

@@ -161,8 +161,12 @@ pub(crate) fn run_all(inputs: &Inputs<'_>) -> Outcome {
         if let Some(bytes) = inputs.published {
             match inputs.fixture {
                 Input::Read { content: view, .. } => {
+                    let sparse = match inputs.sparse {
+                        Input::Read { content, .. } => Some(content),
+                        Input::Absent(_) | Input::Refused(_) => None,
+                    };
                     let (result, rows) =
-                        published::published(inputs.runs, bytes, &view.metadata, &mut report.notes);
+                        published::published(inputs.runs, bytes, &view.metadata, sparse, &mut report.notes);
                     report.record("published", "published.rows", result);
                     if let (Some(model), Some(rows)) = (model.as_mut(), rows) {
                         model.published = rows;

@@ -12,12 +12,15 @@ use serde_json::Value;
 use crate::artifacts::Run;
 use crate::baseline::is_frozen_baseline;
 use crate::recompute::metrics::series;
+use crate::recompute::sparse::SparseView;
 use crate::recompute::statistics::bootstrap_with;
 use crate::render::PublishedRow;
 
 /// The registry this verifier knows (the same file the runner builds in; both read it, each with its own
 /// code): version 2, which comparisons of version 3 cite.
 const PUBLISHED_ROWS: &str = include_str!("../../../../configs/published-rows-v2.json");
+/// Version 3 (version 2's rows and the learned sparse ones), which comparisons of version 4 cite.
+const PUBLISHED_ROWS_V3: &str = include_str!("../../../../configs/published-rows-v3.json");
 /// Version 1 of the registry, which comparisons of versions 1 and 2 cite (a published claim cannot be
 /// recalled): its BM25-flat rows differ from every lexical run by design.
 const PUBLISHED_ROWS_V1: &str = include_str!("../../../../configs/published-rows.json");
@@ -33,13 +36,17 @@ fn close(a: f64, b: &Value) -> bool {
 /// its own rule (a published claim cannot be recalled), and where the archive is not BEIR's published file, a
 /// note says that this verifier would call its `reproduced` or `not_reproduced` rows `not_comparable`. Version 2
 /// states the archive's standing, and no row over another archive is comparable.
+///
+/// `sparse` is the bundle's sparse fixture, when it has one: a sparse row compares with the `sparse_only` runs
+/// by their sparse scorer and by the checkpoint's name, the signer's (`named_by_signer`) or else the identity's.
 pub(crate) fn published(
     runs: &[Run],
     bytes: &[u8],
     metadata: &Value,
+    sparse: Option<&SparseView>,
     notes: &mut Vec<String>,
 ) -> (Result<String, String>, Option<Vec<PublishedRow>>) {
-    match derive(runs, bytes, metadata, notes) {
+    match derive(runs, bytes, metadata, sparse, notes) {
         Ok((evidence, rows)) => (Ok(evidence), Some(rows)),
         Err(reason) => (Err(reason), None),
     }
@@ -49,6 +56,7 @@ fn derive(
     runs: &[Run],
     bytes: &[u8],
     metadata: &Value,
+    sparse: Option<&SparseView>,
     notes: &mut Vec<String>,
 ) -> Result<(String, Vec<PublishedRow>), String> {
     let stated = crate::json::parse(bytes).map_err(|e| format!("published.json: {e}"))?;
@@ -56,6 +64,7 @@ fn derive(
         Some("scifact-audit-published-comparison-v1") => (false, PUBLISHED_ROWS_V1),
         Some("scifact-audit-published-comparison-v2") => (true, PUBLISHED_ROWS_V1),
         Some("scifact-audit-published-comparison-v3") => (true, PUBLISHED_ROWS),
+        Some("scifact-audit-published-comparison-v4") => (true, PUBLISHED_ROWS_V3),
         _ => return Err(format!("published.json's schema is {}", stated["schema"])),
     };
     let standing = crate::registries::archive_standing(metadata);
@@ -129,6 +138,7 @@ fn derive(
         let mut by_id: BTreeMap<String, f64> = BTreeMap::new();
         let mut splits = 0;
         let mut lexical = "";
+        let mut sparse_scorer = "none";
         for run in runs.iter().filter(|run| {
             run.mode() == mode
                 && is_frozen_baseline(&run.aggregate["retrieval"]["config"])
@@ -136,6 +146,9 @@ fn derive(
         }) {
             splits += 1;
             lexical = crate::baseline::lexical_scorer(run.config());
+            if run.mode() == "sparse_only" {
+                sparse_scorer = crate::baseline::sparse_scorer(run.config());
+            }
             let rows = run.rows_or_empty();
             for (row, value) in rows.iter().zip(series(rows).remove("ndcg@10").unwrap_or_default()) {
                 by_id.insert(crate::artifacts::query_id(row).to_owned(), value);
@@ -152,54 +165,18 @@ fn derive(
         };
         let published = row["value"].as_f64().unwrap_or(f64::NAN);
         let difference = measured.mean - published;
-        let policy_differs = row["compares_with"]["text_policy"].as_str().is_some_and(|p| p != policy);
-        let model_differs = row["compares_with"]["model"].as_str().is_some_and(|m| m != model);
-        let wanted_lexical = row["compares_with"]["lexical"].as_str();
-        let (verdict, why) = if let Some(design) = row["differs_by_design"].as_str() {
-            ("not_comparable", design.to_owned())
-        } else if let (true, Err(what)) = (asks_archive, &standing) {
-            ("not_comparable", format!("the archive evaluated is {what}: the row is over BEIR's file"))
-        } else if let Some(wanted) = wanted_lexical.filter(|wanted| *wanted != lexical) {
-            (
-                "not_comparable",
-                format!(
-                    "scored by {lexical}, not as the row was ({wanted}): another BM25, so no reproduction is claimed"
-                ),
-            )
-        } else if policy_differs || model_differs {
-            (
-                "not_comparable",
-                format!(
-                    "made with the {policy} text policy and {model}, not as the row was ({} and {})",
-                    row["compares_with"]["text_policy"].as_str().unwrap_or("any policy"),
-                    row["compares_with"]["model"].as_str().unwrap_or("any model")
-                ),
-            )
-        } else if difference.abs() <= tolerance && !asks_archive {
-            ("reproduced", format!("made the way the row was; {difference:+.4} from it, within {tolerance}"))
-        } else if difference.abs() <= tolerance && same_at_places(measured.mean, published, places(literal)) {
-            (
-                "reproduced_at_published_precision",
-                format!(
-                    "made the way the row was; {difference:+.6} from it, the published value at its {} decimals",
-                    places(literal)
-                ),
-            )
-        } else if difference.abs() <= tolerance {
-            (
-                "reproduced_within_tolerance",
-                format!(
-                    "made the way the row was; {difference:+.4} from it, not the published value at its {} \
-                     decimals but within {tolerance}",
-                    places(literal)
-                ),
-            )
-        } else {
-            (
-                "not_reproduced",
-                format!("made the way the row was; {difference:+.4} from it, beyond {tolerance}"),
-            )
+        let made = Made {
+            archive: if asks_archive { Some(standing.as_ref().err().map(String::as_str)) } else { None },
+            lexical,
+            sparse_scorer,
+            sparse_name: sparse.map(|view| {
+                view.named_by_signer.as_deref().unwrap_or_else(|| view.model["model"].as_str().unwrap_or(""))
+            }),
+            named_by_signer: sparse.is_some_and(|view| view.named_by_signer.is_some()),
+            policy,
+            model,
         };
+        let (verdict, why) = verdict(row, literal, tolerance, measured.mean, &made);
         expected_rows.push((row.clone(), mode.to_owned(), values.len(), measured, difference, verdict, why));
     }
     if stated_rows.len() != expected_rows.len() {
@@ -289,6 +266,102 @@ fn derive(
     ))
 }
 
+/// How the runs a row is compared with were made, as the bundle states it.
+struct Made<'a> {
+    /// `None` for a comparison that does not ask whose archive was evaluated (version 1); else the archive's
+    /// standing: `None` for BEIR's file, `Some(what it is)` for another.
+    archive: Option<Option<&'a str>>,
+    /// The lexical scorer ([`crate::baseline::lexical_scorer`]).
+    lexical: &'a str,
+    /// The sparse_only runs' scorer ([`crate::baseline::sparse_scorer`]), `none` without any.
+    sparse_scorer: &'a str,
+    /// The sparse checkpoint's name: the signer's, else its identity's; `None` without a sparse fixture.
+    sparse_name: Option<&'a str>,
+    /// Whether that name is the signer's word.
+    named_by_signer: bool,
+    /// The fixture's text policy.
+    policy: &'a str,
+    /// The embedding model's name.
+    model: &'a str,
+}
+
+/// A row's verdict and why, from how the runs were made (`made`) and their measured mean against the row's value
+/// (`literal`, as the registry writes it) and the tolerance: the first way the runs were made otherwise than the
+/// row makes it `not_comparable`.
+fn verdict(row: &Value, literal: &str, tolerance: f64, mean: f64, made: &Made) -> (&'static str, String) {
+    let published = row["value"].as_f64().unwrap_or(f64::NAN);
+    let difference = mean - published;
+    let wanted = &row["compares_with"];
+    let Made { lexical, sparse_scorer, policy, model, .. } = *made;
+    let policy_differs = wanted["text_policy"].as_str().is_some_and(|p| p != policy);
+    let model_differs = wanted["model"].as_str().is_some_and(|m| m != model);
+    let wanted_sparse = wanted["sparse_model"].as_str();
+    let (verdict, why) = if let Some(design) = row["differs_by_design"].as_str() {
+        ("not_comparable", design.to_owned())
+    } else if let Some(Some(what)) = made.archive {
+        ("not_comparable", format!("the archive evaluated is {what}: the row is over BEIR's file"))
+    } else if let Some(wanted) = wanted["lexical"].as_str().filter(|wanted| *wanted != lexical) {
+        (
+            "not_comparable",
+            format!(
+                "scored by {lexical}, not as the row was ({wanted}): another BM25, so no reproduction is claimed"
+            ),
+        )
+    } else if let Some(wanted) = wanted["sparse_scoring"].as_str().filter(|wanted| *wanted != sparse_scorer) {
+        (
+            "not_comparable",
+            format!(
+                "sparse scores by {sparse_scorer}, not as the row's were ({wanted}): no reproduction is claimed"
+            ),
+        )
+    } else if let Some(wanted) = wanted_sparse.filter(|wanted| Some(*wanted) != made.sparse_name) {
+        (
+            "not_comparable",
+            format!(
+                "the sparse checkpoint is {}, not the row's ({wanted}): no reproduction is claimed",
+                made.sparse_name.unwrap_or("none")
+            ),
+        )
+    } else if policy_differs || model_differs {
+        (
+            "not_comparable",
+            format!(
+                "made with the {policy} text policy and {model}, not as the row was ({} and {})",
+                wanted["text_policy"].as_str().unwrap_or("any policy"),
+                wanted["model"].as_str().unwrap_or("any model")
+            ),
+        )
+    } else if difference.abs() <= tolerance && made.archive.is_none() {
+        ("reproduced", format!("made the way the row was; {difference:+.4} from it, within {tolerance}"))
+    } else if difference.abs() <= tolerance && same_at_places(mean, published, places(literal)) {
+        (
+            "reproduced_at_published_precision",
+            format!(
+                "made the way the row was; {difference:+.6} from it, the published value at its {} decimals",
+                places(literal)
+            ),
+        )
+    } else if difference.abs() <= tolerance {
+        (
+            "reproduced_within_tolerance",
+            format!(
+                "made the way the row was; {difference:+.4} from it, not the published value at its {} \
+                 decimals but within {tolerance}",
+                places(literal)
+            ),
+        )
+    } else {
+        ("not_reproduced", format!("made the way the row was; {difference:+.4} from it, beyond {tolerance}"))
+    };
+    match (wanted_sparse, made.sparse_name) {
+        (Some(_), Some(name)) if made.named_by_signer && verdict != "not_comparable" => (
+            verdict,
+            format!("{why}; the sparse checkpoint is {name} in its signer's word, no digest pins it"),
+        ),
+        _ => (verdict, why),
+    }
+}
+
 /// Decimals of a published value as the registry writes it: its literal's, trailing zeros counted.
 fn places(literal: &str) -> usize {
     literal.find('.').map_or(0, |dot| literal.len() - dot - 1)
@@ -338,5 +411,62 @@ mod tests {
         assert_eq!(value_literals(text), ["0.6450", "0.36542"]);
         assert_eq!(value_literals(PUBLISHED_ROWS).len(), 76);
         assert_eq!(value_literals(PUBLISHED_ROWS_V1).len(), 76);
+        assert_eq!(value_literals(PUBLISHED_ROWS_V3).len(), 78);
+    }
+
+    /// A SPLADE row (registry version 3) is reproduced only by sparse_only runs scored as Anserini's impact
+    /// indexes score, of the checkpoint its signer names, over BEIR's archive; the name is said to be the
+    /// signer's word.
+    #[test]
+    fn a_sparse_row_needs_impact_scores_and_the_named_checkpoint() {
+        let registry: Value = serde_json::from_str(PUBLISHED_ROWS_V3).unwrap();
+        let literals = value_literals(PUBLISHED_ROWS_V3);
+        let (row, literal) = registry["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(&literals)
+            .find(|(row, _)| row["compares_with"]["sparse_model"] == "naver/splade-v3")
+            .unwrap();
+        assert_eq!(*literal, "0.7140");
+        let made = Made {
+            archive: Some(None),
+            lexical: "bm25_flat",
+            sparse_scorer: "anserini_impact",
+            sparse_name: Some("naver/splade-v3"),
+            named_by_signer: true,
+            policy: "contract",
+            model: "sentence-transformers/all-MiniLM-L6-v2",
+        };
+        let (verdict_of, why) = verdict(row, literal, 0.005, 0.71403, &made);
+        assert_eq!(verdict_of, "reproduced_at_published_precision", "{why}");
+        assert!(why.contains("naver/splade-v3 in its signer's word"), "{why}");
+        let within = verdict(row, literal, 0.005, 0.7181, &made);
+        assert_eq!(within.0, "reproduced_within_tolerance");
+        assert_eq!(verdict(row, literal, 0.005, 0.7081, &made).0, "not_reproduced");
+        let exact = verdict(row, literal, 0.005, 0.714, &Made { sparse_scorer: "exact", ..made });
+        assert_eq!(exact.0, "not_comparable");
+        assert!(exact.1.contains("sparse scores by exact"), "{}", exact.1);
+        let other =
+            verdict(row, literal, 0.005, 0.714, &Made { sparse_name: Some("splade-sha256-ab"), ..made });
+        assert!(
+            other.0 == "not_comparable" && other.1.contains("splade-sha256-ab, not the row's"),
+            "{other:?}"
+        );
+        let none = verdict(row, literal, 0.005, 0.714, &Made { sparse_name: None, ..made });
+        assert!(none.0 == "not_comparable" && none.1.contains("is none"), "{none:?}");
+        let rebuilt = Made { archive: Some(Some("an archive of scifact's shape")), ..made };
+        assert_eq!(verdict(row, literal, 0.005, 0.714, &rebuilt).0, "not_comparable");
+        // A dense row is judged as before: the sparse fields say nothing of it.
+        let dense = registry["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(&literals)
+            .find(|(r, _)| r["dataset"] == "scifact" && r["compares_with"]["lexical"] == "bm25_flat");
+        let (dense, dense_literal) = dense.unwrap();
+        let flat = verdict(dense, dense_literal, 0.005, 0.6789, &Made { sparse_name: None, ..made });
+        assert_eq!(flat.0, "reproduced_at_published_precision", "{}", flat.1);
+        assert!(!flat.1.contains("signer's word"));
     }
 }

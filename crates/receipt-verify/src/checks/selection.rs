@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use crate::artifacts::{Run, query_id, strings};
-use crate::baseline::{bm25_flat_baseline, config_label, frozen_baseline, is_frozen_baseline};
+use crate::baseline::{config_label, declarable_baselines, is_frozen_baseline};
 use crate::canonical::{canonical, canonical_digest, sha256_tagged};
 use crate::checks::validate::{METRIC_TOLERANCE, calibration_size, draw_split};
 use crate::names::{SELECTION_FILE, STATISTICS_FILE};
@@ -170,7 +170,7 @@ fn preregistration(prereg: &Value, runs: &[Run]) -> Outcome {
         }
     }
     let baseline = &prereg["baseline"]["config"];
-    let frozen = [frozen_baseline(), bm25_flat_baseline()];
+    let frozen = declarable_baselines();
     if !frozen.iter().any(|f| canonical_digest(baseline) == canonical_digest(f))
         || text(&prereg["baseline"]["config_sha256"]) != canonical_digest(baseline)
     {

@@ -56,6 +56,8 @@ pub(crate) struct SparseView {
     pub(crate) fixture_sha256: String,
     /// The model's identity as the file records it.
     pub(crate) model: Value,
+    /// The checkpoint's name as the signer gives it (`named_by_signer`), when they give one.
+    pub(crate) named_by_signer: Option<String>,
     pub(crate) documents: Vec<Entry>,
     pub(crate) queries: Vec<Entry>,
 }
@@ -84,6 +86,11 @@ impl SparseView {
             sha256,
             fixture_sha256,
             model: value["model"].clone(),
+            named_by_signer: match &value["named_by_signer"] {
+                Value::Null => None,
+                Value::String(name) => Some(name.clone()),
+                other => return Err(format!("named_by_signer is {other}, not a name")),
+            },
             documents: entries("documents")?,
             queries: entries("queries")?,
         })
@@ -399,6 +406,7 @@ mod tests {
             sha256: String::new(),
             fixture_sha256: String::new(),
             model: Value::Null,
+            named_by_signer: None,
             documents: vec![document("b", 1.0), document("a", 1.001), document("c", 2.0)],
             queries: vec![Entry { id: "q".into(), ..document("q", 1.0) }],
         };
