@@ -347,7 +347,12 @@ pub fn write_forums_archive(path: &Path, top: &str, forums: &[(&str, usize, usiz
     write_members(path, members)
 }
 
-fn write_members(path: &Path, members: Vec<(String, Vec<u8>)>) -> Result<()> {
+/// Writes `members` (name, bytes) as a zip as [`write_archive`] writes the tiny archive: stored, no timestamps,
+/// replaced atomically.
+///
+/// # Errors
+/// [`Error::Io`] when it cannot be written.
+pub fn write_members(path: &Path, members: Vec<(String, Vec<u8>)>) -> Result<()> {
     let io = |source: std::io::Error| Error::Io { path: path.to_owned(), source };
     let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let options = zip::write::SimpleFileOptions::default()

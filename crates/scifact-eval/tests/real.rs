@@ -141,29 +141,104 @@ fn builds_the_scifact_fixture_the_same_cold_and_warm() {
     // The published fixture: all-MiniLM-L6-v2's vectors and identity must never move.
     assert_eq!(cold.fixture_sha256, FIXTURE_SHA256, "the SciFact fixture is no longer the published one");
     assert_eq!(warm.embedded, 0);
-}
-
-/// One process, an empty work directory, no shard: the path a user without a cluster takes, which CI's other
-/// SciFact builds (merged from Slurm shards) do not. Its fixture is the published one.
-#[test]
-#[ignore = "needs SCIFACT_ARCHIVE and SCIFACT_MODEL_DIR (or ../shared); embeds 5,483 texts"]
-fn an_unsharded_cold_build_in_one_process_is_the_published_fixture() {
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().join("work");
-    let built = build_fixture(&build_options(&work, &dir.path().join("fixture.json")), &model(), &NoProgress)
-        .unwrap();
-    eprintln!("unsharded cold build {:.1} s", built.elapsed.as_secs_f64());
-    assert!(!work.join("shards").exists(), "no shard was involved");
-    assert_eq!(built.embedded, 5_483, "every text embedded here, none merged");
-    assert_eq!(built.fixture_sha256, FIXTURE_SHA256);
     // Claim v7's fixture (attestations/scifact-fdfc890 to scifact-2bba9f4) is these bytes without the identity's
     // list of files: the same vectors, texts and everything else.
-    let bytes = std::fs::read(dir.path().join("fixture.json")).unwrap();
+    let bytes = std::fs::read(&real.path).unwrap();
     let text = std::str::from_utf8(&bytes).unwrap();
     let start = text.find(",\"files\":{").unwrap();
     let end = start + text[start..].find('}').unwrap() + 1;
     let before_files = [&text[..start], &text[end..]].concat();
     assert_eq!(scifact_eval::sha256_hex(before_files.as_bytes()), CLAIM_V7_FIXTURE_SHA256);
+}
+
+/// Documents of SciFact's the cut archive keeps besides those its test qrels judge.
+const CUT_FIRST: usize = 700;
+
+/// SciFact's archive cut, as `scifact-cut/`, to the documents its test qrels judge and the first [`CUT_FIRST`]
+/// others, in corpus order, with every query and judgement: SciFact's own texts, few enough to embed again in
+/// one process beside CI's sharded build. Returns how many documents it keeps.
+fn write_cut_archive(path: &Path) -> usize {
+    let names = ["scifact/corpus.jsonl", "scifact/queries.jsonl", "scifact/qrels/test.tsv"];
+    let allowed = ["scifact/", "scifact/qrels/", "scifact/qrels/train.tsv"];
+    let contents = read_archive(&archive(), &names, &allowed).unwrap();
+    let qrels = &contents.members[names[2]];
+    let judged: std::collections::BTreeSet<&str> = std::str::from_utf8(qrels)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter_map(|line| line.split('\t').nth(1))
+        .collect();
+    let mut corpus = Vec::new();
+    let mut kept = 0;
+    for (at, line) in std::str::from_utf8(&contents.members[names[0]]).unwrap().lines().enumerate() {
+        let document: serde_json::Value = serde_json::from_str(line).unwrap();
+        let id = match &document["_id"] {
+            serde_json::Value::String(id) => id.clone(),
+            other => other.to_string(),
+        };
+        if at < CUT_FIRST || judged.contains(id.as_str()) {
+            corpus.extend_from_slice(line.as_bytes());
+            corpus.push(b'\n');
+            kept += 1;
+        }
+    }
+    let members = vec![
+        ("scifact-cut/corpus.jsonl".to_owned(), corpus),
+        ("scifact-cut/queries.jsonl".to_owned(), contents.members[names[1]].clone()),
+        ("scifact-cut/qrels/test.tsv".to_owned(), qrels.clone()),
+    ];
+    scifact_eval::tiny::write_members(path, members).unwrap();
+    kept
+}
+
+/// One process, an empty work directory, no shard: the path a user without a cluster takes, which CI's
+/// SciFact fixture (merged from the shards its Slurm run embedded) does not. Over SciFact cut to the documents
+/// its qrels judge and 700 others, with all 300 queries: every text is embedded here, and every vector and
+/// semantic text is the one the published fixture holds for that document or query, bit for bit.
+#[test]
+#[ignore = "needs SCIFACT_ARCHIVE and SCIFACT_MODEL_DIR (or ../shared); embeds 5,483 texts, then about 1,300"]
+fn an_unsharded_cold_build_in_one_process_gives_the_published_fixtures_vectors() {
+    let real = real_fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("scifact-cut.zip");
+    let kept = write_cut_archive(&cut);
+    let work = dir.path().join("work");
+    let options = BuildOptions {
+        archive: cut,
+        profile: Profile::unregistered("scifact-cut", "test"),
+        ..build_options(&work, &dir.path().join("fixture.json"))
+    };
+    let built = build_fixture(&options, &model(), &NoProgress).unwrap();
+    eprintln!(
+        "unsharded cold build of {kept} documents and 300 queries {:.1} s",
+        built.elapsed.as_secs_f64()
+    );
+    assert!(!work.join("shards").exists(), "no shard was involved");
+    assert_eq!((built.counts.documents, built.counts.queries), (kept, 300));
+    assert!(kept > CUT_FIRST && kept < 5_183, "{kept}");
+    assert_eq!(built.embedded, kept + 300, "every text embedded here, none merged");
+    let published = scifact_eval::LoadedFixture::read(&real.path).unwrap();
+    let mut by_id = std::collections::HashMap::new();
+    for document in published.documents(0).unwrap() {
+        let document = document.unwrap();
+        by_id.insert(document.id.clone(), (document.semantic_text_sha256, document.vector));
+    }
+    let one = scifact_eval::LoadedFixture::read(&dir.path().join("fixture.json")).unwrap();
+    let bits = |vector: &[f32]| vector.iter().map(|v| v.to_bits()).collect::<Vec<u32>>();
+    let mut compared = 0;
+    for document in one.documents(0).unwrap() {
+        let document = document.unwrap();
+        let (text, vector) = &by_id[&document.id];
+        assert_eq!(&document.semantic_text_sha256, text, "document {}", document.id);
+        assert_eq!(bits(&document.vector), bits(vector), "document {}", document.id);
+        compared += 1;
+    }
+    assert_eq!(compared, kept);
+    assert_eq!(one.queries.len(), 300);
+    for (query, full) in one.queries.iter().zip(&published.queries) {
+        assert_eq!((&query.id, &query.semantic_text_sha256), (&full.id, &full.semantic_text_sha256));
+        assert_eq!(bits(&query.vector), bits(&full.vector), "query {}", query.id);
+    }
 }
 
 #[test]
