@@ -671,32 +671,6 @@ fn print_summary(
             latency["p95"].as_f64().unwrap_or(f64::NAN)
         )?;
     }
-    // Learned sparse runs are outside the pre-registered statistics plan: their means, without intervals.
-    for (config, label) in [("baseline", None), ("selected", winner.label.as_deref())] {
-        if config == "selected" && label.is_none() {
-            continue;
-        }
-        let name = aggregate_file_name(&published.dataset, SearchMode::SparseOnly, Split::Heldout, label);
-        let Ok(bytes) =
-            safe_fs::read_regular(&results.join(&name), receipt_verify::OUTPUT_LIMITS.max_file_bytes)
-        else {
-            continue;
-        };
-        let aggregate: Value = serde_json::from_slice(&bytes)?;
-        let metric = |key: &str| aggregate["metrics"][key].as_f64().unwrap_or(f64::NAN);
-        let latency = &aggregate["metrics"]["latency_ms"];
-        writeln!(
-            out,
-            "{:<9} {:<12} {:>24} {:>24} {:>8.4} {:>8.3} {:>8.3}",
-            config,
-            "sparse_only",
-            format!("{:.4} (no interval)", metric("ndcg@10")),
-            format!("{:.4}", metric("recall@10")),
-            metric("mrr@10"),
-            latency["p50"].as_f64().unwrap_or(f64::NAN),
-            latency["p95"].as_f64().unwrap_or(f64::NAN)
-        )?;
-    }
     if winner.label.is_none() {
         writeln!(out, "(the baseline won selection: held-out ran it alone)")?;
     }

@@ -229,15 +229,18 @@ pub(crate) fn ensure_freeze(
     Ok(())
 }
 
-/// The held-out runs of the baseline and the selected configuration, as the statistics plan names them.
+/// The held-out runs of the baseline and the selected configuration, as the statistics plan names them: every
+/// mode's, `sparse_only` too for an evaluation with learned sparse runs (`sparse`).
 pub(crate) fn heldout_runs(
     results: &Path,
     dataset: &str,
     selection: &Selection,
+    sparse: bool,
 ) -> anyhow::Result<Vec<(Arm, FinishedRun)>> {
     let mut runs = Vec::new();
+    let sparse_mode = sparse.then_some(SearchMode::SparseOnly);
     for (config, label) in [("baseline", None), ("selected", selection.winner.label.as_deref())] {
-        for mode in ALL_MODES {
+        for mode in ALL_MODES.into_iter().chain(sparse_mode) {
             let run = FinishedRun::read(results, dataset, mode, Split::Heldout, label)?;
             runs.push((Arm { config: config.into(), mode: mode.as_str().into() }, run));
         }
@@ -253,7 +256,7 @@ pub(crate) fn ensure_statistics(
     preregistration_sha256: &str,
     selection: &Selection,
 ) -> anyhow::Result<Statistics> {
-    let runs = heldout_runs(results, dataset, selection)?;
+    let runs = heldout_runs(results, dataset, selection, preregistration.sparse_fixture_sha256.is_some())?;
     let arms: Vec<ArmRows<'_>> = runs
         .iter()
         .map(|(arm, run)| ArmRows {

@@ -234,6 +234,29 @@ fn a_tiny_eval_with_sparse_runs_is_signed_as_claim_v9_and_verifies_with_the_spar
     let prereg: Value =
         serde_json::from_slice(&std::fs::read(bundle.join("preregistration.json")).unwrap()).unwrap();
     assert_eq!(prereg["sparse_fixture_sha256"], manifest["predicate"]["sparse"]["fixture_sha256"]);
+    // sparse_only is in the pre-registered statistics plan: its held-out means get intervals, and it is compared
+    // with the lexical scorer and the hybrid.
+    let statistics: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("statistics.json")).unwrap()).unwrap();
+    let sparse_arms: Vec<&Value> =
+        statistics["runs"].as_array().unwrap().iter().filter(|r| r["arm"]["mode"] == "sparse_only").collect();
+    assert_eq!(sparse_arms.len(), 2, "baseline and winner: {statistics}");
+    for arm in sparse_arms {
+        let ndcg = &arm["metrics"]["ndcg@10"];
+        assert!(ndcg["low"].as_f64().unwrap() <= ndcg["mean"].as_f64().unwrap(), "{arm}");
+    }
+    let compared: Vec<&str> =
+        statistics["comparisons"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(&compared[4..], ["sparse_only vs fts_only", "hybrid vs sparse_only"]);
+    let summary = String::from_utf8_lossy(&eval.stdout);
+    assert!(summary.contains("sparse_only vs fts_only"), "{summary}");
+    assert!(!summary.contains("no interval"), "{summary}");
+    let page = std::fs::read_to_string(bundle.join("report.html")).unwrap();
+    assert!(page.contains("sparse_only vs fts_only"), "the page lists the sparse comparisons");
+    assert!(
+        page.contains("selected sparse_only") || page.contains("baseline sparse_only"),
+        "and draws its runs"
+    );
 
     let (archive, model) = (tiny.join("scifact-tiny.zip"), tiny.join("model"));
     let verify = |extra: &[&str]| {
@@ -333,6 +356,32 @@ fn a_tiny_eval_with_sparse_runs_is_signed_as_claim_v9_and_verifies_with_the_spar
         .collect();
     assert_eq!(failed.len(), 1, "{failed:#?}");
     assert!(failed[0]["evidence"].as_str().unwrap().contains("sparse component is rank"), "{failed:#?}");
+    // A sparse_only interval narrowed in a copy of the results: statistics.heldout fails, naming the arm.
+    let narrowed = dir.path().join("narrowed");
+    crate::forge::copy_dir(&results, &narrowed);
+    let mut statistics: Value =
+        serde_json::from_slice(&std::fs::read(narrowed.join("statistics.json")).unwrap()).unwrap();
+    let arm =
+        statistics["runs"].as_array_mut().unwrap().iter_mut().find(|r| r["arm"]["mode"] == "sparse_only");
+    let ndcg = &mut arm.unwrap()["metrics"]["ndcg@10"];
+    ndcg["low"] = ndcg["mean"].clone();
+    std::fs::write(narrowed.join("statistics.json"), serde_json::to_vec_pretty(&statistics).unwrap())
+        .unwrap();
+    let args = [
+        "verify",
+        "--output-dir",
+        path_str(&narrowed),
+        "--sparse-fixture",
+        path_str(&sparse_fixture),
+        "--json",
+    ];
+    let output = scifact_audit(&args, "");
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stderr)));
+    let failed =
+        report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "statistics.heldout").unwrap();
+    assert_eq!(failed["status"], "fail", "{failed}");
+    assert!(failed["evidence"].as_str().unwrap().contains("sparse_only"), "{failed}");
     let without = verify(&[]);
     crate::assert_report_verdict(&without, &["publishable"]);
     assert_eq!(statuses(&without, "sparse.values"), [("global", "not_checked")]);

@@ -285,7 +285,11 @@ impl Preregistration {
             trials,
         };
         let selection_rule = SelectionRule::standard();
-        let statistics_plan = StatisticsPlan::standard();
+        let statistics_plan = if inputs.sparse_fixture_sha256.is_some() {
+            StatisticsPlan::with_sparse()
+        } else {
+            StatisticsPlan::standard()
+        };
         let digests = PreregistrationDigests {
             baseline_sha256: digest_of(&baseline)?,
             search_space_sha256: digest_of(&search_space)?,

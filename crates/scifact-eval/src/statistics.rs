@@ -109,7 +109,7 @@ pub struct RandomizationPlan {
 pub struct Arm {
     /// `baseline` or `selected`.
     pub config: String,
-    /// `fts_only`, `vector_only` or `hybrid`.
+    /// `fts_only`, `vector_only`, `hybrid` or `sparse_only`.
     pub mode: String,
 }
 
@@ -168,6 +168,24 @@ impl StatisticsPlan {
                 comparison("fts_only vs vector_only", arm("selected", "fts_only"), arm("selected", "vector_only")),
             ],
         }
+    }
+
+    /// The plan of an evaluation with learned sparse runs: [`StatisticsPlan::standard`] with `sparse_only`'s
+    /// held-out runs (baseline and winner) among the runs whose means get intervals, and two more comparisons:
+    /// learned sparse against the lexical scorer (the comparison every SPLADE paper reports) and the fused hybrid
+    /// against learned sparse.
+    pub fn with_sparse() -> StatisticsPlan {
+        let mut plan = StatisticsPlan::standard();
+        let arm = |mode: &str| Arm { config: "selected".into(), mode: mode.into() };
+        plan.comparisons.extend([
+            ComparisonPlan {
+                name: "sparse_only vs fts_only".into(),
+                a: arm("sparse_only"),
+                b: arm("fts_only"),
+            },
+            ComparisonPlan { name: "hybrid vs sparse_only".into(), a: arm("hybrid"), b: arm("sparse_only") },
+        ]);
+        plan
     }
 }
 

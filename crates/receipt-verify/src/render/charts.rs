@@ -25,7 +25,8 @@ pub(crate) struct LatencySeries {
     pub(crate) faint: bool,
 }
 
-const MODE_COLOURS: [RGBColor; 3] = [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44)];
+const MODE_COLOURS: [RGBColor; 4] =
+    [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(148, 103, 189)];
 
 fn failed<E: std::fmt::Display>(error: E) -> String {
     format!("drawing a chart: {error}")
@@ -211,7 +212,7 @@ pub(crate) fn latency(series: &[LatencySeries], whole: bool) -> Result<String, S
                 let mut values = s.values.clone();
                 values.sort_by(f64::total_cmp);
                 let n = values.len() as f64;
-                let colour = MODE_COLOURS[s.mode % 3];
+                let colour = MODE_COLOURS[s.mode % MODE_COLOURS.len()];
                 let style = if s.faint { colour.mix(0.4).stroke_width(2) } else { colour.stroke_width(3) };
                 chart
                     .draw_series(LineSeries::new(
@@ -280,7 +281,7 @@ pub(crate) fn deltas(series: &[(String, usize, Vec<f64>)], metric: &str) -> Resu
             let mut sorted = values.clone();
             sorted.sort_by(f64::total_cmp);
             let n = sorted.len() as f64;
-            let style = MODE_COLOURS[mode % 3].stroke_width(3);
+            let style = MODE_COLOURS[mode % MODE_COLOURS.len()].stroke_width(3);
             chart
                 .draw_series(LineSeries::new(
                     sorted.iter().enumerate().map(|(i, v)| ((i as f64 + 0.5) / n, *v)),

@@ -140,7 +140,10 @@ pub(crate) fn render(model: &ComparisonModel) -> Result<String, String> {
         .iter()
         .filter(|r| r.split == "heldout" && (r.role == "selected" || r.role == "any"))
         .map(|r| {
-            let mode = ["fts_only", "vector_only", "hybrid"].iter().position(|m| *m == r.mode).unwrap_or(0);
+            let mode = ["fts_only", "vector_only", "hybrid", "sparse_only"]
+                .iter()
+                .position(|m| *m == r.mode)
+                .unwrap_or(0);
             (format!("{} {}", r.role, r.mode), mode, r.per_query.clone())
         })
         .collect();

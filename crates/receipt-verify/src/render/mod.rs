@@ -451,7 +451,10 @@ pub(crate) fn render(model: &Model) -> Result<String, String> {
         .map(|l| LatencySeries {
             label: format!("{} {}", l.config, l.mode),
             values: l.values.clone(),
-            mode: ["fts_only", "vector_only", "hybrid"].iter().position(|m| *m == l.mode).unwrap_or(0),
+            mode: ["fts_only", "vector_only", "hybrid", "sparse_only"]
+                .iter()
+                .position(|m| *m == l.mode)
+                .unwrap_or(0),
             faint: l.config == "baseline",
         })
         .collect();
