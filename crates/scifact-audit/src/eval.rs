@@ -135,6 +135,63 @@ pub(crate) struct Target<'a> {
     pub(crate) archive: Option<&'a Path>,
 }
 
+/// Every input an evaluation reads, resolved in one step before its first expensive stage: a new kind of input
+/// (another model, another scorer) is added here, and a bad one is refused before any work.
+struct Inputs {
+    /// The frozen baseline: the lexical scorer and the sparse scorer chosen.
+    baseline: semantic_memory::SearchConfig,
+    /// Where the search space came from, and its bytes.
+    space_source: String,
+    space_bytes: Vec<u8>,
+    /// The archive, and how its digest is judged.
+    archive: std::path::PathBuf,
+    digest_policy: scifact_eval::DigestPolicy,
+    /// The dense model, and its directory when it has one.
+    embedder: Box<dyn embedding::Embedder>,
+    model_dir: Option<std::path::PathBuf>,
+    /// The learned sparse checkpoint, when the evaluation has sparse runs.
+    sparse: Option<SparseInput>,
+}
+
+/// The learned sparse checkpoint of an evaluation, and the name its signer gives it.
+struct SparseInput {
+    encoder: embedding::SparseEncoder,
+    signer_name: Option<String>,
+}
+
+impl Inputs {
+    /// Reads and checks every input `args` names for `target`: the search space over the baseline, the archive
+    /// (downloaded when it must be), the dense model and the sparse checkpoint.
+    fn resolve(args: &EvalArgs, target: &Target, progress: &StageProgress) -> anyhow::Result<Inputs> {
+        let baseline = args.sparse_scoring.sparse().apply(args.lexical.lexical().baseline());
+        let (space_source, space_bytes) =
+            crate::selection::load_space(args.search_space.as_deref(), &baseline)?;
+        let corpus = target.corpus;
+        let (archive, digest_policy) =
+            corpus.archive(target.archive, target.work, args.accept_archive_digest.as_deref(), progress)?;
+        check_archive(&archive)?;
+        let (embedder, model_dir) = open_embedder(&corpus.model_args(&args.model_args)?)?;
+        let sparse = match &args.sparse_model_dir {
+            Some(dir) => Some(SparseInput {
+                encoder: embedding::SparseEncoder::load(dir)
+                    .with_context(|| format!("loading the sparse checkpoint {}", dir.display()))?,
+                signer_name: args.sparse_model_name.clone(),
+            }),
+            None => None,
+        };
+        Ok(Inputs {
+            baseline,
+            space_source,
+            space_bytes,
+            archive,
+            digest_policy,
+            embedder,
+            model_dir,
+            sparse,
+        })
+    }
+}
+
 /// One evaluation of `target`, by `args`' options: its exit code, and its bundle when it made one.
 pub(crate) fn run_one(
     args: &EvalArgs,
@@ -146,25 +203,12 @@ pub(crate) fn run_one(
     let _guard =
         crate::guard::writing("eval", &[work], &[], &args.lock, crate::guard::OnStop::AtDurablePoint)?;
 
-    // Everything the run will need, checked before the first expensive stage.
-    let baseline = args.sparse_scoring.sparse().apply(args.lexical.lexical().baseline());
-    let (space_source, space_bytes) = crate::selection::load_space(args.search_space.as_deref(), &baseline)?;
-    let corpus = target.corpus;
-    let (archive, digest_policy) =
-        corpus.archive(target.archive, work, args.accept_archive_digest.as_deref(), &stages.progress)?;
-    check_archive(&archive)?;
-    let (embedder, model_dir) = open_embedder(&corpus.model_args(&args.model_args)?)?;
-    let sparse_encoder = match &args.sparse_model_dir {
-        Some(dir) => Some(
-            embedding::SparseEncoder::load(dir)
-                .with_context(|| format!("loading the sparse checkpoint {}", dir.display()))?,
-        ),
-        None => None,
-    };
+    let Inputs { baseline, space_source, space_bytes, archive, digest_policy, embedder, model_dir, sparse } =
+        Inputs::resolve(args, target, &stages.progress)?;
 
     let fixture = work.join("fixture.json");
     let fixture_sha256 = stages.time("fixture", |progress| {
-        let options = corpus.build_options(
+        let options = target.corpus.build_options(
             archive,
             digest_policy,
             work.join("build"),
@@ -177,22 +221,22 @@ pub(crate) fn run_one(
         Ok(format!("sha256:{}", summary.fixture_sha256.trim_start_matches("sha256:")))
     })?;
     drop(embedder);
-    let sparse_fixture = match &sparse_encoder {
-        Some(encoder) => {
+    let sparse_fixture = match &sparse {
+        Some(sparse) => {
             let path = work.join("sparse-fixture.json");
             let sha256 = stages.time("sparse fixture", |progress| {
-                ensure_sparse(&fixture, encoder, args.sparse_model_name.as_deref(), &path, progress)
+                ensure_sparse(&fixture, &sparse.encoder, sparse.signer_name.as_deref(), &path, progress)
             })?;
             Some((path, sha256))
         }
         None => None,
     };
     // How published.json names the sparse checkpoint: the signer's name for it, else its identity's.
-    let sparse_name = sparse_encoder.as_ref().map(|encoder| match &args.sparse_model_name {
+    let sparse_name = sparse.as_ref().map(|sparse| match &sparse.signer_name {
         Some(name) => (name.clone(), true),
-        None => (encoder.identity().model.clone(), false),
+        None => (sparse.encoder.identity().model.clone(), false),
     });
-    drop(sparse_encoder);
+    drop(sparse);
     let sparse_path = sparse_fixture.as_ref().map(|(path, _)| path.as_path());
     let mut modes = ALL_MODES.to_vec();
     if sparse_fixture.is_some() {
