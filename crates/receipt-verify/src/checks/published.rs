@@ -25,6 +25,18 @@ const PUBLISHED_ROWS_V3: &str = include_str!("../../../../configs/published-rows
 /// recalled): its BM25-flat rows differ from every lexical run by design.
 const PUBLISHED_ROWS_V1: &str = include_str!("../../../../configs/published-rows.json");
 
+/// The sparse checkpoints registry version 3 names (`sparse_models`): the only names a signer may give a sparse
+/// checkpoint (`named_by_signer`).
+pub(crate) fn sparse_model_names() -> Vec<String> {
+    let registry: Value = serde_json::from_str(PUBLISHED_ROWS_V3).unwrap_or(Value::Null);
+    registry["sparse_models"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|model| model["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
 fn close(a: f64, b: &Value) -> bool {
     b.as_f64().is_some_and(|b| (a - b).abs() <= 1e-12)
 }
@@ -412,6 +424,7 @@ mod tests {
         assert_eq!(value_literals(PUBLISHED_ROWS).len(), 76);
         assert_eq!(value_literals(PUBLISHED_ROWS_V1).len(), 76);
         assert_eq!(value_literals(PUBLISHED_ROWS_V3).len(), 78);
+        assert_eq!(sparse_model_names(), ["naver/splade-cocondenser-ensembledistil", "naver/splade-v3"]);
     }
 
     /// A SPLADE row (registry version 3) is reproduced only by sparse_only runs scored as Anserini's impact

@@ -1156,10 +1156,30 @@ pub(crate) fn fusion_scores(run: &Run, rows: &[Value]) -> Outcome {
     ))
 }
 
+/// A name the signer gives the sparse checkpoint (`named_by_signer`) is one the published-rows registry lists:
+/// the runner takes no other, and an unlisted one would compare with no row while reading like a claim.
+fn signer_name_known(view: &SparseView) -> Result<(), String> {
+    match &view.named_by_signer {
+        Some(name) => {
+            let known = crate::checks::published::sparse_model_names();
+            if known.contains(name) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "the sparse fixture names its checkpoint {name:?}, which no published row names (the registry's: {})",
+                    known.join(", ")
+                ))
+            }
+        }
+        None => Ok(()),
+    }
+}
+
 /// `sparse.identity`: the sparse fixture is the one every sparse run binds (its digest and model), it pairs with
 /// the runs' fixture, and each entry is the text it says (the model's text policy: `title text` stripped, the
 /// query as written), in the texts' order, when the texts are here.
 pub(crate) fn sparse_identity(view: &SparseView, runs: &[Run], texts: Option<&Texts>) -> Outcome {
+    signer_name_known(view)?;
     let mut bound = 0;
     for run in runs.iter().filter(|run| !run.aggregate["sparse"].is_null()) {
         let name = &run.name;
@@ -1280,6 +1300,24 @@ pub(crate) fn texts_identity(view: &FixtureView, texts: &Texts) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sparse fixture whose signer names its checkpoint with a name no published row has fails
+    /// `sparse.identity`; a listed name, or none, passes that part.
+    #[test]
+    fn a_sparse_checkpoint_is_named_only_as_the_registry_names_one() {
+        let named = |name: Option<&str>| SparseView {
+            sha256: "sha256:00".into(),
+            fixture_sha256: "sha256:11".into(),
+            model: Value::Null,
+            named_by_signer: name.map(str::to_owned),
+            documents: Vec::new(),
+            queries: Vec::new(),
+        };
+        assert!(sparse_identity(&named(None), &[], None).is_ok());
+        assert!(sparse_identity(&named(Some("naver/splade-v3")), &[], None).is_ok());
+        let refused = sparse_identity(&named(Some("naver/splade-v4")), &[], None).unwrap_err();
+        assert!(refused.contains("\"naver/splade-v4\", which no published row names"), "{refused}");
+    }
 
     fn view(documents: &[&str]) -> FixtureView {
         FixtureView {
