@@ -566,8 +566,8 @@ pub(crate) fn ensure_sparse(
     let dense = scifact_eval::LoadedFixture::read(fixture)?;
     if path.symlink_metadata().is_ok() {
         match scifact_eval::SparseFixture::read(path, &dense) {
-            Ok((sparse, _)) if &sparse.model == encoder.identity() => {
-                return Ok(scifact_eval::SparseFixture::rename(path, &dense, name)?);
+            Ok((sparse, sha256)) if &sparse.model == encoder.identity() => {
+                return Ok(sparse.rename(path, sha256, name)?);
             }
             // Derived from the fixture and the model, both given: made again rather than trusted.
             _ => std::fs::remove_file(path)
@@ -584,7 +584,8 @@ pub(crate) fn ensure_sparse(
         other => other,
     }
     .with_context(|| format!("encoding {} into {}", fixture.display(), path.display()))?;
-    Ok(scifact_eval::SparseFixture::rename(path, &dense, name)?)
+    let (sparse, sha256) = scifact_eval::SparseFixture::read(path, &dense)?;
+    Ok(sparse.rename(path, sha256, name)?)
 }
 
 /// Makes the bundle, or keeps the one a previous attempt made if every file in it still matches its

@@ -249,19 +249,19 @@ pub fn build_sparse_fixture(
 }
 
 impl SparseFixture {
-    /// Gives the sparse fixture at `path` (paired with `dense`) the signer's name `name` for its checkpoint, or
-    /// takes it away (`None`): its vectors untouched, the file replaced atomically (temp file, fsync, rename)
-    /// only when the name changes. Returns the file's `sha256:` digest as it then is.
+    /// Gives this sparse fixture, read from `path` with the digest `sha256` ([`SparseFixture::read`]), the
+    /// signer's name `name` for its checkpoint, or takes it away (`None`): its vectors untouched, the file replaced
+    /// atomically (temp file, fsync, rename) only when the name changes. Returns the file's `sha256:` digest as
+    /// it then is.
     ///
     /// # Errors
-    /// As [`SparseFixture::read`]; [`Error::File`] when the file cannot be replaced.
-    pub fn rename(path: &Path, dense: &LoadedFixture, name: Option<&str>) -> Result<String> {
-        let (mut sparse, sha256) = SparseFixture::read(path, dense)?;
-        if sparse.named_by_signer.as_deref() == name {
+    /// [`Error::File`] when the file cannot be replaced.
+    pub fn rename(mut self, path: &Path, sha256: String, name: Option<&str>) -> Result<String> {
+        if self.named_by_signer.as_deref() == name {
             return Ok(sha256);
         }
-        sparse.named_by_signer = name.map(str::to_owned);
-        let mut bytes = serde_json::to_vec(&sparse)?;
+        self.named_by_signer = name.map(str::to_owned);
+        let mut bytes = serde_json::to_vec(&self)?;
         bytes.push(b'\n');
         safe_fs::write_atomically(path, &bytes)?;
         Ok(format!("sha256:{}", sha256_hex(&bytes)))
