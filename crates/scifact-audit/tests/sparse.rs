@@ -259,24 +259,8 @@ fn a_tiny_eval_with_sparse_runs_is_signed_as_claim_v9_and_verifies_with_the_spar
     );
 
     let (archive, model) = (tiny.join("scifact-tiny.zip"), tiny.join("model"));
-    let verify = |extra: &[&str]| {
-        let mut args = vec![
-            "verify-bundle",
-            "--bundle-dir",
-            path_str(&bundle),
-            "--public-key",
-            path_str(&public),
-            "--archive",
-            path_str(&archive),
-            "--model-dir",
-            path_str(&model),
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        let output = scifact_audit(&args, "");
-        serde_json::from_slice::<Value>(&output.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stderr)))
-    };
+    let verify =
+        |extra: &[&str]| crate::tiny::verify_bundle_json_with(&bundle, &public, &archive, &model, extra).1;
     let report = verify(&["--sparse-model-dir", path_str(&checkpoint)]);
     crate::assert_report_verdict(&report, &["verified"]);
     for name in ["ranking.sparse", "sparse.identity", "sparse.values", "fusion.ranking"] {
@@ -631,25 +615,13 @@ fn an_impact_scored_sparse_eval_names_its_checkpoint_beside_the_splade_rows() {
         assert!(row["why"].as_str().unwrap().contains("not BEIR's published file"), "{row}");
     }
 
-    let verify = scifact_audit(
-        &[
-            "verify-bundle",
-            "--bundle-dir",
-            path_str(&bundle),
-            "--public-key",
-            path_str(&public),
-            "--archive",
-            path_str(&archive),
-            "--model-dir",
-            path_str(&model),
-            "--sparse-model-dir",
-            path_str(&checkpoint),
-            "--json",
-        ],
-        "",
+    let (_, report) = crate::tiny::verify_bundle_json_with(
+        &bundle,
+        &public,
+        &archive,
+        &model,
+        &["--sparse-model-dir", path_str(&checkpoint)],
     );
-    let report: Value = serde_json::from_slice(&verify.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&verify.stderr)));
     crate::assert_report_verdict(&report, &["verified"]);
     assert_eq!(statuses(&report, "published.rows"), [("published", "pass")]);
     assert_eq!(statuses(&report, "published.present"), Vec::<(&str, &str)>::new(), "a v9 bundle with v4");

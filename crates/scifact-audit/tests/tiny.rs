@@ -99,22 +99,33 @@ pub(crate) fn verify_bundle_json(
     archive: &Path,
     model: &Path,
 ) -> (Option<i32>, Value) {
+    verify_bundle_json_with(bundle, public, archive, model, &[])
+}
+
+/// [`verify_bundle_json`] with `extra` flags (`--sparse-model-dir DIR`, ...).
+pub(crate) fn verify_bundle_json_with(
+    bundle: &Path,
+    public: &Path,
+    archive: &Path,
+    model: &Path,
+    extra: &[&str],
+) -> (Option<i32>, Value) {
     let path = |p: &Path| p.to_str().unwrap().to_owned();
-    let output = scifact_audit(
-        &[
-            "verify-bundle",
-            "--bundle-dir",
-            &path(bundle),
-            "--public-key",
-            &path(public),
-            "--archive",
-            &path(archive),
-            "--model-dir",
-            &path(model),
-            "--json",
-        ],
-        "",
-    );
+    let (bundle, public, archive, model) = (path(bundle), path(public), path(archive), path(model));
+    let mut args = vec![
+        "verify-bundle",
+        "--bundle-dir",
+        &bundle,
+        "--public-key",
+        &public,
+        "--archive",
+        &archive,
+        "--model-dir",
+        &model,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let output = scifact_audit(&args, "");
     let report = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("no JSON report ({e}): {}", String::from_utf8_lossy(&output.stderr)));
     (output.status.code(), report)
