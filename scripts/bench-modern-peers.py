@@ -22,32 +22,18 @@ import argparse
 import json
 import math
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-import zipfile
+
+from peer_bench import cpu_name, documents, embed_documents
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 WINDOW = 512
 PROMPTS = {"query": "search_query: ", "document": "search_document: "}
-
-
-def documents(archive, n):
-    out = []
-    with zipfile.ZipFile(archive) as z:
-        name = next(m for m in z.namelist() if m.endswith("corpus.jsonl"))
-        for line in z.read(name).decode("utf-8").splitlines():
-            if line.strip():
-                d = json.loads(line)
-                out.append((d.get("title", "") + " " + d.get("text", "")).strip())
-                if len(out) == n:
-                    break
-    return out
 
 
 def model_of(family):
@@ -115,16 +101,8 @@ def main():
         started = time.perf_counter()
         theirs = model.encode_document(texts, batch_size=args.batch_size, convert_to_numpy=True)
         torch_seconds = time.perf_counter() - started
-        stdin = "".join(json.dumps(t) + "\n" for t in texts).encode()
-        env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads))
-        started = time.perf_counter()
-        run = subprocess.run([args.bin, "embed", "--model-dir", model_dir, "--role", "document",
-                              "--batch-size", str(args.batch_size)], input=stdin, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=env, check=True)
-        ours_wall = time.perf_counter() - started
-        stderr = run.stderr.decode()
-        model_seconds = float(stderr.split(" s in the model")[0].rsplit(" ", 1)[-1])
-        ours = [json.loads(line) for line in run.stdout.decode().splitlines()]
+        model_seconds, ours_wall, ours = embed_documents(args.bin, model_dir, texts, args.threads,
+                                                         args.batch_size)
         tokens = [len(model.tokenizer(PROMPTS["document"] + t, truncation=True, max_length=WINDOW)["input_ids"])
                   for t in texts]
         worst = 0.0
@@ -132,7 +110,7 @@ def main():
             worst = max(worst, max(abs(float(a) - b) for a, b in zip(row, line["vector"])))
     result = {
         "family": args.family,
-        "cpu": platform.processor() or open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip("\t: "),
+        "cpu": cpu_name(),
         "threads": args.threads,
         "docs": len(texts),
         "mean_tokens": round(sum(tokens) / len(tokens), 1),
