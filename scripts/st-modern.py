@@ -22,6 +22,13 @@ and three BERT checkpoints for sentence-transformers' other poolings (the pipeli
   pool-weightedmean  weightedmean pooling with include_prompt false (the prompt's tokens weigh 0, the rest keep
                      their positions) and prompts
   pool-sqrt-flags    mean_sqrt_len_tokens in the older pooling_mode_* flag form, a window of 12
+two Qwen3 decoders (causal, RMSNorm, per-head q/k norms, grouped-query attention with an explicit head_dim, SwiGLU,
+a byte-level BPE tokenizer in Qwen2's pipeline whose post-processor appends `<|endoftext|>`):
+  qwen3-lasttoken    3 layers, 4 query heads of 12 (48 wide beside a hidden size of 32; a scale 1/√12) over 2 key/value
+                     heads, θ 1000, lasttoken pooling, Normalize, Qwen3-Embedding's instruction prompt for queries
+                     only, the window max_position_embeddings (96: the prompt is 56 tokens)
+  qwen3-mqa          2 layers, 4 query heads of 8 over one key/value head, θ 77, mean pooling, a window of 16
+                     (max_seq_length), no Normalize
 and two for its Dense modules after the pooling:
   dense-two          mean, Dense 32→48 (bias, Tanh: the default), Dense 48→24 (no bias, Identity), Normalize
                      (EmbeddingGemma's pipeline in small)
@@ -35,7 +42,8 @@ class ignores the original ones), so the project's own translation is checked ag
 `reference` recomputes fixtures/modern/reference.json from the committed checkpoints (`--check`: fail when any
 component differs by more than 1e-5). `parity --bin PATH` has the installed sentence-transformers save each native
 checkpoint again, runs the project's `embed --role query|document` on the saved copy (and on the committed
-original-spelling ones), and requires every component within 1e-5 of sentence-transformers' (CI's live peer).
+original-spelling ones) and on a bfloat16 copy of qwen3-mqa (against sentence-transformers run in float32), and
+requires every component within 1e-5 of sentence-transformers' (CI's live peer).
 
 Needs torch, transformers and sentence-transformers 6.3 (scripts/peer-venv.sh makes ~/.cache/embed-peer).
 """
@@ -155,6 +163,74 @@ def byte_level_bpe(max_length):
     return transformers.PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
         mask_token="[MASK]", unk_token="[UNK]", model_max_length=max_length), ids
+
+
+QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+QWEN_PROMPTS = {"query": "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:"}
+
+
+def qwen2_bpe(max_length):
+    """A small byte-level BPE tokenizer in Qwen2's pipeline (NFC, the Split regex, ByteLevel without a prefix
+    space or its own regex), whose post-processor appends `<|endoftext|>` as Qwen3-Embedding's tokenizer.json
+    does (the config's eos is `<|im_end|>`; the appended token is also the padding one)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.normalizer = normalizers.NFC()
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=QWEN_SPECIALS, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    corpus = [" ".join(WORDS[i:i + 12]) for i in range(0, len(WORDS), 12)] + TEXTS
+    tokenizer.train_from_iterator(corpus, trainer)
+    end = tokenizer.token_to_id("<|endoftext|>")
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="$A <|endoftext|>", pair="$A <|endoftext|> $B:1 <|endoftext|>:1",
+        special_tokens=[("<|endoftext|>", end)])
+    return tokenizer
+
+
+def save_qwen2_tokenizer(tokenizer, directory, max_length):
+    """tokenizer.json and a tokenizer_config.json naming Qwen2Tokenizer, as Qwen3-Embedding's are (left padding,
+    `<|im_end|>` as eos, `<|endoftext|>` as the padding token); loaded back through transformers' class."""
+    tokenizer.save(str(directory / "tokenizer.json"))
+    (directory / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "Qwen2Tokenizer", "model_max_length": max_length, "padding_side": "left",
+        "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "unk_token": None, "bos_token": None,
+        "add_prefix_space": False, "errors": "replace", "split_special_tokens": False,
+    }, indent=2) + "\n")
+    loaded = transformers.AutoTokenizer.from_pretrained(str(directory))
+    assert type(loaded).__name__ == "Qwen2Tokenizer", type(loaded)
+    assert loaded("a b")["input_ids"][-1] == tokenizer.token_to_id("<|endoftext|>")
+    return len(loaded)
+
+
+def qwen3(seed, vocab, heads, kv_heads, head_dim, layers, theta, positions):
+    torch.manual_seed(seed)
+    config = transformers.Qwen3Config(
+        vocab_size=vocab, hidden_size=32, intermediate_size=48, num_hidden_layers=layers, num_attention_heads=heads,
+        num_key_value_heads=kv_heads, head_dim=head_dim, max_position_embeddings=positions, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": float(theta)}, tie_word_embeddings=False,
+    )
+    return perturb(transformers.Qwen3Model(config), seed + 1)
+
+
+def make_qwen3(out, scratch):
+    tokenizer = qwen2_bpe(512)
+    for name, seed, shape, pooling, length, normalize, prompts in [
+        ("qwen3-lasttoken", 111, dict(heads=4, kv_heads=2, head_dim=12, layers=3, theta=1000, positions=96),
+         "lasttoken", None, True, QWEN_PROMPTS),
+        ("qwen3-mqa", 122, dict(heads=4, kv_heads=1, head_dim=8, layers=2, theta=77, positions=64),
+         "mean", 16, False, None),
+    ]:
+        base = scratch / name
+        base.mkdir(parents=True)
+        vocab = save_qwen2_tokenizer(tokenizer, base, 512)
+        qwen3(seed, vocab, **shape).save_pretrained(str(base), safe_serialization=True)
+        save_sentence_transformer(base, out / name, pooling, length=length, normalize=normalize, prompts=prompts)
 
 
 def modernbert(seed, tokenizer_ids, vocab, heads, layers, local, thetas, every, positions):
@@ -278,6 +354,8 @@ def make(out):
                                       normalize=normalize)
         respell(out / "pool-sqrt-flags", pooling_flags, "1_Pooling/config.json", indent=4)
 
+        make_qwen3(out, scratch)
+
         from sentence_transformers.sentence_transformer.modules import Dense
 
         for name, seed, pooling, dense, normalize in [
@@ -310,9 +388,9 @@ def readable_copy(directory, scratch):
     return copy
 
 
-def encode_all(directory, texts):
+def encode_all(directory, texts, model_kwargs=None):
     with tempfile.TemporaryDirectory() as scratch:
-        model = SentenceTransformer(str(readable_copy(directory, scratch)), device="cpu")
+        model = SentenceTransformer(str(readable_copy(directory, scratch)), device="cpu", model_kwargs=model_kwargs)
         out = {}
         for role in ("query", "document"):
             encode = model.encode_query if role == "query" else model.encode_document
@@ -391,6 +469,22 @@ def parity(binary):
             difference = compare(theirs, mine)
             print(f"{directory.name}: {len(texts)} texts x 2 roles, largest difference {difference:.2e}")
             worst = max(worst, difference)
+        # A checkpoint published in bfloat16 (Qwen3-Embedding's) runs here in f32 from its own values, widened
+        # exactly: sentence-transformers' vectors with model_kwargs dtype float32 (its default runs bf16).
+        from safetensors.torch import load_file, save_file
+
+        half = Path(scratch) / "qwen3-mqa-bf16"
+        shutil.copytree(ROOT / "qwen3-mqa", half)
+        tensors = {name: t.to(torch.bfloat16) for name, t in load_file(str(half / "model.safetensors")).items()}
+        save_file(tensors, str(half / "model.safetensors"), metadata={"format": "pt"})
+        config = json.loads((half / "config.json").read_text())
+        (half / "config.json").write_text(json.dumps(dict(config, dtype="bfloat16"), indent=2) + "\n")
+        theirs = {half.name: encode_all(half, texts, model_kwargs={"dtype": torch.float32})}
+        mine = {half.name: {role: ours(binary, half, role, texts) for role in ("query", "document")}}
+        difference = compare(theirs, mine)
+        print(f"{half.name}: {len(texts)} texts x 2 roles (bf16 weights, run in f32), largest difference "
+              f"{difference:.2e}")
+        worst = max(worst, difference)
     print(f"modern checkpoints as sentence-transformers {sentence_transformers.__version__} saves them: "
           f"largest difference {worst:.2e} (tolerance {TOLERANCE})")
     if worst > TOLERANCE:
@@ -400,13 +494,23 @@ def parity(binary):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("make")
+    made = sub.add_parser("make")
+    made.add_argument("--only-qwen3", action="store_true",
+                      help="make the Qwen3 checkpoints alone, keeping the others' bytes")
     check = sub.add_parser("reference")
     check.add_argument("--check", action="store_true")
     live = sub.add_parser("parity")
     live.add_argument("--bin", required=True)
     args = parser.parse_args()
-    if args.command == "make":
+    if args.command == "make" and args.only_qwen3:
+        for name in ("qwen3-lasttoken", "qwen3-mqa"):
+            shutil.rmtree(ROOT / name, ignore_errors=True)
+        with tempfile.TemporaryDirectory() as scratch:
+            make_qwen3(ROOT, Path(scratch))
+        for junk in ROOT.rglob("README.md"):
+            junk.unlink()
+        reference(check=False)
+    elif args.command == "make":
         make(ROOT)
         reference(check=False)
     elif args.command == "reference":

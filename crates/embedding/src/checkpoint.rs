@@ -91,6 +91,10 @@ pub struct Checkpoint {
     /// tokenizer.json's Unigram vocabulary through its own pipeline, not the file's (see
     /// `sentence_bert::as_transformers_runs_it`).
     pub sentencepiece: Option<bool>,
+    /// `Some(add_prefix_space)` when transformers builds the tokenizer as `Qwen2Tokenizer` (Qwen3's), which
+    /// keeps tokenizer.json's vocabulary, merges and post-processor but rebuilds its normaliser and
+    /// pre-tokenizer from the class's code (see `sentence_bert::as_qwen2_runs_it`).
+    pub qwen2: Option<bool>,
     /// sha256 (hex) of each file besides the weights and the tokenizer that shapes a vector, by its path in
     /// the directory: `config.json`, and when present `modules.json`, the pooling's config,
     /// `sentence_bert_config.json` and `config_sentence_transformers.json`.
@@ -130,6 +134,7 @@ impl Checkpoint {
         let raw = match raw.get("model_type").and_then(Value::as_str) {
             Some(crate::bert::nomic::MODEL_TYPE) => crate::bert::nomic::native_config(&raw),
             Some(crate::bert::modernbert::MODEL_TYPE) => crate::bert::modernbert::native_config(&raw),
+            Some(crate::bert::qwen3::MODEL_TYPE) => crate::bert::qwen3::native_config(&raw),
             _ => Ok(raw),
         }
         .map_err(|reason| invalid(&config_path, reason))?;
@@ -142,7 +147,7 @@ impl Checkpoint {
         let config_class = raw.get("tokenizer_class").and_then(Value::as_str).map(str::to_owned);
         let config: Config = serde_json::from_value(raw).map_err(|error| invalid(&config_path, error))?;
         check_sizes(&config_path, &config)?;
-        if config.hidden_act != "gelu" && !config.is_nomic() {
+        if config.hidden_act != "gelu" && !config.is_nomic() && !config.is_qwen3() {
             // The tanh approximation is measurably not the model's GELU (cosine 0.9999972 vs 1 - 1e-12).
             return Err(invalid(
                 &config_path,
@@ -165,6 +170,23 @@ impl Checkpoint {
             .unwrap_or_else(|| {
                 if config.model_type == "xlm-roberta" { "XLMRobertaTokenizer".into() } else { String::new() }
             });
+        let qwen2 = if class.starts_with("Qwen2Tokenizer") || (class.is_empty() && config.is_qwen3()) {
+            if let Some((bytes, _)) = &tokenizer_config {
+                files.insert("tokenizer_config.json".to_owned(), sha256_hex(bytes));
+            }
+            match tokenizer_config.as_ref().and_then(|(_, v)| v.get("add_prefix_space").cloned()) {
+                None | Some(Value::Null) => Some(false),
+                Some(Value::Bool(flag)) => Some(flag),
+                Some(other) => {
+                    return Err(invalid(
+                        &tokenizer_config_path,
+                        format!("add_prefix_space {other} is not a boolean"),
+                    ));
+                }
+            }
+        } else {
+            None
+        };
         let sentencepiece = if class.starts_with("XLMRobertaTokenizer") {
             if let Some((bytes, _)) = &tokenizer_config {
                 files.insert("tokenizer_config.json".to_owned(), sha256_hex(bytes));
@@ -199,6 +221,7 @@ impl Checkpoint {
                 sentence_transformers: false,
                 dense: Vec::new(),
                 sentencepiece,
+                qwen2,
                 files,
             });
         };
@@ -283,6 +306,17 @@ impl Checkpoint {
                     invalid(&bert_path, format!("max_seq_length {length} is not a positive count"))
                 })? as usize);
             }
+            // sentence-transformers 6.3 gives a tokenizer with a chat template a "message" modality and renders
+            // plain texts through the template (which drops the appended end token): not run here.
+            if let Some(modalities) = value.get("modality_config").and_then(Value::as_object)
+                && modalities.contains_key("message")
+            {
+                return Err(invalid(
+                    &bert_path,
+                    "modality_config.message: texts rendered through the tokenizer's chat template are not run \
+                     here (save the checkpoint from a tokenizer without a chat_template)",
+                ));
+            }
             if let Some(flag) = value.get("do_lower_case").filter(|v| !v.is_null()) {
                 lower_case = flag
                     .as_bool()
@@ -321,6 +355,7 @@ impl Checkpoint {
             sentence_transformers: true,
             dense,
             sentencepiece,
+            qwen2,
             files,
         })
     }
@@ -362,11 +397,17 @@ pub(crate) fn check_sizes(path: &Path, config: &Config) -> Result<()> {
         config.vocab_size,
     ];
     for ((field, cap), value) in SIZE_CAPS.iter().zip(values) {
+        // A decoder's rotary positions cost nothing until a text is that long: Qwen3 declares 32,768.
+        let cap = if *field == "max_position_embeddings" && config.is_qwen3() {
+            &crate::bert::qwen3::MAX_POSITIONS
+        } else {
+            cap
+        };
         if value == 0 || value > *cap {
             return Err(invalid(path, format!("{field} {value} is not within 1..={cap}")));
         }
     }
-    if !config.hidden_size.is_multiple_of(config.num_attention_heads) {
+    if !config.hidden_size.is_multiple_of(config.num_attention_heads) && !config.is_qwen3() {
         return Err(invalid(
             path,
             format!(
@@ -396,7 +437,7 @@ pub(crate) fn check_sizes(path: &Path, config: &Config) -> Result<()> {
 }
 
 /// BERT, XLM-RoBERTa (the same encoder, its positions counted from after the padding index and one
-/// token-type row), MPNet, NomicBert or ModernBERT, and nothing else: `model_type` and `architectures`, when
+/// token-type row), MPNet, NomicBert, ModernBERT or Qwen3, and nothing else: `model_type` and `architectures`, when
 /// given, must say so and agree.
 pub(crate) fn check_architecture(path: &Path, raw: &Value) -> Result<()> {
     let kind = raw.get("model_type").and_then(Value::as_str).unwrap_or("bert");
@@ -406,12 +447,13 @@ pub(crate) fn check_architecture(path: &Path, raw: &Value) -> Result<()> {
         "mpnet" => "MPNet",
         crate::bert::nomic::MODEL_TYPE => "NomicBert",
         crate::bert::modernbert::MODEL_TYPE => "ModernBert",
+        crate::bert::qwen3::MODEL_TYPE => "Qwen3",
         other => {
             return Err(invalid(
                 path,
                 format!(
-                    "model_type {other:?} is not \"bert\", \"xlm-roberta\", \"mpnet\", \"nomic_bert\" or \
-                     \"modernbert\": only those checkpoints run here"
+                    "model_type {other:?} is not \"bert\", \"xlm-roberta\", \"mpnet\", \"nomic_bert\", \
+                     \"modernbert\" or \"qwen3\": only those checkpoints run here"
                 ),
             ));
         }

@@ -183,6 +183,10 @@ impl SentenceBert {
             as_transformers_runs_it(&mut tokenizer, &tokenizer_bytes, add_prefix_space)
                 .map_err(|reason| invalid(&tokenizer_path, reason))?;
         }
+        if let Some(add_prefix_space) = checkpoint.qwen2 {
+            as_qwen2_runs_it(&mut tokenizer, add_prefix_space)
+                .map_err(|reason| invalid(&tokenizer_path, reason))?;
+        }
         // tokenizer.json may ship with another truncation (all-MiniLM-L6-v2's says 128) and fixed padding;
         // sentence-transformers truncates at max_seq_length and pads per batch. Padding is done here, per
         // length-sorted batch.
@@ -204,6 +208,9 @@ impl SentenceBert {
                     checkpoint.max_tokens
                 ),
             ));
+        }
+        if checkpoint.config.is_qwen3() && checkpoint.pooling == crate::checkpoint::Pooling::LastToken {
+            appends_an_end_token(&tokenizer).map_err(|reason| invalid(&tokenizer_path, reason))?;
         }
         let bert = Bert::load(checkpoint.config.clone(), &weights, Kernels::best())
             .map_err(|error| invalid(&weights_path, error))?;
@@ -301,8 +308,8 @@ impl SentenceBert {
             // the pooling but the normalisation: rotary positions, gated feed-forwards, pre-norm blocks, bands,
             // the other poolings and Dense modules run on the CPU until kernels.cu has them too.
             let why = if !self.checkpoint.config.runs_on_gpu() {
-                "the GPU kernels run BERT, XLM-RoBERTa and MPNet; a NomicBert or ModernBERT checkpoint runs on \
-                 the CPU"
+                "the GPU kernels run BERT, XLM-RoBERTa and MPNet; a NomicBert, ModernBERT or Qwen3 checkpoint \
+                 runs on the CPU"
                     .to_owned()
             } else if pooling.gpu_mode().is_none() {
                 format!(
@@ -668,6 +675,41 @@ fn as_transformers_runs_it(
     Ok(())
 }
 
+/// The pipeline transformers' `Qwen2Tokenizer` (Qwen3's) runs over tokenizer.json's byte-level BPE: its
+/// vocabulary, merges, added tokens and post-processor are the file's, but the normaliser (NFC) and the
+/// pre-tokenizer (the class's split regex, isolated, then ByteLevel without its own regex) are rebuilt from the
+/// class's code (`tokenization_qwen2.py`), whatever the file says.
+fn as_qwen2_runs_it(tokenizer: &mut Tokenizer, add_prefix_space: bool) -> std::result::Result<(), String> {
+    use tokenizers::normalizers::unicode::NFC;
+    use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+    use tokenizers::pre_tokenizers::sequence::Sequence;
+    use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
+    use tokenizers::tokenizer::SplitDelimiterBehavior;
+    const PRETOKENIZE_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+    tokenizer.with_normalizer(Some(NFC)).map_err(|error| error.to_string())?;
+    let split =
+        Split::new(SplitPattern::Regex(PRETOKENIZE_REGEX.into()), SplitDelimiterBehavior::Isolated, false)
+            .map_err(|error| format!("the pre-tokenizer's regex: {error}"))?;
+    tokenizer.with_pre_tokenizer(Some(Sequence::new(vec![
+        split.into(),
+        ByteLevel::new(add_prefix_space, true, false).into(),
+    ])));
+    Ok(())
+}
+
+/// Last-token pooling reads the token the post-processor appends (Qwen3-Embedding's `<|endoftext|>`): a
+/// tokenizer.json whose post-processor appends no special token would pool a text's last word instead, so it
+/// is refused. (The token was added to the published files after their release: an older revision lacks it.)
+fn appends_an_end_token(tokenizer: &Tokenizer) -> std::result::Result<(), String> {
+    let encoding = tokenizer.encode("a", true).map_err(|error| error.to_string())?;
+    if encoding.get_special_tokens_mask().last() == Some(&1) {
+        return Ok(());
+    }
+    Err("its post-processor appends no end token (<|endoftext|>) for last-token pooling to read: take \
+         tokenizer.json from a revision whose post-processor appends it (QwenLM/Qwen3-Embedding#54)"
+        .into())
+}
+
 /// Lower-cases as Python's `str.lower`, which sentence-transformers applies for `do_lower_case`: full Unicode
 /// mappings, and a capital sigma ending a word becomes the final sigma (ς), not the σ character-by-character
 /// lower-casing gives.
@@ -722,6 +764,21 @@ mod tests {
         model.model.put_bands_one_wider();
         let widened = largest_difference(&model, "modernbert-cls");
         assert!(widened > 1e-4, "a band one wider moved no component beyond {widened:e}");
+    }
+
+    /// The same for a decoder's causal rows: each query seeing one key after its own moves a component of
+    /// qwen3-lasttoken's vectors beyond it, and so does a rotary table one off.
+    #[test]
+    fn a_causal_row_one_further_or_a_rotary_table_one_off_leaves_the_tolerance() {
+        let mut model = modern("qwen3-lasttoken");
+        assert!(largest_difference(&model, "qwen3-lasttoken") <= 1e-5);
+        model.model.put_causal_rows_one_further();
+        let peeked = largest_difference(&model, "qwen3-lasttoken");
+        assert!(peeked > 1e-4, "a causal row one further moved no component beyond {peeked:e}");
+        let mut model = modern("qwen3-lasttoken");
+        model.model.put_rotary_frequencies_one_off();
+        let shifted = largest_difference(&model, "qwen3-lasttoken");
+        assert!(shifted > 1e-4, "frequencies one off moved no component beyond {shifted:e}");
     }
 
     #[test]

@@ -45,6 +45,7 @@ fn names() -> Vec<String> {
     let names: Vec<String> = reference()["checkpoints"].as_object().unwrap().keys().cloned().collect();
     assert!(names.iter().any(|n| n.starts_with("nomic")), "no NomicBert checkpoint in {names:?}");
     assert!(names.iter().any(|n| n.starts_with("modernbert")), "no ModernBERT checkpoint in {names:?}");
+    assert!(names.iter().any(|n| n.starts_with("qwen3")), "no Qwen3 checkpoint in {names:?}");
     names
 }
 
@@ -91,6 +92,7 @@ fn what_the_gpu_kernels_do_not_mirror_stays_off_them() {
     for (name, family) in [
         ("nomic-native", "NomicBert"),
         ("modernbert-cls", "ModernBERT"),
+        ("qwen3-mqa", "Qwen3"),
         ("pool-lasttoken", "lasttoken pooling"),
         ("dense-two", "Dense module"),
     ] {
@@ -265,4 +267,68 @@ fn dense_modules_set_the_dimension_bind_their_files_and_what_is_not_run_is_refus
         path.ends_with("modules.json") && reason.contains("between the Pooling and the Normalize"),
         "{reason}"
     );
+}
+
+#[test]
+fn qwen3_knobs_not_run_here_are_refused_naming_file_and_key() {
+    let cases: [(&str, Value, &str); 7] = [
+        ("qwen3-lasttoken", serde_json::json!({"attention_bias": true}), "attention_bias"),
+        ("qwen3-lasttoken", serde_json::json!({"use_sliding_window": true}), "use_sliding_window"),
+        (
+            "qwen3-lasttoken",
+            serde_json::json!({"layer_types": ["full_attention", "sliding_attention", "full_attention"]}),
+            "layer_types[1]",
+        ),
+        ("qwen3-lasttoken", serde_json::json!({"num_key_value_heads": 3}), "does not divide"),
+        ("qwen3-lasttoken", serde_json::json!({"head_dim": 7}), "head_dim 7"),
+        ("qwen3-mqa", serde_json::json!({"hidden_act": "gelu"}), "hidden_act"),
+        ("qwen3-mqa", serde_json::json!({"architectures": ["LlamaModel"]}), "architectures"),
+    ];
+    for (name, change, expected) in cases {
+        let reason = config_refusal(name, &change);
+        assert!(reason.contains(expected), "{change}: {reason}");
+    }
+}
+
+/// Last-token pooling reads the end token tokenizer.json's post-processor appends: a file without one (the
+/// published files before it was added) is refused naming tokenizer.json; so is a checkpoint that renders texts
+/// through a chat template (sentence-transformers' `message` modality), naming sentence_bert_config.json.
+#[test]
+fn a_qwen3_tokenizer_without_its_end_token_or_with_a_chat_modality_is_refused() {
+    let (path, reason) = refusal("qwen3-lasttoken", "tokenizer.json", |text| {
+        let mut tokenizer: Value = serde_json::from_str(text).unwrap();
+        tokenizer["post_processor"] = Value::Null;
+        serde_json::to_string(&tokenizer).unwrap()
+    });
+    assert!(path.ends_with("tokenizer.json") && reason.contains("<|endoftext|>"), "{reason}");
+    let (path, reason) = refusal("qwen3-lasttoken", "sentence_bert_config.json", |text| {
+        let mut config: Value = serde_json::from_str(text).unwrap();
+        config["modality_config"]["message"] = serde_json::json!({"method": "forward"});
+        serde_json::to_string(&config).unwrap()
+    });
+    assert!(
+        path.ends_with("sentence_bert_config.json") && reason.contains("modality_config.message"),
+        "{reason}"
+    );
+}
+
+/// transformers' `Qwen2Tokenizer` rebuilds the normaliser and the pre-tokenizer from its own code whatever
+/// tokenizer.json says (checked against transformers 5.25): a file whose pipeline says lower-case and split on
+/// whitespace gives the same bits as the original.
+#[test]
+fn a_qwen3_tokenizer_runs_qwen2_s_pipeline_whatever_the_file_says() {
+    let texts = ["Protein EXPRESSION in  Human cells's drug, 2024!\nNew line", "x"];
+    let respelled = edited("qwen3-mqa", |_| {});
+    let path = respelled.path().join("tokenizer.json");
+    let mut tokenizer: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    tokenizer["pre_tokenizer"] = serde_json::json!({"type": "Whitespace"});
+    tokenizer["normalizer"] = serde_json::json!({"type": "Lowercase"});
+    std::fs::write(&path, serde_json::to_vec(&tokenizer).unwrap()).unwrap();
+    let bits = |model: &SentenceBert| -> Vec<Vec<u32>> {
+        let vectors = model.embed_prompted("", &texts, &|_| {}).unwrap();
+        vectors.iter().map(|e| e.vector.iter().map(|x| x.to_bits()).collect()).collect()
+    };
+    let original = load(&modern_dir().join("qwen3-mqa"));
+    assert_eq!(bits(&original), bits(&load(respelled.path())));
+    assert_eq!(original.input_ids(texts[0]).unwrap(), load(respelled.path()).input_ids(texts[0]).unwrap());
 }

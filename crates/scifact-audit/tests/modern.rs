@@ -1,4 +1,4 @@
-//! The rotary encoders' checkpoints (fixtures/modern, saved by sentence-transformers 6.3 over transformers'
+//! The rotary encoders' and decoders' checkpoints (fixtures/modern, saved by sentence-transformers 6.3 over transformers'
 //! native classes) through the whole chain: `eval` on the tiny corpus signs a bundle whose every vector
 //! `verify-bundle` re-embeds with the checkpoint and finds equal to the bit; another checkpoint of the family is
 //! caught.
@@ -15,6 +15,11 @@ fn a_tiny_eval_with_a_nomic_bert_checkpoint_verifies_every_vector() {
 #[test]
 fn a_tiny_eval_with_a_modernbert_checkpoint_verifies_every_vector() {
     evaluated_and_verified("modernbert-cls", "modernbert-legacy");
+}
+
+#[test]
+fn a_tiny_eval_with_a_qwen3_decoder_verifies_every_vector() {
+    evaluated_and_verified("qwen3-lasttoken", "qwen3-mqa");
 }
 
 #[test]

@@ -12,6 +12,7 @@ pub(crate) mod mlm;
 pub(crate) mod modernbert;
 pub(crate) mod nomic;
 mod ops;
+pub(crate) mod qwen3;
 pub(crate) mod rope;
 
 pub(crate) use ops::{erf, exp, gelu_one, layer_norm as layer_norm_rows, softmax_rows};
@@ -126,6 +127,34 @@ pub(crate) struct Config {
     /// positions of it, both sides, inclusive.
     #[serde(default)]
     pub(crate) local_attention: usize,
+    /// Qwen3's key/value heads (`qwen3::native_config`); `None`: one per query head.
+    #[serde(default)]
+    pub(crate) key_value_heads: Option<usize>,
+    /// Qwen3's explicit head width (`qwen3::native_config`); `None`: hidden / heads. Read only from this key, so
+    /// that a `head_dim` another class ignores is not run.
+    #[serde(default)]
+    pub(crate) attention_head_dim: Option<usize>,
+}
+
+/// The attention's heads: `heads` query heads, `kv_heads` key/value heads (query head `i` reads key/value head
+/// `i / (heads / kv_heads)`), each `head_dim` wide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AttentionShape {
+    pub(crate) heads: usize,
+    pub(crate) kv_heads: usize,
+    pub(crate) head_dim: usize,
+}
+
+impl AttentionShape {
+    /// The width of a token's fused `[q | k | v]` row.
+    pub(crate) fn qkv_width(self) -> usize {
+        (self.heads + 2 * self.kv_heads) * self.head_dim
+    }
+
+    /// The width of a token's context row (the output projection's input).
+    pub(crate) fn context_width(self) -> usize {
+        self.heads * self.head_dim
+    }
 }
 
 fn default_buckets() -> usize {
@@ -204,16 +233,32 @@ impl Config {
         self.model_type == modernbert::MODEL_TYPE
     }
 
+    /// Qwen3: a causal decoder with RMSNorm, per-head query and key norms, grouped-query attention.
+    pub(crate) fn is_qwen3(&self) -> bool {
+        self.model_type == qwen3::MODEL_TYPE
+    }
+
     /// Whether the forward pass is one the GPU kernels mirror (the learned-position encoders): the rotary
     /// ones run on the CPU only.
     pub(crate) fn runs_on_gpu(&self) -> bool {
-        !self.is_nomic() && !self.is_modernbert()
+        !self.is_nomic() && !self.is_modernbert() && !self.is_qwen3()
     }
 
-    /// Whether the feed-forward is gated (its first product twice the intermediate width: NomicBert's SwiGLU
-    /// `[up | gate]`, ModernBERT's GeGLU `[input | gate]`) rather than BERT's GELU.
+    /// Whether the feed-forward is gated (its first product twice the intermediate width: NomicBert's and
+    /// Qwen3's SwiGLU `[up | gate]`, ModernBERT's GeGLU `[input | gate]`) rather than BERT's GELU.
     fn gated_feed_forward(&self) -> bool {
-        self.is_nomic() || self.is_modernbert()
+        self.is_nomic() || self.is_modernbert() || self.is_qwen3()
+    }
+
+    /// The attention's heads: Qwen3's as configured, every other encoder's `num_attention_heads` query,
+    /// key and value heads of hidden / heads.
+    pub(crate) fn attention_shape(&self) -> AttentionShape {
+        let heads = self.num_attention_heads;
+        AttentionShape {
+            heads,
+            kv_heads: self.key_value_heads.unwrap_or(heads),
+            head_dim: self.attention_head_dim.unwrap_or(self.hidden_size / heads.max(1)),
+        }
     }
 
     pub(crate) fn is_mpnet(&self) -> bool {
@@ -235,9 +280,17 @@ impl Config {
     }
 }
 
+/// A layer norm's γ and β, or an RMSNorm's weight (as γ, with a zero β that RMSNorm does not read).
 pub(crate) struct Norm {
     pub(crate) gamma: Vec<f32>,
     pub(crate) beta: Vec<f32>,
+}
+
+/// Qwen3's RMSNorms over each query head and each key head (`head_dim` wide), before the rotation; the
+/// query's weights carry the attention's 1/√head_dim.
+pub(crate) struct HeadNorms {
+    pub(crate) query: Norm,
+    pub(crate) key: Norm,
 }
 
 /// A linear layer as the checkpoint stores it: `weight` n rows of k, `bias` n.
@@ -262,6 +315,8 @@ pub(crate) struct LayerWeights {
     pub(crate) output_norm: Norm,
     /// A local layer's half window (keys within it of each query, inclusive); `None` attends to every key.
     pub(crate) band: Option<usize>,
+    /// Qwen3's per-head norms of the queries and keys; `None` for the encoders without them.
+    pub(crate) head_norms: Option<HeadNorms>,
 }
 
 /// The encoder's weights as read from the checkpoint, before any kernel's packing: what the CPU packs
@@ -273,7 +328,8 @@ pub(crate) struct Weights {
     pub(crate) positions: Vec<f32>,
     /// Row 0 of the token-type table (zeros for MPNet, which has none).
     pub(crate) token_type: Vec<f32>,
-    pub(crate) embedding_norm: Norm,
+    /// The norm of the embeddings; `None` for a decoder (Qwen3), whose first layer normalises its input.
+    pub(crate) embedding_norm: Option<Norm>,
     pub(crate) layers: Vec<LayerWeights>,
     /// MPNet's relative-position bias, `[bucket][head]`; empty for BERT and XLM-RoBERTa.
     pub(crate) relative_bias: Vec<f32>,
@@ -282,7 +338,7 @@ pub(crate) struct Weights {
     pub(crate) rotary: Option<rope::Rotary>,
     /// ModernBERT's tables for its local layers.
     pub(crate) local_rotary: Option<rope::Rotary>,
-    /// A pre-norm encoder's norm after its last layer (ModernBERT); `None` for the post-norm ones.
+    /// A pre-norm encoder's norm after its last layer (ModernBERT, Qwen3); `None` for the post-norm ones.
     pub(crate) final_norm: Option<Norm>,
 }
 
@@ -294,6 +350,8 @@ struct Layer {
     down: gemm::Packed,
     output_norm: Norm,
     band: Option<usize>,
+    visible: Keys,
+    head_norms: Option<HeadNorms>,
 }
 
 /// The encoder's weights, packed for one kind of kernel.
@@ -304,7 +362,7 @@ pub(crate) struct Bert {
     words: Vec<f32>,
     positions: Vec<f32>,
     token_type: Vec<f32>,
-    embedding_norm: Norm,
+    embedding_norm: Option<Norm>,
     layers: Vec<Layer>,
     relative_bias: Vec<f32>,
     rotary: Option<rope::Rotary>,
@@ -328,13 +386,10 @@ impl Tensors<'_> {
             .or_else(|_| self.file.tensor(&format!("mpnet.{name}")))
             .or_else(|_| self.file.tensor(&format!("model.{name}")))
             .map_err(|_| format!("no tensor {name}"))?;
-        if view.dtype() != safetensors::Dtype::F32 {
-            return Err(format!("{name} is {:?}, not F32", view.dtype()));
-        }
         if view.shape() != shape {
             return Err(format!("{name} has shape {:?}, expected {shape:?}", view.shape()));
         }
-        Ok(view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+        widened(&view).ok_or_else(|| format!("{name} is {:?}, not F32, BF16 or F16", view.dtype()))
     }
 
     fn norm(&self, prefix: &str, width: usize) -> std::result::Result<Norm, String> {
@@ -372,13 +427,15 @@ impl Weights {
     /// Reads the weights of `config`'s shape from safetensors `bytes`.
     pub(crate) fn read(config: Config, bytes: &[u8]) -> std::result::Result<Weights, String> {
         let (h, i) = (config.hidden_size, config.intermediate_size);
-        if config.is_nomic() || config.is_modernbert() {
+        if config.is_nomic() || config.is_modernbert() || config.is_qwen3() {
             let file = safetensors::SafeTensors::deserialize(bytes).map_err(|e| e.to_string())?;
             let tensors = Tensors { file };
             return if config.is_nomic() {
                 nomic::read(config, &tensors)
-            } else {
+            } else if config.is_modernbert() {
                 modernbert::read(config, &tensors)
+            } else {
+                qwen3::read(config, &tensors)
             };
         }
         if config.hidden_act != "gelu" {
@@ -455,13 +512,14 @@ impl Weights {
                 down: linear("output.dense", h, i)?,
                 output_norm: tensors.norm(&at("output.LayerNorm"), h)?,
                 band: None,
+                head_norms: None,
             });
         }
         Ok(Weights {
             words,
             positions,
             token_type,
-            embedding_norm,
+            embedding_norm: Some(embedding_norm),
             eps: config.layer_norm_eps as f32,
             config,
             layers,
@@ -473,6 +531,43 @@ impl Weights {
     }
 }
 
+/// A tensor's values as f32: F32 as stored, BF16 and F16 widened exactly (every value of either is an f32), so
+/// that a checkpoint published in half precision (Qwen3-Embedding's bf16) runs in f32 from its own values;
+/// `None` for any other type.
+pub(crate) fn widened(view: &safetensors::tensor::TensorView<'_>) -> Option<Vec<f32>> {
+    let data = view.data();
+    match view.dtype() {
+        safetensors::Dtype::F32 => {
+            Some(data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+        }
+        safetensors::Dtype::BF16 => Some(
+            data.chunks_exact(2)
+                .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16))
+                .collect(),
+        ),
+        safetensors::Dtype::F16 => {
+            Some(data.chunks_exact(2).map(|b| half_to_f32(u16::from_le_bytes([b[0], b[1]]))).collect())
+        }
+        _ => None,
+    }
+}
+
+/// An IEEE half-precision value's bits as the f32 of the same value.
+pub(crate) fn half_to_f32(half: u16) -> f32 {
+    let sign = u32::from(half >> 15) << 31;
+    let exponent = u32::from((half >> 10) & 0x1f);
+    let mantissa = u32::from(half & 0x3ff);
+    match exponent {
+        0 => {
+            // Zero or subnormal: mantissa · 2^-24, exact in f32.
+            let magnitude = mantissa as f32 * f32::from_bits(0x3380_0000);
+            if sign == 0 { magnitude } else { -magnitude }
+        }
+        0x1f => f32::from_bits(sign | 0x7f80_0000 | (mantissa << 13)),
+        _ => f32::from_bits(sign | ((exponent + 112) << 23) | (mantissa << 13)),
+    }
+}
+
 /// The first weight of a safetensors file that is not a finite number, named by its tensor and index: a NaN
 /// or an infinity in a checkpoint spreads through every vector, so such a file is refused by name.
 pub(crate) fn first_non_finite(bytes: &[u8]) -> Option<String> {
@@ -481,16 +576,8 @@ pub(crate) fn first_non_finite(bytes: &[u8]) -> Option<String> {
     names.sort();
     for name in names {
         let Ok(view) = file.tensor(&name) else { continue };
-        if view.dtype() != safetensors::Dtype::F32 {
-            continue;
-        }
-        if let Some((at, value)) = view
-            .data()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .enumerate()
-            .find(|(_, value)| !value.is_finite())
-        {
+        let Some(values) = widened(&view) else { continue };
+        if let Some((at, value)) = values.into_iter().enumerate().find(|(_, value)| !value.is_finite()) {
             return Some(format!("{name}[{at}] is {value}: not a finite weight"));
         }
     }
@@ -560,10 +647,12 @@ impl Bert {
     pub(crate) fn pack(weights: Weights, kernels: Kernels) -> Bert {
         let pack =
             |linear: &Linear| gemm::Packed::new(&linear.weight, &linear.bias, linear.n, linear.k, kernels);
+        let causal = weights.config.is_qwen3();
         let layers = weights
             .layers
             .into_iter()
             .map(|layer| Layer {
+                visible: Keys::of(layer.band, causal),
                 qkv: pack(&layer.qkv),
                 output: pack(&layer.output),
                 attention_norm: layer.attention_norm,
@@ -571,6 +660,7 @@ impl Bert {
                 down: pack(&layer.down),
                 output_norm: layer.output_norm,
                 band: layer.band,
+                head_norms: layer.head_norms,
             })
             .collect();
         Bert {
@@ -602,6 +692,18 @@ impl Bert {
     pub(crate) fn put_bands_one_wider(&mut self) {
         for layer in &mut self.layers {
             layer.band = layer.band.map(|half| half + 1);
+            layer.visible = Keys::of(layer.band, false);
+        }
+    }
+
+    /// Lets each query of a causal layer see one key after its own (tests only: a fault the parity tests must
+    /// catch).
+    #[cfg(test)]
+    pub(crate) fn put_causal_rows_one_further(&mut self) {
+        for layer in &mut self.layers {
+            if let Keys::Window { before: usize::MAX, after } = &mut layer.visible {
+                *after += 1;
+            }
         }
     }
 
@@ -660,9 +762,12 @@ impl Bert {
                 *value = (*w + *p) + *t;
             }
         }
-        self.norm_rows(&mut x, &self.embedding_norm);
+        if let Some(norm) = &self.embedding_norm {
+            self.norm_rows(&mut x, norm);
+        }
         let gated = self.config.gated_feed_forward();
-        let mut activations = buffers.fit(tokens, h, self.config.intermediate_size, gated);
+        let shape = self.config.attention_shape();
+        let mut activations = buffers.fit(tokens, (h, shape), self.config.intermediate_size, gated);
         match &self.final_norm {
             None => {
                 for layer in &self.layers {
@@ -699,7 +804,7 @@ impl Bert {
         gemm::linear_then(k, activations.intermediate, tokens, &layer.down, x, norm);
     }
 
-    /// One pre-norm block (ModernBERT): `x + attention(norm(x))` (no norm where the layer has none), then
+    /// One pre-norm block (ModernBERT, Qwen3): `x + attention(norm(x))` (no norm where the layer has none), then
     /// `x + feed_forward(norm(x))`. Each residual is one addition per element, the branch's value to `x`'s.
     fn pre_norm_block(
         &self,
@@ -728,8 +833,9 @@ impl Bert {
     }
 
     /// The attention's context rows of every sequence (`context`) from the rows of `input`: the
-    /// fused query-key-value product, the rotation of the queries and keys by position (rotary encoders, the
-    /// table of the layer's kind), and each sequence's attention over its own keys (within the layer's band).
+    /// fused query-key-value product, each query and key head's own norm (Qwen3), the rotation of the queries
+    /// and keys by position (rotary encoders, the table of the layer's kind), and each sequence's attention
+    /// over its own keys (within the layer's band; a decoder's over the keys up to each query's own).
     fn self_attention(
         &self,
         layer: &Layer,
@@ -738,16 +844,24 @@ impl Bert {
         qkv: &mut [f32],
         context: &mut [f32],
     ) {
-        let (h, k) = (self.config.hidden_size, self.kernels);
+        let (h, k, eps) = (self.config.hidden_size, self.kernels, self.eps);
         let tokens = input.len() / h;
         gemm::linear(k, input, tokens, &layer.qkv, qkv);
-        let heads = self.config.num_attention_heads;
-        let head_dim = h / heads;
+        let shape = self.config.attention_shape();
+        let (width, rotated) = (shape.qkv_width(), (shape.heads + shape.kv_heads) * shape.head_dim);
         let rotary = if layer.band.is_some() { self.local_rotary.as_ref() } else { self.rotary.as_ref() };
-        if let Some(rotary) = rotary {
-            qkv.par_chunks_mut(3 * h).zip(places.par_iter()).for_each(|(row, place)| {
-                for head in row[..2 * h].chunks_exact_mut(head_dim) {
-                    rotary.rotate(head, *place);
+        if layer.head_norms.is_some() || rotary.is_some() {
+            let split = shape.context_width();
+            qkv.par_chunks_mut(width).zip(places.par_iter()).for_each(|(row, place)| {
+                if let Some(norms) = &layer.head_norms {
+                    let (queries, keys) = row[..rotated].split_at_mut(split);
+                    ops::rms_norm(k, queries, &norms.query.gamma, eps);
+                    ops::rms_norm(k, keys, &norms.key.gamma, eps);
+                }
+                if let Some(rotary) = rotary {
+                    for head in row[..rotated].chunks_exact_mut(shape.head_dim) {
+                        rotary.rotate(head, *place);
+                    }
                 }
             });
         }
@@ -755,15 +869,13 @@ impl Bert {
         let mut jobs = Vec::with_capacity(lengths.len());
         let (mut qkv_rest, mut ctx_rest) = (&qkv[..], context);
         for len in lengths {
-            let (qkv, q_next) = qkv_rest.split_at(len * 3 * h);
-            let (ctx, c_next) = std::mem::take(&mut ctx_rest).split_at_mut(len * h);
+            let (qkv, q_next) = qkv_rest.split_at(len * width);
+            let (ctx, c_next) = std::mem::take(&mut ctx_rest).split_at_mut(len * shape.context_width());
             jobs.push((*len, qkv, ctx));
             (qkv_rest, ctx_rest) = (q_next, c_next);
         }
-        let bias = &self.relative_bias[..];
-        let band = layer.band;
-        jobs.into_par_iter()
-            .for_each(|(len, qkv, ctx)| attention(k, qkv, len, (h, heads, head_dim), (bias, band), ctx));
+        let (bias, visible) = (&self.relative_bias[..], layer.visible);
+        jobs.into_par_iter().for_each(|(len, qkv, ctx)| attention(k, qkv, len, shape, (bias, visible), ctx));
     }
 
     /// The feed-forward's inner rows (`intermediate`) from the rows of `input`: BERT's GELU of one product, or
@@ -788,35 +900,68 @@ impl Bert {
             });
     }
 
+    /// Each row normalised in place: by a layer norm, or by an RMSNorm for a decoder (Qwen3).
     fn norm_rows(&self, rows: &mut [f32], norm: &Norm) {
         let (h, k, eps) = (self.config.hidden_size, self.kernels, self.eps);
-        rows.par_chunks_mut(ROWS_PER_TASK * h)
-            .for_each(|rows| ops::layer_norm(k, rows, &norm.gamma, &norm.beta, eps));
+        let rms = self.config.is_qwen3();
+        rows.par_chunks_mut(ROWS_PER_TASK * h).for_each(|rows| {
+            if rms {
+                ops::rms_norm(k, rows, &norm.gamma, eps)
+            } else {
+                ops::layer_norm(k, rows, &norm.gamma, &norm.beta, eps)
+            }
+        });
     }
 }
 
-/// Self-attention of one sequence, every head: `qkv` holds its `len` rows of `[q | k | v]` (each `hidden` wide,
-/// q already scaled by 1/√head_dim); the context rows go to `out` (`len` × `hidden`). The two products,
-/// scores = q·kᵀ and context = softmax(scores)·v, run on the linear layers' kernels with a zero bias, so each
-/// score and each context value is one fused multiply-add chain (over the head's dimensions, then over the
-/// keys in order), as in `gemm`. `bias` (MPNet's, `[bucket][head]`, else empty) is added to each score by its
-/// relative-position bucket before the softmax, one addition. With a `band` (ModernBERT's local layers), each
-/// query's softmax runs over the keys within `band` positions of it only, and the others take probability 0:
-/// left out, not masked by a large negative score (the own `exp` clamps, so a masked key would still count).
+/// The keys each query of a sequence attends to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keys {
+    /// Every key (the encoders' global layers).
+    All,
+    /// The keys from `before` positions before the query to `after` positions after it, inclusive:
+    /// ModernBERT's local layers (`before = after`, half the window), a decoder's causal attention (`after`
+    /// 0, `before` unbounded).
+    Window { before: usize, after: usize },
+}
+
+impl Keys {
+    /// A layer's keys: its band's, else a decoder's causal ones, else all.
+    fn of(band: Option<usize>, causal: bool) -> Keys {
+        match band {
+            Some(half) => Keys::Window { before: half, after: half },
+            None if causal => Keys::Window { before: usize::MAX, after: 0 },
+            None => Keys::All,
+        }
+    }
+}
+
+/// Self-attention of one sequence, every head: `qkv` holds its `len` rows of `[q | k | v]` (`shape`'s heads,
+/// q already scaled by 1/√head_dim); the context rows go to `out` (`len` × the heads' width). Query head `i`
+/// reads key/value head `i / (heads / kv_heads)`. The two products, scores = q·kᵀ and context =
+/// softmax(scores)·v, run on the linear layers' kernels with a zero bias, so each score and each context value
+/// is one fused multiply-add chain (over the head's dimensions, then over the keys in order), as in `gemm`.
+/// `bias` (MPNet's, `[bucket][head]`, else empty) is added to each score by its relative-position bucket before
+/// the softmax, one addition. When `visible` is a window (a band, or causal), each query's softmax runs over its own keys only
+/// and the others take probability 0: left out, not masked by a large negative score (the own `exp` clamps, so
+/// a masked key would still count).
 fn attention(
     k: Kernels,
     qkv: &[f32],
     len: usize,
-    (hidden, heads, head_dim): (usize, usize, usize),
-    (bias, band): (&[f32], Option<usize>),
+    shape: AttentionShape,
+    (bias, visible): (&[f32], Keys),
     out: &mut [f32],
 ) {
-    let stride = 3 * hidden;
+    let (stride, head_dim, heads) = (shape.qkv_width(), shape.head_dim, shape.heads);
+    let (key_start, value_start) = (heads * head_dim, (heads + shape.kv_heads) * head_dim);
+    let group = heads / shape.kv_heads.max(1);
     // Score rows padded to whole chunks of 16 for the softmax (`ops::softmax_rows`).
     let padded = len.next_multiple_of(16);
     let mut scores = vec![0.0f32; len * padded];
     for head in 0..heads {
-        let (q_at, k_at, v_at) = (head * head_dim, hidden + head * head_dim, 2 * hidden + head * head_dim);
+        let shared = (head / group) * head_dim;
+        let (q_at, k_at, v_at) = (head * head_dim, key_start + shared, value_start + shared);
         let queries = gemm::Rows { data: &qkv[q_at..], m: len, stride };
         let keys = gemm::Rows { data: &qkv[k_at..], m: len, stride };
         gemm::product(k, queries, &gemm::Packed::rows(keys, head_dim, k), &mut scores, padded);
@@ -827,15 +972,17 @@ fn attention(
                 }
             }
         }
-        match band {
-            // A band that holds every key is the whole row.
-            Some(half) if half + 1 < len => ops::softmax_band_rows(k, &mut scores, len, padded, half),
+        match visible {
+            // A window that holds every key of every row is the whole row.
+            Keys::Window { before, after } if before.min(after).saturating_add(1) < len => {
+                ops::softmax_window_rows(k, &mut scores, len, padded, before, after)
+            }
             _ => ops::softmax_rows(k, &mut scores, len, padded),
         }
         let values = gemm::Rows { data: &qkv[v_at..], m: len, stride };
         let value_panels = gemm::Packed::columns(values, head_dim, k);
         let probabilities = gemm::Rows { data: &scores, m: len, stride: padded };
-        gemm::product(k, probabilities, &value_panels, &mut out[q_at..], hidden);
+        gemm::product(k, probabilities, &value_panels, &mut out[q_at..], shape.context_width());
     }
 }
 
@@ -880,7 +1027,13 @@ struct Activations<'a> {
 }
 
 impl Buffers {
-    fn fit(&mut self, tokens: usize, hidden: usize, intermediate: usize, gated: bool) -> Activations<'_> {
+    fn fit(
+        &mut self,
+        tokens: usize,
+        (hidden, shape): (usize, AttentionShape),
+        intermediate: usize,
+        gated: bool,
+    ) -> Activations<'_> {
         fn rows(buffer: &mut Vec<f32>, len: usize) -> &mut [f32] {
             if buffer.len() < len {
                 buffer.resize(len, 0.0);
@@ -888,8 +1041,8 @@ impl Buffers {
             &mut buffer[..len]
         }
         Activations {
-            qkv: rows(&mut self.qkv, tokens * 3 * hidden),
-            context: rows(&mut self.context, tokens * hidden),
+            qkv: rows(&mut self.qkv, tokens * shape.qkv_width()),
+            context: rows(&mut self.context, tokens * shape.context_width()),
             projected: rows(&mut self.projected, tokens * hidden),
             intermediate: rows(&mut self.intermediate, tokens * intermediate),
             gated: rows(&mut self.gated, if gated { tokens * 2 * intermediate } else { 0 }),
@@ -1004,6 +1157,43 @@ fn split<'a>(x: &'a [f32], hidden: usize, lengths: &'a [usize]) -> impl Iterator
 
 #[cfg(test)]
 mod tests {
+    /// Half-precision values widen to the same values in f32: normal, subnormal, zero of either sign,
+    /// infinities and NaN (which the checkpoint reader then refuses by name).
+    #[test]
+    fn half_precision_widens_exactly() {
+        let cases: [(u16, f32); 9] = [
+            (0x3c00, 1.0),
+            (0xc000, -2.0),
+            (0x3555, 0.333_251_95),
+            (0x7bff, 65_504.0),
+            (0x0001, 5.960_464_5e-8),
+            (0x03ff, 6.097_555e-5),
+            (0x8000, -0.0),
+            (0x7c00, f32::INFINITY),
+            (0xfc00, f32::NEG_INFINITY),
+        ];
+        for (bits, value) in cases {
+            assert_eq!(super::half_to_f32(bits).to_bits(), value.to_bits(), "{bits:#06x}");
+        }
+        assert!(super::half_to_f32(0x7e00).is_nan());
+        // Every finite half round-trips through f64's own conversion of its value.
+        for bits in 0..=u16::MAX {
+            let value = super::half_to_f32(bits);
+            let exponent = i32::from((bits >> 10) & 0x1f);
+            if exponent == 0x1f {
+                continue;
+            }
+            let mantissa = f64::from(bits & 0x3ff);
+            let magnitude = if exponent == 0 {
+                mantissa * 2f64.powi(-24)
+            } else {
+                (1.0 + mantissa / 1024.0) * 2f64.powi(exponent - 15)
+            };
+            let expected = if bits >> 15 == 1 { -magnitude } else { magnitude };
+            assert_eq!(f64::from(value), expected, "{bits:#06x}");
+        }
+    }
+
     #[test]
     fn mpnet_s_buckets_are_transformers_own() {
         // (key - query, the bucket transformers' MPNetEncoder.relative_position_bucket gives, 32 buckets, 128)

@@ -166,6 +166,7 @@ pub(super) fn read(config: Config, tensors: &super::Tensors<'_>) -> Result<Weigh
             down: tensors.unbiased(&at("mlp.Wo"), h, i)?,
             output_norm: unbiased_norm(&at("mlp_norm"))?,
             band: (kind == LOCAL).then_some(band),
+            head_norms: None,
         });
     }
     let final_norm = unbiased_norm("final_norm")?;
@@ -174,7 +175,7 @@ pub(super) fn read(config: Config, tensors: &super::Tensors<'_>) -> Result<Weigh
         words,
         positions: Vec::new(),
         token_type: vec![0.0; h],
-        embedding_norm,
+        embedding_norm: Some(embedding_norm),
         eps: config.layer_norm_eps as f32,
         config,
         layers,

@@ -167,6 +167,7 @@ pub(super) fn read(config: Config, tensors: &super::Tensors<'_>) -> Result<Weigh
             down: tensors.unbiased(&at("mlp.fc2"), h, i)?,
             output_norm: tensors.norm(&at("norm2"), h)?,
             band: None,
+            head_norms: None,
         });
     }
     let rotary = Rotary::new(theta, head_dim, config.max_sequence());
@@ -174,7 +175,7 @@ pub(super) fn read(config: Config, tensors: &super::Tensors<'_>) -> Result<Weigh
         words,
         positions: Vec::new(),
         token_type,
-        embedding_norm,
+        embedding_norm: Some(embedding_norm),
         eps: config.layer_norm_eps as f32,
         config,
         layers,

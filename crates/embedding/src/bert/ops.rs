@@ -122,6 +122,22 @@ fn layer_norm_body(rows: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
     }
 }
 
+/// RMSNorm of each row of `rows` (rows of `gamma.len()`), in place, as transformers' `Qwen3RMSNorm`:
+/// `γ · (x · 1/√(mean(x²) + eps))`, the mean of squares in the 16-partial order and IEEE `sqrt` and divide
+/// (never an approximate reciprocal square root).
+#[inline(always)]
+fn rms_norm_body(rows: &mut [f32], gamma: &[f32], eps: f32) {
+    let width = gamma.len();
+    let n = width as f32;
+    for row in rows.chunks_exact_mut(width) {
+        let mean = squares16(row, 0.0) / n;
+        let inverse = 1.0 / (mean + eps).sqrt();
+        for (x, g) in row.iter_mut().zip(gamma) {
+            *x = *g * (*x * inverse);
+        }
+    }
+}
+
 /// `x · ½ · (1 + erf(x / √2))`, the model's exact GELU, in place.
 #[inline(always)]
 fn gelu_body(values: &mut [f32]) {
@@ -161,16 +177,19 @@ fn geglu_body(gated: &[f32], out: &mut [f32], width: usize) {
     }
 }
 
-/// Softmax of each row of `scores` over the keys within `band` of the row's query (row r of a sequence of
-/// `width` keys: keys `r - band ..= r + band` that exist), in place; every other key's value becomes 0. Each
-/// row's band is worked as a row of its own (copied to the start of a scratch row of whole chunks of 16, so
-/// that its 16-partial order starts at the band's first key), so the band's probabilities are what
-/// [`softmax`] gives for those scores alone.
+/// Softmax of each row of `scores` over the keys from `before` positions before the row's query to `after`
+/// positions after it (row r of a sequence of `width` keys: keys `r - before ..= r + after` that exist; a band
+/// is `before = after`, a decoder's causal row `after = 0` with `before` the whole row), in place; every other
+/// key's value becomes 0. Each row's window is worked as a row of its own (copied to the start of a scratch row
+/// of whole chunks of 16, so that its 16-partial order starts at the window's first key), so the window's
+/// probabilities are what [`softmax`] gives for those scores alone.
 #[inline(always)]
-fn softmax_band_body(scores: &mut [f32], width: usize, stride: usize, band: usize) {
-    let mut scratch = vec![0.0f32; (2 * band + 1).next_multiple_of(16)];
+fn softmax_window_body(scores: &mut [f32], width: usize, stride: usize, before: usize, after: usize) {
+    let widest = before.min(width).saturating_add(after.min(width)).saturating_add(1).min(width);
+    let mut scratch = vec![0.0f32; widest.next_multiple_of(16)];
     for (query, row) in scores.chunks_exact_mut(stride).enumerate() {
-        let (lo, hi) = (query.saturating_sub(band), (query + band + 1).min(width));
+        let (lo, hi) =
+            (query.saturating_sub(before), query.saturating_add(after).saturating_add(1).min(width));
         let kept = hi - lo;
         let padded = kept.next_multiple_of(16);
         scratch[..kept].copy_from_slice(&row[lo..hi]);
@@ -273,7 +292,8 @@ dispatch! {
     gelu => gelu_body(values: &mut [f32]);
     swiglu => swiglu_body(gated: &[f32], out: &mut [f32], width: usize);
     geglu => geglu_body(gated: &[f32], out: &mut [f32], width: usize);
-    softmax_band_rows => softmax_band_body(scores: &mut [f32], width: usize, stride: usize, band: usize);
+    rms_norm => rms_norm_body(rows: &mut [f32], gamma: &[f32], eps: f32);
+    softmax_window_rows => softmax_window_body(scores: &mut [f32], width: usize, stride: usize, before: usize, after: usize);
     softmax_rows => softmax_body(scores: &mut [f32], width: usize, stride: usize);
 }
 
@@ -420,18 +440,27 @@ mod tests {
         }
     }
 
-    /// The banded softmax of each row is the definition's over the row's band alone (its 16 partials counted
-    /// from the band's first key), and exactly 0 outside it, on every kernel: catches a band one off on either
-    /// side, partials anchored at the row's start, and keys outside the band given any weight.
+    /// The windowed softmax of each row (a band, or a decoder's causal row) is the definition's over the row's
+    /// window alone (its 16 partials counted from the window's first key), and exactly 0 outside it, on every
+    /// kernel: catches a window one off on either side, partials anchored at the row's start, and keys outside
+    /// the window given any weight (a causal row that let the next key in).
     #[test]
-    fn a_banded_softmax_is_the_definitions_over_the_band_and_zero_outside() {
-        for (width, band) in [(40usize, 4usize), (40, 3), (9, 4), (33, 16)] {
+    fn a_windowed_softmax_is_the_definitions_over_the_window_and_zero_outside() {
+        for (width, before, after) in [
+            (40usize, 4usize, 4usize),
+            (40, 3, 3),
+            (9, 4, 4),
+            (33, 16, 16),
+            (40, 40, 0),
+            (17, 17, 0),
+            (5, 9, 0),
+        ] {
             let stride = width.next_multiple_of(16);
             let scores: Vec<f32> =
                 (0..width * stride).map(|i| ((i * 7919) % 1013) as f32 / 61.0 - 8.0).collect();
             let mut expected = vec![0u32; width * stride];
             for (query, (row, want)) in scores.chunks(stride).zip(expected.chunks_mut(stride)).enumerate() {
-                let (lo, hi) = (query.saturating_sub(band), (query + band + 1).min(width));
+                let (lo, hi) = (query.saturating_sub(before), (query + after + 1).min(width));
                 want[..width].fill(0f32.to_bits());
                 for (at, p) in softmax_by_definition(&row[lo..hi]).into_iter().enumerate() {
                     want[lo + at] = p.to_bits();
@@ -439,11 +468,46 @@ mod tests {
             }
             for kernels in Kernels::available() {
                 let mut got = scores.clone();
-                softmax_band_rows(kernels, &mut got, width, stride, band);
+                softmax_window_rows(kernels, &mut got, width, stride, before, after);
                 for (query, (row, want)) in got.chunks(stride).zip(expected.chunks(stride)).enumerate() {
                     let row: Vec<u32> = row[..width].iter().map(|x| x.to_bits()).collect();
-                    assert_eq!(row, want[..width], "{kernels:?}: {width} keys, band {band}, query {query}");
+                    assert_eq!(
+                        row,
+                        want[..width],
+                        "{kernels:?}: {width} keys, window -{before}..+{after}, query {query}"
+                    );
                 }
+            }
+        }
+    }
+
+    /// RMSNorm is `γ · x / √(mean(x²) + eps)` within 2 ulp-ish of the f64 definition, each row on its own
+    /// (rows of a head's width, as the query and key norms run), the same bits on every kernel.
+    #[test]
+    fn rms_norm_follows_the_definition_row_by_row_and_every_kernel_agrees() {
+        for width in [12usize, 128, 1024] {
+            let values = rows(width, 3);
+            let gamma: Vec<f32> = (0..width).map(|i| 0.5 + (i % 7) as f32 / 7.0).collect();
+            let run = |kernels: Kernels| {
+                let mut normed = values.clone();
+                rms_norm(kernels, &mut normed, &gamma, 1e-6);
+                normed
+            };
+            let portable = run(Kernels::Scalar);
+            for (row, got) in values.chunks(width).zip(portable.chunks(width)) {
+                let mean = row.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>() / width as f64;
+                let inverse = 1.0 / (mean + 1e-6).sqrt();
+                for ((x, g), y) in row.iter().zip(&gamma).zip(got) {
+                    let expected = f64::from(*g) * f64::from(*x) * inverse;
+                    assert!(
+                        (f64::from(*y) - expected).abs() <= 1e-6 * expected.abs().max(1.0),
+                        "{y} vs {expected}"
+                    );
+                }
+            }
+            for kernels in Kernels::available() {
+                let bits: Vec<u32> = run(kernels).iter().map(|x| x.to_bits()).collect();
+                assert_eq!(bits, portable.iter().map(|x| x.to_bits()).collect::<Vec<u32>>(), "{kernels:?}");
             }
         }
     }

@@ -157,7 +157,12 @@ impl GpuModel {
             words: Buffer::with_f32(b, &weights.words)?,
             positions: Buffer::with_f32(b, &weights.positions)?,
             token_type: Buffer::with_f32(b, &weights.token_type)?,
-            embedding_norm: upload_norm(b, &weights.embedding_norm)?,
+            embedding_norm: match &weights.embedding_norm {
+                Some(norm) => upload_norm(b, norm)?,
+                None => {
+                    return Err(DeviceError::Failed("a decoder (no embedding norm) is not run here".into()));
+                }
+            },
             relative_bias: if weights.relative_bias.is_empty() {
                 None
             } else {
