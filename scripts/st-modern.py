@@ -29,6 +29,10 @@ a byte-level BPE tokenizer in Qwen2's pipeline whose post-processor appends `<|e
                      only, the window max_position_embeddings (96: the prompt is 56 tokens)
   qwen3-mqa          2 layers, 4 query heads of 8 over one key/value head, θ 77, mean pooling, a window of 16
                      (max_seq_length), no Normalize
+two for its `truncate_dim` (config_sentence_transformers.json), the vectors cut after the whole pipeline:
+  truncate-normalized  mean pooling, Normalize, truncate_dim 12 of 32: encoded with normalize_embeddings=True, as the
+                       project runs a checkpoint that normalises (the cut vectors normalised again, what cosine scores)
+  truncate-raw         CLS pooling, no Normalize, truncate_dim 20: the first 20 components as they are
 and two for its Dense modules after the pooling:
   dense-two          mean, Dense 32→48 (bias, Tanh: the default), Dense 48→24 (no bias, Identity), Normalize
                      (EmbeddingGemma's pipeline in small)
@@ -233,6 +237,29 @@ def make_qwen3(out, scratch):
         save_sentence_transformer(base, out / name, pooling, length=length, normalize=normalize, prompts=prompts)
 
 
+def make_truncate(out, scratch):
+    for name, seed, pooling, normalize, dims in [
+        ("truncate-normalized", 133, "mean", True, 12),
+        ("truncate-raw", 144, "cls", False, 20),
+    ]:
+        base = save_base(scratch / name, bert(seed), 512)
+        from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+        transformer = Transformer(str(base))
+        modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling)]
+        modules += [Normalize()] if normalize else []
+        SentenceTransformer(modules=modules, prompts=PROMPTS, truncate_dim=dims).save_pretrained(str(out / name))
+
+
+def renormalized(directory):
+    """Whether the project normalises `directory`'s vectors again after cutting them (a checkpoint with a
+    Normalize module and a truncate_dim): sentence-transformers' `normalize_embeddings=True`."""
+    modules = json.loads((directory / "modules.json").read_text())
+    settings = directory / "config_sentence_transformers.json"
+    cut = settings.exists() and json.loads(settings.read_text()).get("truncate_dim") is not None
+    return cut and any(m["type"].endswith("Normalize") for m in modules)
+
+
 def modernbert(seed, tokenizer_ids, vocab, heads, layers, local, thetas, every, positions):
     torch.manual_seed(seed)
     config = transformers.ModernBertConfig(
@@ -355,6 +382,7 @@ def make(out):
         respell(out / "pool-sqrt-flags", pooling_flags, "1_Pooling/config.json", indent=4)
 
         make_qwen3(out, scratch)
+        make_truncate(out, scratch)
 
         from sentence_transformers.sentence_transformer.modules import Dense
 
@@ -394,7 +422,8 @@ def encode_all(directory, texts, model_kwargs=None):
         out = {}
         for role in ("query", "document"):
             encode = model.encode_query if role == "query" else model.encode_document
-            vectors = encode(texts, convert_to_numpy=True, batch_size=3)
+            vectors = encode(texts, convert_to_numpy=True, batch_size=3,
+                             normalize_embeddings=renormalized(directory))
             out[role] = [[float(x) for x in row] for row in vectors]
         return out
 
@@ -495,18 +524,21 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     made = sub.add_parser("make")
-    made.add_argument("--only-qwen3", action="store_true",
-                      help="make the Qwen3 checkpoints alone, keeping the others' bytes")
+    made.add_argument("--only", choices=["qwen3", "truncate"],
+                      help="make that group of checkpoints alone, keeping the others' bytes")
     check = sub.add_parser("reference")
     check.add_argument("--check", action="store_true")
     live = sub.add_parser("parity")
     live.add_argument("--bin", required=True)
     args = parser.parse_args()
-    if args.command == "make" and args.only_qwen3:
-        for name in ("qwen3-lasttoken", "qwen3-mqa"):
+    if args.command == "make" and args.only:
+        group = {"qwen3": (make_qwen3, ("qwen3-lasttoken", "qwen3-mqa")),
+                 "truncate": (make_truncate, ("truncate-normalized", "truncate-raw"))}
+        maker, names = group[args.only]
+        for name in names:
             shutil.rmtree(ROOT / name, ignore_errors=True)
         with tempfile.TemporaryDirectory() as scratch:
-            make_qwen3(ROOT, Path(scratch))
+            maker(ROOT, Path(scratch))
         for junk in ROOT.rglob("README.md"):
             junk.unlink()
         reference(check=False)

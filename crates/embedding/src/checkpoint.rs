@@ -101,6 +101,10 @@ pub struct Checkpoint {
     pub files: BTreeMap<String, String>,
     /// The Dense modules between the pooling and the normalisation, in order (none for most checkpoints).
     pub dense: Vec<crate::dense::DenseSpec>,
+    /// `truncate_dim` (`config_sentence_transformers.json`): the vectors are cut to their first this many
+    /// components after the whole pipeline, and when the checkpoint normalises, normalised again (see
+    /// `SentenceBert`'s embedding), so that they stay unit length.
+    pub truncate_dim: Option<usize>,
 }
 
 pub(crate) fn invalid(path: &Path, reason: impl std::fmt::Display) -> Error {
@@ -220,6 +224,7 @@ impl Checkpoint {
                 prompts: BTreeMap::new(),
                 sentence_transformers: false,
                 dense: Vec::new(),
+                truncate_dim: None,
                 sentencepiece,
                 qwen2,
                 files,
@@ -336,12 +341,15 @@ impl Checkpoint {
             },
         };
         let mut prompts = BTreeMap::new();
+        let mut truncate_dim = None;
         let prompts_path = dir.join("config_sentence_transformers.json");
         if let Some((bytes, value)) =
             optional_json(&model_dir, &prompts_path, "config_sentence_transformers.json")?
         {
             files.insert("config_sentence_transformers.json".to_owned(), sha256_hex(&bytes));
             prompts = read_prompts(&prompts_path, &value)?;
+            let width = dense.last().map_or(config.hidden_size, |d| d.out_features);
+            truncate_dim = read_truncate_dim(&prompts_path, &value, width)?;
         }
         Ok(Checkpoint {
             dir: dir.to_path_buf(),
@@ -354,6 +362,7 @@ impl Checkpoint {
             prompts,
             sentence_transformers: true,
             dense,
+            truncate_dim,
             sentencepiece,
             qwen2,
             files,
@@ -365,9 +374,10 @@ impl Checkpoint {
         self.prompts.get(&role).map_or("", String::as_str)
     }
 
-    /// The vectors' dimension: the hidden size, or the last Dense module's output width.
+    /// The vectors' dimension: the hidden size, or the last Dense module's output width, or `truncate_dim`.
     pub fn dims(&self) -> usize {
-        self.dense.last().map_or(self.config.hidden_size, |dense| dense.out_features)
+        self.truncate_dim
+            .unwrap_or_else(|| self.dense.last().map_or(self.config.hidden_size, |dense| dense.out_features))
     }
 }
 
@@ -613,13 +623,18 @@ pub(crate) fn read_prompts(path: &Path, value: &Value) -> Result<BTreeMap<Role, 
     {
         prompts.insert(Role::Document, document);
     }
-    // Cutting a unit vector to its first dimensions leaves it shorter than unit length, which nothing here
-    // accepts: refused by name rather than ignored.
-    if let Some(dims) = value.get("truncate_dim").filter(|v| !v.is_null()) {
-        return Err(invalid(
-            path,
-            format!("truncate_dim {dims}: vectors cut to fewer dimensions are not run here"),
-        ));
-    }
     Ok(prompts)
+}
+
+/// `truncate_dim`: `None` when absent or null, else a count from 1 to `width` (the pipeline's output width;
+/// more would cut nothing, which a checkpoint would not declare on purpose).
+pub(crate) fn read_truncate_dim(path: &Path, value: &Value, width: usize) -> Result<Option<usize>> {
+    let Some(dims) = value.get("truncate_dim").filter(|v| !v.is_null()) else { return Ok(None) };
+    match dims.as_u64() {
+        Some(d) if d >= 1 && d as usize <= width => Ok(Some(d as usize)),
+        _ => Err(invalid(
+            path,
+            format!("truncate_dim {dims} is not a dimension count within 1..={width} (the vectors' width)"),
+        )),
+    }
 }

@@ -477,6 +477,15 @@ impl SentenceBert {
                             .map_err(|reason| Error::InvalidEmbedding { index, reason })?,
                     }
                 }
+                // sentence-transformers cuts after the whole pipeline; a checkpoint that normalises is
+                // normalised again, as its `encode(normalize_embeddings=True)` does and as its cosine
+                // similarity scores the cut vectors.
+                if let Some(dims) = self.checkpoint.truncate_dim {
+                    vector.truncate(dims);
+                    if self.checkpoint.normalize {
+                        normalize(&mut vector).map_err(|reason| Error::InvalidEmbedding { index, reason })?;
+                    }
+                }
                 Ok(Embedding { vector, tokens: ids.len(), shortened_to: None })
             })
             .collect()

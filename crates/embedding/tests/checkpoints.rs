@@ -466,7 +466,7 @@ fn a_checkpoint_as_later_sentence_transformers_save_it_runs_as_the_classic_one()
 }
 
 #[test]
-fn default_prompt_name_and_truncate_dim_are_applied_or_refused_by_name() {
+fn default_prompt_name_and_a_bad_truncate_dim_are_applied_or_refused_by_name() {
     let name = "mean-two-prompts";
     let (_copy, loaded) = loaded_copy(name, |dir| {
         std::fs::write(
@@ -484,7 +484,9 @@ fn default_prompt_name_and_truncate_dim_are_applied_or_refused_by_name() {
     );
     for (config, says) in [
         ("{\"prompts\": {\"query\": \"q : \"}, \"default_prompt_name\": \"missing\"}", "names no prompt"),
-        ("{\"prompts\": {}, \"truncate_dim\": 16}", "truncate_dim 16"),
+        ("{\"prompts\": {}, \"truncate_dim\": 0}", "truncate_dim 0"),
+        ("{\"prompts\": {}, \"truncate_dim\": 100000}", "truncate_dim 100000"),
+        ("{\"prompts\": {}, \"truncate_dim\": \"16\"}", "truncate_dim \"16\""),
     ] {
         let (_copy, loaded) = loaded_copy(name, |dir| {
             std::fs::write(dir.join("config_sentence_transformers.json"), config).unwrap();

@@ -332,3 +332,39 @@ fn a_qwen3_tokenizer_runs_qwen2_s_pipeline_whatever_the_file_says() {
     assert_eq!(bits(&original), bits(&load(respelled.path())));
     assert_eq!(original.input_ids(texts[0]).unwrap(), load(respelled.path()).input_ids(texts[0]).unwrap());
 }
+
+/// `truncate_dim` cuts after the whole pipeline: a checkpoint that normalises gives the first d components of
+/// its uncut vector normalised again (unit length), one that does not gives them as they are; the dimension is
+/// d. Fails if the cut came before the Normalize, or if the cut vectors were not normalised again.
+#[test]
+fn truncate_dim_cuts_after_the_pipeline_and_a_normalising_checkpoint_normalises_again() {
+    let texts = ["Protein expression in Human cells is Increased by the drug.", "the red planet"];
+    for (name, dims, normalises) in [("truncate-normalized", 12, true), ("truncate-raw", 20, false)] {
+        let cut = load(&modern_dir().join(name));
+        assert_eq!(cut.checkpoint().dims(), dims);
+        assert_eq!(embedding::Embedder::identity(&cut).dims, dims);
+        let uncut = edited(name, |_| {});
+        let settings = uncut.path().join("config_sentence_transformers.json");
+        let mut value: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+        value.as_object_mut().unwrap().remove("truncate_dim");
+        std::fs::write(&settings, serde_json::to_vec(&value).unwrap()).unwrap();
+        let uncut = load(uncut.path());
+        assert_eq!(uncut.checkpoint().dims(), 32);
+        let short = cut.embed_prompted("", &texts, &|_| {}).unwrap();
+        let long = uncut.embed_prompted("", &texts, &|_| {}).unwrap();
+        for (short, long) in short.iter().zip(&long) {
+            assert_eq!(short.vector.len(), dims);
+            let prefix = &long.vector[..dims];
+            let norm = prefix.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+            let own = short.vector.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+            if normalises {
+                assert!((own - 1.0).abs() < 1e-6 && norm < 0.99, "{name}: {own} {norm}");
+                for (a, b) in short.vector.iter().zip(prefix) {
+                    assert!((f64::from(*a) - f64::from(*b) / norm).abs() < 1e-6, "{name}");
+                }
+            } else {
+                assert_eq!(short.vector, prefix, "{name}");
+            }
+        }
+    }
+}

@@ -356,7 +356,7 @@ pub(crate) struct LockArgs {
 /// Which model embeds, shared by `embed` and `build`.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct ModelArgs {
-    /// A checkpoint: BERT, XLM-R, MPNet, NomicBert, ModernBERT [default: all-MiniLM-L6-v2]
+    /// A checkpoint: BERT, XLM-R, MPNet, NomicBert, ModernBERT, Qwen3 [default: all-MiniLM-L6-v2]
     ///
     /// A BERT sentence-transformers checkpoint: model.safetensors, tokenizer.json and config.json, and what
     /// else it declares (modules.json, 1_Pooling/config.json, sentence_bert_config.json,

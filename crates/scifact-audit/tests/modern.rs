@@ -23,6 +23,11 @@ fn a_tiny_eval_with_a_qwen3_decoder_verifies_every_vector() {
 }
 
 #[test]
+fn a_tiny_eval_with_a_truncate_dim_checkpoint_verifies_every_vector() {
+    evaluated_and_verified("truncate-normalized", "dense-two");
+}
+
+#[test]
 fn a_tiny_eval_with_dense_modules_after_the_pooling_verifies_every_vector() {
     evaluated_and_verified("dense-two", "pool-lasttoken");
 }
