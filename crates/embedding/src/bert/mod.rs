@@ -959,12 +959,25 @@ fn attention(
     // Score rows padded to whole chunks of 16 for the softmax (`ops::softmax_rows`).
     let padded = len.next_multiple_of(16);
     let mut scores = vec![0.0f32; len * padded];
+    // A causal row's keys end at its query: each block of query rows is multiplied by the keys up to its last
+    // row only. The bits are the full square's: a score is one chain over the head's dimensions whatever the
+    // other columns, and a context value's chain over the keys only loses zero terms at its end (probability 0
+    // times a value, added to a sum that is never -0, leaves it as it is).
+    let causal = visible == Keys::Window { before: usize::MAX, after: 0 } && bias.is_empty();
+    let blocks: Vec<(usize, usize)> = if causal {
+        (0..len).step_by(CAUSAL_ROWS).map(|first| (first, (first + CAUSAL_ROWS).min(len))).collect()
+    } else {
+        vec![(0, len)]
+    };
     for head in 0..heads {
         let shared = (head / group) * head_dim;
         let (q_at, k_at, v_at) = (head * head_dim, key_start + shared, value_start + shared);
-        let queries = gemm::Rows { data: &qkv[q_at..], m: len, stride };
-        let keys = gemm::Rows { data: &qkv[k_at..], m: len, stride };
-        gemm::product(k, queries, &gemm::Packed::rows(keys, head_dim, k), &mut scores, padded);
+        for &(first, end) in &blocks {
+            let queries = gemm::Rows { data: &qkv[first * stride + q_at..], m: end - first, stride };
+            let keys = gemm::Rows { data: &qkv[k_at..], m: end, stride };
+            let into = &mut scores[first * padded..end * padded];
+            gemm::product(k, queries, &gemm::Packed::rows(keys, head_dim, k), into, padded);
+        }
         if !bias.is_empty() {
             for (query, row) in scores.chunks_exact_mut(padded).enumerate() {
                 for (key, score) in row[..len].iter_mut().enumerate() {
@@ -979,12 +992,20 @@ fn attention(
             }
             _ => ops::softmax_rows(k, &mut scores, len, padded),
         }
-        let values = gemm::Rows { data: &qkv[v_at..], m: len, stride };
-        let value_panels = gemm::Packed::columns(values, head_dim, k);
-        let probabilities = gemm::Rows { data: &scores, m: len, stride: padded };
-        gemm::product(k, probabilities, &value_panels, &mut out[q_at..], shape.context_width());
+        let width = shape.context_width();
+        for &(first, end) in &blocks {
+            let values = gemm::Rows { data: &qkv[v_at..], m: end, stride };
+            let value_panels = gemm::Packed::columns(values, head_dim, k);
+            let probabilities =
+                gemm::Rows { data: &scores[first * padded..], m: end - first, stride: padded };
+            let into = &mut out[first * width + q_at..end * width];
+            gemm::product(k, probabilities, &value_panels, into, width);
+        }
     }
 }
+
+/// Query rows per block of a causal attention's products.
+const CAUSAL_ROWS: usize = 64;
 
 /// MPNet's bucket of the relative position `key - query` (32 buckets, distances up to 128), as transformers'
 /// `relative_position_bucket` computes it with a float logarithm, here by integer thresholds so that it is the
