@@ -174,41 +174,26 @@ impl Checkpoint {
             .unwrap_or_else(|| {
                 if config.model_type == "xlm-roberta" { "XLMRobertaTokenizer".into() } else { String::new() }
             });
+        // Both classes whose pipeline is rebuilt read `add_prefix_space` from tokenizer_config.json, which then
+        // shapes the vectors (its digest is bound); each has its own default.
+        let mut prefix_space = |default: bool| -> Result<bool> {
+            let Some((bytes, value)) = &tokenizer_config else { return Ok(default) };
+            files.insert("tokenizer_config.json".to_owned(), sha256_hex(bytes));
+            match value.get("add_prefix_space") {
+                None | Some(Value::Null) => Ok(default),
+                Some(Value::Bool(flag)) => Ok(*flag),
+                Some(other) => {
+                    Err(invalid(&tokenizer_config_path, format!("add_prefix_space {other} is not a boolean")))
+                }
+            }
+        };
         let qwen2 = if class.starts_with("Qwen2Tokenizer") || (class.is_empty() && config.is_qwen3()) {
-            if let Some((bytes, _)) = &tokenizer_config {
-                files.insert("tokenizer_config.json".to_owned(), sha256_hex(bytes));
-            }
-            match tokenizer_config.as_ref().and_then(|(_, v)| v.get("add_prefix_space").cloned()) {
-                None | Some(Value::Null) => Some(false),
-                Some(Value::Bool(flag)) => Some(flag),
-                Some(other) => {
-                    return Err(invalid(
-                        &tokenizer_config_path,
-                        format!("add_prefix_space {other} is not a boolean"),
-                    ));
-                }
-            }
+            Some(prefix_space(false)?)
         } else {
             None
         };
-        let sentencepiece = if class.starts_with("XLMRobertaTokenizer") {
-            if let Some((bytes, _)) = &tokenizer_config {
-                files.insert("tokenizer_config.json".to_owned(), sha256_hex(bytes));
-            }
-            let prefix = tokenizer_config.as_ref().and_then(|(_, v)| v.get("add_prefix_space").cloned());
-            Some(match prefix {
-                None | Some(Value::Null) => true,
-                Some(Value::Bool(flag)) => flag,
-                Some(other) => {
-                    return Err(invalid(
-                        &tokenizer_config_path,
-                        format!("add_prefix_space {other} is not a boolean"),
-                    ));
-                }
-            })
-        } else {
-            None
-        };
+        let sentencepiece =
+            if class.starts_with("XLMRobertaTokenizer") { Some(prefix_space(true)?) } else { None };
 
         let modules_path = dir.join("modules.json");
         let Some((modules_bytes, modules)) = optional_json(&model_dir, &modules_path, "modules.json")? else {

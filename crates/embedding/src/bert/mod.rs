@@ -405,6 +405,17 @@ impl Tensors<'_> {
         Ok(Linear { weight: self.get(&format!("{prefix}.weight"), &[n, k])?, bias: vec![0.0; n], n, k })
     }
 
+    /// Bias-free linear layers of one input width `k` stacked into one product, their rows in the order given
+    /// (`[up; gate]`, `[q; k; v]`): `prefixes` names each layer and its row count.
+    fn unbiased_stacked(&self, prefixes: &[(&str, usize)], k: usize) -> std::result::Result<Linear, String> {
+        let mut weight = Vec::new();
+        for (prefix, n) in prefixes {
+            weight.extend(self.unbiased(prefix, *n, k)?.weight);
+        }
+        let n = prefixes.iter().map(|(_, n)| n).sum();
+        Ok(Linear { weight, bias: vec![0.0; n], n, k })
+    }
+
     /// A bias-free fused `[q; k; v]` projection (`{prefix}.weight`, 3 × `hidden` rows of `hidden`) with its
     /// query rows scaled by 1/√`head_dim`, as the rotary encoders' `Wqkv` is run (the scale commutes with the
     /// rotation exactly when it is a power of two, head widths 4, 16, 64, 256).

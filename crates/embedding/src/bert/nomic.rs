@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Config, LayerWeights, Linear, Weights, rope::Rotary};
+use super::{Config, LayerWeights, Weights, rope::Rotary};
 
 /// `model_type` of NomicBert, in both spellings.
 pub(crate) const MODEL_TYPE: &str = "nomic_bert";
@@ -151,14 +151,7 @@ pub(super) fn read(config: Config, tensors: &super::Tensors<'_>) -> Result<Weigh
     let mut layers = Vec::new();
     for layer in 0..config.num_hidden_layers {
         let at = |name: &str| format!("encoder.layers.{layer}.{name}");
-        let up = tensors.unbiased(&at("mlp.fc11"), i, h)?;
-        let gate = tensors.unbiased(&at("mlp.fc12"), i, h)?;
-        let gated = Linear {
-            weight: up.weight.into_iter().chain(gate.weight).collect(),
-            bias: vec![0.0; 2 * i],
-            n: 2 * i,
-            k: h,
-        };
+        let gated = tensors.unbiased_stacked(&[(&at("mlp.fc11"), i), (&at("mlp.fc12"), i)], h)?;
         layers.push(LayerWeights {
             qkv: tensors.scaled_qkv(&at("attn.Wqkv"), h, head_dim)?,
             output: tensors.unbiased(&at("attn.out_proj"), h, h)?,

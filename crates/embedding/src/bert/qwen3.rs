@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Config, HeadNorms, LayerWeights, Linear, Norm, Weights, rope::Rotary};
+use super::{Config, HeadNorms, LayerWeights, Norm, Weights, rope::Rotary};
 
 /// `model_type` of Qwen3.
 pub(crate) const MODEL_TYPE: &str = "qwen3";
@@ -145,24 +145,15 @@ pub(super) fn read(config: Config, tensors: &super::Tensors<'_>) -> Result<Weigh
     let mut layers = Vec::new();
     for layer in 0..config.num_hidden_layers {
         let at = |name: &str| format!("layers.{layer}.{name}");
-        let q = tensors.unbiased(&at("self_attn.q_proj"), q_width, h)?;
-        let k = tensors.unbiased(&at("self_attn.k_proj"), kv_width, h)?;
-        let v = tensors.unbiased(&at("self_attn.v_proj"), kv_width, h)?;
-        let qkv_width = q_width + 2 * kv_width;
-        let qkv = Linear {
-            weight: q.weight.into_iter().chain(k.weight).chain(v.weight).collect(),
-            bias: vec![0.0; qkv_width],
-            n: qkv_width,
-            k: h,
-        };
-        let up = tensors.unbiased(&at("mlp.up_proj"), i, h)?;
-        let gate = tensors.unbiased(&at("mlp.gate_proj"), i, h)?;
-        let gated = Linear {
-            weight: up.weight.into_iter().chain(gate.weight).collect(),
-            bias: vec![0.0; 2 * i],
-            n: 2 * i,
-            k: h,
-        };
+        let qkv = tensors.unbiased_stacked(
+            &[
+                (&at("self_attn.q_proj"), q_width),
+                (&at("self_attn.k_proj"), kv_width),
+                (&at("self_attn.v_proj"), kv_width),
+            ],
+            h,
+        )?;
+        let gated = tensors.unbiased_stacked(&[(&at("mlp.up_proj"), i), (&at("mlp.gate_proj"), i)], h)?;
         let mut query = rms(&at("self_attn.q_norm"), shape.head_dim)?;
         for gamma in &mut query.gamma {
             *gamma *= scale;
