@@ -177,8 +177,14 @@ pub struct SearchConfig {
     pub dense_derived_sparse: bool,
     /// Token-level late-interaction weight. Default 0; not supported.
     pub late_interaction_weight: f64,
-    /// Matryoshka truncation of candidate vectors. Default `None` (full dimension); not supported.
+    /// Matryoshka candidates: `Some(d)` runs the dense search first over every vector's first d components,
+    /// renormalised (`crate::matryoshka::truncate`), and ranks the `candidate_depth` facts it finds by the full
+    /// vectors' inner product. Default `None`: the full dimension only.
     pub candidate_dims: Option<usize>,
+    /// How many candidates the truncated first pass finds when `candidate_dims` is set: at least `top_k` and
+    /// `vector_candidates`. Default 100, not written out, so configurations made before it keep their bytes.
+    #[serde(default = "default_candidates", skip_serializing_if = "is_default_candidates")]
+    pub candidate_depth: usize,
     /// Recency weighting. Default off; not supported.
     pub recency: Recency,
     /// Derived-vector backend. Default disabled; not supported.
@@ -216,6 +222,7 @@ impl Default for SearchConfig {
             dense_derived_sparse: false,
             late_interaction_weight: 0.0,
             candidate_dims: None,
+            candidate_depth: DEFAULT_CANDIDATES,
             recency: Recency::Off,
             derived_vector_backend: DerivedVectorBackend::Disabled,
             exactness: ExactnessProfile::PreferExact,
@@ -360,8 +367,32 @@ impl SearchConfig {
                 "the library has no token-level late interaction",
             );
         }
-        if self.candidate_dims.is_some() {
-            return reject("candidate_dims", self.candidate_dims, "the library has no Matryoshka truncation");
+        match self.candidate_dims {
+            Some(0) => {
+                return reject("candidate_dims", 0, "must be at least 1 (and at most the store's dimension)");
+            }
+            Some(_) => {
+                if self.candidate_depth < self.top_k.max(self.vector_candidates)
+                    || self.candidate_depth > MAX_DEPTH
+                {
+                    return reject(
+                        "candidate_depth",
+                        self.candidate_depth,
+                        "must be at least top_k and vector_candidates and at most 10000",
+                    );
+                }
+                if self.exactness == ExactnessProfile::AllowApproximate {
+                    return reject(
+                        "candidate_dims",
+                        self.candidate_dims,
+                        "Matryoshka candidates are searched exactly; allow_approximate would not be honoured",
+                    );
+                }
+            }
+            None if self.candidate_depth != DEFAULT_CANDIDATES => {
+                return reject("candidate_depth", self.candidate_depth, "is used only with candidate_dims");
+            }
+            None => {}
         }
         if self.recency != Recency::Off {
             return reject("recency", self.recency, "facts carry no timestamps to weight by");
@@ -412,7 +443,17 @@ mod tests {
             (SearchConfig { sparse_candidates: 5, ..base() }, "sparse_candidates"),
             (SearchConfig { dense_derived_sparse: true, ..base() }, "dense_derived_sparse"),
             (SearchConfig { late_interaction_weight: 0.1, ..base() }, "late_interaction_weight"),
-            (SearchConfig { candidate_dims: Some(128), ..base() }, "candidate_dims"),
+            (SearchConfig { candidate_dims: Some(0), ..base() }, "candidate_dims"),
+            (
+                SearchConfig {
+                    candidate_dims: Some(64),
+                    exactness: ExactnessProfile::AllowApproximate,
+                    ..base()
+                },
+                "candidate_dims",
+            ),
+            (SearchConfig { candidate_dims: Some(64), candidate_depth: 99, ..base() }, "candidate_depth"),
+            (SearchConfig { candidate_depth: 200, ..base() }, "candidate_depth"),
             (SearchConfig { recency: Recency::HalfLifeDays(30.0), ..base() }, "recency"),
             (
                 SearchConfig { derived_vector_backend: DerivedVectorBackend::BinaryQuantized, ..base() },
@@ -437,6 +478,26 @@ mod tests {
         assert!(message.contains("dense_derived_sparse"), "{message}");
         assert!(message.contains("true"), "{message}");
         assert!(message.contains("no dense-derived sparse"), "{message}");
+    }
+
+    /// Matryoshka candidates are accepted at any depth from top_k and vector_candidates, and a configuration
+    /// without them serializes as it did before they existed.
+    #[test]
+    fn candidate_dims_are_accepted_and_the_baseline_keeps_its_bytes() {
+        SearchConfig { candidate_dims: Some(64), ..SearchConfig::default() }.validate().unwrap();
+        SearchConfig { candidate_dims: Some(1), candidate_depth: 1000, ..SearchConfig::default() }
+            .validate()
+            .unwrap();
+        let baseline = serde_json::to_value(SearchConfig::default()).unwrap();
+        assert!(baseline.get("candidate_depth").is_none(), "{baseline}");
+        assert_eq!(baseline["candidate_dims"], serde_json::Value::Null);
+        let deep = SearchConfig { candidate_dims: Some(64), candidate_depth: 500, ..SearchConfig::default() };
+        let json = serde_json::to_value(&deep).unwrap();
+        assert_eq!(
+            (json["candidate_dims"].as_u64(), json["candidate_depth"].as_u64()),
+            (Some(64), Some(500))
+        );
+        assert_eq!(serde_json::from_value::<SearchConfig>(json).unwrap(), deep);
     }
 
     /// A sparse weight is accepted (RRF, or a convex combination whose three weights sum to 1), and a

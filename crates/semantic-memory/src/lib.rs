@@ -40,6 +40,7 @@ mod helper;
 mod lexical;
 pub mod lucene;
 mod lucene_facts;
+pub mod matryoshka;
 mod receipt;
 mod search;
 mod simd;
@@ -56,9 +57,9 @@ pub use crate::error::{Error, Result};
 pub use crate::helper::{helper_jobs_reclaimed, searches_in_sequence, set_parallel_search};
 pub use crate::lexical::FtsQuery;
 pub use crate::receipt::{
-    ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, QueryEvidence,
-    RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, RECEIPT_SCHEMA_SPARSE, SearchMode, SearchReceipt,
-    SparseEvidence, StoreEvidence, VectorEvidence,
+    ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, MatryoshkaEvidence,
+    QueryEvidence, RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, RECEIPT_SCHEMA_MATRYOSHKA, RECEIPT_SCHEMA_SPARSE,
+    SearchMode, SearchReceipt, SparseEvidence, StoreEvidence, VectorEvidence,
 };
 pub use crate::search::{SearchContext, SearchOutcome, SearchTiming};
 pub use crate::simd::{SIMD_CAP_VAR, SimdCap};

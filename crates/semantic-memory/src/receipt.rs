@@ -24,6 +24,10 @@ pub const RECEIPT_SCHEMA_ANALYZED: &str = "semantic-memory-search-receipt-v4";
 /// component.
 pub const RECEIPT_SCHEMA_SPARSE: &str = "semantic-memory-search-receipt-v5";
 
+/// The schema of a receipt whose vector list came from Matryoshka candidates (`SearchConfig::candidate_dims`):
+/// v3's, v4's or v5's fields, with [`VectorEvidence::matryoshka`].
+pub const RECEIPT_SCHEMA_MATRYOSHKA: &str = "semantic-memory-search-receipt-v6";
+
 /// Which search API produced a receipt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -210,6 +214,28 @@ pub struct VectorEvidence {
     pub limit: usize,
     /// Candidates returned.
     pub returned: usize,
+    /// The two stages of a Matryoshka search (receipt v6), when `candidate_dims` was set: then `backend`,
+    /// `exact`, `vectors_scanned`, `vectors_rescored` and `exactness` describe the first pass, over the
+    /// truncated vectors, and the scores are the full vectors'. Left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matryoshka: Option<MatryoshkaEvidence>,
+}
+
+/// How a Matryoshka search found its candidates and ranked them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatryoshkaEvidence {
+    /// The components the first pass searched (`candidate_dims`).
+    pub candidate_dims: usize,
+    /// The candidates it was asked for (`candidate_depth`).
+    pub candidate_depth: usize,
+    /// How vectors were truncated ([`crate::matryoshka::TRUNCATION`]).
+    pub truncation: String,
+    /// `sha256:` of the truncated query vector's little-endian f32 bytes.
+    pub truncated_query_sha256: String,
+    /// Candidates the first pass returned, every one scored with the full vectors.
+    pub rescored_at_full_dims: usize,
+    /// What the answer is, in one sentence.
+    pub ranking: String,
 }
 
 /// The store a search ran against.
@@ -226,8 +252,9 @@ pub struct StoreEvidence {
 /// The record of one search, returned to the caller and persisted in the store under its request id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchReceipt {
-    /// [`RECEIPT_SCHEMA`], [`RECEIPT_SCHEMA_ANALYZED`] where Lucene's BM25 answered, or
-    /// [`RECEIPT_SCHEMA_SPARSE`] where a sparse list was asked.
+    /// [`RECEIPT_SCHEMA`], [`RECEIPT_SCHEMA_ANALYZED`] where Lucene's BM25 answered,
+    /// [`RECEIPT_SCHEMA_SPARSE`] where a sparse list was asked, or [`RECEIPT_SCHEMA_MATRYOSHKA`] where the vector
+    /// list came from Matryoshka candidates.
     pub schema: String,
     /// `semantic-memory <version>`.
     pub library: String,

@@ -16,14 +16,15 @@ use crate::helper;
 use crate::lexical::{Fts5, FtsQuery, LexicalBackend, Scope};
 use crate::lucene::{ANALYZER, query_terms};
 use crate::lucene_facts::{Built, LuceneFacts};
+use crate::matryoshka::{self, TRUNCATION, Truncated};
 use crate::receipt::{
-    ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, QueryEvidence,
-    RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, RECEIPT_SCHEMA_SPARSE, SearchMode, SearchReceipt,
-    SparseEvidence, StoreEvidence, VectorEvidence,
+    ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, MatryoshkaEvidence,
+    QueryEvidence, RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, RECEIPT_SCHEMA_MATRYOSHKA, RECEIPT_SCHEMA_SPARSE,
+    SearchMode, SearchReceipt, SparseEvidence, StoreEvidence, VectorEvidence,
 };
 use crate::sparse::{IMPACT_EXACTNESS, SPARSE_EXACTNESS, SparseVector};
 use crate::store::{FactId, FactStore, STORE_FORMAT, vector_to_blob};
-use crate::vector::{ScoredFact, VectorBackend, check_unit_vector};
+use crate::vector::{Bounded, ScoredFact, VectorBackend, check_unit_vector};
 
 /// Who is asking, and where: the request id (unique per store), the namespace and the source types searched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,10 +137,27 @@ struct VectorPlan<'a> {
     approximate_available: bool,
     #[cfg(feature = "usearch")]
     hnsw: Option<crate::vector::HnswOptions>,
+    /// Set when the configuration asks for Matryoshka candidates.
+    matryoshka: Option<Matryoshka<'a>>,
 }
+
+/// The two stages of a Matryoshka search: the truncated index, and the exact backend whose rows rescore.
+struct Matryoshka<'a> {
+    truncated: std::sync::Arc<Truncated>,
+    full: &'a Bounded,
+    depth: usize,
+}
+
+/// What a Matryoshka receipt says its answer is.
+const MATRYOSHKA_RANKING: &str = "the first pass's exact top candidate_depth over the truncated vectors (ties by \
+                                  fact id), ranked by the full vectors' dot product (ties by fact id): not the \
+                                  full dimension's top k, which may hold facts the first pass did not find";
 
 impl VectorPlan<'_> {
     fn run(&self, query: &[f32], limit: usize, scope: &InScope<'_>) -> Result<VectorRun> {
+        if let Some(two_stage) = &self.matryoshka {
+            return self.run_matryoshka(two_stage, query, limit, scope);
+        }
         let answer = self.backend.search(query, limit, &|fact_id| scope.contains(fact_id))?;
         let candidates = answer.candidates;
         let evidence = VectorEvidence {
@@ -157,8 +175,45 @@ impl VectorPlan<'_> {
             hnsw: self.hnsw,
             limit,
             returned: candidates.len(),
+            matryoshka: None,
         };
         Ok(VectorRun { candidates, evidence })
+    }
+
+    fn run_matryoshka(
+        &self,
+        two_stage: &Matryoshka<'_>,
+        query: &[f32],
+        limit: usize,
+        scope: &InScope<'_>,
+    ) -> Result<VectorRun> {
+        let Matryoshka { truncated, full, depth } = two_stage;
+        let answer = matryoshka::search(truncated, full, query, *depth, limit, &|fact| scope.contains(fact))?;
+        let evidence = VectorEvidence {
+            backend: full.name().to_owned(),
+            exact: true,
+            profile: self.profile,
+            exact_available: self.exact_available,
+            approximate_available: self.approximate_available,
+            fallback_reason: None,
+            index_size: full.len(),
+            vectors_scanned: answer.scanned,
+            vectors_rescored: answer.rescored,
+            exactness: full.exactness().map(str::to_owned),
+            #[cfg(feature = "usearch")]
+            hnsw: None,
+            limit,
+            returned: answer.candidates.len(),
+            matryoshka: Some(MatryoshkaEvidence {
+                candidate_dims: truncated.dims,
+                candidate_depth: *depth,
+                truncation: TRUNCATION.to_owned(),
+                truncated_query_sha256: sha256_digest(&vector_to_blob(&answer.truncated_query)),
+                rescored_at_full_dims: answer.first_pass_returned,
+                ranking: MATRYOSHKA_RANKING.to_owned(),
+            }),
+        };
+        Ok(VectorRun { candidates: answer.candidates, evidence })
     }
 }
 
@@ -198,7 +253,7 @@ impl FactStore {
     ) -> Result<SearchOutcome> {
         check_unit_vector(query_vector, self.dims)?;
         let started = self.begin(config, context)?;
-        let run = self.vector(query_vector, config.exactness, context, config.top_k)?;
+        let run = self.vector(query_vector, config, context, config.top_k)?;
         let hits = component_hits(&run.candidates, |component| (None, Some(component), None));
         let retrieval = started.elapsed();
         let (query, _) = query_evidence(None, Some(query_vector));
@@ -246,7 +301,7 @@ impl FactStore {
         let fts = FtsQuery::from_text(query);
         // The two components run at once: the vector search on the helper thread (it reads only plain data),
         // the lexical one here (it needs the connection).
-        let plan = self.vector_plan(config.exactness)?;
+        let plan = self.vector_plan(config)?;
         let scope = self.scope(context);
         let (vector, lexical) = helper::join(
             || plan.run(query_vector, config.vector_candidates, &scope),
@@ -501,16 +556,42 @@ impl FactStore {
     fn vector(
         &self,
         query: &[f32],
-        profile: ExactnessProfile,
+        config: &SearchConfig,
         context: &SearchContext,
         limit: usize,
     ) -> Result<VectorRun> {
         let scope = self.scope(context);
-        self.vector_plan(profile)?.run(query, limit, &scope)
+        self.vector_plan(config)?.run(query, limit, &scope)
     }
 
-    /// Which vector backend answers under `profile`, and why, decided before any work.
-    fn vector_plan(&self, profile: ExactnessProfile) -> Result<VectorPlan<'_>> {
+    /// Which vector backend answers under `config.exactness`, and why, and the truncated index when
+    /// `config.candidate_dims` asks for Matryoshka candidates (built now unless the last one built has its
+    /// dimension): decided before any work.
+    fn vector_plan(&self, config: &SearchConfig) -> Result<VectorPlan<'_>> {
+        let profile = config.exactness;
+        let matryoshka = match config.candidate_dims {
+            None => None,
+            Some(dims) if dims > self.dims => {
+                return Err(Error::UnsupportedConfig {
+                    field: "candidate_dims",
+                    value: dims.to_string(),
+                    reason: "must be at most the store's vector dimension",
+                });
+            }
+            Some(dims) => {
+                let full = self.exact.as_ref().ok_or(Error::ExactBackendUnavailable)?;
+                let cached = self.matryoshka.borrow().as_ref().filter(|index| index.dims == dims).cloned();
+                let truncated = match cached {
+                    Some(index) => index,
+                    None => {
+                        let built = std::sync::Arc::new(Truncated::build(full, dims)?);
+                        *self.matryoshka.borrow_mut() = Some(built.clone());
+                        built
+                    }
+                };
+                Some(Matryoshka { truncated, full, depth: config.candidate_depth })
+            }
+        };
         let exact: Option<&dyn VectorBackend> = self.exact.as_ref().map(|b| b as &dyn VectorBackend);
         #[cfg(feature = "usearch")]
         let approximate: Option<&dyn VectorBackend> = self.hnsw.as_ref().map(|b| b as &dyn VectorBackend);
@@ -536,6 +617,7 @@ impl FactStore {
             approximate_available: approximate.is_some(),
             #[cfg(feature = "usearch")]
             hnsw: if backend.is_exact() { None } else { self.hnsw.as_ref().map(|index| index.options()) },
+            matryoshka,
         })
     }
 
@@ -569,7 +651,9 @@ impl FactStore {
         hits: Vec<Hit>,
     ) -> SearchReceipt {
         SearchReceipt {
-            schema: if query.sparse_sha256.is_some() {
+            schema: if vector.as_ref().is_some_and(|vector| vector.matryoshka.is_some()) {
+                RECEIPT_SCHEMA_MATRYOSHKA
+            } else if query.sparse_sha256.is_some() {
                 RECEIPT_SCHEMA_SPARSE
             } else if query.analyzed_terms.is_some() {
                 RECEIPT_SCHEMA_ANALYZED

@@ -109,6 +109,8 @@ pub struct FactStore {
     pub(crate) sparse: std::cell::RefCell<Option<std::sync::Arc<crate::sparse::SparseIndex>>>,
     /// The metadata strings equal sparse scores are ordered by, for the key last asked; dropped on insert.
     pub(crate) sparse_tie_keys: std::cell::RefCell<Option<(String, TieKeys)>>,
+    /// The vectors truncated for the last `candidate_dims` asked, built on first use and dropped on insert.
+    pub(crate) matryoshka: std::cell::RefCell<Option<std::sync::Arc<crate::matryoshka::Truncated>>>,
     /// Which journal the database is in: rollback at rest, the write-ahead log while receipts are stored.
     journal: std::cell::Cell<Journal>,
 }
@@ -236,6 +238,7 @@ impl FactStore {
             lucene: std::cell::RefCell::new(None),
             sparse: std::cell::RefCell::new(None),
             sparse_tie_keys: std::cell::RefCell::new(None),
+            matryoshka: std::cell::RefCell::new(None),
             journal: std::cell::Cell::new(Journal::Rollback),
         };
         store.load_vectors()?;
@@ -365,6 +368,7 @@ impl FactStore {
         self.bm25 = std::cell::OnceCell::new();
         self.lucene = std::cell::RefCell::new(None);
         self.sparse_tie_keys = std::cell::RefCell::new(None);
+        self.matryoshka = std::cell::RefCell::new(None);
         for fact in facts {
             check_unit_vector(fact.vector, self.dims)?;
         }

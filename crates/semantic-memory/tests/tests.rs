@@ -9,6 +9,7 @@ mod excluded;
 mod fts;
 mod hybrid;
 mod lucene;
+mod matryoshka;
 mod receipts;
 mod sparse;
 mod store;

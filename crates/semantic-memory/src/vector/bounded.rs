@@ -118,6 +118,11 @@ impl Bounded {
         }
     }
 
+    /// The f32 rows and their fact ids: the full scan this index is judged by.
+    pub(crate) fn reference(&self) -> &BruteForce {
+        &self.full
+    }
+
     /// How many f32 rows live in the temporary file rather than in memory.
     pub fn rows_on_disk(&self) -> usize {
         self.full.rows_on_disk()
