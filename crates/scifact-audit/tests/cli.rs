@@ -25,6 +25,7 @@ mod forger;
 mod formats;
 mod hostile;
 mod keys;
+mod matryoshka;
 mod memo;
 mod models;
 mod modern;

@@ -678,6 +678,9 @@ fn run_mode(
     if context.sparse.is_some() {
         with_sparse(&mut aggregate);
     }
+    if let Some(dims) = options.config.candidate_dims {
+        with_matryoshka(&mut aggregate, dims, options.config.candidate_depth);
+    }
     let aggregate_path = options.output_dir.join(aggregate_file_name(dataset, mode, split, label));
     let mut aggregate_bytes = serde_json::to_vec_pretty(&aggregate)?;
     aggregate_bytes.push(b'\n');
@@ -867,6 +870,32 @@ fn with_sparse(aggregate: &mut Aggregate) {
         "the learned sparse model, by the digest of every file, and every document's and query's sparse vector"
             .into(),
     );
+}
+
+/// A run with Matryoshka candidates can claim its two-stage search: the boundary says which, and no more.
+fn with_matryoshka(aggregate: &mut Aggregate, dims: usize, depth: usize) {
+    for capability in &mut aggregate.capabilities {
+        if capability.name == "matryoshka" {
+            capability.available = true;
+            capability.reason = format!(
+                "candidate_dims {dims}: the exact top {depth} over every vector's first {dims} components, \
+                 renormalised, ranked by the full vectors' dot product"
+            );
+        }
+    }
+    let boundary = &mut aggregate.claim_boundary;
+    for item in &mut boundary.does_not_establish {
+        if item == "Matryoshka retrieval quality" {
+            *item =
+                "Matryoshka retrieval quality at another dimension, depth, model or corpus, or of the full \
+                     dimension's exact top k (a fact the truncated first pass did not find is never ranked)"
+                    .into();
+        }
+    }
+    boundary.supports.push(format!(
+        "the quality and local latency of Matryoshka candidates at {dims} dimensions and depth {depth}, every \
+         ranking recomputable from the bundle's vectors"
+    ));
 }
 
 /// Row statistics the contract asks for.

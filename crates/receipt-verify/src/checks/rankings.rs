@@ -15,7 +15,7 @@ use crate::checks::{EmbeddingCheck, Input, Inputs};
 use crate::fixture::FixtureView;
 use crate::mapping::Mapping;
 use crate::recompute::bm25_flat::Ranked;
-use crate::recompute::dense::Scans;
+use crate::recompute::dense::{self, Scans};
 use crate::recompute::fusion::{self, Component, Normalization, Plan};
 use crate::recompute::lexical::{FTS5_B, FTS5_K1, Lists};
 use crate::recompute::sparse::{SparseLists, SparseRule, SparseView};
@@ -34,6 +34,10 @@ struct Shared<'a> {
     own_fact: HashMap<&'a str, i64>,
     vectors: Option<&'a Vectors>,
     dense: Result<Scans, String>,
+    /// The first passes of Matryoshka runs: full scans of the truncated vectors, by `candidate_dims`.
+    truncated: BTreeMap<usize, Result<Scans, String>>,
+    /// Each fact's document index in the vectors, for rescoring Matryoshka candidates.
+    row_of: HashMap<i64, usize>,
     lexical: Result<Lists, String>,
     /// The Lucene BM25 lists, for the one Lucene scorer the runs declare.
     lucene: Result<(Scorer, Ranked), String>,
@@ -96,6 +100,61 @@ fn searches(run: &Run) -> (bool, bool, bool) {
         "sparse_only" => (false, false, true),
         _ => (true, true, sparse_fused),
     }
+}
+
+/// A run's Matryoshka candidates, `(candidate_dims, candidate_depth)`, or `None` when it searched the full
+/// dimension only (`candidate_dims` null; `candidate_depth` left out at its default, 100).
+fn matryoshka(run: &Run) -> Result<Option<(usize, usize)>, String> {
+    let config = run.config();
+    let Some(dims) = config["candidate_dims"].as_u64() else {
+        return match &config["candidate_dims"] {
+            Value::Null => Ok(None),
+            other => Err(format!("config.candidate_dims is {other}, not a count")),
+        };
+    };
+    let depth = match &config["candidate_depth"] {
+        Value::Null => 100,
+        depth => depth.as_u64().ok_or_else(|| format!("config.candidate_depth is {depth}, not a count"))?,
+    };
+    Ok(Some((dims as usize, depth as usize)))
+}
+
+/// Query `index`'s dense list as `run` searched it, without the query's own document: the full scan's, or for
+/// Matryoshka candidates the truncated scan's first `candidate_depth` ranked by the full vectors, after
+/// checking what the receipt says of both stages.
+fn dense_list<'s>(
+    run: &Run,
+    shared: &'s Shared<'_>,
+    scans: &'s Scans,
+    index: usize,
+    id: &str,
+    receipt: &Value,
+) -> Result<std::borrow::Cow<'s, [(i64, f64)]>, String> {
+    let own = shared.own_fact.get(id);
+    let Some((dims, depth)) = matryoshka(run)? else {
+        let list = scans.list(index).ok_or_else(|| format!("query {id:?} was not scanned"))?;
+        return Ok(without_own(list, own));
+    };
+    let (Some(first), Some(vectors)) = (shared.truncated.get(&dims), shared.vectors) else {
+        return Err(format!("query {id:?}: the first pass at {dims} dimensions was not recomputed"));
+    };
+    let first = first.as_ref().map_err(Clone::clone)?;
+    let list = first.list(index).ok_or_else(|| format!("query {id:?} was not scanned"))?;
+    let list = without_own(list, own);
+    let candidates = &list[..depth.min(list.len())];
+    let stated = &receipt["vector"]["matryoshka"];
+    let truncated_query = vector_digest(&dense::truncate(vectors.query(index), dims));
+    if stated["candidate_dims"].as_u64() != Some(dims as u64)
+        || stated["candidate_depth"].as_u64() != Some(depth as u64)
+        || stated["rescored_at_full_dims"].as_u64() != Some(candidates.len() as u64)
+        || stated["truncated_query_sha256"].as_str() != Some(truncated_query.as_str())
+    {
+        return Err(format!(
+            "query {id:?}: the receipt's Matryoshka stages are {stated}; the configuration and vectors give {dims} dimensions, depth {depth}, {} rescored, truncated query {truncated_query}",
+            candidates.len()
+        ));
+    }
+    dense::rescored(candidates, vectors.query(index), vectors, &shared.row_of).map(Into::into)
 }
 
 /// The metadata key under which the runner's store keeps each fact's BEIR document id.
@@ -293,6 +352,29 @@ pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
                 Input::Absent(reason) => Err(format!("not checked: {reason}")),
                 Input::Refused(reason) => Err(reason.to_owned()),
             };
+            let mut first_passes: BTreeMap<usize, usize> = BTreeMap::new();
+            for run in runs.iter().filter(|r| searches(r).0) {
+                if let Ok(Some((dims, depth))) = matryoshka(run) {
+                    let deepest = first_passes.entry(dims).or_insert(0);
+                    // One deeper: a list that leaves out the query's own document reaches one further.
+                    *deepest = (*deepest).max(depth + 1);
+                }
+            }
+            let truncated = first_passes
+                .into_iter()
+                .map(|(dims, depth)| {
+                    let scans = match inputs.vectors {
+                        Input::Read { content, .. } => dense::truncated(content, dims).and_then(|cut| {
+                            Scans::compute(&cut, fact_ids, &needed.0, depth)
+                                .map_err(|e| format!("the truncated vectors could not be read: {e}"))
+                        }),
+                        Input::Absent(reason) => Err(format!("not checked: {reason}")),
+                        Input::Refused(reason) => Err(reason.to_owned()),
+                    };
+                    (dims, scans)
+                })
+                .collect();
+            let row_of = fact_ids.iter().enumerate().map(|(row, fact)| (*fact, row)).collect();
             let lexical_runs = || runs.iter().filter(|r| searches(r).1);
             let wants_fts5 = lexical_runs().any(|r| scorer(r) == Ok(Scorer::Fts5));
             let lucene_scorer = lexical_runs().find_map(|r| scorer(r).ok().filter(|s| *s != Scorer::Fts5));
@@ -346,6 +428,8 @@ pub(crate) fn rankings(inputs: &Inputs<'_>, lexical_threads: usize) -> Report {
                 own_fact,
                 vectors: inputs.vectors.content(),
                 dense,
+                truncated,
+                row_of,
                 lexical,
                 lucene,
                 sparse,
@@ -660,8 +744,7 @@ fn vector(run: &Run, rows: &[Value], shared: &Shared<'_>, scans: &Scans) -> Outc
     for row in rows {
         let Some((index, receipt, hits)) = parts(row, shared)? else { continue };
         let id = query_id(row);
-        let list = scans.list(index).ok_or_else(|| format!("query {id:?} was not scanned"))?;
-        let list = &*without_own(list, shared.own_fact.get(id));
+        let list = &*dense_list(run, shared, scans, index, id, receipt)?;
         if let Some(vectors) = shared.vectors {
             query_vector_bound(id, receipt, vectors.query(index))?;
         }
@@ -677,11 +760,11 @@ fn vector(run: &Run, rows: &[Value], shared: &Shared<'_>, scans: &Scans) -> Outc
             for (position, (hit, (fact, score))) in hits.iter().zip(expected).enumerate() {
                 if hit["fact_id"].as_i64() != Some(*fact) || bits(&hit["score"]) != Some(score.to_bits()) {
                     return Err(format!(
-                        "query {id:?} rank {}: the receipt has fact {} score {}, a full scan of {} vectors has fact {fact} score {score}",
+                        "query {id:?} rank {}: the receipt has fact {} score {}, {} has fact {fact} score {score}",
                         position + 1,
                         hit["fact_id"],
                         hit["score"],
-                        scans.documents
+                        searched(run, scans)
                     ));
                 }
             }
@@ -709,9 +792,20 @@ fn vector(run: &Run, rows: &[Value], shared: &Shared<'_>, scans: &Scans) -> Outc
         hits_checked += hits.len();
     }
     Ok(format!(
-        "{queries} queries: each query vector is the one its receipt searched, and every vector candidate list ({hits_checked} hits) is the exact top {depth} of a full scan of {} document vectors, ids, ranks and score bits",
-        scans.documents
+        "{queries} queries: each query vector is the one its receipt searched, and every vector candidate list ({hits_checked} hits) is the top {depth} of {}, ids, ranks and score bits",
+        searched(run, scans)
     ))
+}
+
+/// What a run's dense list is, for the evidence: a full scan, or Matryoshka's two stages.
+fn searched(run: &Run, scans: &Scans) -> String {
+    match matryoshka(run) {
+        Ok(Some((dims, depth))) => format!(
+            "the exact top {depth} of a full scan of {} document vectors cut to {dims} dimensions and renormalised, ranked by the full vectors' dot product",
+            scans.documents
+        ),
+        _ => format!("an exact full scan of {} document vectors", scans.documents),
+    }
 }
 
 /// `ranking.sparse`: each query's sparse vector is the one its receipt searched, the index the receipt names is
@@ -884,10 +978,11 @@ fn fused(
     for row in rows {
         let Some((index, receipt, hits)) = parts(row, shared)? else { continue };
         let id = query_id(row);
-        let (Some(l), Some(v)) = (lists.list(index), scans.list(index)) else {
+        let Some(l) = lists.list(index) else {
             return Err(format!("query {id:?} was not recomputed"));
         };
-        let (l, v) = (without_own(l, shared.own_fact.get(id)), without_own(v, shared.own_fact.get(id)));
+        let l = without_own(l, shared.own_fact.get(id));
+        let v = dense_list(run, shared, scans, index, id, receipt)?;
         let receipt_plan = Plan::of(&receipt["config"])?;
         if receipt_plan != *plan {
             return Err(format!(

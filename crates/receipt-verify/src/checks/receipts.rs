@@ -65,6 +65,13 @@ fn exactness(run: &Run, rows: &[Value]) -> std::result::Result<String, String> {
         if vector.is_null() {
             continue;
         }
+        if receipt["config"]["candidate_dims"].is_null() != vector["matryoshka"].is_null() {
+            return Err(format!(
+                "query {id:?}: candidate_dims is {} but the vector evidence {} Matryoshka stages",
+                receipt["config"]["candidate_dims"],
+                if vector["matryoshka"].is_null() { "records no" } else { "records" }
+            ));
+        }
         let profile = vector["profile"].as_str().unwrap_or("");
         let is_exact = vector["exact"].as_bool().unwrap_or(false);
         let available = vector["exact_available"].as_bool().unwrap_or(false);

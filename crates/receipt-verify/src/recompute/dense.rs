@@ -30,6 +30,65 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     lanes[0]
 }
 
+/// A Matryoshka first pass's vector, rewritten here from the library's definition: the first `dims` components,
+/// divided by their L2 norm (squares summed in index order in f64, its square root, each component divided in
+/// f64 and rounded to f32); an all-zero prefix stays zero.
+pub(crate) fn truncate(vector: &[f32], dims: usize) -> Vec<f32> {
+    let prefix = &vector[..dims.min(vector.len())];
+    let norm = prefix.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+    if norm == 0.0 {
+        return vec![0.0; prefix.len()];
+    }
+    prefix.iter().map(|x| (f64::from(*x) / norm) as f32).collect()
+}
+
+/// Every document and query vector of `vectors` [`truncate`]d to `dims` components, held in memory (a fraction
+/// `dims / vectors.dims()` of the full vectors' size).
+///
+/// # Errors
+/// Reading the vectors; `dims` of 0 or beyond the vectors' width.
+pub(crate) fn truncated(vectors: &Vectors, dims: usize) -> Result<Vectors, String> {
+    if dims == 0 || dims > vectors.dims() {
+        return Err(format!("candidate_dims {dims}: the vectors have {} dimensions", vectors.dims()));
+    }
+    let mut documents = Vec::with_capacity(vectors.document_count() * dims);
+    vectors
+        .each_block(BLOCK_VALUES / vectors.dims(), |_, block| {
+            for row in block.chunks_exact(vectors.dims()) {
+                documents.extend(truncate(row, dims));
+            }
+            Ok(())
+        })
+        .map_err(|e| format!("the vectors could not be read: {e}"))?;
+    let queries = (0..vectors.query_count()).flat_map(|i| truncate(vectors.query(i), dims)).collect();
+    Vectors::new(dims, documents, queries)
+}
+
+/// The second stage of a Matryoshka search: `first` (the first pass's candidates) scored with the full vectors'
+/// [`dot`] against `query`, ranked best first (score descending, fact id ascending). `row_of` maps a fact id
+/// to its document's index in `vectors`.
+///
+/// # Errors
+/// A candidate with no document, or reading the vectors.
+pub(crate) fn rescored(
+    first: &[(i64, f64)],
+    query: &[f32],
+    vectors: &Vectors,
+    row_of: &std::collections::HashMap<i64, usize>,
+) -> Result<Vec<(i64, f64)>, String> {
+    let mut ranked = first
+        .iter()
+        .map(|(fact, _)| {
+            let row = row_of.get(fact).ok_or_else(|| format!("fact {fact} has no document vector"))?;
+            let document =
+                vectors.document(*row).map_err(|e| format!("the vectors could not be read: {e}"))?;
+            Ok((*fact, dot(query, &document)))
+        })
+        .collect::<Result<Vec<(i64, f32)>, String>>()?;
+    ranked.sort_unstable_by(order);
+    Ok(ranked.into_iter().map(|(fact, score)| (fact, f64::from(score))).collect())
+}
+
 /// The ranked candidates of every scanned query: `(fact id, score)`, best first, `depth` long.
 #[derive(Debug, Default)]
 pub(crate) struct Scans {
@@ -185,6 +244,23 @@ mod tests {
         assert_eq!(list[2].1, f64::from(0.6f32));
         assert!(scans.list(1).is_none());
         assert_eq!((scans.depth(), scans.documents), (3, 4), "the depth kept and the documents scanned");
+    }
+
+    /// The truncation is the definition: the prefix over its norm, and a whole unit vector comes back unit.
+    #[test]
+    fn truncation_is_the_prefix_over_its_norm() {
+        assert_eq!(truncate(&[3.0, 4.0, 12.0], 2), vec![0.6, 0.8]);
+        assert_eq!(truncate(&[0.0, 0.0, 1.0], 2), vec![0.0, 0.0]);
+        let vectors = Vectors::new(3, vec![3.0, 4.0, 12.0, 0.0, 1.0, 0.0], vec![1.0, 1.0, 1.0]).unwrap();
+        let cut = truncated(&vectors, 1).unwrap();
+        assert_eq!(
+            (cut.dims(), cut.document(0).unwrap().to_vec(), cut.query(0).to_vec()),
+            (1, vec![1.0], vec![1.0])
+        );
+        assert!(truncated(&vectors, 4).is_err() && truncated(&vectors, 0).is_err());
+        let rows = std::collections::HashMap::from([(7, 0), (8, 1)]);
+        let ranked = rescored(&[(7, 0.0), (8, 0.0)], &[0.0, 1.0, 0.0], &vectors, &rows).unwrap();
+        assert_eq!(ranked, vec![(7, 4.0), (8, 1.0)], "ranked by the full vectors' product");
     }
 
     /// A depth of every document, or more, keeps every document, ranked (selecting the depth-th of as many
