@@ -15,6 +15,8 @@
 //! Run: `cargo bench -p semantic-memory --bench search` (add `-- --queries N` for a quicker run,
 //! `-- --cadence back_to_back|runner` for one cadence, `-- --dir /dev/shm` to keep the store in memory,
 //! where the receipt's fsync costs nothing, and `-- --rows-in-memory 0` to rescore from rows on disk).
+//! `-- --candidate-dims 64,128,192` adds a vector_only search with Matryoshka candidates at each dimension
+//! (`candidate_dims`, the default depth) and reports each one's retrieval p50 over the full dimension's.
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -162,7 +164,17 @@ fn main() {
     // Each search and its sequential reference run each query one after the other, in alternating order, so that
     // both see the same machine and neither always finds the query's pages warm.
     type Timed<'a, 'b> = (&'static str, Search<'a>, Option<(&'static str, &'b Search<'a>)>);
-    let searches: [Timed<'_, '_>; 3] = [
+    let candidate_dims: Vec<usize> = args
+        .iter()
+        .position(|a| a == "--candidate-dims")
+        .and_then(|i| args.get(i + 1))
+        .map(|list| list.split(',').map(|d| d.parse().unwrap()).collect())
+        .unwrap_or_default();
+    let matryoshka_configs: Vec<(usize, SearchConfig)> = candidate_dims
+        .iter()
+        .map(|&d| (d, SearchConfig { candidate_dims: Some(d), ..config.clone() }))
+        .collect();
+    let mut searches: Vec<Timed<'_, '_>> = vec![
         (
             "fts_only",
             Box::new(|i, c| store.search_fts_only_with_context(&query_texts[i], &config, c).unwrap()),
@@ -175,6 +187,14 @@ fn main() {
         ),
         ("hybrid", hybrid, Some(("hybrid_sequential", &hybrid_sequential))),
     ];
+    let (store, query_vectors) = (&store, &query_vectors);
+    for (d, config) in &matryoshka_configs {
+        let name: &'static str = Box::leak(format!("vector_only_dims_{d}").into_boxed_str());
+        let search: Search<'_> = Box::new(move |i, c| {
+            store.search_vector_only_with_context(&query_vectors[i], config, c).unwrap()
+        });
+        searches.push((name, search, None));
+    }
     // The runner's own work between two searches: one journal line appended and fsync'd.
     let journal_path = dir.path().join("journal.jsonl");
     let mut journal = std::fs::OpenOptions::new().create(true).append(true).open(&journal_path).unwrap();
@@ -252,6 +272,18 @@ fn main() {
                     }),
                 );
             }
+        }
+        let p50 = |name: &str| by_search.get(name).and_then(|s| s["retrieval"]["p50_ms"].as_f64());
+        let ratios: serde_json::Map<String, serde_json::Value> = candidate_dims
+            .iter()
+            .filter_map(|d| {
+                let ratio = p50(&format!("vector_only_dims_{d}"))? / p50("vector_only")?;
+                println!("candidate_dims {d}: retrieval p50 {ratio:.3} of the full dimension's");
+                Some((d.to_string(), serde_json::json!(ratio)))
+            })
+            .collect();
+        if !ratios.is_empty() {
+            by_search.insert("candidate_dims_retrieval_p50_over_full".to_owned(), ratios.into());
         }
         results.insert((*cadence).to_owned(), serde_json::Value::Object(by_search));
     }
