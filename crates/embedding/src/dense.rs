@@ -126,13 +126,19 @@ impl Dense {
         let file = root.join(&name);
         let bytes = dir.read(&name, MAX_DENSE_BYTES)?;
         let digest = crate::sha256_hex(&bytes);
-        let tensors = safetensors::SafeTensors::deserialize(&bytes).map_err(|e| invalid(&file, e))?;
+        Ok((Dense::from_root(&file, &bytes, spec)?, digest))
+    }
+
+    /// The module from the safetensors `bytes` of `file` (its own, or a whole checkpoint's that keeps
+    /// `linear.weight` beside the encoder, as colbert-ai's does).
+    pub(crate) fn from_root(file: &Path, bytes: &[u8], spec: &DenseSpec) -> Result<Dense> {
+        let tensors = safetensors::SafeTensors::deserialize(bytes).map_err(|e| invalid(file, e))?;
         let (n, k) = (spec.out_features, spec.in_features);
         let get = |tensor: &str, shape: &[usize]| -> Result<Vec<f32>> {
-            let view = tensors.tensor(tensor).map_err(|_| invalid(&file, format!("no tensor {tensor}")))?;
+            let view = tensors.tensor(tensor).map_err(|_| invalid(file, format!("no tensor {tensor}")))?;
             if view.dtype() != safetensors::Dtype::F32 || view.shape() != shape {
                 return Err(invalid(
-                    &file,
+                    file,
                     format!("{tensor} is {:?} {:?}, not F32 {shape:?}", view.dtype(), view.shape()),
                 ));
             }
@@ -140,7 +146,7 @@ impl Dense {
                 view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
             match values.iter().position(|x| !x.is_finite()) {
                 Some(at) => {
-                    Err(invalid(&file, format!("{tensor}[{at}] is {}: not a finite weight", values[at])))
+                    Err(invalid(file, format!("{tensor}[{at}] is {}: not a finite weight", values[at])))
                 }
                 None => Ok(values),
             }
@@ -148,7 +154,12 @@ impl Dense {
         let weight = get("linear.weight", &[n, k])?;
         let bias = if spec.bias { get("linear.bias", &[n])? } else { vec![0.0; n] };
         let residual = if spec.residual && n != k { Some(get("residual.weight", &[n, k])?) } else { None };
-        Ok((Dense { spec: spec.clone(), weight, bias, residual }, digest))
+        Ok(Dense { spec: spec.clone(), weight, bias, residual })
+    }
+
+    /// The width of its output.
+    pub(crate) fn out_features(&self) -> usize {
+        self.spec.out_features
     }
 
     /// `x` through the module.

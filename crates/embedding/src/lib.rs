@@ -16,6 +16,7 @@ mod acquire;
 mod allocator;
 mod bert;
 mod checkpoint;
+mod colbert;
 mod dense;
 mod error;
 pub mod gpu;
@@ -34,6 +35,9 @@ pub use crate::acquire::{
 pub use crate::allocator::{keep_freed_memory_for_reuse, return_freed_memory};
 pub use crate::bert::{BACKEND, BACKEND_VERSION, Kernels, SIMD_CAP_VAR};
 pub use crate::checkpoint::{Checkpoint, DEFAULT_MAX_TOKENS, Pooling};
+pub use crate::colbert::{
+    COLBERT_DIGEST_NAME_PREFIX, ColbertEncoder, ColbertIdentity, ColbertLayout, TokenVectors,
+};
 pub use crate::dense::{Activation as DenseActivation, DenseSpec};
 pub use crate::error::{Error, Result};
 pub use crate::gpu::{Device, DeviceRequest};

@@ -118,7 +118,7 @@ fn edited(name: &str, edit: impl FnOnce(&Path)) -> tempfile::TempDir {
     dir
 }
 
-fn copy(from: &Path, to: &Path) {
+pub(crate) fn copy(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -131,7 +131,7 @@ fn copy(from: &Path, to: &Path) {
     }
 }
 
-fn edit_json(path: &Path, edit: impl FnOnce(&mut Value)) {
+pub(crate) fn edit_json(path: &Path, edit: impl FnOnce(&mut Value)) {
     let mut value: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     edit(&mut value);
     std::fs::write(path, serde_json::to_vec_pretty(&value).unwrap()).unwrap();

@@ -5,6 +5,7 @@
 mod http;
 
 mod checkpoints;
+mod colbert;
 mod download;
 mod modern;
 mod ollama;

@@ -33,9 +33,14 @@ pub(crate) fn run(args: &EmbedArgs) -> anyhow::Result<std::process::ExitCode> {
     }
     if args.model_args.embedder == crate::cli::EmbedderKind::Minilm
         && let Some(dir) = args.model_args.model_dir.as_deref()
-        && embedding::SparseEncoder::is_sparse(dir).with_context(|| format!("reading {}", dir.display()))?
     {
-        return sparse(args, dir, role);
+        let reading = || format!("reading {}", dir.display());
+        if embedding::ColbertEncoder::is_colbert(dir).with_context(reading)? {
+            return colbert(args, dir, role);
+        }
+        if embedding::SparseEncoder::is_sparse(dir).with_context(reading)? {
+            return sparse(args, dir, role);
+        }
     }
     let (embedder, _) = open_embedder(&args.model_args)?;
     // Under the model's policy, the role's prompt the checkpoint declares, given apart from each text.
@@ -158,19 +163,9 @@ fn sparse(
             identity.max_active_dims.map_or_else(String::new, |k| format!(", at most {k} active"))
         );
     }
-    let stdin = std::io::stdin().lock();
-    let mut out = BufWriter::new(std::io::stdout().lock());
     let started = std::time::Instant::now();
-    let mut modelled = std::time::Duration::ZERO;
-    let mut count = 0usize;
-    let mut texts: Vec<String> = Vec::with_capacity(CHUNK);
-    let mut flush = |texts: &mut Vec<String>, out: &mut BufWriter<_>| -> anyhow::Result<()> {
-        let start = std::time::Instant::now();
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let encoded = encoder.encode(role, &refs, &|_| {})?;
-        modelled += start.elapsed();
-        count += encoded.len();
-        for embedding in encoded {
+    let (count, modelled) = each_chunk(|texts, out| {
+        for embedding in encoder.encode(role, texts, &|_| {})? {
             let values: Vec<f64> = embedding.vector.values.iter().map(|x| f64::from(*x)).collect();
             let line = serde_json::json!({
                 "sparse": {"indices": embedding.vector.indices, "values": values},
@@ -178,6 +173,83 @@ fn sparse(
             });
             writeln!(out, "{line}").context("writing stdout")?;
         }
+        Ok(())
+    })?;
+    report(count, modelled, started, "tokenising, the forward pass and the MLM head");
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `embed` of a ColBERT checkpoint: one `{"vectors": [[...], ...], "tokens"}` line per text, a vector per kept
+/// token, as PyLate's `encode(is_query=...)` gives them; `--role` says which.
+fn colbert(
+    args: &EmbedArgs,
+    dir: &std::path::Path,
+    role: Option<Role>,
+) -> anyhow::Result<std::process::ExitCode> {
+    let Some(role) = role else {
+        anyhow::bail!(
+            "a ColBERT checkpoint encodes queries and documents differently (markers, expansion, skiplist): pass \
+             --role query or --role document"
+        );
+    };
+    match args.model_args.device {
+        crate::cli::DeviceArg::Cuda | crate::cli::DeviceArg::Emulated => anyhow::bail!(
+            "--device {}: a ColBERT checkpoint runs on the CPU only",
+            args.model_args.device.request().name()
+        ),
+        _ => {}
+    }
+    if args.model_args.model.is_some() || args.model_args.weights_sha256.is_some() {
+        anyhow::bail!(
+            "--model and --weights-sha256 name dense checkpoints; a ColBERT one is named by its digests"
+        );
+    }
+    let mut encoder = embedding::ColbertEncoder::load(dir)
+        .with_context(|| format!("loading the ColBERT checkpoint from {}", dir.display()))?;
+    encoder.set_batch_size(args.model_args.batch_size.min(64));
+    #[allow(clippy::print_stderr)]
+    {
+        let identity = encoder.identity();
+        eprintln!(
+            "device: cpu ({:?} kernels); ColBERT encoder {} ({:?}, {} dims, queries of {}{}, documents of {})",
+            embedding::Kernels::best(),
+            identity.model,
+            identity.layout,
+            identity.dims,
+            identity.query_length,
+            if identity.query_expansion { " with expansion" } else { "" },
+            identity.document_length
+        );
+    }
+    let started = std::time::Instant::now();
+    let (count, modelled) = each_chunk(|texts, out| {
+        for encoded in encoder.encode(role, texts, &|_| {})? {
+            let vectors: Vec<Vec<f64>> =
+                encoded.vectors().map(|row| row.iter().map(|x| f64::from(*x)).collect()).collect();
+            let line = serde_json::json!({ "vectors": vectors, "tokens": encoded.tokens });
+            writeln!(out, "{line}").context("writing stdout")?;
+        }
+        Ok(())
+    })?;
+    report(count, modelled, started, "tokenising, the forward pass and the projection");
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Reads stdin's JSON strings in chunks of [`CHUNK`], hands each to `encode` with stdout, and returns how many
+/// texts there were and the time `encode` took.
+fn each_chunk(
+    mut encode: impl FnMut(&[&str], &mut BufWriter<std::io::StdoutLock<'static>>) -> anyhow::Result<()>,
+) -> anyhow::Result<(usize, std::time::Duration)> {
+    let stdin = std::io::stdin().lock();
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let (mut count, mut modelled) = (0usize, std::time::Duration::ZERO);
+    let mut texts: Vec<String> = Vec::with_capacity(CHUNK);
+    let mut flush = |texts: &mut Vec<String>, out: &mut BufWriter<_>| -> anyhow::Result<()> {
+        let start = std::time::Instant::now();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        encode(&refs, out)?;
+        modelled += start.elapsed();
+        count += texts.len();
         texts.clear();
         Ok(())
     };
@@ -195,15 +267,19 @@ fn sparse(
         flush(&mut texts, &mut out)?;
     }
     out.flush().context("writing stdout")?;
+    Ok((count, modelled))
+}
+
+/// The closing line on stderr: texts, time in the model (what it covers) and in all.
+fn report(count: usize, modelled: std::time::Duration, started: std::time::Instant, covers: &str) {
     let model_seconds = modelled.as_secs_f64();
     #[allow(clippy::print_stderr)]
     {
         eprintln!(
-            "embedded {count} texts in {model_seconds:.3} s in the model (tokenising, the forward pass and the MLM \
-             head, the model loaded: {:.0} texts/s), {:.3} s in all with reading and writing",
+            "embedded {count} texts in {model_seconds:.3} s in the model ({covers}, the model loaded: {:.0} \
+             texts/s), {:.3} s in all with reading and writing",
             count as f64 / model_seconds.max(1e-9),
             started.elapsed().as_secs_f64()
         );
     }
-    Ok(std::process::ExitCode::SUCCESS)
 }

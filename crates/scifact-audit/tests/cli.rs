@@ -14,6 +14,7 @@ mod audit;
 mod bm25_eval;
 mod bm25_flat;
 mod checks;
+mod colbert;
 mod compare;
 mod crash;
 mod device;

@@ -392,11 +392,14 @@ impl Tensors<'_> {
         widened(&view).ok_or_else(|| format!("{name} is {:?}, not F32, BF16 or F16", view.dtype()))
     }
 
+    /// A LayerNorm's `{prefix}.weight` and `{prefix}.bias`, or their TensorFlow-era names `gamma` and `beta`
+    /// (which transformers renames on load, and which sentence-transformers 5.3 writes back for a BERT it saves).
     fn norm(&self, prefix: &str, width: usize) -> std::result::Result<Norm, String> {
-        Ok(Norm {
-            gamma: self.get(&format!("{prefix}.weight"), &[width])?,
-            beta: self.get(&format!("{prefix}.bias"), &[width])?,
-        })
+        let either = |name: &str, legacy: &str| {
+            self.get(&format!("{prefix}.{name}"), &[width])
+                .or_else(|error| self.get(&format!("{prefix}.{legacy}"), &[width]).map_err(|_| error))
+        };
+        Ok(Norm { gamma: either("weight", "gamma")?, beta: either("bias", "beta")? })
     }
 
     /// A bias-free linear layer, `{prefix}.weight` of `n` rows of `k`, with a zero bias (each product starts
@@ -751,7 +754,37 @@ impl Bert {
     /// # Errors
     /// As [`Bert::pooled`].
     pub(crate) fn hidden_states(&self, batch: &[&[u32]], buffers: &mut Buffers) -> Result<Vec<f32>> {
+        self.hidden_states_attending(batch, &[], buffers)
+    }
+
+    /// The width of a hidden state.
+    pub(crate) fn hidden_size(&self) -> usize {
+        self.config.hidden_size
+    }
+
+    /// [`Bert::hidden_states`] where sequence `i`'s tokens attend to its first `attended[i]` tokens only (an
+    /// attention mask of ones, then zeros: ColBERT's query expansion, whose `[MASK]` padding is computed but
+    /// attended by no token); a sequence beyond `attended`'s end attends to all its tokens. The keys left out
+    /// take no part in any softmax, as a mask's -inf leaves them. Only encoders that attend to every key (no band,
+    /// not causal) take a mask.
+    ///
+    /// # Errors
+    /// As [`Bert::pooled`], and [`Error::Model`] for a mask on an encoder with bands or causal attention.
+    pub(crate) fn hidden_states_attending(
+        &self,
+        batch: &[&[u32]],
+        attended: &[usize],
+        buffers: &mut Buffers,
+    ) -> Result<Vec<f32>> {
         let h = self.config.hidden_size;
+        if !attended.is_empty() && self.layers.iter().any(|layer| layer.visible != Keys::All) {
+            return Err(Error::Model("an attention mask needs an encoder that attends to every key".into()));
+        }
+        let attended: Vec<usize> = batch
+            .iter()
+            .enumerate()
+            .map(|(i, ids)| attended.get(i).map_or(ids.len(), |n| (*n).min(ids.len())))
+            .collect();
         self.config.check(batch)?;
         let lengths: Vec<usize> = batch.iter().map(|ids| ids.len()).collect();
         let tokens: usize = lengths.iter().sum();
@@ -782,12 +815,12 @@ impl Bert {
         match &self.final_norm {
             None => {
                 for layer in &self.layers {
-                    self.block(layer, &mut x, (&lengths, &places), &mut activations);
+                    self.block(layer, &mut x, (&lengths, &places, &attended), &mut activations);
                 }
             }
             Some(final_norm) => {
                 for layer in &self.layers {
-                    self.pre_norm_block(layer, &mut x, (&lengths, &places), &mut activations);
+                    self.pre_norm_block(layer, &mut x, (&lengths, &places, &attended), &mut activations);
                 }
                 self.norm_rows(&mut x, final_norm);
             }
@@ -801,12 +834,12 @@ impl Bert {
         &self,
         layer: &Layer,
         x: &mut [f32],
-        (lengths, places): (&[usize], &[usize]),
+        sequences: Sequences<'_>,
         activations: &mut Activations<'_>,
     ) {
         let (h, k, eps) = (self.config.hidden_size, self.kernels, self.eps);
         let tokens = x.len() / h;
-        self.self_attention(layer, x, (lengths, places), activations.qkv, activations.context);
+        self.self_attention(layer, x, sequences, activations.qkv, activations.context);
         let (context, projected) = (&*activations.context, &mut *activations.projected);
         let norm = residual_then_norm(k, h, eps, x, layer.attention_norm.as_ref());
         gemm::linear_then(k, context, tokens, &layer.output, projected, norm);
@@ -821,7 +854,7 @@ impl Bert {
         &self,
         layer: &Layer,
         x: &mut [f32],
-        (lengths, places): (&[usize], &[usize]),
+        sequences: Sequences<'_>,
         activations: &mut Activations<'_>,
     ) {
         let (h, k) = (self.config.hidden_size, self.kernels);
@@ -833,7 +866,7 @@ impl Bert {
             self.norm_rows(normed, norm);
         }
         let normed = &*activations.projected;
-        self.self_attention(layer, normed, (lengths, places), activations.qkv, activations.context);
+        self.self_attention(layer, normed, sequences, activations.qkv, activations.context);
         gemm::linear(k, activations.context, tokens, &layer.output, activations.projected);
         add_rows(x, activations.projected);
         activations.projected.copy_from_slice(x);
@@ -851,7 +884,7 @@ impl Bert {
         &self,
         layer: &Layer,
         input: &[f32],
-        (lengths, places): (&[usize], &[usize]),
+        (lengths, places, attended): Sequences<'_>,
         qkv: &mut [f32],
         context: &mut [f32],
     ) {
@@ -879,10 +912,10 @@ impl Bert {
         // Each sequence's context rows are its own: hand them out by length.
         let mut jobs = Vec::with_capacity(lengths.len());
         let (mut qkv_rest, mut ctx_rest) = (&qkv[..], context);
-        for len in lengths {
+        for (len, keys) in lengths.iter().zip(attended) {
             let (qkv, q_next) = qkv_rest.split_at(len * width);
             let (ctx, c_next) = std::mem::take(&mut ctx_rest).split_at_mut(len * shape.context_width());
-            jobs.push((*len, qkv, ctx));
+            jobs.push(((*len, *keys), qkv, ctx));
             (qkv_rest, ctx_rest) = (q_next, c_next);
         }
         let (bias, visible) = (&self.relative_bias[..], layer.visible);
@@ -959,7 +992,7 @@ impl Keys {
 fn attention(
     k: Kernels,
     qkv: &[f32],
-    len: usize,
+    (len, attended): (usize, usize),
     shape: AttentionShape,
     (bias, visible): (&[f32], Keys),
     out: &mut [f32],
@@ -985,7 +1018,7 @@ fn attention(
         let (q_at, k_at, v_at) = (head * head_dim, key_start + shared, value_start + shared);
         for &(first, end) in &blocks {
             let queries = gemm::Rows { data: &qkv[first * stride + q_at..], m: end - first, stride };
-            let keys = gemm::Rows { data: &qkv[k_at..], m: end, stride };
+            let keys = gemm::Rows { data: &qkv[k_at..], m: end.min(attended), stride };
             let into = &mut scores[first * padded..end * padded];
             gemm::product(k, queries, &gemm::Packed::rows(keys, head_dim, k), into, padded);
         }
@@ -1001,11 +1034,11 @@ fn attention(
             Keys::Window { before, after } if before.min(after).saturating_add(1) < len => {
                 ops::softmax_window_rows(k, &mut scores, len, padded, before, after)
             }
-            _ => ops::softmax_rows(k, &mut scores, len, padded),
+            _ => ops::softmax_rows(k, &mut scores, attended, padded),
         }
         let width = shape.context_width();
         for &(first, end) in &blocks {
-            let values = gemm::Rows { data: &qkv[v_at..], m: end, stride };
+            let values = gemm::Rows { data: &qkv[v_at..], m: end.min(attended), stride };
             let value_panels = gemm::Packed::columns(values, head_dim, k);
             let probabilities =
                 gemm::Rows { data: &scores[first * padded..], m: end - first, stride: padded };
@@ -1014,6 +1047,10 @@ fn attention(
         }
     }
 }
+
+/// Each sequence's token count, each token's position, and how many of each sequence's first tokens its tokens
+/// attend to (its length, but for a masked query's padding).
+type Sequences<'a> = (&'a [usize], &'a [usize], &'a [usize]);
 
 /// Query rows per block of a causal attention's products.
 const CAUSAL_ROWS: usize = 64;
