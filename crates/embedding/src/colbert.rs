@@ -108,9 +108,11 @@ impl TokenVectors {
 /// A ColBERT encoder, loaded.
 pub struct ColbertEncoder {
     bert: Bert,
-    tokenizer: Tokenizer,
+    kernels: Kernels,
+    /// The tokenizer cut to each role's length less one: queries', documents'.
+    tokenizers: [Tokenizer; 2],
     lower_case: bool,
-    dense: Vec<Dense>,
+    dense: Vec<(Dense, crate::bert::gemm::Packed)>,
     mask_id: u32,
     skiplist: BTreeSet<u32>,
     identity: ColbertIdentity,
@@ -297,6 +299,25 @@ impl ColbertEncoder {
             read_dense_modules(&model_dir, dir, hidden, &mut files)?
         };
         let dims = dense.last().map_or(hidden, Dense::out_features);
+        let dense = dense
+            .into_iter()
+            .map(|module| {
+                let packed = module.packed(kernels);
+                (module, packed)
+            })
+            .collect();
+        let cut = |length: usize| -> Result<Tokenizer> {
+            let mut cut = tokenizer.clone();
+            cut.with_truncation(Some(TruncationParams {
+                max_length: length - 1,
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+                direction: TruncationDirection::Right,
+            }))
+            .map_err(|error| invalid(&tokenizer_path, error))?;
+            Ok(cut)
+        };
+        let tokenizers = [cut(settings.query_length)?, cut(settings.document_length)?];
         let bert = Bert::load(config, &weights, kernels).map_err(|error| invalid(&weights_path, error))?;
         let identity = ColbertIdentity {
             model: format!("{COLBERT_DIGEST_NAME_PREFIX}{weights_sha256}"),
@@ -313,7 +334,17 @@ impl ColbertEncoder {
             backend: BACKEND.to_owned(),
             backend_version: BACKEND_VERSION.to_owned(),
         };
-        Ok(ColbertEncoder { bert, tokenizer, lower_case, dense, mask_id, skiplist, identity, batch_size: 32 })
+        Ok(ColbertEncoder {
+            bert,
+            kernels,
+            tokenizers,
+            lower_case,
+            dense,
+            mask_id,
+            skiplist,
+            identity,
+            batch_size: 32,
+        })
     }
 
     /// What this encoder is.
@@ -344,15 +375,7 @@ impl ColbertEncoder {
         } else {
             text
         };
-        let mut tokenizer = self.tokenizer.clone();
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: length - 1,
-                strategy: TruncationStrategy::LongestFirst,
-                stride: 0,
-                direction: TruncationDirection::Right,
-            }))
-            .map_err(|error| Error::Tokenizer(error.to_string()))?;
+        let tokenizer = &self.tokenizers[usize::from(role == Role::Document)];
         let encoding = tokenizer.encode(text, true).map_err(|error| Error::Tokenizer(error.to_string()))?;
         let mut ids = encoding.get_ids().to_vec();
         ids.insert(1.min(ids.len()), marker);
@@ -387,25 +410,37 @@ impl ColbertEncoder {
             let batch: Vec<&[u32]> = chunk.iter().map(|&index| encoded[index].0.as_slice()).collect();
             let attended: Vec<usize> = chunk.iter().map(|&index| encoded[index].1).collect();
             let states = self.bert.hidden_states_attending(&batch, &attended, &mut buffers)?;
+            // The kept tokens' states, gathered, projected together.
+            let mut kept: Vec<f32> = Vec::with_capacity(states.len());
+            let mut counts = Vec::with_capacity(chunk.len());
             let mut rows = states.chunks_exact(hidden);
             for (&index, ids) in chunk.iter().zip(&batch) {
-                let mut values = Vec::new();
+                let before = kept.len();
                 for (position, row) in rows.by_ref().take(ids.len()).enumerate() {
-                    if role == Role::Document && self.skiplist.contains(&ids[position]) {
-                        continue;
+                    let skipped = match role {
+                        Role::Document => self.skiplist.contains(&ids[position]),
+                        Role::Query => !self.identity.query_expansion && position >= encoded[index].1,
+                    };
+                    if !skipped {
+                        kept.extend_from_slice(row);
                     }
-                    if role == Role::Query && !self.identity.query_expansion && position >= encoded[index].1 {
-                        continue;
-                    }
-                    let mut vector = row.to_vec();
-                    for module in &self.dense {
-                        vector = module.apply(&vector);
-                    }
-                    crate::identity::normalize(&mut vector).map_err(|reason| Error::InvalidEmbedding {
+                }
+                counts.push((kept.len() - before) / hidden);
+            }
+            let mut width = hidden;
+            for (module, packed) in &self.dense {
+                kept = module.apply_rows(self.kernels, packed, &kept, kept.len() / width);
+                width = module.out_features();
+            }
+            let mut vectors = kept.chunks_exact_mut(width);
+            for ((&index, ids), count) in chunk.iter().zip(&batch).zip(counts) {
+                let mut values = Vec::with_capacity(count * width);
+                for (row, vector) in vectors.by_ref().take(count).enumerate() {
+                    crate::identity::normalize(vector).map_err(|reason| Error::InvalidEmbedding {
                         index,
-                        reason: format!("token {position}: {reason}"),
+                        reason: format!("token vector {row}: {reason}"),
                     })?;
-                    values.extend(vector);
+                    values.extend_from_slice(vector);
                 }
                 out[index] = Some(TokenVectors { values, dims: self.identity.dims, tokens: ids.len() });
             }

@@ -162,6 +162,52 @@ impl Dense {
         self.spec.out_features
     }
 
+    /// `m` rows of `x` through the module at once, the product on the forward pass's kernels (`packed`, from
+    /// [`Dense::packed`]): a token-level projection (ColBERT's), every row's values one fused multiply-add chain
+    /// in a fixed order, so the same bits on every kernel; the activation and residual as [`Dense::apply`]'s.
+    pub(crate) fn apply_rows(
+        &self,
+        kernels: crate::bert::Kernels,
+        packed: &crate::bert::gemm::Packed,
+        x: &[f32],
+        m: usize,
+    ) -> Vec<f32> {
+        let (k, n) = (self.spec.in_features, self.spec.out_features);
+        let mut out = vec![0.0f32; m * n];
+        crate::bert::gemm::linear(kernels, x, m, packed, &mut out);
+        for (row, input) in out.chunks_exact_mut(n).zip(x.chunks_exact(k)) {
+            if self.spec.activation == Activation::Tanh {
+                for value in row.iter_mut() {
+                    *value = 1.0 - 2.0 / (crate::bert::exp(2.0 * *value) + 1.0);
+                }
+            }
+            if self.spec.residual {
+                let added: Vec<f32> = match &self.residual {
+                    Some(weight) => weight
+                        .chunks_exact(k)
+                        .map(|w| w.iter().zip(input).fold(0.0f32, |acc, (w, v)| v.mul_add(*w, acc)))
+                        .collect(),
+                    None => input.to_vec(),
+                };
+                for (o, r) in row.iter_mut().zip(added) {
+                    *o += r;
+                }
+            }
+        }
+        out
+    }
+
+    /// The module's product packed for [`Dense::apply_rows`].
+    pub(crate) fn packed(&self, kernels: crate::bert::Kernels) -> crate::bert::gemm::Packed {
+        crate::bert::gemm::Packed::new(
+            &self.weight,
+            &self.bias,
+            self.spec.out_features,
+            self.spec.in_features,
+            kernels,
+        )
+    }
+
     /// `x` through the module.
     pub(crate) fn apply(&self, x: &[f32]) -> Vec<f32> {
         let k = self.spec.in_features;

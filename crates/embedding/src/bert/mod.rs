@@ -7,7 +7,7 @@
 //! order is fixed by the source (see `gemm` and `ops`), so a text's vector is bit-identical whether it is
 //! embedded alone or with any companions, on any number of threads, with AVX-512, AVX2 or portable kernels.
 
-mod gemm;
+pub(crate) mod gemm;
 pub(crate) mod mlm;
 pub(crate) mod modernbert;
 pub(crate) mod nomic;
