@@ -147,6 +147,7 @@ pub fn api_name(mode: SearchMode) -> &'static str {
         SearchMode::VectorOnly => "search_vector_only_with_context",
         SearchMode::Hybrid => "search_explained_with_context",
         SearchMode::SparseOnly => "search_sparse_only_with_context",
+        SearchMode::LateInteractionOnly => "search_late_interaction_only_with_context",
     }
 }
 
@@ -771,6 +772,7 @@ fn run_query(
             Some(sparse) => store.search_sparse_only_with_context(sparse, config, &context),
             None => Err(NO_SPARSE_QUERY),
         },
+        SearchMode::LateInteractionOnly => Err(NO_TOKEN_VECTORS),
     };
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     match outcome {
@@ -851,6 +853,11 @@ fn recovered_row(
 /// What a query without a sparse vector answers in a mode that needs one (a run given no sparse fixture).
 const NO_SPARSE_QUERY: semantic_memory::Error = semantic_memory::Error::InvalidContext {
     reason: "the run was given no sparse fixture: this query has no sparse vector to search with",
+};
+
+/// What a query answers in late_interaction_only: the runner stores no token vectors yet.
+const NO_TOKEN_VECTORS: semantic_memory::Error = semantic_memory::Error::InvalidContext {
+    reason: "the runner stores no token vectors: late_interaction_only is a library search, not a run mode yet",
 };
 
 /// A run with sparse vectors can claim what they support: the boundary says so.

@@ -37,6 +37,7 @@ pub mod canonical_json;
 mod config;
 mod error;
 mod helper;
+mod late;
 mod lexical;
 pub mod lucene;
 mod lucene_facts;
@@ -55,11 +56,15 @@ pub use crate::config::{
 };
 pub use crate::error::{Error, Result};
 pub use crate::helper::{helper_jobs_reclaimed, searches_in_sequence, set_parallel_search};
+pub use crate::late::{
+    LATE_EXACTNESS, MAX_INDEX_VALUES, MAX_TOKENS_PER_TEXT, TokenMatrix, maxsim, token_dot,
+};
 pub use crate::lexical::FtsQuery;
 pub use crate::receipt::{
-    ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, MatryoshkaEvidence,
-    QueryEvidence, RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, RECEIPT_SCHEMA_MATRYOSHKA, RECEIPT_SCHEMA_SPARSE,
-    SearchMode, SearchReceipt, SparseEvidence, StoreEvidence, VectorEvidence,
+    ComponentHit, ComponentNormalization, FusionEvidence, Hit, LateInteractionEvidence, LexicalEvidence,
+    MatryoshkaEvidence, QueryEvidence, RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, RECEIPT_SCHEMA_LATE,
+    RECEIPT_SCHEMA_MATRYOSHKA, RECEIPT_SCHEMA_SPARSE, SearchMode, SearchReceipt, SparseEvidence,
+    StoreEvidence, VectorEvidence,
 };
 pub use crate::search::{SearchContext, SearchOutcome, SearchTiming};
 pub use crate::simd::{SIMD_CAP_VAR, SimdCap};

@@ -28,6 +28,10 @@ pub const RECEIPT_SCHEMA_SPARSE: &str = "semantic-memory-search-receipt-v5";
 /// v3's, v4's or v5's fields, with [`VectorEvidence::matryoshka`].
 pub const RECEIPT_SCHEMA_MATRYOSHKA: &str = "semantic-memory-search-receipt-v6";
 
+/// The schema of a receipt of a late-interaction search ([`SearchMode::LateInteractionOnly`]): v3's fields, with
+/// [`SearchReceipt::late_interaction`] and [`QueryEvidence::tokens_sha256`].
+pub const RECEIPT_SCHEMA_LATE: &str = "semantic-memory-search-receipt-v7";
+
 /// Which search API produced a receipt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -41,6 +45,8 @@ pub enum SearchMode {
     Hybrid,
     /// `search_sparse_only_with_context`: the sparse list alone.
     SparseOnly,
+    /// `search_late_interaction_only_with_context`: exhaustive MaxSim over the facts' token vectors.
+    LateInteractionOnly,
 }
 
 impl SearchMode {
@@ -51,6 +57,7 @@ impl SearchMode {
             SearchMode::VectorOnly => "vector_only",
             SearchMode::Hybrid => "hybrid",
             SearchMode::SparseOnly => "sparse_only",
+            SearchMode::LateInteractionOnly => "late_interaction_only",
         }
     }
 }
@@ -131,6 +138,37 @@ pub struct QueryEvidence {
     /// was given; left out otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sparse_sha256: Option<String>,
+    /// The query's token vectors' digest ([`crate::TokenMatrix::digest`]), when a late-interaction search was
+    /// asked; left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_sha256: Option<String>,
+}
+
+/// How a late-interaction list was produced: exhaustive, exact MaxSim over the store's token vectors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LateInteractionEvidence {
+    /// Backend that answered: `maxsim_exhaustive_exact`.
+    pub backend: String,
+    /// True: every score is the definition's ([`crate::maxsim`]).
+    pub exact: bool,
+    /// What the exactness rests on ([`crate::LATE_EXACTNESS`]).
+    pub exactness: String,
+    /// `sha256:` over every fact id, token count and token matrix, in fact order: the index that answered.
+    pub index_digest: String,
+    /// Facts with token vectors.
+    pub index_size: usize,
+    /// Token vectors over every fact.
+    pub index_tokens: usize,
+    /// Their width.
+    pub dims: usize,
+    /// The query's token vectors.
+    pub query_tokens: usize,
+    /// Facts in scope with token vectors: every one scored.
+    pub facts_scored: usize,
+    /// Candidates asked for.
+    pub limit: usize,
+    /// Candidates returned.
+    pub returned: usize,
 }
 
 /// How the sparse list was produced: an exact dot product over the store's sparse vectors.
@@ -281,6 +319,9 @@ pub struct SearchReceipt {
     /// The sparse component, for sparse_only and a hybrid that fused one; left out otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sparse: Option<SparseEvidence>,
+    /// The late-interaction list, for late_interaction_only (receipt v7); left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_interaction: Option<LateInteractionEvidence>,
     /// The store searched.
     pub store: StoreEvidence,
     /// The results, best first.

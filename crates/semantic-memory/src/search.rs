@@ -13,14 +13,16 @@ use crate::config::{
 };
 use crate::error::{Error, Result};
 use crate::helper;
+use crate::late::{LATE_EXACTNESS, TokenMatrix};
 use crate::lexical::{Fts5, FtsQuery, LexicalBackend, Scope};
 use crate::lucene::{ANALYZER, query_terms};
 use crate::lucene_facts::{Built, LuceneFacts};
 use crate::matryoshka::{self, TRUNCATION, Truncated};
 use crate::receipt::{
-    ComponentHit, ComponentNormalization, FusionEvidence, Hit, LexicalEvidence, MatryoshkaEvidence,
-    QueryEvidence, RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, RECEIPT_SCHEMA_MATRYOSHKA, RECEIPT_SCHEMA_SPARSE,
-    SearchMode, SearchReceipt, SparseEvidence, StoreEvidence, VectorEvidence,
+    ComponentHit, ComponentNormalization, FusionEvidence, Hit, LateInteractionEvidence, LexicalEvidence,
+    MatryoshkaEvidence, QueryEvidence, RECEIPT_SCHEMA, RECEIPT_SCHEMA_ANALYZED, RECEIPT_SCHEMA_LATE,
+    RECEIPT_SCHEMA_MATRYOSHKA, RECEIPT_SCHEMA_SPARSE, SearchMode, SearchReceipt, SparseEvidence,
+    StoreEvidence, VectorEvidence,
 };
 use crate::sparse::{IMPACT_EXACTNESS, SPARSE_EXACTNESS, SparseVector};
 use crate::store::{FactId, FactStore, STORE_FORMAT, vector_to_blob};
@@ -373,6 +375,54 @@ impl FactStore {
         self.hybrid(query, query_vector, Some(sparse), config, context)
     }
 
+    /// Late-interaction search: exact MaxSim ([`crate::maxsim`]) of `query` with every fact in scope that has
+    /// token vectors ([`FactStore::insert_token_vectors`]), top `config.top_k`, equal scores by fact id. The
+    /// receipt (v7) names the index (a digest of every stored token matrix), its size and that every fact was
+    /// scored.
+    ///
+    /// # Errors
+    /// As [`FactStore::search_fts_only_with_context`], plus [`Error::DimensionMismatch`] for a query of another
+    /// width than the stored token vectors', and [`Error::InvalidVector`] when the store holds none.
+    pub fn search_late_interaction_only_with_context(
+        &self,
+        query: &TokenMatrix,
+        config: &SearchConfig,
+        context: &SearchContext,
+    ) -> Result<SearchOutcome> {
+        let started = self.begin(config, context)?;
+        let index = self.late_index()?;
+        if index.len() == 0 {
+            return Err(Error::InvalidVector {
+                reason: "the store holds no token vectors: insert_token_vectors first".into(),
+            });
+        }
+        if query.dims() != index.dims {
+            return Err(Error::DimensionMismatch { expected: index.dims, actual: query.dims() });
+        }
+        let scope = self.scope(context);
+        let (candidates, scored) = index.search(query, config.top_k, &|fact| scope.contains(fact));
+        let hits = component_hits(&candidates, |_| (None, None, None));
+        let retrieval = started.elapsed();
+        let (mut asked, _) = query_evidence(None, None);
+        asked.tokens_sha256 = Some(query.digest());
+        let mut receipt =
+            self.receipt(SearchMode::LateInteractionOnly, config, context, asked, None, None, hits);
+        receipt.late_interaction = Some(LateInteractionEvidence {
+            backend: "maxsim_exhaustive_exact".to_owned(),
+            exact: true,
+            exactness: LATE_EXACTNESS.to_owned(),
+            index_digest: index.digest.clone(),
+            index_size: index.len(),
+            index_tokens: index.tokens,
+            dims: index.dims,
+            query_tokens: query.rows(),
+            facts_scored: scored,
+            limit: config.top_k,
+            returned: candidates.len(),
+        });
+        self.finish(receipt, None, started, retrieval)
+    }
+
     fn sparse_run(
         &self,
         query: &SparseVector,
@@ -651,7 +701,9 @@ impl FactStore {
         hits: Vec<Hit>,
     ) -> SearchReceipt {
         SearchReceipt {
-            schema: if vector.as_ref().is_some_and(|vector| vector.matryoshka.is_some()) {
+            schema: if mode == SearchMode::LateInteractionOnly {
+                RECEIPT_SCHEMA_LATE
+            } else if vector.as_ref().is_some_and(|vector| vector.matryoshka.is_some()) {
                 RECEIPT_SCHEMA_MATRYOSHKA
             } else if query.sparse_sha256.is_some() {
                 RECEIPT_SCHEMA_SPARSE
@@ -672,6 +724,7 @@ impl FactStore {
             lexical,
             vector,
             sparse: None,
+            late_interaction: None,
             store: StoreEvidence { facts: self.tags.len(), dims: self.dims, format: STORE_FORMAT.to_owned() },
             hits,
             fusion: None,
@@ -739,6 +792,7 @@ fn query_evidence(text: Option<AskedText<'_>>, vector: Option<&[f32]>) -> (Query
             analyzed_terms: None,
             vector_sha256,
             sparse_sha256,
+            tokens_sha256: None,
         };
         return (evidence, None);
     };
@@ -751,6 +805,7 @@ fn query_evidence(text: Option<AskedText<'_>>, vector: Option<&[f32]>) -> (Query
             analyzed_terms: analyzed,
             vector_sha256,
             sparse_sha256,
+            tokens_sha256: None,
         };
         return (evidence, None);
     }
@@ -761,6 +816,7 @@ fn query_evidence(text: Option<AskedText<'_>>, vector: Option<&[f32]>) -> (Query
         analyzed_terms: None,
         vector_sha256,
         sparse_sha256,
+        tokens_sha256: None,
     };
     (evidence, fts.expression)
 }

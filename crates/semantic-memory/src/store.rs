@@ -109,6 +109,8 @@ pub struct FactStore {
     pub(crate) sparse: std::cell::RefCell<Option<std::sync::Arc<crate::sparse::SparseIndex>>>,
     /// The metadata strings equal sparse scores are ordered by, for the key last asked; dropped on insert.
     pub(crate) sparse_tie_keys: std::cell::RefCell<Option<(String, TieKeys)>>,
+    /// The token vectors' MaxSim index, built on first use and dropped whenever token vectors are added.
+    pub(crate) late: std::cell::RefCell<Option<std::sync::Arc<crate::late::LateIndex>>>,
     /// The vectors truncated for the last `candidate_dims` asked, built on first use and dropped on insert.
     pub(crate) matryoshka: std::cell::RefCell<Option<std::sync::Arc<crate::matryoshka::Truncated>>>,
     /// Which journal the database is in: rollback at rest, the write-ahead log while receipts are stored.
@@ -239,6 +241,7 @@ impl FactStore {
             sparse: std::cell::RefCell::new(None),
             sparse_tie_keys: std::cell::RefCell::new(None),
             matryoshka: std::cell::RefCell::new(None),
+            late: std::cell::RefCell::new(None),
             journal: std::cell::Cell::new(Journal::Rollback),
         };
         store.load_vectors()?;
@@ -458,6 +461,149 @@ impl FactStore {
         }
         tx.commit().map_err(sql)?;
         Ok(())
+    }
+
+    /// Stores the token vectors of each fact named (late interaction: [`FactStore::search_late_interaction_only_with_context`]),
+    /// in one transaction: the table `fact_tokens` (fact id, width, rows, the values as little-endian f32) is made
+    /// with the first, so a store without them keeps its bytes. Every matrix has the width of those already
+    /// stored; a fact holds one, stored once. Nothing is stored if any pair is refused.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] for a width other than the stored ones'; [`Error::InvalidVector`] for a fact
+    /// the store does not hold or that has token vectors already (named); [`Error::Sqlite`].
+    pub fn insert_token_vectors(&mut self, vectors: &[(FactId, &crate::late::TokenMatrix)]) -> Result<()> {
+        let stored = self.token_dims()?;
+        let dims = stored.or_else(|| vectors.first().map(|(_, m)| m.dims()));
+        for (fact, matrix) in vectors {
+            if Some(matrix.dims()) != dims {
+                return Err(Error::DimensionMismatch { expected: dims.unwrap_or(0), actual: matrix.dims() });
+            }
+            if fact.0 < 1 || fact.0 as usize > self.tags.len() {
+                return Err(Error::InvalidVector {
+                    reason: format!("fact {fact} is not in the store: its token vectors have no fact"),
+                });
+            }
+        }
+        *self.late.borrow_mut() = None;
+        let path = self.path.clone();
+        let sql = |source| Error::Sqlite { path: path.clone(), source };
+        let tx = self.conn.transaction().map_err(sql)?;
+        tx.execute_batch(
+            "CREATE TABLE IF NOT EXISTS fact_tokens (fact_id INTEGER PRIMARY KEY, dims INTEGER NOT NULL, \
+             rows INTEGER NOT NULL, vectors BLOB NOT NULL)",
+        )
+        .map_err(sql)?;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO fact_tokens (fact_id, dims, rows, vectors) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(sql)?;
+            for (fact, matrix) in vectors {
+                let row = params![fact.0, matrix.dims() as i64, matrix.rows() as i64, matrix.to_bytes()];
+                match insert.execute(row) {
+                    Ok(_) => {}
+                    Err(rusqlite::Error::SqliteFailure(failure, _))
+                        if failure.code == rusqlite::ErrorCode::ConstraintViolation =>
+                    {
+                        return Err(Error::InvalidVector {
+                            reason: format!("fact {fact} has token vectors already"),
+                        });
+                    }
+                    Err(other) => return Err(sql(other)),
+                }
+            }
+        }
+        tx.commit().map_err(sql)?;
+        Ok(())
+    }
+
+    /// The width of the stored token vectors, or `None` when the store holds none.
+    fn token_dims(&self) -> Result<Option<usize>> {
+        if !self.has_table("fact_tokens")? {
+            return Ok(None);
+        }
+        let dims: Option<i64> = self
+            .conn
+            .query_row("SELECT dims FROM fact_tokens ORDER BY fact_id LIMIT 1", [], |row| row.get(0))
+            .map(Some)
+            .or_else(|error| match error {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                other => Err(self.sql_error(other)),
+            })?;
+        Ok(dims.and_then(|d| usize::try_from(d).ok()))
+    }
+
+    /// The bytes the token vectors' index holds in memory (built now if it is not yet): f32 values, each fact's
+    /// padded to whole blocks of 16 tokens.
+    ///
+    /// # Errors
+    /// As a late-interaction search's.
+    pub fn late_interaction_index_bytes(&self) -> Result<usize> {
+        Ok(self.late_index()?.heap_bytes())
+    }
+
+    /// The MaxSim index over every stored token matrix, built on first use and dropped when some are added. Its
+    /// size is read from the stored counts and refused beyond [`crate::late::MAX_INDEX_VALUES`] before anything
+    /// is allocated.
+    pub(crate) fn late_index(&self) -> Result<std::sync::Arc<crate::late::LateIndex>> {
+        if let Some(index) = self.late.borrow().as_ref() {
+            return Ok(index.clone());
+        }
+        let mut facts = Vec::new();
+        let mut dims = 0;
+        if self.has_table("fact_tokens")? {
+            let (values, widths): (i64, i64) = self
+                .conn
+                .query_row(
+                    "SELECT coalesce(sum(dims * rows), 0), count(DISTINCT dims) FROM fact_tokens",
+                    [],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .map_err(|source| self.sql_error(source))?;
+            let incompatible = |reason: String| Error::IncompatibleStore { path: self.path.clone(), reason };
+            if widths > 1 {
+                return Err(incompatible("fact_tokens holds token vectors of more than one width".into()));
+            }
+            if usize::try_from(values).map_or(true, |v| v > crate::late::MAX_INDEX_VALUES) {
+                return Err(incompatible(format!(
+                    "{values} token-vector values, more than the {} a late-interaction index holds in memory",
+                    crate::late::MAX_INDEX_VALUES
+                )));
+            }
+            let mut statement = self
+                .conn
+                .prepare("SELECT fact_id, dims, vectors FROM fact_tokens ORDER BY fact_id")
+                .map_err(|source| self.sql_error(source))?;
+            let rows = statement
+                .query_map([], |row| {
+                    Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get::<_, Vec<u8>>(2)?))
+                })
+                .map_err(|source| self.sql_error(source))?;
+            for row in rows {
+                let (fact, width, blob) = row.map_err(|source| self.sql_error(source))?;
+                dims = usize::try_from(width).unwrap_or(0);
+                let matrix = crate::late::TokenMatrix::from_bytes(dims, &blob)
+                    .map_err(|error| incompatible(format!("the token vectors of fact {fact}: {error}")))?;
+                facts.push((FactId(fact), matrix));
+            }
+        }
+        let index = std::sync::Arc::new(crate::late::LateIndex::of(dims, facts));
+        *self.late.borrow_mut() = Some(index.clone());
+        Ok(index)
+    }
+
+    /// Whether the store has the table `name` (a table made with the first value stored in it).
+    fn has_table(&self, name: &str) -> Result<bool> {
+        let count: i64 = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [name],
+                |row| row.get(0),
+            )
+            .map_err(|source| self.sql_error(source))?;
+        Ok(count > 0)
     }
 
     /// The sparse vector stored for `fact`, if any.

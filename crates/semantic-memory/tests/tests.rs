@@ -8,6 +8,7 @@ mod bm25;
 mod excluded;
 mod fts;
 mod hybrid;
+mod late;
 mod lucene;
 mod matryoshka;
 mod receipts;
