@@ -237,41 +237,120 @@ impl LateIndex {
         let (first, rows) = self.spans[index];
         let dims = self.dims;
         let blocks = &self.blocks[first * LANES * dims..(first + rows.div_ceil(LANES)) * LANES * dims];
-        let mut total = 0.0f64;
-        for q in query.values.chunks_exact(dims) {
-            let mut best = f32::NEG_INFINITY;
-            for (b, block) in blocks.chunks_exact(LANES * dims).enumerate() {
-                let dots = block_dots(q, block);
-                let valid = (rows - b * LANES).min(LANES);
-                for dot in &dots[..valid] {
-                    best = best.max(*dot);
-                }
-            }
-            total += f64::from(best);
+        // Block by block, every query token against it while it is in cache; the maximum is the same whatever
+        // the order it is taken in, and the sum runs in query order after.
+        let mut best = vec![f32::NEG_INFINITY; query.rows()];
+        for (b, block) in blocks.chunks_exact(LANES * dims).enumerate() {
+            let valid = (rows - b * LANES).min(LANES);
+            block_maxima(&query.values, dims, block, valid, &mut best);
         }
-        total
+        best.iter().map(|b| f64::from(*b)).sum()
     }
 }
 
-/// The sixteen `token_dot`s of `q` with a block's tokens: lane l is `fma(q[k], block[k][l], acc[l])` over k in
-/// order, from 0.
-fn block_dots(q: &[f32], block: &[f32]) -> [f32; LANES] {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            // SAFETY: avx2 and fma were detected at run time on this CPU.
-            return unsafe { block_dots_fma(q, block) };
-        }
+/// Raises `best[i]` to query token i's largest `token_dot` with the block's first `valid` tokens, for every
+/// query token (`queries`, rows of `dims`).
+fn block_maxima(queries: &[f32], dims: usize, block: &[f32], valid: usize, best: &mut [f32]) {
+    block_maxima_on(Kernel::chosen(), queries, dims, block, valid, best)
+}
+
+/// The MaxSim kernels: every one gives the same bits (one chain per lane), only speed differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kernel {
+    /// Sixteen lanes in one 512-bit register, eight query tokens at once.
+    Avx512,
+    /// Two 256-bit registers per sixteen lanes, four query tokens at once.
+    Avx2,
+    /// Plain Rust.
+    Portable,
+}
+
+impl Kernel {
+    /// The widest kernel this CPU runs under the environment's cap ([`crate::SIMD_CAP_VAR`]), chosen once.
+    fn chosen() -> Kernel {
+        static CHOSEN: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
+        *CHOSEN.get_or_init(|| Kernel::available().into_iter().next().unwrap_or(Kernel::Portable))
     }
-    block_dots_portable(q, block)
+
+    /// The kernels this CPU runs under the cap, widest first.
+    fn available() -> Vec<Kernel> {
+        let cap = crate::simd::cap();
+        let mut kernels = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if cap >= crate::simd::SimdCap::Avx512 && std::arch::is_x86_feature_detected!("avx512f") {
+                kernels.push(Kernel::Avx512);
+            }
+            if cap >= crate::simd::SimdCap::Avx2
+                && std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                kernels.push(Kernel::Avx2);
+            }
+        }
+        kernels.push(Kernel::Portable);
+        kernels
+    }
+}
+
+fn block_maxima_on(
+    kernel: Kernel,
+    queries: &[f32],
+    dims: usize,
+    block: &[f32],
+    valid: usize,
+    best: &mut [f32],
+) {
+    match kernel {
+        // SAFETY: `Kernel::available` offers these only where the CPU has the features.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512 => unsafe { block_maxima_avx512(queries, dims, block, valid, best) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { block_maxima_fma(queries, dims, block, valid, best) },
+        _ => block_maxima_portable::<4>(queries, dims, block, valid, best),
+    }
 }
 
 #[inline(always)]
-fn block_dots_portable(q: &[f32], block: &[f32]) -> [f32; LANES] {
-    let mut acc = [0.0f32; LANES];
-    for (x, column) in q.iter().zip(block.chunks_exact(LANES)) {
-        for (a, y) in acc.iter_mut().zip(column) {
-            *a = x.mul_add(*y, *a);
+fn block_maxima_portable<const R: usize>(
+    queries: &[f32],
+    dims: usize,
+    block: &[f32],
+    valid: usize,
+    best: &mut [f32],
+) {
+    // R query tokens at once: independent chains keep the multiply-add units busy, and each lane's chain is
+    // still its own over k in order.
+    let mut rows = queries.chunks_exact(R * dims);
+    let mut bests = best.chunks_exact_mut(R);
+    for (several, best) in rows.by_ref().zip(bests.by_ref()) {
+        let dots = block_dots::<R>(several, dims, block);
+        for (best, dots) in best.iter_mut().zip(&dots) {
+            for dot in &dots[..valid] {
+                *best = best.max(*dot);
+            }
+        }
+    }
+    for (one, best) in rows.remainder().chunks_exact(dims).zip(bests.into_remainder()) {
+        let dots = block_dots::<1>(one, dims, block);
+        for dot in &dots[0][..valid] {
+            *best = best.max(*dot);
+        }
+    }
+}
+
+/// The sixteen `token_dot`s of each of `R` query tokens (`queries`, `R` rows of `dims`) with a block's tokens:
+/// lane l of row r is `fma(q_r[k], block[k][l], acc)` over k in order, from 0.
+#[inline(always)]
+fn block_dots<const R: usize>(queries: &[f32], dims: usize, block: &[f32]) -> [[f32; LANES]; R] {
+    let mut acc = [[0.0f32; LANES]; R];
+    for (k, column) in block.chunks_exact(LANES).enumerate() {
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let x = queries[r * dims + k];
+            for (a, y) in acc.iter_mut().zip(column) {
+                *a = x.mul_add(*y, *a);
+            }
         }
     }
     acc
@@ -279,8 +358,14 @@ fn block_dots_portable(q: &[f32], block: &[f32]) -> [f32; LANES] {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn block_dots_fma(q: &[f32], block: &[f32]) -> [f32; LANES] {
-    block_dots_portable(q, block)
+fn block_maxima_fma(queries: &[f32], dims: usize, block: &[f32], valid: usize, best: &mut [f32]) {
+    block_maxima_portable::<4>(queries, dims, block, valid, best)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+fn block_maxima_avx512(queries: &[f32], dims: usize, block: &[f32], valid: usize, best: &mut [f32]) {
+    block_maxima_portable::<8>(queries, dims, block, valid, best)
 }
 
 #[cfg(test)]
@@ -311,14 +396,21 @@ mod tests {
         let index = LateIndex::of(dims, facts.clone());
         for (i, (_, fact)) in facts.iter().enumerate() {
             assert_eq!(index.score(&query, i).to_bits(), maxsim(&query, fact).unwrap().to_bits(), "fact {i}");
+            let block = &index.blocks[index.spans[i].0 * LANES * dims..][..LANES * dims];
             assert_eq!(
-                block_dots_portable(
-                    &query.values[..dims],
-                    &index.blocks[index.spans[i].0 * LANES * dims..][..LANES * dims]
-                )[0]
-                .to_bits(),
+                block_dots::<1>(&query.values[..dims], dims, block)[0][0].to_bits(),
                 token_dot(&query.values[..dims], &fact.values[..dims]).to_bits()
             );
+            let mut seen: Option<Vec<u32>> = None;
+            for kernel in Kernel::available() {
+                let mut best = vec![f32::NEG_INFINITY; query.rows()];
+                block_maxima_on(kernel, &query.values, dims, block, fact.rows().min(LANES), &mut best);
+                let bits: Vec<u32> = best.iter().map(|b| b.to_bits()).collect();
+                match &seen {
+                    None => seen = Some(bits),
+                    Some(first) => assert_eq!(first, &bits, "{kernel:?} against the widest"),
+                }
+            }
         }
         let (top, scored) = index.search(&query, 3, &|_| true);
         assert_eq!(scored, 6);
