@@ -271,6 +271,18 @@ pub(crate) fn run_one(
             trial.name
         );
     }
+    if let Some(trial) = declared_preregistration
+        .search_space
+        .trials
+        .iter()
+        .find(|trial| trial.config.late_interaction_weight != 0.0)
+    {
+        bail!(
+            "trial {:?} of the search space sets late_interaction_weight: the library reranks by MaxSim \
+             (search_reranked_with_context), but eval does not encode token vectors yet, so no run could answer it",
+            trial.name
+        );
+    }
     let declared = digest_of(&declared_preregistration)?;
     let run_id =
         sha256_hex(format!("{fixture_sha256}\n{declared}\n{executable}").as_bytes())[..16].to_owned();

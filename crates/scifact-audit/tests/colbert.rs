@@ -44,3 +44,38 @@ fn embed_writes_pylates_token_vectors_for_each_role_and_needs_a_role() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--role query or --role document"), "{stderr}");
 }
+
+/// A search space that reranks by late interaction is refused before any work: eval encodes no token vectors yet.
+#[test]
+fn eval_refuses_a_late_interaction_trial_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let tiny = root().join("fixtures/tiny");
+    let space = dir.path().join("space.json");
+    std::fs::write(
+        &space,
+        r#"{"schema": "scifact-audit-search-space-v1", "about": "a late-interaction rerank",
+            "trials": [{"name": "baseline", "set": {}}, {"name": "late", "set": {"late_interaction_weight": 1.0}}]}"#,
+    )
+    .unwrap();
+    let work = dir.path().join("work");
+    let output = scifact_audit(
+        &[
+            "eval",
+            "--profile",
+            "tiny",
+            "--work-dir",
+            path_str(&work),
+            "--archive",
+            path_str(&tiny.join("scifact-tiny.zip")),
+            "--model-dir",
+            path_str(&tiny.join("model")),
+            "--search-space",
+            path_str(&space),
+        ],
+        "",
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("\"late\"") && stderr.contains("late_interaction_weight"), "{stderr}");
+    assert!(!work.join("runs").exists(), "no run started");
+}

@@ -175,8 +175,15 @@ pub struct SearchConfig {
     pub sparse_ties: LexicalTies,
     /// Sparse retrieval derived from dense vectors. Default off; not supported.
     pub dense_derived_sparse: bool,
-    /// Token-level late-interaction weight. Default 0; not supported.
+    /// Weight of the late-interaction rerank of a hybrid search (reciprocal rank fusion only): the first
+    /// `late_interaction_candidates` of the fused list are ranked by MaxSim with the query's token vectors, and
+    /// each gains `late_interaction_weight / (rrf_k + its MaxSim rank)`. Default 0: no rerank
+    /// (`search_reranked_with_context` asks for the query's token vectors when it is not 0).
     pub late_interaction_weight: f64,
+    /// How many of the fused candidates the late-interaction rerank scores: at least `top_k`. Default 100, not
+    /// written out, so configurations made before it keep their bytes.
+    #[serde(default = "default_candidates", skip_serializing_if = "is_default_candidates")]
+    pub late_interaction_candidates: usize,
     /// Matryoshka candidates: `Some(d)` runs the dense search first over every vector's first d components,
     /// renormalised (`crate::matryoshka::truncate`), and ranks the `candidate_depth` facts it finds by the full
     /// vectors' inner product. Default `None`: the full dimension only.
@@ -221,6 +228,7 @@ impl Default for SearchConfig {
             sparse_ties: LexicalTies::FactId,
             dense_derived_sparse: false,
             late_interaction_weight: 0.0,
+            late_interaction_candidates: DEFAULT_CANDIDATES,
             candidate_dims: None,
             candidate_depth: DEFAULT_CANDIDATES,
             recency: Recency::Off,
@@ -360,11 +368,33 @@ impl SearchConfig {
         if self.dense_derived_sparse {
             return reject("dense_derived_sparse", true, "the library has no dense-derived sparse retrieval");
         }
-        if self.late_interaction_weight != 0.0 {
+        if !(self.late_interaction_weight.is_finite() && self.late_interaction_weight >= 0.0) {
             return reject(
                 "late_interaction_weight",
                 self.late_interaction_weight,
-                "the library has no token-level late interaction",
+                "must be a finite number at or above 0",
+            );
+        }
+        if self.late_interaction_weight != 0.0 {
+            if !self.fusion.is_rrf() {
+                return reject(
+                    "late_interaction_weight",
+                    self.late_interaction_weight,
+                    "the late-interaction rerank adds a reciprocal rank: it reranks reciprocal rank fusion only",
+                );
+            }
+            if self.late_interaction_candidates < self.top_k || self.late_interaction_candidates > MAX_DEPTH {
+                return reject(
+                    "late_interaction_candidates",
+                    self.late_interaction_candidates,
+                    "must be at least top_k and at most 10000",
+                );
+            }
+        } else if self.late_interaction_candidates != DEFAULT_CANDIDATES {
+            return reject(
+                "late_interaction_candidates",
+                self.late_interaction_candidates,
+                "is used only with a late_interaction_weight",
             );
         }
         match self.candidate_dims {
@@ -442,7 +472,22 @@ mod tests {
             (SearchConfig { sparse_weight: f64::INFINITY, ..base() }, "sparse_weight"),
             (SearchConfig { sparse_candidates: 5, ..base() }, "sparse_candidates"),
             (SearchConfig { dense_derived_sparse: true, ..base() }, "dense_derived_sparse"),
-            (SearchConfig { late_interaction_weight: 0.1, ..base() }, "late_interaction_weight"),
+            (SearchConfig { late_interaction_weight: -0.1, ..base() }, "late_interaction_weight"),
+            (
+                SearchConfig {
+                    late_interaction_weight: 0.5,
+                    fusion: Fusion::Convex { normalization: Normalization::MinMax, missing: Missing::Zero },
+                    fts_weight: 0.5,
+                    vector_weight: 0.5,
+                    ..base()
+                },
+                "late_interaction_weight",
+            ),
+            (SearchConfig { late_interaction_candidates: 50, ..base() }, "late_interaction_candidates"),
+            (
+                SearchConfig { late_interaction_weight: 1.0, late_interaction_candidates: 5, ..base() },
+                "late_interaction_candidates",
+            ),
             (SearchConfig { candidate_dims: Some(0), ..base() }, "candidate_dims"),
             (
                 SearchConfig {

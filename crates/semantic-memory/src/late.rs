@@ -232,6 +232,11 @@ impl LateIndex {
         (top.into_sorted(), scored)
     }
 
+    /// MaxSim of `query` with `fact`'s token vectors, or `None` when it has none.
+    pub(crate) fn score_of(&self, query: &TokenMatrix, fact: FactId) -> Option<f64> {
+        self.ids.binary_search(&fact).ok().map(|index| self.score(query, index))
+    }
+
     /// MaxSim of `query` with fact `index`: [`maxsim`]'s bits.
     fn score(&self, query: &TokenMatrix, index: usize) -> f64 {
         let (first, rows) = self.spans[index];

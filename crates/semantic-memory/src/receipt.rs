@@ -92,6 +92,10 @@ pub struct Hit {
     /// otherwise, so that receipts without a sparse list keep their bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sparse: Option<ComponentHit>,
+    /// The late-interaction component, when a hybrid search was reranked and the fact was among the reranked
+    /// candidates with token vectors: its MaxSim rank among them and its MaxSim; left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_interaction: Option<ComponentHit>,
 }
 
 /// The normalisation of both components of a convex combination.
@@ -169,6 +173,10 @@ pub struct LateInteractionEvidence {
     pub limit: usize,
     /// Candidates returned.
     pub returned: usize,
+    /// When the list reranked a hybrid search: how many of its fused candidates were offered (`limit` is then
+    /// that count, `facts_scored` those with token vectors); left out for late_interaction_only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reranked_candidates: Option<usize>,
 }
 
 /// How the sparse list was produced: an exact dot product over the store's sparse vectors.

@@ -286,7 +286,7 @@ impl FactStore {
                 reason: "a sparse list needs a sparse query: search_fused_with_context",
             });
         }
-        self.hybrid(query, query_vector, None, config, context)
+        self.hybrid(query, query_vector, None, None, config, context)
     }
 
     /// The hybrid search both hybrid APIs run: lexical and vector lists, and the sparse one when given.
@@ -295,11 +295,34 @@ impl FactStore {
         query: &str,
         query_vector: &[f32],
         sparse: Option<&SparseVector>,
+        tokens: Option<&TokenMatrix>,
         config: &SearchConfig,
         context: &SearchContext,
     ) -> Result<SearchOutcome> {
         check_unit_vector(query_vector, self.dims)?;
         let started = self.begin(config, context)?;
+        if config.late_interaction_weight != 0.0 && tokens.is_none() {
+            return Err(Error::UnsupportedConfig {
+                field: "late_interaction_weight",
+                value: config.late_interaction_weight.to_string(),
+                reason: "a late-interaction rerank needs the query's token vectors: search_reranked_with_context",
+            });
+        }
+        let late = match tokens.filter(|_| config.late_interaction_weight != 0.0) {
+            Some(tokens) => {
+                let index = self.late_index()?;
+                if index.len() == 0 {
+                    return Err(Error::InvalidVector {
+                        reason: "the store holds no token vectors: insert_token_vectors first".into(),
+                    });
+                }
+                if tokens.dims() != index.dims {
+                    return Err(Error::DimensionMismatch { expected: index.dims, actual: tokens.dims() });
+                }
+                Some((tokens, index))
+            }
+            None => None,
+        };
         let fts = FtsQuery::from_text(query);
         // The two components run at once: the vector search on the helper thread (it reads only plain data),
         // the lexical one here (it needs the connection).
@@ -315,16 +338,47 @@ impl FactStore {
             None => None,
         };
         let sparse_candidates = sparse_run.as_ref().map(|run| run.candidates.as_slice());
-        let (hits, fusion) = fuse(&lexical.candidates, &run.candidates, sparse_candidates, config);
+        let (hits, fusion, late_evidence) = match &late {
+            None => {
+                let (hits, fusion) = fuse(&lexical.candidates, &run.candidates, sparse_candidates, config);
+                (hits, fusion, None)
+            }
+            Some((tokens, index)) => {
+                let deeper = SearchConfig { top_k: config.late_interaction_candidates, ..config.clone() };
+                let (fused, fusion) = fuse(&lexical.candidates, &run.candidates, sparse_candidates, &deeper);
+                let offered = fused.len();
+                let (hits, scored) = rerank(fused, tokens, index, config);
+                let evidence = LateInteractionEvidence {
+                    backend: "maxsim_rerank_exact".to_owned(),
+                    exact: true,
+                    exactness: LATE_EXACTNESS.to_owned(),
+                    index_digest: index.digest.clone(),
+                    index_size: index.len(),
+                    index_tokens: index.tokens,
+                    dims: index.dims,
+                    query_tokens: tokens.rows(),
+                    facts_scored: scored,
+                    limit: config.late_interaction_candidates,
+                    returned: scored,
+                    reranked_candidates: Some(offered),
+                };
+                (hits, fusion, Some(evidence))
+            }
+        };
         let retrieval = started.elapsed();
         let (mut asked, expression) =
             query_evidence(Some((query, fts, lexical.analyzed_terms)), Some(query_vector));
         asked.sparse_sha256 = sparse.filter(|_| sparse_run.is_some()).map(SparseVector::digest);
+        asked.tokens_sha256 = late.as_ref().map(|(tokens, _)| tokens.digest());
         let lexical = Some(lexical.evidence);
         let mut receipt =
             self.receipt(SearchMode::Hybrid, config, context, asked, lexical, Some(run.evidence), hits);
         receipt.fusion = fusion;
         receipt.sparse = sparse_run.map(|run| run.evidence);
+        if late_evidence.is_some() {
+            receipt.schema = RECEIPT_SCHEMA_LATE.to_owned();
+        }
+        receipt.late_interaction = late_evidence;
         self.finish(receipt, expression, started, retrieval)
     }
 
@@ -369,10 +423,43 @@ impl FactStore {
         context: &SearchContext,
     ) -> Result<SearchOutcome> {
         if config.sparse_weight == 0.0 {
-            return self.hybrid(query, query_vector, None, config, context);
+            return self.hybrid(query, query_vector, None, None, config, context);
         }
         sparse.check()?;
-        self.hybrid(query, query_vector, Some(sparse), config, context)
+        self.hybrid(query, query_vector, Some(sparse), None, config, context)
+    }
+
+    /// Hybrid search reranked by late interaction: the lists fused as [`FactStore::search_fused_with_context`]
+    /// fuses them (the sparse list when `sparse` is given and `sparse_weight` is not 0), the first
+    /// `config.late_interaction_candidates` of the fused list ranked by MaxSim ([`crate::maxsim`]) of `tokens`
+    /// with their token vectors (ties by fact id; a fact without token vectors is not ranked), and each ranked
+    /// fact's fused score raised by `late_interaction_weight / (rrf_k + its MaxSim rank)`, added last; then the
+    /// best `top_k`, ties by fact id. Every hit carries its MaxSim component; the receipt (v7) names the index and
+    /// how many candidates were reranked. A `late_interaction_weight` of 0 reranks nothing: the answer and receipt
+    /// are `search_fused_with_context`'s.
+    ///
+    /// # Errors
+    /// As [`FactStore::search_fused_with_context`] and [`FactStore::search_late_interaction_only_with_context`].
+    pub fn search_reranked_with_context(
+        &self,
+        query: &str,
+        query_vector: &[f32],
+        sparse: Option<&SparseVector>,
+        tokens: &TokenMatrix,
+        config: &SearchConfig,
+        context: &SearchContext,
+    ) -> Result<SearchOutcome> {
+        let sparse = sparse.filter(|_| config.sparse_weight != 0.0);
+        if let Some(sparse) = sparse {
+            sparse.check()?;
+        } else if config.sparse_weight != 0.0 {
+            return Err(Error::UnsupportedConfig {
+                field: "sparse_weight",
+                value: config.sparse_weight.to_string(),
+                reason: "a sparse list needs a sparse query",
+            });
+        }
+        self.hybrid(query, query_vector, sparse, Some(tokens), config, context)
     }
 
     /// Late-interaction search: exact MaxSim ([`crate::maxsim`]) of `query` with every fact in scope that has
@@ -419,6 +506,7 @@ impl FactStore {
             facts_scored: scored,
             limit: config.top_k,
             returned: candidates.len(),
+            reranked_candidates: None,
         });
         self.finish(receipt, None, started, retrieval)
     }
@@ -838,6 +926,7 @@ fn component_hits(candidates: &[ScoredFact], place: impl Fn(ComponentHit) -> Com
                 lexical,
                 vector,
                 sparse,
+                late_interaction: None,
             }
         })
         .collect()
@@ -920,6 +1009,7 @@ fn fuse(
             lexical: components.0,
             vector: components.1,
             sparse: components.2,
+            late_interaction: None,
         })
         .collect();
     // Fact ids are unique here, so this order is total and an unstable selection gives the one answer.
@@ -938,6 +1028,36 @@ fn fuse(
         sparse: sparse.map(|sparse| sparse.evidence),
     });
     (fused, evidence)
+}
+
+/// The late-interaction rerank of `fused` (the fused list to `late_interaction_candidates`, best first): the
+/// candidates with token vectors ranked by MaxSim (ties by fact id), each one's score raised by
+/// `late_interaction_weight / (rrf_k + rank)`, then the best `top_k` (ties by fact id), ranked from 1. Returns the
+/// hits and how many candidates were scored.
+fn rerank(
+    mut fused: Vec<Hit>,
+    tokens: &TokenMatrix,
+    index: &crate::late::LateIndex,
+    config: &SearchConfig,
+) -> (Vec<Hit>, usize) {
+    let mut scored: Vec<(usize, f64)> = fused
+        .iter()
+        .enumerate()
+        .filter_map(|(at, hit)| index.score_of(tokens, hit.fact_id).map(|score| (at, score)))
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(fused[a.0].fact_id.cmp(&fused[b.0].fact_id)));
+    for (rank, (at, score)) in scored.iter().enumerate() {
+        let hit = &mut fused[*at];
+        hit.late_interaction = Some(ComponentHit { rank: rank + 1, score: *score, normalized: None });
+        hit.score += config.late_interaction_weight / (config.rrf_k + (rank + 1) as f64);
+    }
+    let order = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.fact_id.cmp(&b.fact_id));
+    fused.sort_unstable_by(order);
+    fused.truncate(config.top_k);
+    for (at, hit) in fused.iter_mut().enumerate() {
+        hit.rank = at + 1;
+    }
+    (fused, scored.len())
 }
 
 /// One component's normalisation: its parameters, and the value of every score when they are degenerate.

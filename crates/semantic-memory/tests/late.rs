@@ -151,3 +151,99 @@ fn token_vectors_persist_and_bad_ones_are_refused_by_name() {
     assert_eq!(again.receipt.late_interaction.as_ref().unwrap().index_digest, digest, "persisted");
     assert!(reopened.late_interaction_index_bytes().unwrap() >= 2 * 16 * 6 * 4, "blocks of 16 tokens");
 }
+
+/// The rerank: the fused list to `late_interaction_candidates`, each candidate with token vectors ranked by
+/// MaxSim and raised by `weight / (rrf_k + rank)`, then the best `top_k`; computed here from the plain hybrid
+/// search's own fused list and the definition.
+#[test]
+fn a_hybrid_reranked_by_late_interaction_adds_a_reciprocal_maxsim_rank() {
+    let texts = texts(150);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let mut test = store_with(&refs, 8, 7);
+    let mut rng = Rng::new(6);
+    let matrices: Vec<TokenMatrix> = (0..140).map(|i| tokens(&mut rng, 2 + i % 9, 10)).collect();
+    let pairs: Vec<(FactId, &TokenMatrix)> =
+        matrices.iter().enumerate().map(|(i, m)| (FactId(i as i64 + 1), m)).collect();
+    test.store.insert_token_vectors(&pairs).unwrap();
+    let mut vectors = Rng::new(8);
+    let mut moved = 0;
+    for q in 0..10 {
+        let query_vector = crate::util::unit_vector(&mut vectors, 8);
+        let query_tokens = tokens(&mut rng, 5, 10);
+        let config = SearchConfig {
+            late_interaction_weight: 2.0,
+            late_interaction_candidates: 40,
+            ..SearchConfig::default()
+        };
+        let deep = SearchConfig { top_k: 40, lexical_candidates: 100, ..SearchConfig::default() };
+        let plain = test
+            .store
+            .search_explained_with_context(
+                &texts[q * 7],
+                &query_vector,
+                &deep,
+                &SearchContext::new(format!("p{q}"), "ns"),
+            )
+            .unwrap();
+        let reranked = test
+            .store
+            .search_reranked_with_context(
+                &texts[q * 7],
+                &query_vector,
+                None,
+                &query_tokens,
+                &config,
+                &SearchContext::new(format!("r{q}"), "ns"),
+            )
+            .unwrap();
+        let receipt = &reranked.receipt;
+        assert_eq!(receipt.schema, RECEIPT_SCHEMA_LATE);
+        assert!(receipt.digest_is_valid());
+        let evidence = receipt.late_interaction.as_ref().unwrap();
+        assert_eq!(evidence.reranked_candidates, Some(plain.hits().len()));
+        // The definition from the plain fused list.
+        let mut late: Vec<(i64, f64)> = plain
+            .hits()
+            .iter()
+            .filter(|h| h.fact_id.0 <= 140)
+            .map(|h| (h.fact_id.0, maxsim(&query_tokens, &matrices[h.fact_id.0 as usize - 1]).unwrap()))
+            .collect();
+        late.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        assert_eq!(evidence.facts_scored, late.len());
+        let mut expected: Vec<(i64, f64)> = plain
+            .hits()
+            .iter()
+            .map(|h| {
+                let bonus = late
+                    .iter()
+                    .position(|(f, _)| *f == h.fact_id.0)
+                    .map_or(0.0, |at| 2.0 / (60.0 + (at + 1) as f64));
+                (h.fact_id.0, h.score + bonus)
+            })
+            .collect();
+        expected.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        expected.truncate(10);
+        let got: Vec<(i64, u64)> = reranked.hits().iter().map(|h| (h.fact_id.0, h.score.to_bits())).collect();
+        let want: Vec<(i64, u64)> = expected.iter().map(|(f, s)| (*f, s.to_bits())).collect();
+        assert_eq!(got, want, "query {q}");
+        for hit in reranked.hits() {
+            let at = late.iter().position(|(f, _)| *f == hit.fact_id.0);
+            assert_eq!(hit.late_interaction.map(|c| (c.rank, c.score)), at.map(|at| (at + 1, late[at].1)));
+        }
+        let plain_top: Vec<i64> = plain.hits().iter().take(10).map(|h| h.fact_id.0).collect();
+        moved += usize::from(plain_top != reranked.hits().iter().map(|h| h.fact_id.0).collect::<Vec<_>>());
+    }
+    assert!(moved > 0, "a weight of 2 moves some rankings");
+    // Without the query's token vectors, a late weight is refused by name.
+    let config = SearchConfig { late_interaction_weight: 1.0, ..SearchConfig::default() };
+    let refused = test.store.search_explained_with_context(
+        "x",
+        &[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        &config,
+        &SearchContext::new("z", "ns"),
+    );
+    assert!(
+        matches!(refused, Err(Error::UnsupportedConfig { field: "late_interaction_weight", .. })),
+        "{refused:?}"
+    );
+}

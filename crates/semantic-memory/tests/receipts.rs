@@ -139,9 +139,9 @@ fn receipts_carry_the_complete_config_and_no_query_text() {
 #[test]
 fn an_unsupported_config_is_refused_before_searching() {
     let test = store_with(&["alpha"], 4, 1);
-    let config = SearchConfig { late_interaction_weight: 0.5, ..SearchConfig::default() };
+    let config = SearchConfig { dense_derived_sparse: true, ..SearchConfig::default() };
     let result = test.store.search_fts_only_with_context("alpha", &config, &SearchContext::new("c", "ns"));
-    assert!(matches!(result, Err(Error::UnsupportedConfig { field: "late_interaction_weight", .. })));
+    assert!(matches!(result, Err(Error::UnsupportedConfig { field: "dense_derived_sparse", .. })));
     assert!(test.store.receipt_for("c").unwrap().is_none());
 }
 
