@@ -791,20 +791,23 @@ fn vector(run: &Run, rows: &[Value], shared: &Shared<'_>, scans: &Scans) -> Outc
         queries += 1;
         hits_checked += hits.len();
     }
+    let list = match matryoshka(run) {
+        Ok(Some(_)) => format!("the top {depth} of {}", searched(run, scans)),
+        _ => format!("the exact top {depth} of a full scan of {} document vectors", scans.documents),
+    };
     Ok(format!(
-        "{queries} queries: each query vector is the one its receipt searched, and every vector candidate list ({hits_checked} hits) is the top {depth} of {}, ids, ranks and score bits",
-        searched(run, scans)
+        "{queries} queries: each query vector is the one its receipt searched, and every vector candidate list ({hits_checked} hits) is {list}, ids, ranks and score bits"
     ))
 }
 
-/// What a run's dense list is, for the evidence: a full scan, or Matryoshka's two stages.
+/// What a run's dense list came from, for the evidence: a full scan, or Matryoshka's two stages.
 fn searched(run: &Run, scans: &Scans) -> String {
     match matryoshka(run) {
         Ok(Some((dims, depth))) => format!(
             "the exact top {depth} of a full scan of {} document vectors cut to {dims} dimensions and renormalised, ranked by the full vectors' dot product",
             scans.documents
         ),
-        _ => format!("an exact full scan of {} document vectors", scans.documents),
+        _ => format!("a full scan of {} vectors", scans.documents),
     }
 }
 
