@@ -109,21 +109,10 @@ pub(crate) fn native_config(raw: &Value) -> Result<Value, String> {
     let parameters = given("rope_parameters");
     let theta = |kind: &str, legacy: &str, default: f64| -> Result<f64, String> {
         let entry = parameters.and_then(|p| p.get(kind)).filter(|v| !v.is_null());
-        if let Some(rope_type) = entry.and_then(|e| e.get("rope_type")).filter(|v| !v.is_null())
-            && rope_type.as_str() != Some("default")
-        {
-            return Err(format!("rope_parameters.{kind}.rope_type {rope_type} is not \"default\""));
-        }
-        let (value, key) = match entry.and_then(|e| e.get("rope_theta")).filter(|v| !v.is_null()) {
-            Some(value) => (value, format!("rope_parameters.{kind}.rope_theta")),
-            None => match given(legacy) {
-                Some(value) => (value, legacy.to_owned()),
-                None => return Ok(default),
-            },
-        };
-        match value.as_f64() {
-            Some(theta) if theta.is_finite() && theta > 1.0 => Ok(theta),
-            _ => Err(format!("{key} {value} is not a rotary base above 1")),
+        super::rope::default_type(entry, &format!("rope_parameters.{kind}"))?;
+        match entry.and_then(|e| e.get("rope_theta")).filter(|v| !v.is_null()) {
+            Some(value) => super::rope::theta(value, &format!("rope_parameters.{kind}.rope_theta")),
+            None => given(legacy).map_or(Ok(default), |value| super::rope::theta(value, legacy)),
         }
     };
     native.insert("rope_theta".into(), json!(theta(GLOBAL, "global_rope_theta", DEFAULT_GLOBAL_THETA)?));

@@ -83,19 +83,9 @@ pub(crate) fn native_config(raw: &Value) -> Result<Value, String> {
         Some(act) => return Err(format!("hidden_act {act} is not \"silu\" (NomicBert's SwiGLU)")),
     }
     let parameters = fields.get("rope_parameters").filter(|v| !v.is_null());
-    if let Some(kind) = parameters.and_then(|p| p.get("rope_type")).filter(|v| !v.is_null())
-        && kind.as_str() != Some("default")
-    {
-        return Err(format!("rope_parameters.rope_type {kind} is not \"default\""));
-    }
+    super::rope::default_type(parameters, "rope_parameters")?;
     let number = |value: Option<&Value>, key: &str| -> Result<Option<f64>, String> {
-        match value.filter(|v| !v.is_null()) {
-            None => Ok(None),
-            Some(value) => match value.as_f64() {
-                Some(theta) if theta.is_finite() && theta > 1.0 => Ok(Some(theta)),
-                _ => Err(format!("{key} {value} is not a rotary base above 1")),
-            },
-        }
+        value.filter(|v| !v.is_null()).map(|value| super::rope::theta(value, key)).transpose()
     };
     let native_theta =
         match number(parameters.and_then(|p| p.get("rope_theta")), "rope_parameters.rope_theta")? {

@@ -65,20 +65,12 @@ pub(crate) fn native_config(raw: &Value) -> Result<Value, String> {
         return Err(format!("rope_scaling {scaling} is not run here (unscaled rotary positions are)"));
     }
     let parameters = given("rope_parameters");
-    if let Some(kind) = parameters.and_then(|p| p.get("rope_type")).filter(|v| !v.is_null())
-        && kind.as_str() != Some("default")
-    {
-        return Err(format!("rope_parameters.rope_type {kind} is not \"default\""));
-    }
-    let (theta, key) = match parameters.and_then(|p| p.get("rope_theta")).filter(|v| !v.is_null()) {
-        Some(value) => (Some(value), "rope_parameters.rope_theta"),
-        None => (given("rope_theta"), "rope_theta"),
-    };
-    let theta = match theta {
-        None => DEFAULT_THETA,
-        Some(value) => match value.as_f64() {
-            Some(theta) if theta.is_finite() && theta > 1.0 => theta,
-            _ => return Err(format!("{key} {value} is not a rotary base above 1")),
+    super::rope::default_type(parameters, "rope_parameters")?;
+    let theta = match parameters.and_then(|p| p.get("rope_theta")).filter(|v| !v.is_null()) {
+        Some(value) => super::rope::theta(value, "rope_parameters.rope_theta")?,
+        None => match given("rope_theta") {
+            Some(value) => super::rope::theta(value, "rope_theta")?,
+            None => DEFAULT_THETA,
         },
     };
     native.insert("rope_theta".into(), json!(theta));

@@ -28,6 +28,25 @@ pub(crate) fn check_head_width(
     Ok(())
 }
 
+/// Refuses a `rope_type` other than `"default"` in a config's rope entry `entry` (named `at`, e.g.
+/// `rope_parameters` or `rope_parameters.sliding_attention`): only unscaled rotary positions run here.
+pub(crate) fn default_type(entry: Option<&serde_json::Value>, at: &str) -> Result<(), String> {
+    match entry.and_then(|e| e.get("rope_type")).filter(|v| !v.is_null()) {
+        Some(kind) if kind.as_str() != Some("default") => {
+            Err(format!("{at}.rope_type {kind} is not \"default\""))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A rotary base from a config's `value` (named `key`): a finite number above 1.
+pub(crate) fn theta(value: &serde_json::Value, key: &str) -> Result<f64, String> {
+    match value.as_f64() {
+        Some(theta) if theta.is_finite() && theta > 1.0 => Ok(theta),
+        _ => Err(format!("{key} {value} is not a rotary base above 1")),
+    }
+}
+
 /// cos and sin of every position's angles, `[position][i]` for the `d/2` frequencies of a head of width `d`.
 #[derive(Debug, Clone)]
 pub(crate) struct Rotary {
