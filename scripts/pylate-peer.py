@@ -40,6 +40,7 @@ import pylate  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from pylate import models  # noqa: E402
+from seeded_weights import perturb  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "colbert"
 TOLERANCE = 1e-5
@@ -73,21 +74,6 @@ def vocabulary():
             seen.add(token)
             vocab.append(token)
     return vocab
-
-
-def perturb(model, seed):
-    """Weights drawn from `seed`: norms away from 1 and 0, the rest scaled up so that small differences show."""
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, parameter in sorted(model.named_parameters()):
-            noise = torch.rand(parameter.shape, generator=generator) - 0.5
-            if "norm" in name.lower() and name.endswith("weight"):
-                parameter.copy_(1.0 + 0.5 * noise)
-            elif name.endswith("bias"):
-                parameter.copy_(0.2 * noise)
-            else:
-                parameter.copy_(0.4 * noise)
-    return model
 
 
 def base(directory, seed, positions):

@@ -67,6 +67,7 @@ import sentence_transformers  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from sentence_transformers import SentenceTransformer  # noqa: E402
+from seeded_weights import perturb  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "modern"
 TOLERANCE = 1e-5
@@ -111,21 +112,6 @@ def vocabulary():
 def wordpiece(max_length):
     vocab = {token: i for i, token in enumerate(vocabulary())}
     return transformers.BertTokenizerFast(vocab=vocab, do_lower_case=True, model_max_length=max_length)
-
-
-def perturb(model, seed):
-    """Weights drawn from `seed`: norms away from 1 and 0, the rest scaled up so that small differences show."""
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, parameter in sorted(model.named_parameters()):
-            noise = torch.rand(parameter.shape, generator=generator) - 0.5
-            if "norm" in name.lower() and name.endswith("weight"):
-                parameter.copy_(1.0 + 0.5 * noise)
-            elif name.endswith("bias"):
-                parameter.copy_(0.2 * noise)
-            else:
-                parameter.copy_(0.4 * noise)
-    return model
 
 
 def nomic(seed, hidden, heads, theta, positions):

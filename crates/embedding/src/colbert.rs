@@ -556,13 +556,14 @@ fn check_bert(path: &Path, raw: &Value, stanford: bool) -> Result<()> {
         ));
     }
     if !stanford {
-        crate::checkpoint::check_architecture(path, raw)?;
-    } else if let Some(kind) = raw.get("position_embedding_type").and_then(Value::as_str)
-        && kind != "absolute"
-    {
-        return Err(invalid(path, format!("position_embedding_type {kind:?} is not \"absolute\"")));
+        return crate::checkpoint::check_architecture(path, raw);
     }
-    Ok(())
+    // HF_ColBERT holds a BertModel: the rest of the file is checked as that model's.
+    let mut encoder = raw.clone();
+    if let Some(fields) = encoder.as_object_mut() {
+        fields.remove("architectures");
+    }
+    crate::checkpoint::check_architecture(path, &encoder)
 }
 
 /// The width of a colbert-ai checkpoint's `linear.weight` (`[dims, hidden]`).

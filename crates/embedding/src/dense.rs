@@ -176,23 +176,7 @@ impl Dense {
         let mut out = vec![0.0f32; m * n];
         crate::bert::gemm::linear(kernels, x, m, packed, &mut out);
         for (row, input) in out.chunks_exact_mut(n).zip(x.chunks_exact(k)) {
-            if self.spec.activation == Activation::Tanh {
-                for value in row.iter_mut() {
-                    *value = 1.0 - 2.0 / (crate::bert::exp(2.0 * *value) + 1.0);
-                }
-            }
-            if self.spec.residual {
-                let added: Vec<f32> = match &self.residual {
-                    Some(weight) => weight
-                        .chunks_exact(k)
-                        .map(|w| w.iter().zip(input).fold(0.0f32, |acc, (w, v)| v.mul_add(*w, acc)))
-                        .collect(),
-                    None => input.to_vec(),
-                };
-                for (o, r) in row.iter_mut().zip(added) {
-                    *o += r;
-                }
-            }
+            self.activate_and_add(row, input);
         }
         out
     }
@@ -210,29 +194,38 @@ impl Dense {
 
     /// `x` through the module.
     pub(crate) fn apply(&self, x: &[f32]) -> Vec<f32> {
-        let k = self.spec.in_features;
-        let product = |weight: &[f32], start: &[f32]| -> Vec<f32> {
-            weight
-                .chunks_exact(k)
-                .zip(start)
-                .map(|(row, from)| row.iter().zip(x).fold(*from, |acc, (w, v)| v.mul_add(*w, acc)))
-                .collect()
-        };
-        let mut out = product(&self.weight, &self.bias);
+        let mut out = product(&self.weight, &self.bias, self.spec.in_features, x);
+        self.activate_and_add(&mut out, x);
+        out
+    }
+
+    /// What follows the product for one row: the activation, then the residual (`input`, or `residual.weight`
+    /// times it), one addition per value.
+    fn activate_and_add(&self, row: &mut [f32], input: &[f32]) {
         if self.spec.activation == Activation::Tanh {
-            for value in &mut out {
+            for value in row.iter_mut() {
                 *value = 1.0 - 2.0 / (crate::bert::exp(2.0 * *value) + 1.0);
             }
         }
         if self.spec.residual {
             let added = match &self.residual {
-                Some(weight) => product(weight, &vec![0.0; self.spec.out_features]),
-                None => x.to_vec(),
+                Some(weight) => {
+                    product(weight, &vec![0.0; self.spec.out_features], self.spec.in_features, input)
+                }
+                None => input.to_vec(),
             };
-            for (o, r) in out.iter_mut().zip(added) {
+            for (o, r) in row.iter_mut().zip(added) {
                 *o += r;
             }
         }
-        out
     }
+}
+
+/// `weight` (rows of `k`) times `x`, each output one fused multiply-add chain over `k` in order from `start`'s value.
+fn product(weight: &[f32], start: &[f32], k: usize, x: &[f32]) -> Vec<f32> {
+    weight
+        .chunks_exact(k)
+        .zip(start)
+        .map(|(row, from)| row.iter().zip(x).fold(*from, |acc, (w, v)| v.mul_add(*w, acc)))
+        .collect()
 }

@@ -135,18 +135,7 @@ fn sparse(
              encode_document), so only `auto` or `model` apply"
         );
     }
-    match args.model_args.device {
-        crate::cli::DeviceArg::Cuda | crate::cli::DeviceArg::Emulated => anyhow::bail!(
-            "--device {}: a sparse checkpoint's MLM head runs on the CPU only",
-            args.model_args.device.request().name()
-        ),
-        _ => {}
-    }
-    if args.model_args.model.is_some() || args.model_args.weights_sha256.is_some() {
-        anyhow::bail!(
-            "--model and --weights-sha256 name dense checkpoints; a sparse one is named by its digests"
-        );
-    }
+    cpu_checkpoint_only(args, ("a sparse checkpoint's MLM head runs", "a sparse one"))?;
     let mut encoder = embedding::SparseEncoder::load(dir)
         .with_context(|| format!("loading the sparse checkpoint from {}", dir.display()))?;
     encoder.set_batch_size(args.model_args.batch_size.min(64));
@@ -192,18 +181,7 @@ fn colbert(
              --role query or --role document"
         );
     };
-    match args.model_args.device {
-        crate::cli::DeviceArg::Cuda | crate::cli::DeviceArg::Emulated => anyhow::bail!(
-            "--device {}: a ColBERT checkpoint runs on the CPU only",
-            args.model_args.device.request().name()
-        ),
-        _ => {}
-    }
-    if args.model_args.model.is_some() || args.model_args.weights_sha256.is_some() {
-        anyhow::bail!(
-            "--model and --weights-sha256 name dense checkpoints; a ColBERT one is named by its digests"
-        );
-    }
+    cpu_checkpoint_only(args, ("a ColBERT checkpoint runs", "a ColBERT one"))?;
     let mut encoder = embedding::ColbertEncoder::load(dir)
         .with_context(|| format!("loading the ColBERT checkpoint from {}", dir.display()))?;
     encoder.set_batch_size(args.model_args.batch_size.min(64));
@@ -233,6 +211,21 @@ fn colbert(
     })?;
     report(count, modelled, started, "tokenising, the forward pass and the projection");
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Refuses what `embed` cannot give a sparse or ColBERT checkpoint: a GPU (`runs`: what runs on the CPU only) and
+/// the dense checkpoints' names (`one`: which checkpoint is named by its digests instead).
+fn cpu_checkpoint_only(args: &EmbedArgs, (runs, one): (&str, &str)) -> anyhow::Result<()> {
+    match args.model_args.device {
+        crate::cli::DeviceArg::Cuda | crate::cli::DeviceArg::Emulated => {
+            anyhow::bail!("--device {}: {runs} on the CPU only", args.model_args.device.request().name())
+        }
+        _ => {}
+    }
+    if args.model_args.model.is_some() || args.model_args.weights_sha256.is_some() {
+        anyhow::bail!("--model and --weights-sha256 name dense checkpoints; {one} is named by its digests");
+    }
+    Ok(())
 }
 
 /// Reads stdin's JSON strings in chunks of [`CHUNK`], hands each to `encode` with stdout, and returns how many

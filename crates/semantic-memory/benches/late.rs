@@ -19,6 +19,9 @@ use semantic_memory::{FactId, FactStore, NewFact, SearchConfig, SearchContext, S
 #[path = "../tests/util.rs"]
 mod util;
 
+#[path = "support/measure.rs"]
+mod measure;
+
 use util::{Rng, unit_vector};
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -114,16 +117,9 @@ fn main() {
     }
     let total = all.elapsed();
     retrieval.sort();
-    let p = |q: f64| retrieval[((q * count as f64).ceil() as usize).clamp(1, count) - 1].as_secs_f64() * 1e3;
+    let p = |q: f64| measure::percentile(&retrieval, q);
     let tokens: usize = documents.iter().map(TokenMatrix::rows).sum();
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
-        })
-        .unwrap_or_default();
+    let cpu = measure::cpu_name();
     let retrieval_seconds: f64 = retrieval.iter().map(Duration::as_secs_f64).sum();
     let report = serde_json::json!({
         "benchmark": "semantic-memory-late-v1",

@@ -36,13 +36,13 @@ mod util;
 #[path = "support/synthetic.rs"]
 mod synthetic;
 
+#[path = "support/measure.rs"]
+mod measure;
+
+use measure::percentile;
+
 use synthetic::text;
 use util::{Rng, unit_vector};
-
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1].as_secs_f64() * 1e3
-}
 
 fn summary(mut samples: Vec<Duration>) -> serde_json::Value {
     samples.sort();
@@ -291,14 +291,7 @@ fn main() {
         let _ = child.kill();
         let _ = child.wait();
     }
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
-        })
-        .unwrap_or_default();
+    let cpu = measure::cpu_name();
     let report = serde_json::json!({
         "benchmark": "semantic-memory-search-v4",
         "cpu": cpu,

@@ -8,6 +8,7 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::canonical_json::hex;
 use crate::error::{Error, Result};
 use crate::store::FactId;
 use crate::vector::{ScoredFact, TopK};
@@ -102,10 +103,6 @@ impl TokenMatrix {
             bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
         )
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The dot product MaxSim is defined with: `acc = fma(a[k], b[k], acc)` for k in order, from 0.

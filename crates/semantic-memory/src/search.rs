@@ -309,18 +309,7 @@ impl FactStore {
             });
         }
         let late = match tokens.filter(|_| config.late_interaction_weight != 0.0) {
-            Some(tokens) => {
-                let index = self.late_index()?;
-                if index.len() == 0 {
-                    return Err(Error::InvalidVector {
-                        reason: "the store holds no token vectors: insert_token_vectors first".into(),
-                    });
-                }
-                if tokens.dims() != index.dims {
-                    return Err(Error::DimensionMismatch { expected: index.dims, actual: tokens.dims() });
-                }
-                Some((tokens, index))
-            }
+            Some(tokens) => Some((tokens, self.late_index_for(tokens)?)),
             None => None,
         };
         let fts = FtsQuery::from_text(query);
@@ -477,15 +466,7 @@ impl FactStore {
         context: &SearchContext,
     ) -> Result<SearchOutcome> {
         let started = self.begin(config, context)?;
-        let index = self.late_index()?;
-        if index.len() == 0 {
-            return Err(Error::InvalidVector {
-                reason: "the store holds no token vectors: insert_token_vectors first".into(),
-            });
-        }
-        if query.dims() != index.dims {
-            return Err(Error::DimensionMismatch { expected: index.dims, actual: query.dims() });
-        }
+        let index = self.late_index_for(query)?;
         let scope = self.scope(context);
         let (candidates, scored) = index.search(query, config.top_k, &|fact| scope.contains(fact));
         let hits = component_hits(&candidates, |_| (None, None, None));
@@ -509,6 +490,21 @@ impl FactStore {
             reranked_candidates: None,
         });
         self.finish(receipt, None, started, retrieval)
+    }
+
+    /// The token vectors' index, for a query of `tokens`: refused when the store holds none, or holds them at
+    /// another width.
+    fn late_index_for(&self, tokens: &TokenMatrix) -> Result<std::sync::Arc<crate::late::LateIndex>> {
+        let index = self.late_index()?;
+        if index.len() == 0 {
+            return Err(Error::InvalidVector {
+                reason: "the store holds no token vectors: insert_token_vectors first".into(),
+            });
+        }
+        if tokens.dims() != index.dims {
+            return Err(Error::DimensionMismatch { expected: index.dims, actual: tokens.dims() });
+        }
+        Ok(index)
     }
 
     fn sparse_run(

@@ -639,15 +639,7 @@ impl FactStore {
 
     /// Whether the store has the sparse vectors' table (made with the first one stored).
     fn has_sparse_table(&self) -> Result<bool> {
-        let count: i64 = self
-            .conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'fact_sparse'",
-                [],
-                |row| row.get(0),
-            )
-            .map_err(|source| self.sql_error(source))?;
-        Ok(count > 0)
+        self.has_table("fact_sparse")
     }
 
     /// The sparse index over every stored sparse vector, built on first use and dropped when vectors are added.
